@@ -1,0 +1,33 @@
+// Package etcdtest starts an embedded etcd for tests: fsync off, free
+// ports on 127.0.0.1, data in t.TempDir(), stopped when the test ends.
+package etcdtest
+
+import (
+	"context"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kite-project/kite/storage/etcd/embedded"
+)
+
+// Start runs an embedded etcd for the test and returns it with a client.
+// Both are closed by t.Cleanup.
+func Start(t testing.TB) (*embedded.Server, *clientv3.Client) {
+	t.Helper()
+	s, err := embedded.Start(context.Background(), embedded.Options{
+		DataDir:       t.TempDir(),
+		UnsafeNoFsync: true,
+		LogLevel:      "fatal",
+	})
+	if err != nil {
+		t.Fatalf("start embedded etcd: %v", err)
+	}
+	t.Cleanup(s.Close)
+	c, err := s.Client()
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return s, c
+}
