@@ -1,8 +1,3 @@
-// Package listwatch is the client side of list and watch: the ListerWatcher
-// seam, the Reflector that lists then watches, and the stores it fills.
-//
-// One implementation serves two users: the watch cache fills itself from the
-// etcd store through it, and the node agent watches the API server with it.
 package listwatch
 
 import (
@@ -22,7 +17,9 @@ type ListerWatcher interface {
 }
 
 // Store is what a Reflector writes into. Replace is called after each
-// (re-)list with every object and the list's resourceVersion.
+// (re-)list with every object and the list's resourceVersion. A Reflector
+// calls these from one goroutine, in the order of the events; an error is
+// logged and the Reflector goes on (the next list repairs the store).
 type Store interface {
 	Add(obj runtime.Object) error
 	Update(obj runtime.Object) error
@@ -32,7 +29,9 @@ type Store interface {
 
 // ResourceVersionUpdater is implemented by stores that want to learn the
 // resourceVersion of bookmarks (and of progress notifications), so that
-// they know how current they are even when no object changes.
+// they know how current they are even when no object changes. A Reflector
+// calls it for each bookmark only: Add, Update and Delete carry their
+// object's resourceVersion, and Replace the list's.
 type ResourceVersionUpdater interface {
 	UpdateResourceVersion(resourceVersion string)
 }

@@ -1,0 +1,99 @@
+package listwatch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+func testPod(ns, name, rv, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv},
+		Spec:       v1.PodSpec{NodeName: node},
+	}
+}
+
+// chanLW is an in-process ListerWatcher: lists come from a function and
+// each watch is a fresh watcher the test feeds.
+type chanLW struct {
+	list     func(opts metav1.ListOptions) (runtime.Object, error)
+	mu       sync.Mutex
+	watches  chan *watch.RaceFreeFakeWatcher
+	watchOps []metav1.ListOptions
+}
+
+func newChanLW(list func(metav1.ListOptions) (runtime.Object, error)) *chanLW {
+	return &chanLW{list: list, watches: make(chan *watch.RaceFreeFakeWatcher, 16)}
+}
+
+func (c *chanLW) List(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return c.list(opts)
+}
+
+func (c *chanLW) Watch(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	c.mu.Lock()
+	c.watchOps = append(c.watchOps, opts)
+	c.mu.Unlock()
+	w := watch.NewRaceFreeFake()
+	c.watches <- w
+	return w, nil
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestReflectorListsThenAppliesWatchEventsAndBookmarks(t *testing.T) {
+	lw := newChanLW(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return &v1.PodList{
+			ListMeta: metav1.ListMeta{ResourceVersion: "10"},
+			Items:    []v1.Pod{*testPod("ns", "a", "5", "n1")},
+		}, nil
+	})
+	store := NewIndexer(IndexerOptions[*v1.Pod]{})
+	r, err := NewReflector(Options{Name: "pods", ListerWatcher: lw, Store: store, ExpectedType: &v1.Pod{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	select {
+	case <-r.Synced():
+	case <-time.After(20 * time.Second):
+		t.Fatal("never synced")
+	}
+	if !r.HasSynced() || store.Len() != 1 || r.LastSyncResourceVersion() != "10" {
+		t.Fatalf("after list: synced=%v len=%d rv=%q", r.HasSynced(), store.Len(), r.LastSyncResourceVersion())
+	}
+	w := <-lw.watches
+	w.Add(testPod("ns", "b", "11", "n2"))
+	w.Modify(testPod("ns", "a", "12", "n1"))
+	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "15"}})
+	waitFor(t, "bookmark RV", func() bool { return r.LastSyncResourceVersion() == "15" })
+	if got := store.Keys(); len(got) != 2 || store.ResourceVersion() != "15" {
+		t.Fatalf("keys %v store rv %q", got, store.ResourceVersion())
+	}
+	lw.mu.Lock()
+	op := lw.watchOps[0]
+	lw.mu.Unlock()
+	if op.ResourceVersion != "10" || !op.AllowWatchBookmarks || op.TimeoutSeconds == nil ||
+		*op.TimeoutSeconds < 300 || *op.TimeoutSeconds >= 600 {
+		t.Fatalf("watch options %+v", op)
+	}
+}
