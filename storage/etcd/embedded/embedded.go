@@ -4,6 +4,12 @@
 // durable storage. The server listens on 127.0.0.1 only; ports that are not
 // given are picked free by the kernel, and the URLs actually bound are
 // reported by Server.ClientURLs.
+//
+// Start owns the data directory while the server runs: it holds an
+// exclusive lock on it (a second Kite fails at once with ErrDataDirLocked),
+// and it reads etcd's files before etcd does, so that a damaged directory is
+// one ErrCorrupt error rather than a panic, an exit from inside etcd, or a
+// server that never becomes ready.
 package embedded
 
 import (
@@ -13,17 +19,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // Options configures an embedded etcd server.
 type Options struct {
-	// DataDir holds etcd's WAL and snapshot. It is created if missing.
+	// DataDir holds etcd's WAL and backend (under DataDir/etcd) and the
+	// lock file. It is created if missing.
 	DataDir string
 	// ClientURL and PeerURL are where etcd listens. Empty means
 	// http://127.0.0.1:0, a free port chosen by the kernel.
@@ -35,7 +42,9 @@ type Options struct {
 	// StartTimeout bounds how long Start waits for etcd to be ready.
 	// Zero means 60 s.
 	StartTimeout time.Duration
-	// LogLevel is etcd's own log level ("error" when empty).
+	// LogLevel is etcd's own log level once it is running ("error" when
+	// empty). While Start and Close run, etcd logs nothing: what goes
+	// wrong then is in the error they return.
 	LogLevel string
 	// MaxRequestBytes is the largest request etcd accepts. Zero means
 	// 3 MiB + margin so that every object the API server admits fits.
@@ -45,28 +54,26 @@ type Options struct {
 // Server is a running embedded etcd.
 type Server struct {
 	etcd       *embed.Etcd
+	log        *etcdLogger
+	lock       *dirLock
 	clientURLs []string
+	errc       chan error
+	watchDone  chan struct{}
+	closeOnce  sync.Once
 }
 
 // ErrDataDirLocked is returned when another process holds the data directory.
 var ErrDataDirLocked = errors.New("embedded etcd: data directory is in use by another process")
+
+// closeTimeout bounds how long a failed start waits for etcd to release
+// what it opened; a half-started etcd can block in Close forever.
+const closeTimeout = 5 * time.Second
 
 // Start starts etcd and waits until it serves requests. The context bounds
 // only the start; the server runs until Close.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("embedded etcd: no data directory given")
-	}
-	if err := prepareDataDir(opts.DataDir); err != nil {
-		return nil, err
-	}
-	cfg := embed.NewConfig()
-	cfg.Name = "kite"
-	cfg.Dir = filepath.Join(opts.DataDir, "etcd")
-	cfg.UnsafeNoFsync = opts.UnsafeNoFsync
-	cfg.MaxRequestBytes = opts.MaxRequestBytes
-	if cfg.MaxRequestBytes == 0 {
-		cfg.MaxRequestBytes = 4 * 1024 * 1024
 	}
 	clientURL, err := parseURL(opts.ClientURL)
 	if err != nil {
@@ -76,70 +83,131 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: peer URL %q: %w", opts.PeerURL, err)
 	}
+	log, err := newEtcdLogger(opts.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareDataDir(opts.DataDir); err != nil {
+		return nil, err
+	}
+	lock, err := lockDataDir(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "kite"
+	cfg.Dir = filepath.Join(opts.DataDir, "etcd")
+	if err := checkMember(filepath.Join(cfg.Dir, "member")); err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	cfg.UnsafeNoFsync = opts.UnsafeNoFsync
+	cfg.MaxRequestBytes = opts.MaxRequestBytes
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = 4 * 1024 * 1024
+	}
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
 	cfg.ListenPeerUrls = []url.URL{peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	level := opts.LogLevel
-	if level == "" {
-		level = "error"
-	}
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: log level %q: %w", level, err)
-	}
-	zcfg := zap.NewProductionConfig()
-	zcfg.Level = zap.NewAtomicLevelAt(lvl)
-	zcfg.Sampling = nil
-	logger, err := zcfg.Build()
-	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: logger: %w", err)
-	}
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger.Named("etcd"))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(log.logger)
 
-	e, err := startEtcd(cfg)
-	if err != nil {
-		return nil, err
-	}
 	timeout := opts.StartTimeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: failed while starting in %s: %w", opts.DataDir, err)
-	case <-timer.C:
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: not ready after %s (data dir %s)", timeout, opts.DataDir)
-	case <-ctx.Done():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: start: %w", ctx.Err())
+	e, err := startEtcd(ctx, cfg, log, timeout)
+	if err != nil {
+		lock.unlock()
+		return nil, fmt.Errorf("embedded etcd: start in %s: %w", opts.DataDir, err)
 	}
-	s := &Server{etcd: e}
+	log.loud()
+	s := &Server{etcd: e, log: log, lock: lock, errc: make(chan error, 1), watchDone: make(chan struct{})}
 	for _, l := range e.Clients {
 		s.clientURLs = append(s.clientURLs, "http://"+l.Addr().String())
 	}
+	go s.watchErrors()
 	return s, nil
 }
 
-// startEtcd turns the panics and opaque errors that etcd gives for a bad
-// data directory into one clear error.
-func startEtcd(cfg *embed.Config) (e *embed.Etcd, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("embedded etcd: data dir %s is corrupt or unreadable: %v", cfg.Dir, r)
-		}
-	}()
-	e, err = embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: start with data dir %s: %w", cfg.Dir, err)
+// startEtcd runs embed.StartEtcd on its own goroutine, so that a Fatal
+// inside it (which our logger turns into runtime.Goexit) or a panic ends
+// only that goroutine, and waits for the server to be ready.
+func startEtcd(ctx context.Context, cfg *embed.Config, log *etcdLogger, timeout time.Duration) (*embed.Etcd, error) {
+	type result struct {
+		e   *embed.Etcd
+		err error
 	}
-	return e, nil
+	started := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				started <- result{err: fmt.Errorf("%w: %v", ErrCorrupt, r)}
+			}
+		}()
+		e, err := embed.StartEtcd(cfg)
+		started <- result{e, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var e *embed.Etcd
+	select {
+	case r := <-started:
+		if r.err != nil {
+			return nil, r.err
+		}
+		e = r.e
+	case err := <-log.fatal:
+		return nil, err
+	case <-timer.C:
+		return nil, fmt.Errorf("etcd did not start within %s", timeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var err error
+	select {
+	case <-e.Server.ReadyNotify():
+		return e, nil
+	case err = <-e.Err():
+	case err = <-log.fatal:
+	case <-timer.C:
+		err = fmt.Errorf("etcd not ready within %s", timeout)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	closeBounded(e, log)
+	return nil, err
+}
+
+// closeBounded closes etcd quietly and waits at most closeTimeout.
+func closeBounded(e *embed.Etcd, log *etcdLogger) {
+	log.quiet()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeTimeout):
+	}
+}
+
+// watchErrors forwards the first fatal error of the running server: one
+// etcd reports on its error channel, or a Fatal it logged.
+func (s *Server) watchErrors() {
+	defer close(s.watchDone)
+	var err error
+	select {
+	case err = <-s.etcd.Err():
+	case err = <-s.log.fatal:
+	case <-s.etcd.Server.StopNotify():
+		return
+	}
+	if err != nil {
+		s.errc <- fmt.Errorf("embedded etcd: %w", err)
+	}
 }
 
 func parseURL(s string) (url.URL, error) {
@@ -180,8 +248,18 @@ func (s *Server) Client() (*clientv3.Client, error) {
 	})
 }
 
-// Err reports a fatal error of the running server.
-func (s *Server) Err() <-chan error { return s.etcd.Err() }
+// Err reports a fatal error of the running server. It is never closed.
+func (s *Server) Err() <-chan error { return s.errc }
 
-// Close stops etcd and waits for it to finish. It is safe to call twice.
-func (s *Server) Close() { s.etcd.Close() }
+// Close stops etcd, waits for it to finish and releases the data
+// directory. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		// etcd logs errors about its own listeners closing; on a
+		// shutdown we asked for, they are noise.
+		s.log.quiet()
+		s.etcd.Close()
+		<-s.watchDone
+		s.lock.unlock()
+	})
+}

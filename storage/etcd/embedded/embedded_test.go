@@ -2,44 +2,187 @@ package embedded
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-func TestStartPutGetRestart(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	s, err := Start(ctx, Options{DataDir: dir, UnsafeNoFsync: true})
+func start(t *testing.T, dir string) (*Server, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return Start(ctx, Options{DataDir: dir, UnsafeNoFsync: true, StartTimeout: 30 * time.Second})
+}
+
+func mustStart(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := start(t, dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("start on %s: %v", dir, err)
 	}
-	t.Log(s.ClientURLs())
+	return s
+}
+
+// seed starts etcd on dir, writes n keys and stops it cleanly.
+func seed(t *testing.T, dir string, n int) {
+	t.Helper()
+	s := mustStart(t, dir)
+	defer s.Close()
 	c, err := s.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.Put(cctx, "/k", "v"); err != nil {
-		t.Fatal(err)
+	for i := range n {
+		if _, err := c.Put(ctx, fmt.Sprintf("/k/%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c.Close()
-	s.Close()
-	s, err = Start(ctx, Options{DataDir: dir, UnsafeNoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+func TestRestartKeepsEveryKey(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir, 20)
+	s := mustStart(t, dir)
 	defer s.Close()
-	c, err = s.Client()
+	c, err := s.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := c.Get(cctx, "/k")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Get(ctx, "/k/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "v" {
-		t.Fatalf("after restart got %v", r.Kvs)
+	if len(r.Kvs) != 20 {
+		t.Fatalf("after restart got %d keys, want 20", len(r.Kvs))
+	}
+}
+
+func TestSecondStartOnSameDirIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := mustStart(t, dir)
+	_, err := start(t, dir)
+	if !errors.Is(err, ErrDataDirLocked) {
+		t.Fatalf("second start: got %v, want ErrDataDirLocked", err)
+	}
+	s.Close()
+	s.Close() // idempotent
+	// The lock goes with Close.
+	s = mustStart(t, dir)
+	s.Close()
+}
+
+func TestUnusableDataDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := start(t, filepath.Join(file, "data"))
+	if err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("data dir under a file: got %v, want a 'not a directory' error", err)
+	}
+}
+
+func TestCorruptDataDirIsErrCorrupt(t *testing.T) {
+	const walFile = "etcd/member/wal/0000000000000000-0000000000000000.wal"
+	const dbFile = "etcd/member/snap/db"
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, dir string)
+		want    string
+	}{
+		{"garbage in the middle of the WAL", func(t *testing.T, dir string) {
+			overwrite(t, filepath.Join(dir, walFile), 200, []byte(strings.Repeat("GARBAGE!", 64)))
+		}, "WAL"},
+		{"WAL replaced by random bytes", func(t *testing.T, dir string) {
+			overwrite(t, filepath.Join(dir, walFile), 0, []byte(strings.Repeat("\x17\x99garbage", 400)))
+		}, "WAL"},
+		{"no WAL files", func(t *testing.T, dir string) {
+			must(t, os.Remove(filepath.Join(dir, walFile)))
+		}, "no WAL files"},
+		{"backend truncated to 100 bytes", func(t *testing.T, dir string) {
+			must(t, os.Truncate(filepath.Join(dir, dbFile), 100))
+		}, "backend"},
+		{"backend truncated after its meta pages", func(t *testing.T, dir string) {
+			must(t, os.Truncate(filepath.Join(dir, dbFile), 3*4096))
+		}, "backend"},
+		{"backend overwritten", func(t *testing.T, dir string) {
+			overwrite(t, filepath.Join(dir, dbFile), 0, []byte(strings.Repeat("garbage!", 2048)))
+		}, "backend"},
+		{"member is a file", func(t *testing.T, dir string) {
+			must(t, os.RemoveAll(filepath.Join(dir, "etcd/member")))
+			must(t, os.WriteFile(filepath.Join(dir, "etcd/member"), []byte("x"), 0o600))
+		}, "backend"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			seed(t, dir, 50)
+			tt.corrupt(t, dir)
+			s, err := start(t, dir)
+			if err == nil {
+				s.Close()
+				t.Fatal("start on a corrupt data dir succeeded")
+			}
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want ErrCorrupt naming %q", err, tt.want)
+			}
+			// A failed start releases the lock.
+			if _, err := lockDataDir(dir); err != nil {
+				t.Fatalf("lock after failed start: %v", err)
+			}
+		})
+	}
+}
+
+func TestBackendMissingIsRebuiltFromWAL(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir, 5)
+	must(t, os.Remove(filepath.Join(dir, "etcd/member/snap/db")))
+	s := mustStart(t, dir)
+	defer s.Close()
+	c, err := s.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.Get(ctx, "/k/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kvs) != 5 {
+		t.Fatalf("got %d keys after rebuilding the backend, want 5", len(r.Kvs))
+	}
+}
+
+func overwrite(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
