@@ -1,0 +1,270 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	etcdrpc "go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/v3/kubernetes"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// maxPageSize caps how far GetList grows its etcd page size while a
+// selector keeps filtering items out (upstream's maxLimit).
+const maxPageSize = 10000
+
+// GetList implements storage.Interface. Pages of a paged list are read at
+// one revision (the first page's, or the one requested); when a selector
+// filters items out, the etcd page size doubles (up to maxPageSize) until
+// the limit is filled or the range ends.
+func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	keyPrefix, err := s.prepareKey(key, opts.Recursive)
+	if err != nil {
+		return err
+	}
+	itemsPtr, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return err
+	}
+	items, err := conversion.EnforcePtr(itemsPtr)
+	if err != nil || items.Kind() != reflect.Slice {
+		return fmt.Errorf("need ptr to slice: %v", err)
+	}
+	withRev, continueKey, err := storage.ValidateListOptions(keyPrefix, s.versioner, opts)
+	if err != nil {
+		return err
+	}
+	pred := opts.Predicate
+	paging := pred.Limit > 0
+	limit := pred.Limit
+	app := newAppender(s, listObj, items, pred)
+
+	var (
+		lastKey []byte
+		hasMore bool
+		count   int64
+	)
+	sizes := s.sizeEstimator()
+	for {
+		resp, err := s.readRange(ctx, keyPrefix, opts.Recursive, kubernetes.ListOptions{Revision: withRev, Limit: limit, Continue: continueKey})
+		if err != nil {
+			return s.listReadError(ctx, err, withRev, len(pred.Continue) > 0, continueKey, keyPrefix)
+		}
+		if sizes != nil && len(resp.Kvs) > 0 {
+			sizes.Update(resp.Kvs)
+		}
+		if withRev == 0 {
+			if err := s.validateMinimumResourceVersion(opts.ResourceVersion, uint64(resp.Revision)); err != nil {
+				return err
+			}
+			// Every further page is read at the first page's revision.
+			withRev = resp.Revision
+		}
+		more := int64(len(resp.Kvs)) < resp.Count
+		if len(resp.Kvs) == 0 && more {
+			return fmt.Errorf("list %q: no results were found, but etcd indicated there were more values remaining", keyPrefix)
+		}
+		count = resp.Count
+		if len(resp.Kvs) > 0 {
+			continueKey = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+
+		app.grow(len(resp.Kvs))
+		limitReached := false
+		for i, kv := range resp.Kvs {
+			if paging && int64(app.len()) >= pred.Limit {
+				limitReached = true
+				break
+			}
+			lastKey = kv.Key
+			if err := app.add(ctx, kv); err != nil {
+				return err
+			}
+			// Let the value go early: decoding a long list takes a while.
+			resp.Kvs[i] = nil
+		}
+		hasMore = more || limitReached
+		if limitReached || !more || (paging && int64(app.len()) >= pred.Limit) {
+			break
+		}
+		if limit < maxPageSize {
+			limit = min(limit*2, maxPageSize)
+		}
+	}
+	app.finish()
+
+	continueValue, remaining, err := storage.PrepareContinueToken(string(lastKey), keyPrefix, withRev, count, hasMore, opts)
+	if err != nil {
+		return err
+	}
+	if items.IsNil() {
+		// Items is never nil in a result, for consistency.
+		items.Set(reflect.MakeSlice(items.Type(), 0, 0))
+	}
+	return s.versioner.UpdateList(listObj, uint64(withRev), continueValue, remaining)
+}
+
+// readRange reads one page of a recursive list, or the single key of a
+// non-recursive one.
+func (s *Store) readRange(ctx context.Context, key string, recursive bool, o kubernetes.ListOptions) (kubernetes.ListResponse, error) {
+	if recursive {
+		return s.client.Kubernetes.List(ctx, key, o)
+	}
+	resp, err := s.client.Kubernetes.Get(ctx, key, kubernetes.GetOptions{Revision: o.Revision})
+	if err != nil {
+		return kubernetes.ListResponse{}, err
+	}
+	out := kubernetes.ListResponse{Revision: resp.Revision}
+	if resp.KV != nil {
+		out.Kvs, out.Count = []*mvccpb.KeyValue{resp.KV}, 1
+	}
+	return out, nil
+}
+
+// listReadError maps an etcd error of a list read to what GetList returns:
+// a future revision is TooLargeResourceVersion, a compacted one Expired.
+func (s *Store) listReadError(ctx context.Context, err error, withRev int64, continuing bool, continueKey, keyPrefix string) error {
+	if errors.Is(err, etcdrpc.ErrFutureRev) {
+		current, curErr := s.GetCurrentResourceVersion(ctx)
+		if curErr != nil {
+			current = 0
+		}
+		return storage.NewTooLargeResourceVersionError(uint64(withRev), current, 0)
+	}
+	return interpretListError(err, continuing, continueKey, keyPrefix)
+}
+
+// appender decodes list items and appends those matching the predicate.
+// For typed lists it decodes straight into the next slice element, which
+// saves an allocation and a copy per item over decoding into a new object.
+type appender struct {
+	s       *Store
+	items   reflect.Value // the list's Items slice
+	pred    storage.SelectionPredicate
+	filter  bool
+	inPlace bool
+	newItem func() runtime.Object
+	n       int // items appended
+}
+
+func newAppender(s *Store, listObj runtime.Object, items reflect.Value, pred storage.SelectionPredicate) *appender {
+	a := &appender{s: s, items: items, pred: pred, filter: !pred.Empty(), n: items.Len()}
+	if ul, ok := listObj.(*unstructured.UnstructuredList); ok {
+		// Unstructured items keep the list's apiVersion.
+		apiVersion := ul.GetAPIVersion()
+		a.newItem = func() runtime.Object {
+			u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+			if apiVersion != "" {
+				u.SetAPIVersion(apiVersion)
+			}
+			return u
+		}
+		return a
+	}
+	elem := items.Type().Elem()
+	if reflect.PointerTo(elem).Implements(runtimeObjectType) {
+		a.inPlace = true
+		return a
+	}
+	a.newItem = func() runtime.Object { return reflect.New(elem).Interface().(runtime.Object) }
+	return a
+}
+
+var runtimeObjectType = reflect.TypeFor[runtime.Object]()
+
+func (a *appender) len() int { return a.n }
+
+// add transforms and decodes one value and appends it if it matches.
+func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
+	key := string(kv.Key)
+	data, _, err := a.s.fromStorage(ctx, key, kv.Value)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return storage.NewTimeoutError(key, "request did not complete within requested timeout")
+	}
+	if !a.inPlace {
+		obj, err := a.s.decodeNew(key, data, a.newItem, kv.ModRevision)
+		if err != nil {
+			return err
+		}
+		if a.matches(obj) {
+			a.items.Set(reflect.Append(a.items, reflect.ValueOf(obj).Elem()))
+			a.n++
+		}
+		return nil
+	}
+	a.reserve()
+	slot := a.items.Index(a.n)
+	into := slot.Addr().Interface().(runtime.Object)
+	obj, _, err := a.s.codec.Decode(data, nil, into)
+	if err != nil {
+		slot.SetZero()
+		return storage.NewCorruptObjError(key, fmt.Errorf("decode value at revision %d: %w", kv.ModRevision, err))
+	}
+	if obj != into {
+		// The codec returned another object (e.g. after conversion).
+		slot.Set(reflect.ValueOf(obj).Elem())
+	}
+	setRV(a.s.versioner, into, uint64(kv.ModRevision))
+	if a.matches(into) {
+		a.n++
+	} else {
+		slot.SetZero()
+	}
+	return nil
+}
+
+func (a *appender) matches(obj runtime.Object) bool {
+	if !a.filter {
+		return true
+	}
+	ok, err := a.pred.Matches(obj)
+	return err == nil && ok
+}
+
+// reserve makes room for one more element past a.n, growing capacity
+// geometrically, with an initial guess capped like upstream's growSlice.
+func (a *appender) reserve() {
+	if a.n < a.items.Len() {
+		return
+	}
+	if a.n < a.items.Cap() {
+		a.items.SetLen(a.n + 1)
+		return
+	}
+	newCap := max(2*a.items.Cap(), 16)
+	grown := reflect.MakeSlice(a.items.Type(), a.n+1, newCap)
+	reflect.Copy(grown, a.items)
+	a.items.Set(grown)
+}
+
+// grow makes room for k more items up front: all of them when nothing is
+// filtered, else a guess capped at 2048 (as upstream's growSlice).
+func (a *appender) grow(k int) {
+	want := a.n + k
+	if a.filter {
+		want = min(want, max(a.items.Cap(), 2048))
+	}
+	if want <= a.items.Cap() {
+		return
+	}
+	grown := reflect.MakeSlice(a.items.Type(), a.items.Len(), want)
+	reflect.Copy(grown, a.items)
+	a.items.Set(grown)
+}
+
+// finish trims the slice to the appended items.
+func (a *appender) finish() {
+	if a.inPlace && a.items.Len() > a.n {
+		a.items.SetLen(a.n)
+	}
+}

@@ -1,0 +1,367 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
+)
+
+// resultBufSize is the buffer of a watch's result channel: it absorbs
+// bursts so that a briefly slow reader does not stall the etcd stream.
+const resultBufSize = 100
+
+// Watch implements storage.Interface.
+//
+// Where the watch starts (upstream etcd3 semantics, with WatchList on):
+//   - RV N > 0: changes after N; with SendInitialEvents=true, first the
+//     current state (TooLargeResourceVersion if N is in the future);
+//   - RV "" or "0" with SendInitialEvents unset (legacy): the current state
+//     as ADDED events, then changes;
+//   - RV "" or "0" with SendInitialEvents=true: the same;
+//   - RV "" or "0" with SendInitialEvents=false: changes after etcd's
+//     current revision.
+//
+// With SendInitialEvents=true and AllowWatchBookmarks, a BOOKMARK annotated
+// "k8s.io/initial-events-end" follows the initial state. With
+// ProgressNotify, etcd's progress notifications arrive as BOOKMARKs.
+//
+// One goroutine per watch reads etcd, decodes and filters, and sends to the
+// result channel; it ends (closing the channel) with ctx, Stop or an error,
+// which is delivered as a single ERROR event.
+func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	key, err := s.prepareKey(key, opts.Recursive)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := s.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	ctx = watchContext(ctx)
+	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	startRev := int64(rv)
+	if startRev == 0 && opts.SendInitialEvents != nil && !sendInitial {
+		// Only changes from now on.
+		cur, err := s.GetCurrentResourceVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		startRev = int64(cur)
+	}
+	w := &watcher{
+		s:              s,
+		key:            key,
+		recursive:      opts.Recursive,
+		progressNotify: opts.ProgressNotify,
+		recordTimes:    opts.RecordTimestamps,
+		pred:           opts.Predicate,
+		filtering:      !opts.Predicate.Empty(),
+		rev:            startRev,
+		initialEvents:  (opts.SendInitialEvents == nil && rv == 0) || sendInitial,
+		endBookmark:    sendInitial && opts.Predicate.AllowWatchBookmarks,
+		result:         make(chan watch.Event, resultBufSize),
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	go w.run()
+	return w, nil
+}
+
+// watcher is one watch: it implements watch.Interface.
+type watcher struct {
+	s              *Store
+	key            string
+	recursive      bool
+	progressNotify bool
+	recordTimes    bool
+	pred           storage.SelectionPredicate
+	filtering      bool
+	rev            int64 // last revision delivered (or the start point)
+	initialEvents  bool
+	endBookmark    bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	result chan watch.Event
+}
+
+// Stop implements watch.Interface.
+func (w *watcher) Stop() { w.cancel() }
+
+// ResultChan implements watch.Interface.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+func (w *watcher) run() {
+	defer close(w.result)
+	defer w.cancel()
+	if err := w.watch(); err != nil && !isCancel(err) && w.ctx.Err() == nil {
+		w.sendError(err)
+	}
+}
+
+// watch does the work of run; it returns when the watch must end.
+func (w *watcher) watch() error {
+	if w.initialEvents {
+		if w.rev > 0 {
+			cur, err := w.s.GetCurrentResourceVersion(w.ctx)
+			if err != nil {
+				return err
+			}
+			if uint64(w.rev) > cur {
+				return storage.NewTooLargeResourceVersionError(uint64(w.rev), cur, int(wait.Jitter(time.Second, 3).Seconds()))
+			}
+		}
+		if err := w.sync(); err != nil {
+			return err
+		}
+	}
+	if w.endBookmark {
+		if err := w.sendBookmark(w.rev, true); err != nil {
+			return err
+		}
+	}
+	opts := []clientv3.OpOption{clientv3.WithRev(w.rev + 1), clientv3.WithPrevKV()}
+	if w.recursive {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	if w.progressNotify {
+		opts = append(opts, clientv3.WithProgressNotify())
+	}
+	for resp := range w.s.client.Watch(w.ctx, w.key, opts...) {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		if resp.IsProgressNotify() {
+			if err := w.sendBookmark(resp.Header.GetRevision(), false); err != nil {
+				return err
+			}
+			continue
+		}
+		sizes := w.s.sizeEstimator()
+		for _, e := range resp.Events {
+			if sizes != nil {
+				if e.Type == clientv3.EventTypeDelete {
+					sizes.Delete(e.Kv)
+				} else {
+					sizes.Put(e.Kv)
+				}
+			}
+			if err := w.handle(e); err != nil {
+				return err
+			}
+		}
+	}
+	// The etcd channel closes when the context ends (or the client closes).
+	return w.ctx.Err()
+}
+
+// sync sends the current state as ADDED events, read in pages at one
+// revision, and moves the watch's start to that revision.
+func (w *watcher) sync() error {
+	opts := []clientv3.OpOption{}
+	if w.recursive {
+		opts = append(opts, clientv3.WithLimit(maxPageSize), clientv3.WithRange(clientv3.GetPrefixRangeEnd(w.key)))
+	}
+	from := w.key
+	var atRev int64
+	for {
+		resp, err := w.s.client.KV.Get(w.ctx, from, opts...)
+		if err != nil {
+			return interpretListError(err, true, from, w.key)
+		}
+		if len(resp.Kvs) == 0 && resp.More {
+			return fmt.Errorf("watch %q: no results were found, but etcd indicated there were more values remaining", w.key)
+		}
+		if atRev == 0 {
+			atRev = resp.Header.Revision
+			w.rev = atRev
+			opts = append(opts, clientv3.WithRev(atRev))
+		}
+		for i, kv := range resp.Kvs {
+			data, _, err := w.s.fromStorage(w.ctx, string(kv.Key), kv.Value)
+			if err != nil {
+				return err
+			}
+			obj, err := w.s.decodeNew(string(kv.Key), data, nil, kv.ModRevision)
+			if err != nil {
+				return err
+			}
+			resp.Kvs[i] = nil
+			if !w.matches(obj) {
+				continue
+			}
+			if err := w.send(watch.Event{Type: watch.Added, Object: obj}); err != nil {
+				return err
+			}
+		}
+		if !resp.More {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// handle turns one etcd event into at most one watch event. Against a
+// predicate, a change is ADDED when the object enters it, DELETED (with the
+// old object) when it leaves, MODIFIED when it stays.
+func (w *watcher) handle(e *clientv3.Event) error {
+	key := string(e.Kv.Key)
+	rev := e.Kv.ModRevision
+	created := e.IsCreate()
+	deleted := e.Type == clientv3.EventTypeDelete
+	if !created && e.PrevKv == nil {
+		// The previous value was compacted away before we saw the event.
+		return fmt.Errorf("etcd event received with PrevKv=nil (key=%q, modRevision=%d, type=%s)", key, rev, e.Type)
+	}
+	var cur, prev runtime.Object
+	var err error
+	if !deleted {
+		if cur, err = w.decode(key, e.Kv.Value, rev); err != nil {
+			return err
+		}
+	}
+	// The old object is needed for deletions, and to learn whether the
+	// object was inside the predicate before. It carries the event's
+	// revision: a DELETED object is the last state at the deletion's RV.
+	if e.PrevKv != nil && (deleted || w.filtering) {
+		if prev, err = w.decode(key, e.PrevKv.Value, rev); err != nil {
+			return err
+		}
+	}
+	var ev watch.Event
+	switch {
+	case deleted:
+		if !w.matches(prev) {
+			return nil
+		}
+		ev = watch.Event{Type: watch.Deleted, Object: prev}
+	case created:
+		if !w.matches(cur) {
+			return nil
+		}
+		ev = watch.Event{Type: watch.Added, Object: cur}
+	default:
+		curIn := w.matches(cur)
+		prevIn := w.matches(prev)
+		switch {
+		case curIn && prevIn:
+			ev = watch.Event{Type: watch.Modified, Object: cur}
+		case curIn:
+			ev = watch.Event{Type: watch.Added, Object: cur}
+		case prevIn:
+			ev = watch.Event{Type: watch.Deleted, Object: prev}
+		default:
+			return nil
+		}
+	}
+	if w.recordTimes {
+		ev.Object = &timedObject{Object: ev.Object, recordTime: time.Now()}
+	}
+	return w.send(ev)
+}
+
+func (w *watcher) decode(key string, value []byte, rev int64) (runtime.Object, error) {
+	data, _, err := w.s.fromStorage(w.ctx, key, value)
+	if err != nil {
+		return nil, err
+	}
+	return w.s.decodeNew(key, data, nil, rev)
+}
+
+func (w *watcher) matches(obj runtime.Object) bool {
+	if !w.filtering {
+		return true
+	}
+	ok, err := w.pred.Matches(obj)
+	return err == nil && ok
+}
+
+// sendBookmark sends a BOOKMARK at rev: an empty object of the resource
+// carrying only the resourceVersion (and the initial-events-end annotation
+// after the initial state).
+func (w *watcher) sendBookmark(rev int64, initialEventsEnd bool) error {
+	obj := w.s.newFunc()
+	if err := w.s.versioner.UpdateObject(obj, uint64(rev)); err != nil {
+		return fmt.Errorf("failed to propagate object resource version: %w", err)
+	}
+	if initialEventsEnd {
+		if err := storage.AnnotateInitialEventsEndBookmark(obj); err != nil {
+			return fmt.Errorf("annotate initial-events-end bookmark of %T: %w", obj, err)
+		}
+	}
+	return w.send(watch.Event{Type: watch.Bookmark, Object: obj})
+}
+
+// send delivers an event, blocking while the reader is slow (which in turn
+// holds back the etcd stream: nothing is dropped).
+func (w *watcher) send(ev watch.Event) error {
+	select {
+	case w.result <- ev:
+		return nil
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+}
+
+// sendError delivers err as the watch's last event: a metav1.Status,
+// Expired (410) for a compacted revision, InternalError when err carries
+// no API status.
+func (w *watcher) sendError(err error) {
+	err = interpretWatchError(err)
+	var apiStatus apierrors.APIStatus
+	if !errors.As(err, &apiStatus) {
+		apiStatus = apierrors.NewInternalError(err)
+	}
+	st := apiStatus.Status()
+	klog.V(4).Infof("etcd store: watch of %s ended: %v", w.key, err)
+	select {
+	case w.result <- watch.Event{Type: watch.Error, Object: &st}:
+	case <-w.ctx.Done():
+	}
+}
+
+// isCancel tells whether err only says the watch was cancelled.
+func isCancel(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Canceled {
+		return true
+	}
+	return false
+}
+
+// timedObject wraps an object of a watch opened with RecordTimestamps with
+// the time it was decoded (storage.WatchEventWithRecordTime); only the watch
+// cache asks for it and unwraps it.
+type timedObject struct {
+	runtime.Object
+	recordTime time.Time
+}
+
+var _ storage.WatchEventWithRecordTime = &timedObject{}
+
+func (t *timedObject) GetObjectMeta() metav1.Object {
+	m, _ := meta.Accessor(t.Object)
+	return m
+}
+
+func (t *timedObject) DeepCopyObject() runtime.Object {
+	return &timedObject{Object: t.Object.DeepCopyObject(), recordTime: t.recordTime}
+}
+
+func (t *timedObject) RecordTime() time.Time { return t.recordTime }
+
+func (t *timedObject) Unwrap() runtime.Object { return t.Object }
