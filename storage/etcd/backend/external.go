@@ -1,0 +1,81 @@
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ExternalOptions name an etcd cluster that runs outside Kite.
+type ExternalOptions struct {
+	// Servers are the cluster's client URLs (http:// or https://).
+	Servers []string
+	// CAFile verifies the servers' certificates; CertFile and KeyFile are
+	// the client certificate. Any of them set means TLS.
+	CAFile, CertFile, KeyFile string
+	// DialTimeout bounds the connectivity check of Connect. Zero means 5 s.
+	DialTimeout time.Duration
+}
+
+// Connect returns a client of the external cluster once a read has gone
+// through: a wrong URL, a closed port or a bad certificate is an error at
+// start, not at the first request.
+func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error) {
+	if len(opts.Servers) == 0 {
+		return nil, errors.New("etcd: no servers given")
+	}
+	for _, s := range opts.Servers {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("etcd server %q: want http(s)://host:port", s)
+		}
+	}
+	tlsConfig, err := opts.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.DialTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   opts.Servers,
+		DialTimeout: timeout,
+		TLS:         tlsConfig,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %v: %w", opts.Servers, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// A linearizable read needs a quorum, so it checks the cluster, not
+	// only the connection. The key need not exist.
+	if _, err := c.Get(cctx, "kite-connectivity-check", clientv3.WithCountOnly()); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("etcd at %v not reachable within %s: %w", opts.Servers, timeout, err)
+	}
+	return c, nil
+}
+
+func (o ExternalOptions) tlsConfig() (*tls.Config, error) {
+	if o.CAFile == "" && o.CertFile == "" && o.KeyFile == "" {
+		return nil, nil
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return nil, errors.New("etcd TLS: give both a certificate file and a key file, or neither")
+	}
+	info := transport.TLSInfo{CertFile: o.CertFile, KeyFile: o.KeyFile, TrustedCAFile: o.CAFile}
+	cfg, err := info.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd TLS (ca %q, cert %q, key %q): %w", o.CAFile, o.CertFile, o.KeyFile, err)
+	}
+	return cfg, nil
+}
