@@ -71,7 +71,7 @@ func TestConnectRefusesClearly(t *testing.T) {
 		opts ExternalOptions
 		want string
 	}{
-		{"closed port", ExternalOptions{Servers: []string{closed}, DialTimeout: time.Second}, "not reachable within 1s"},
+		{"closed port", ExternalOptions{Servers: []string{closed}, DialTimeout: time.Second}, "connection refused"},
 		{"not a URL", ExternalOptions{Servers: []string{"127.0.0.1:2379"}}, "want http(s)://host:port"},
 		{"unsupported scheme", ExternalOptions{Servers: []string{"unix:///x"}}, "want http(s)://host:port"},
 		{"cert without key", ExternalOptions{Servers: []string{closed}, CertFile: "c.pem"}, "both a certificate file and a key file"},

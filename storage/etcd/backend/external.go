@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -45,6 +46,11 @@ func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
+	// The gRPC client only reports that its deadline passed; a plain dial
+	// first says why ("connection refused") and does not wait for it.
+	if err := dialAny(ctx, opts.Servers, timeout); err != nil {
+		return nil, fmt.Errorf("etcd at %v not reachable: %w", opts.Servers, err)
+	}
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   opts.Servers,
 		DialTimeout: timeout,
@@ -78,4 +84,26 @@ func (o ExternalOptions) tlsConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("etcd TLS (ca %q, cert %q, key %q): %w", o.CAFile, o.CertFile, o.KeyFile, err)
 	}
 	return cfg, nil
+}
+
+// dialAny returns nil if a TCP connection to one of the servers opens, and
+// otherwise the first server's dial error.
+func dialAny(ctx context.Context, servers []string, timeout time.Duration) error {
+	var first error
+	d := net.Dialer{Timeout: timeout}
+	for _, s := range servers {
+		u, err := url.Parse(s)
+		if err != nil {
+			return err
+		}
+		conn, err := d.DialContext(ctx, "tcp", u.Host)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -1,0 +1,39 @@
+// Command kite is the Kite control plane in one binary.
+//
+// Each subcommand turns its flags into the Options of the package that does
+// the work and runs it until SIGINT or SIGTERM. Errors are printed as one
+// line on stderr and exit with code 1.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kite: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kite",
+		Short: "Kite: a small Kubernetes-compatible control plane in one binary",
+		// Errors are printed once, by main, as one line; a usage dump
+		// after a runtime error hides the error.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.AddCommand(newServerCommand(), newEtcdCommand())
+	return root
+}
