@@ -1,0 +1,423 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/listwatch"
+)
+
+// Cache is the watch cache of one resource: a storage.Interface that
+// serves reads and watches from memory and sends writes to the store
+// below it. Build it with New, fill it with Start, end it with Stop.
+type Cache struct {
+	opts       Options
+	store      storage.Interface
+	versioner  storage.Versioner
+	indexNames []string
+	indexFuncs []storage.IndexerFunc
+	reflector  *listwatch.Reflector
+
+	// ctx ends when the cache stops; every goroutine of the cache, the
+	// watchers' included, ends with it. wg joins them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	start  sync.Once
+
+	// mu guards st, ready and changed. Ingestion holds it to apply an
+	// event; readers hold it to take a snapshot (a pointer) and to
+	// register watchers, never while they copy or send.
+	mu    sync.RWMutex
+	st    *state
+	ready bool
+	// changed is closed when st.rv advances; nil when nobody waits.
+	changed chan struct{}
+	// readyCh is closed by the first list.
+	readyCh chan struct{}
+
+	reg     *registry
+	pending pending
+	// dispatchedRV is the resourceVersion up to which every change has
+	// been offered to the watchers; only the dispatcher goroutine uses it.
+	dispatchedRV uint64
+
+	lastProgressRequest atomic.Int64 // unix nanoseconds
+	slowEnded           atomic.Int64
+	jitter              func() float64
+}
+
+var _ storage.Interface = (*Cache)(nil)
+
+// New returns a cache for one resource; it serves from the store until
+// Start has filled it.
+func New(opts Options) (*Cache, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		opts:       opts,
+		store:      opts.Store,
+		versioner:  opts.Store.Versioner(),
+		indexNames: opts.indexNames(),
+		readyCh:    make(chan struct{}),
+		pending:    pending{wake: make(chan struct{}, 1)},
+		jitter:     rand.Float64,
+	}
+	if c.versioner == nil {
+		c.versioner = storage.APIObjectVersioner{}
+	}
+	for _, name := range c.indexNames {
+		c.indexFuncs = append(c.indexFuncs, opts.Indexers[name])
+	}
+	c.st = newState(c.indexNames, newHistory(opts.HistoryWindow, minEvents, opts.MaxEvents))
+	c.reg = newRegistry(len(c.indexNames))
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	lw := opts.ListerWatcher
+	if lw == nil {
+		lw = &storeListerWatcher{store: opts.Store, prefix: opts.ResourcePrefix, newList: opts.NewListFunc}
+	}
+	r, err := listwatch.NewReflector(listwatch.Options{
+		Name:            "watchcache " + opts.GroupResource.String(),
+		ListerWatcher:   lw,
+		Store:           sink{c},
+		PageSize:        -1,
+		MinWatchTimeout: opts.MinWatchTimeout,
+		MaxWatchTimeout: opts.MaxWatchTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watchcache %s: %w", opts.GroupResource, err)
+	}
+	c.reflector = r
+	return c, nil
+}
+
+// Start fills the cache and keeps it current until ctx ends or Stop. It
+// returns at once; Wait or Ready tell when the first list is in.
+func (c *Cache) Start(ctx context.Context) {
+	c.start.Do(func() {
+		stop := context.AfterFunc(ctx, c.cancel)
+		c.wg.Add(3)
+		go func() {
+			defer c.wg.Done()
+			<-c.ctx.Done()
+			stop()
+		}()
+		go c.dispatchLoop(c.ctx)
+		go func() {
+			defer c.wg.Done()
+			c.reflector.Run(c.ctx)
+		}()
+	})
+}
+
+// Stop ends the cache: its watchers' result channels close, its
+// goroutines end, and it returns when they have.
+func (c *Cache) Stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Ready reports whether the first list has been loaded.
+func (c *Cache) Ready() bool {
+	select {
+	case <-c.readyCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait blocks until the cache is ready, ctx ends or the cache stops.
+func (c *Cache) Wait(ctx context.Context) error {
+	select {
+	case <-c.readyCh:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return fmt.Errorf("watchcache %s: stopped before it was ready", c.opts.GroupResource)
+	}
+}
+
+// ResourceVersion is the resourceVersion the cache is current to.
+func (c *Cache) ResourceVersion() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.st.rv
+}
+
+// Watchers is the number of live watchers.
+func (c *Cache) Watchers() int { return c.reg.Len() }
+
+// SlowWatchersEnded counts the watchers ended for not keeping up.
+func (c *Cache) SlowWatchersEnded() int64 { return c.slowEnded.Load() }
+
+func (c *Cache) forget(w *watcher) { c.reg.remove(w) }
+
+// notifyLocked wakes readers waiting for a resourceVersion; mu is held
+// for writing.
+func (c *Cache) notifyLocked() {
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
+// waitFresh waits until the cache has reached rv, asking etcd for a
+// progress notification every 100 ms meanwhile (the resource may have no
+// writes to carry the cache forward). After FreshnessTimeout it fails
+// with TooLargeResourceVersion, as upstream.
+func (c *Cache) waitFresh(ctx context.Context, rv uint64) error {
+	if rv == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(c.opts.FreshnessTimeout)
+	for {
+		c.mu.Lock()
+		cur := c.st.rv
+		if cur >= rv {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		changed := c.changed
+		c.mu.Unlock()
+
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return storage.NewTooLargeResourceVersionError(rv, cur, 1)
+		}
+		c.requestProgress(ctx)
+		t := time.NewTimer(min(remaining, progressRequestPeriod))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-c.ctx.Done():
+			t.Stop()
+			return fmt.Errorf("watchcache %s: stopped", c.opts.GroupResource)
+		}
+		t.Stop()
+	}
+}
+
+// requestProgress asks etcd for a progress notification, at most once
+// per progressRequestPeriod whatever the number of waiting readers.
+func (c *Cache) requestProgress(ctx context.Context) {
+	now := time.Now().UnixNano()
+	last := c.lastProgressRequest.Load()
+	if now-last < int64(progressRequestPeriod) || !c.lastProgressRequest.CompareAndSwap(last, now) {
+		return
+	}
+	_ = c.store.RequestWatchProgress(ctx) // best effort: the wait times out otherwise
+}
+
+// bookmarkObject is the object of a BOOKMARK at rv: an empty object of
+// the resource with only its resourceVersion (and the initial-events-end
+// annotation when asked).
+func (c *Cache) bookmarkObject(rv uint64, initialEventsEnd bool) runtime.Object {
+	obj := c.opts.NewFunc()
+	_ = c.versioner.UpdateObject(obj, rv)
+	if initialEventsEnd {
+		_ = storage.AnnotateInitialEventsEndBookmark(obj)
+	}
+	return NewCachedObject(obj)
+}
+
+// sink is how the Reflector writes into the cache (listwatch.Store and
+// ResourceVersionUpdater); it is separate from Cache because
+// storage.Interface has its own Delete.
+type sink struct{ c *Cache }
+
+var (
+	_ listwatch.Store                  = sink{}
+	_ listwatch.ResourceVersionUpdater = sink{}
+)
+
+func (s sink) Add(obj runtime.Object) error    { return s.c.upsert(obj) }
+func (s sink) Update(obj runtime.Object) error { return s.c.upsert(obj) }
+func (s sink) Delete(obj runtime.Object) error { return s.c.remove(obj) }
+func (s sink) Replace(objs []runtime.Object, rv string) error {
+	return s.c.replace(objs, rv)
+}
+func (s sink) UpdateResourceVersion(rv string) { s.c.progress(rv) }
+
+// newElement computes once what filtering an object needs.
+func (c *Cache) newElement(obj runtime.Object) (*element, error) {
+	key, err := c.opts.KeyFunc(obj)
+	if err != nil {
+		return nil, fmt.Errorf("key of %T: %w", obj, err)
+	}
+	rv, err := c.versioner.ObjectResourceVersion(obj)
+	if err != nil {
+		return nil, fmt.Errorf("resourceVersion of %s: %w", key, err)
+	}
+	l, f, err := c.opts.AttrFunc(obj)
+	if err != nil {
+		return nil, fmt.Errorf("attributes of %s: %w", key, err)
+	}
+	idx := make([]string, len(c.indexFuncs))
+	for i, fn := range c.indexFuncs {
+		idx[i] = fn(obj)
+	}
+	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: f, index: idx}, nil
+}
+
+func (c *Cache) upsert(obj runtime.Object) error {
+	e, err := c.newElement(obj)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if e.rv <= c.st.rv {
+		// Already applied (an etcd watch resumed from an older revision).
+		c.mu.Unlock()
+		return nil
+	}
+	ev := &event{typ: watch.Added, key: e.key, rv: e.rv, cur: e, received: time.Now()}
+	if prev := c.st.tree.Get(e.key); prev != nil {
+		ev.typ, ev.prev = watch.Modified, prev
+	}
+	c.st.apply(ev)
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.pending.push(pendingItem{ev: ev})
+	return nil
+}
+
+func (c *Cache) remove(obj runtime.Object) error {
+	key, err := c.opts.KeyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("key of deleted %T: %w", obj, err)
+	}
+	rv, err := c.versioner.ObjectResourceVersion(obj)
+	if err != nil {
+		return fmt.Errorf("resourceVersion of deleted %s: %w", key, err)
+	}
+	c.mu.Lock()
+	if rv <= c.st.rv {
+		c.mu.Unlock()
+		return nil
+	}
+	prev := c.st.tree.Get(key)
+	if prev == nil {
+		// Nothing to delete; the revision still moves the cache on.
+		c.st.rv = rv
+		c.notifyLocked()
+		c.mu.Unlock()
+		c.pending.push(pendingItem{rv: rv})
+		return nil
+	}
+	ev := &event{typ: watch.Deleted, key: key, rv: rv, prev: prev, goneFrom: obj, received: time.Now()}
+	c.st.apply(ev)
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.pending.push(pendingItem{ev: ev})
+	return nil
+}
+
+func (c *Cache) progress(rvs string) {
+	rv, err := c.versioner.ParseResourceVersion(rvs)
+	if err != nil || rv == 0 {
+		return
+	}
+	c.mu.Lock()
+	if rv <= c.st.rv || !c.ready {
+		c.mu.Unlock()
+		return
+	}
+	c.st.rv = rv
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.pending.push(pendingItem{rv: rv})
+}
+
+// replace loads a (re-)list. On a re-list the watchers whose selection
+// changed in ways the cache never saw as events are ended with 410, so
+// their clients re-list; the others go on without a gap.
+func (c *Cache) replace(objs []runtime.Object, rvs string) error {
+	rv, err := c.versioner.ParseResourceVersion(rvs)
+	if err != nil {
+		return fmt.Errorf("list resourceVersion %q: %w", rvs, err)
+	}
+	elems := make([]*element, 0, len(objs))
+	for _, obj := range objs {
+		e, err := c.newElement(obj)
+		if err != nil {
+			return err
+		}
+		elems = append(elems, e)
+	}
+	sort.SliceStable(elems, func(i, j int) bool { return elems[i].key < elems[j].key })
+	// Keep the last of duplicate keys.
+	out := elems[:0]
+	for i, e := range elems {
+		if i+1 < len(elems) && elems[i+1].key == e.key {
+			continue
+		}
+		out = append(out, e)
+	}
+	elems = out
+
+	now := time.Now()
+	c.mu.Lock()
+	var diffs []*event
+	if c.ready {
+		diffs = diff(c.st.tree, elems, rv, now)
+	}
+	c.st.replace(elems, rv)
+	wasReady := c.ready
+	c.ready = true
+	c.notifyLocked()
+	c.mu.Unlock()
+	if !wasReady {
+		close(c.readyCh)
+	}
+	if len(diffs) > 0 {
+		c.pending.push(pendingItem{relist: diffs, rv: rv})
+	} else {
+		c.pending.push(pendingItem{rv: rv})
+	}
+	return nil
+}
+
+// diff returns the changes between a snapshot and a sorted list as
+// events at rv.
+func diff(old tree, sorted []*element, rv uint64, now time.Time) []*event {
+	var out []*event
+	i := 0
+	old.Ascend("", func(o *element) bool {
+		for i < len(sorted) && sorted[i].key < o.key {
+			out = append(out, &event{typ: watch.Added, key: sorted[i].key, rv: rv, cur: sorted[i], received: now})
+			i++
+		}
+		if i < len(sorted) && sorted[i].key == o.key {
+			if sorted[i].rv != o.rv {
+				out = append(out, &event{typ: watch.Modified, key: o.key, rv: rv, cur: sorted[i], prev: o, received: now})
+			}
+			i++
+			return true
+		}
+		out = append(out, &event{typ: watch.Deleted, key: o.key, rv: rv, prev: o, received: now})
+		return true
+	})
+	for ; i < len(sorted); i++ {
+		out = append(out, &event{typ: watch.Added, key: sorted[i].key, rv: rv, cur: sorted[i], received: now})
+	}
+	return out
+}

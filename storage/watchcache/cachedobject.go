@@ -1,0 +1,252 @@
+package watchcache
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// CachedObject is an object of the cache together with its encodings: for
+// each encoder identity (JSON, protobuf, a watch frame, ...) the bytes are
+// made at most once and shared by every watcher and list that sends the
+// object.
+//
+// It implements runtime.CacheableObject, so apimachinery's serializers
+// (json, protobuf, the versioning codec) write the cached bytes instead of
+// encoding again: code that serves watch events or objects needs nothing
+// but to hand the CachedObject to its encoder. GetObject returns a deep
+// copy the caller owns.
+//
+// The wrapped object is shared and never mutated. CachedObject also
+// implements metav1.Object: getters read the shared object, setters copy it
+// first (copy on write) and drop the cached encodings, as upstream's
+// cachingObject does.
+type CachedObject struct {
+	mu         sync.RWMutex
+	object     metaObject
+	deepCopied bool
+	// encodings holds an immutable []*encoding, replaced on insert, so the
+	// common path (a hit) takes no lock.
+	encodings atomic.Pointer[[]*encoding]
+}
+
+type metaObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+type encoding struct {
+	id   runtime.Identifier
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+var (
+	_ runtime.CacheableObject = (*CachedObject)(nil)
+	_ metav1.Object           = (*CachedObject)(nil)
+)
+
+// NewCachedObject wraps obj, which the caller gives up: it must not be
+// changed afterwards. obj must have object metadata; objects without it
+// (which no cached resource has) panic.
+func NewCachedObject(obj runtime.Object) *CachedObject {
+	m, ok := obj.(metaObject)
+	if !ok {
+		panic(fmt.Sprintf("watchcache: %T has no object metadata", obj))
+	}
+	return &CachedObject{object: m}
+}
+
+// CacheEncode implements runtime.CacheableObject: it writes the bytes
+// cached for id, encoding them first if this is the first use of id.
+func (o *CachedObject) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	enc := o.encoding(id)
+	enc.once.Do(func() {
+		var buf bytes.Buffer
+		// Encoders may set the kind on the object they are given while
+		// they work: give them a copy, never the shared object.
+		enc.err = encode(o.GetObject(), &buf)
+		enc.raw = buf.Bytes()
+	})
+	if enc.err != nil {
+		return enc.err
+	}
+	if s, ok := w.(runtime.Splice); ok {
+		s.Splice(enc.raw)
+		return nil
+	}
+	_, err := w.Write(enc.raw)
+	return err
+}
+
+func (o *CachedObject) encoding(id runtime.Identifier) *encoding {
+	if list := o.encodings.Load(); list != nil {
+		for _, e := range *list {
+			if e.id == id {
+				return e
+			}
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var old []*encoding
+	if list := o.encodings.Load(); list != nil {
+		old = *list
+	}
+	for _, e := range old {
+		if e.id == id {
+			return e
+		}
+	}
+	e := &encoding{id: id}
+	next := make([]*encoding, len(old), len(old)+1)
+	copy(next, old)
+	next = append(next, e)
+	o.encodings.Store(&next)
+	return e
+}
+
+// Encodings is the number of distinct encodings made so far (for tests
+// and metrics).
+func (o *CachedObject) Encodings() int {
+	if list := o.encodings.Load(); list != nil {
+		return len(*list)
+	}
+	return 0
+}
+
+// GetObject implements runtime.CacheableObject: a deep copy of the object.
+func (o *CachedObject) GetObject() runtime.Object {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.object.DeepCopyObject()
+}
+
+// shared returns the wrapped object without copying; callers must not
+// change it.
+func (o *CachedObject) shared() runtime.Object {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.object
+}
+
+// GetObjectKind implements runtime.Object.
+func (o *CachedObject) GetObjectKind() schema.ObjectKind {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.object.GetObjectKind()
+}
+
+// DeepCopyObject implements runtime.Object: a new CachedObject over a copy,
+// with no encodings.
+func (o *CachedObject) DeepCopyObject() runtime.Object {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return &CachedObject{object: o.object.DeepCopyObject().(metaObject), deepCopied: true}
+}
+
+// set applies a change unless it is a no-op, copying the shared object
+// first and dropping encodings that no longer match.
+func (o *CachedObject) set(noop func() bool, change func()) {
+	o.mu.RLock()
+	same := noop()
+	o.mu.RUnlock()
+	if same {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if noop() {
+		return
+	}
+	if !o.deepCopied {
+		o.object = o.object.DeepCopyObject().(metaObject)
+		o.deepCopied = true
+	}
+	o.encodings.Store(nil)
+	change()
+}
+
+func (o *CachedObject) get() metaObject {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.object
+}
+
+// The rest implements metav1.Object: getters delegate, setters copy on
+// write.
+
+func (o *CachedObject) GetNamespace() string { return o.get().GetNamespace() }
+func (o *CachedObject) SetNamespace(v string) {
+	o.set(func() bool { return o.object.GetNamespace() == v }, func() { o.object.SetNamespace(v) })
+}
+func (o *CachedObject) GetName() string { return o.get().GetName() }
+func (o *CachedObject) SetName(v string) {
+	o.set(func() bool { return o.object.GetName() == v }, func() { o.object.SetName(v) })
+}
+func (o *CachedObject) GetGenerateName() string { return o.get().GetGenerateName() }
+func (o *CachedObject) SetGenerateName(v string) {
+	o.set(func() bool { return o.object.GetGenerateName() == v }, func() { o.object.SetGenerateName(v) })
+}
+func (o *CachedObject) GetUID() types.UID { return o.get().GetUID() }
+func (o *CachedObject) SetUID(v types.UID) {
+	o.set(func() bool { return o.object.GetUID() == v }, func() { o.object.SetUID(v) })
+}
+func (o *CachedObject) GetResourceVersion() string { return o.get().GetResourceVersion() }
+func (o *CachedObject) SetResourceVersion(v string) {
+	o.set(func() bool { return o.object.GetResourceVersion() == v }, func() { o.object.SetResourceVersion(v) })
+}
+func (o *CachedObject) GetGeneration() int64 { return o.get().GetGeneration() }
+func (o *CachedObject) SetGeneration(v int64) {
+	o.set(func() bool { return o.object.GetGeneration() == v }, func() { o.object.SetGeneration(v) })
+}
+func (o *CachedObject) GetSelfLink() string { return o.get().GetSelfLink() }
+func (o *CachedObject) SetSelfLink(v string) {
+	o.set(func() bool { return o.object.GetSelfLink() == v }, func() { o.object.SetSelfLink(v) })
+}
+func (o *CachedObject) GetCreationTimestamp() metav1.Time { return o.get().GetCreationTimestamp() }
+func (o *CachedObject) SetCreationTimestamp(v metav1.Time) {
+	o.set(func() bool { return o.object.GetCreationTimestamp() == v }, func() { o.object.SetCreationTimestamp(v) })
+}
+func (o *CachedObject) GetDeletionTimestamp() *metav1.Time { return o.get().GetDeletionTimestamp() }
+func (o *CachedObject) SetDeletionTimestamp(v *metav1.Time) {
+	o.set(func() bool { return o.object.GetDeletionTimestamp() == v }, func() { o.object.SetDeletionTimestamp(v) })
+}
+func (o *CachedObject) GetDeletionGracePeriodSeconds() *int64 {
+	return o.get().GetDeletionGracePeriodSeconds()
+}
+func (o *CachedObject) SetDeletionGracePeriodSeconds(v *int64) {
+	o.set(func() bool { return o.object.GetDeletionGracePeriodSeconds() == v }, func() { o.object.SetDeletionGracePeriodSeconds(v) })
+}
+func (o *CachedObject) GetLabels() map[string]string { return o.get().GetLabels() }
+func (o *CachedObject) SetLabels(v map[string]string) {
+	o.set(func() bool { return false }, func() { o.object.SetLabels(v) })
+}
+func (o *CachedObject) GetAnnotations() map[string]string { return o.get().GetAnnotations() }
+func (o *CachedObject) SetAnnotations(v map[string]string) {
+	o.set(func() bool { return false }, func() { o.object.SetAnnotations(v) })
+}
+func (o *CachedObject) GetFinalizers() []string { return o.get().GetFinalizers() }
+func (o *CachedObject) SetFinalizers(v []string) {
+	o.set(func() bool { return false }, func() { o.object.SetFinalizers(v) })
+}
+func (o *CachedObject) GetOwnerReferences() []metav1.OwnerReference {
+	return o.get().GetOwnerReferences()
+}
+func (o *CachedObject) SetOwnerReferences(v []metav1.OwnerReference) {
+	o.set(func() bool { return false }, func() { o.object.SetOwnerReferences(v) })
+}
+func (o *CachedObject) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return o.get().GetManagedFields()
+}
+func (o *CachedObject) SetManagedFields(v []metav1.ManagedFieldsEntry) {
+	o.set(func() bool { return false }, func() { o.object.SetManagedFields(v) })
+}

@@ -1,0 +1,289 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// registry files watchers so that an event is offered only to those that
+// can match it: watchers of one key under that key, watchers whose field
+// selector pins an indexed field under that value (upstream's trigger
+// functions), everyone else in others.
+type registry struct {
+	mu      sync.Mutex
+	byKey   map[string]map[*watcher]struct{}
+	byIndex []map[string]map[*watcher]struct{}
+	others  map[*watcher]struct{}
+	all     map[*watcher]struct{}
+}
+
+func newRegistry(indexes int) *registry {
+	r := &registry{
+		byKey:   map[string]map[*watcher]struct{}{},
+		byIndex: make([]map[string]map[*watcher]struct{}, indexes),
+		others:  map[*watcher]struct{}{},
+		all:     map[*watcher]struct{}{},
+	}
+	for i := range r.byIndex {
+		r.byIndex[i] = map[string]map[*watcher]struct{}{}
+	}
+	return r
+}
+
+func (r *registry) add(w *watcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all[w] = struct{}{}
+	switch {
+	case w.byKey:
+		addTo(r.byKey, w.key, w)
+	case w.index >= 0:
+		addTo(r.byIndex[w.index], w.indexValue, w)
+	default:
+		r.others[w] = struct{}{}
+	}
+}
+
+func addTo(m map[string]map[*watcher]struct{}, k string, w *watcher) {
+	set := m[k]
+	if set == nil {
+		set = map[*watcher]struct{}{}
+		m[k] = set
+	}
+	set[w] = struct{}{}
+}
+
+func (r *registry) remove(w *watcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.removeLocked(w)
+}
+
+func (r *registry) removeLocked(w *watcher) {
+	if _, ok := r.all[w]; !ok {
+		return
+	}
+	delete(r.all, w)
+	switch {
+	case w.byKey:
+		removeFrom(r.byKey, w.key, w)
+	case w.index >= 0:
+		removeFrom(r.byIndex[w.index], w.indexValue, w)
+	default:
+		delete(r.others, w)
+	}
+}
+
+func removeFrom(m map[string]map[*watcher]struct{}, k string, w *watcher) {
+	set := m[k]
+	delete(set, w)
+	if len(set) == 0 {
+		delete(m, k)
+	}
+}
+
+// Len is the number of registered watchers.
+func (r *registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.all)
+}
+
+// pending is the hand-off from ingestion to the dispatcher: ingestion
+// appends and goes back to etcd at once, whatever the watchers do.
+type pending struct {
+	mu    sync.Mutex
+	items []pendingItem
+	wake  chan struct{}
+}
+
+// pendingItem is a change to dispatch, a resourceVersion learnt from a
+// progress notification (ev == nil), or the differences a re-list found.
+type pendingItem struct {
+	ev     *event
+	rv     uint64
+	relist []*event
+}
+
+func (p *pending) push(it pendingItem) {
+	p.mu.Lock()
+	p.items = append(p.items, it)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pending) take() []pendingItem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	items := p.items
+	p.items = nil
+	return items
+}
+
+// dispatchLoop is the dispatcher: it offers each change to the watchers
+// that can match it, in resourceVersion order, and sends bookmarks. It
+// never blocks on a watcher. It stops every watcher when ctx ends.
+func (c *Cache) dispatchLoop(ctx context.Context) {
+	defer c.wg.Done()
+	ticker := time.NewTicker(bookmarkTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.reg.mu.Lock()
+			for w := range c.reg.all {
+				w.Stop()
+			}
+			c.reg.mu.Unlock()
+			return
+		case <-c.pending.wake:
+			for _, it := range c.pending.take() {
+				switch {
+				case it.ev != nil:
+					c.dispatch(it.ev)
+					c.dispatchedRV = it.ev.rv
+				case it.relist != nil:
+					c.endReached(it.relist, it.rv)
+					c.dispatchedRV = it.rv
+				default:
+					c.dispatchedRV = max(c.dispatchedRV, it.rv)
+				}
+			}
+		case now := <-ticker.C:
+			c.tick(now)
+		}
+	}
+}
+
+// dispatch offers one change to its candidate watchers.
+func (c *Cache) dispatch(ev *event) {
+	now := time.Now()
+	budget := c.opts.SlowWatcherBudget
+	var slow []*watcher
+	offer := func(set map[*watcher]struct{}) {
+		for w := range set {
+			if e, ok := w.convert(ev); ok {
+				if !w.enqueue(queued{ev: e, rv: ev.rv}, now, budget) {
+					slow = append(slow, w)
+				}
+			}
+		}
+	}
+	r := c.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	offer(r.byKey[ev.key])
+	for i := range r.byIndex {
+		var cur string
+		if ev.cur != nil {
+			cur = ev.cur.index[i]
+			offer(r.byIndex[i][cur])
+		}
+		if ev.prev != nil && (ev.cur == nil || ev.prev.index[i] != cur) {
+			offer(r.byIndex[i][ev.prev.index[i]])
+		}
+	}
+	offer(r.others)
+	for _, w := range slow {
+		c.endSlow(w)
+	}
+}
+
+// endSlow ends a watcher that did not keep up; the registry lock is held.
+func (c *Cache) endSlow(w *watcher) {
+	c.reg.removeLocked(w)
+	c.slowEnded.Add(1)
+	w.end(apierrors.NewResourceExpired(fmt.Sprintf(
+		"watch of %s ended: the client did not read %d buffered events within %v, re-list",
+		c.opts.GroupResource, w.bufSize, c.opts.SlowWatcherBudget)))
+}
+
+// endReached ends the watchers that a re-list's differences reach: they
+// missed events the cache never saw. The others stay consistent and go on.
+func (c *Cache) endReached(diffs []*event, rv uint64) {
+	r := c.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.all {
+		for _, ev := range diffs {
+			if _, ok := w.convert(ev); ok {
+				r.removeLocked(w)
+				w.end(apierrors.NewResourceExpired(fmt.Sprintf(
+					"watch of %s ended: the cache re-listed at resource version %d and this watch missed changes, re-list",
+					c.opts.GroupResource, rv)))
+				break
+			}
+		}
+	}
+}
+
+// tick sends due bookmarks and ends watchers that stayed full too long
+// without a new event to notice it.
+func (c *Cache) tick(now time.Time) {
+	rv := c.dispatchedRV
+	var bookmark watch.Event
+	r := c.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.all {
+		if w.tooSlow(now, c.opts.SlowWatcherBudget) {
+			c.endSlow(w)
+			continue
+		}
+		if !w.bookmarks || w.nextBookmark.IsZero() || now.Before(w.nextBookmark) || rv == 0 {
+			continue
+		}
+		if bookmark.Object == nil {
+			bookmark = watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(rv, false)}
+		}
+		if w.offerBookmark(queued{ev: bookmark, rv: rv}) {
+			w.nextBookmark = c.nextBookmark(now, w.deadline)
+		}
+	}
+}
+
+// nextBookmark is when a watcher gets its next bookmark: about a
+// bookmark interval from now (jittered, so watchers started together do
+// not get them together), and at the latest 2 s before its deadline, so a
+// client whose watch times out can resume from a recent resourceVersion.
+// Zero means never.
+func (c *Cache) nextBookmark(now, deadline time.Time) time.Time {
+	next := now.Add(c.opts.BookmarkInterval - time.Duration(c.jitter()*float64(c.opts.BookmarkInterval)/4))
+	if !deadline.IsZero() {
+		if pre := deadline.Add(-2 * time.Second); pre.Before(next) {
+			next = pre
+		}
+		if next.Before(now) {
+			return time.Time{}
+		}
+	}
+	return next
+}
+
+// offerBookmark queues a bookmark unless the watcher's buffer is full (a
+// bookmark never counts against the slow-watcher budget); false means
+// try again at the next tick.
+func (w *watcher) offerBookmark(q queued) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended != nil {
+		return true
+	}
+	if len(w.queue) >= w.bufSize {
+		return false
+	}
+	w.queue = append(w.queue, q)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}

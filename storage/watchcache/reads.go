@@ -1,0 +1,293 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// Get implements storage.Interface. resourceVersion "" reads etcd (a
+// quorum read), as upstream; "0" reads the cache at once; N reads it once
+// it has reached N. Before the first list everything goes to etcd.
+func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	if opts.ResourceVersion == "" || !c.Ready() {
+		return c.store.Get(ctx, key, opts, out)
+	}
+	rv, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return err
+	}
+	key, err = storage.PrepareKey(c.opts.ResourcePrefix, key, false)
+	if err != nil {
+		return err
+	}
+	if err := c.waitFresh(ctx, rv); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	e := c.st.tree.Get(key)
+	cur := c.st.rv
+	c.mu.RUnlock()
+	outVal, err := conversion.EnforcePtr(out)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		outVal.Set(reflect.Zero(outVal.Type()))
+		if opts.IgnoreNotFound {
+			return nil
+		}
+		return storage.NewKeyNotFoundError(key, int64(cur))
+	}
+	// A deep copy: callers of Get commonly change what they read.
+	outVal.Set(reflect.ValueOf(e.obj.GetObject()).Elem())
+	return nil
+}
+
+// GetList implements storage.Interface, routing each request as upstream
+// does (SI-9): consistent reads ("") are served from memory once the cache
+// has caught up with etcd's current revision, else from etcd; "0" at once
+// with the limit ignored; NotOlderThan N once the cache has seen N; Exact N
+// and continue tokens from a snapshot of the window, else from etcd.
+// Listed items share their nested maps and slices with the cache: treat
+// them as read-only.
+func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	if _, _, err := storage.ValidateListOptions(c.opts.ResourcePrefix, c.versioner, opts); err != nil {
+		return err
+	}
+	if !c.Ready() {
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	prepared, err := storage.PrepareKey(c.opts.ResourcePrefix, key, opts.Recursive)
+	if err != nil {
+		return err
+	}
+	rv, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	q := listQuery{key: prepared, recursive: opts.Recursive, pred: normalize(opts.Predicate)}
+	switch opts.ResourceVersionMatch {
+	case metav1.ResourceVersionMatchExact:
+		return c.listExact(ctx, key, opts, q, rv, listObj)
+	case metav1.ResourceVersionMatchNotOlderThan:
+		q.limit = opts.Predicate.Limit
+		return c.listLatest(ctx, q, rv, listObj)
+	case "":
+	default:
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	switch {
+	case opts.Predicate.Continue != "":
+		from, crv, err := storage.DecodeContinue(opts.Predicate.Continue, prepared)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+		}
+		q.from = from
+		if crv > 0 {
+			return c.listExact(ctx, key, opts, q, uint64(crv), listObj)
+		}
+		q.limit = opts.Predicate.Limit
+		return c.listConsistent(ctx, key, opts, q, listObj)
+	case opts.Predicate.Limit > 0 && opts.ResourceVersion != "" && opts.ResourceVersion != "0":
+		// The legacy form of an exact read.
+		return c.listExact(ctx, key, opts, q, rv, listObj)
+	case opts.ResourceVersion == "":
+		q.limit = opts.Predicate.Limit
+		return c.listConsistent(ctx, key, opts, q, listObj)
+	default:
+		// RV "0" ignores the limit, as upstream (clients rely on getting
+		// everything at once from the cache).
+		if opts.ResourceVersion != "0" {
+			q.limit = opts.Predicate.Limit
+		}
+		return c.listLatest(ctx, q, rv, listObj)
+	}
+}
+
+// listQuery is what a list selects.
+type listQuery struct {
+	key       string // prepared: a prefix ending in "/" when recursive
+	recursive bool
+	from      string // first key to consider (from a continue token)
+	pred      storage.SelectionPredicate
+	limit     int64
+}
+
+// listConsistent serves a consistent read from memory once the cache has
+// caught up with etcd's current revision; when it cannot (etcd unreachable
+// for the revision, or the cache does not catch up in time) etcd serves it.
+func (c *Cache) listConsistent(ctx context.Context, key string, opts storage.ListOptions, q listQuery, listObj runtime.Object) error {
+	rv, err := c.store.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	if err := c.waitFresh(ctx, rv); err != nil {
+		if storage.IsTooLargeResourceVersion(err) {
+			return c.store.GetList(ctx, key, opts, listObj)
+		}
+		return err
+	}
+	return c.listLatest(ctx, q, 0, listObj)
+}
+
+// listLatest lists the latest snapshot once the cache has reached minRV,
+// from an index when the selector pins an indexed field.
+func (c *Cache) listLatest(ctx context.Context, q listQuery, minRV uint64, listObj runtime.Object) error {
+	if err := c.waitFresh(ctx, minRV); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	t, rv := c.st.tree, c.st.rv
+	var indexed []*element
+	used := false
+	if q.recursive {
+		for _, name := range c.indexNames {
+			if v, ok := q.pred.Field.RequiresExactMatch(name); ok {
+				indexed, used = c.st.byIndex(name, v, q.key, q.from)
+				break
+			}
+		}
+	}
+	c.mu.RUnlock()
+	if used {
+		return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+			for _, e := range indexed {
+				if !yield(e) {
+					return
+				}
+			}
+		}, -1)
+	}
+	return c.fillFromTree(listObj, q, t, rv)
+}
+
+// listExact lists the snapshot at exactly rv; a rv the window no longer
+// covers goes to etcd, which answers or says Expired.
+func (c *Cache) listExact(ctx context.Context, key string, opts storage.ListOptions, q listQuery, rv uint64, listObj runtime.Object) error {
+	if !q.recursive {
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	q.limit = opts.Predicate.Limit
+	if err := c.waitFresh(ctx, rv); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	t, err := c.st.snapshotAt(rv)
+	c.mu.RUnlock()
+	if err != nil {
+		if apierrors.IsResourceExpired(err) {
+			return c.store.GetList(ctx, key, opts, listObj)
+		}
+		return err
+	}
+	return c.fillFromTree(listObj, q, t, rv)
+}
+
+func (c *Cache) fillFromTree(listObj runtime.Object, q listQuery, t tree, rv uint64) error {
+	if !q.recursive {
+		e := t.Get(q.key)
+		return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+			if e != nil {
+				yield(e)
+			}
+		}, -1)
+	}
+	total := -1
+	if q.limit > 0 && q.pred.Empty() {
+		total = t.CountPrefix(q.key, q.from)
+	}
+	return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+		t.AscendPrefix(q.key, q.from, yield)
+	}, total)
+}
+
+// fill puts the matching elements of a walk into listObj with the list's
+// resourceVersion and, when the limit cut it short, a continue token.
+// total is the number of elements the walk covers, when known (for
+// remainingItemCount).
+func (c *Cache) fill(listObj runtime.Object, q listQuery, rv uint64, walk func(func(*element) bool), total int) error {
+	var items []runtime.Object
+	var last string
+	more := false
+	walk(func(e *element) bool {
+		if q.limit > 0 && int64(len(items)) == q.limit {
+			// Upstream's rule: another item in range, matching or not,
+			// means there may be more.
+			more = true
+			return false
+		}
+		if q.pred.MatchesObjectAttributes(e.labels, e.fields) {
+			items = append(items, e.obj.shared())
+			last = e.key
+		}
+		return true
+	})
+	if err := setItems(listObj, items); err != nil {
+		return err
+	}
+	var token string
+	var remaining *int64
+	if more {
+		var err error
+		token, err = storage.EncodeContinue(last+"\x00", q.key, int64(rv))
+		if err != nil {
+			return err
+		}
+		if total >= 0 {
+			n := int64(total) - q.limit
+			remaining = &n
+		}
+	}
+	return c.versioner.UpdateList(listObj, rv, token, remaining)
+}
+
+// setItems sets a typed list's items to shallow copies of objs.
+func setItems(listObj runtime.Object, objs []runtime.Object) error {
+	itemsPtr, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return err
+	}
+	items, err := conversion.EnforcePtr(itemsPtr)
+	if err != nil {
+		return err
+	}
+	if items.Kind() != reflect.Slice {
+		return fmt.Errorf("list items of %T are %v, not a slice", listObj, items.Kind())
+	}
+	slice := reflect.MakeSlice(items.Type(), len(objs), len(objs))
+	elemType := items.Type().Elem()
+	for i, obj := range objs {
+		v := reflect.ValueOf(obj)
+		switch {
+		case elemType.Kind() == reflect.Struct:
+			slice.Index(i).Set(v.Elem())
+		case v.Type().AssignableTo(elemType):
+			slice.Index(i).Set(v)
+		default:
+			return fmt.Errorf("cannot put %T into items of %T", obj, listObj)
+		}
+	}
+	items.Set(slice)
+	return nil
+}
+
+// normalize fills a predicate's missing selectors with "everything".
+func normalize(p storage.SelectionPredicate) storage.SelectionPredicate {
+	if p.Label == nil {
+		p.Label = labels.Everything()
+	}
+	if p.Field == nil {
+		p.Field = fields.Everything()
+	}
+	return p
+}

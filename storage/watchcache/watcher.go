@@ -1,0 +1,262 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// watcher is one watch served from the cache. The dispatcher filters
+// events for it and appends the matching ones to its queue, which never
+// blocks; the watcher's own goroutine moves them to the result channel at
+// the client's pace. A queue that stays full past the slow-watcher budget
+// ends the watcher with 410 Expired, so its client re-lists, and costs the
+// other watchers nothing.
+type watcher struct {
+	c         *Cache
+	key       string // prepared key: a prefix ending in "/" when recursive
+	recursive bool
+	pred      storage.SelectionPredicate
+	bookmarks bool
+	deadline  time.Time // zero: none
+
+	// Where the registry files the watcher (see registry).
+	byKey      bool
+	index      int // index into the cache's indexNames, or -1
+	indexValue string
+
+	bufSize int
+	result  chan watch.Event
+	done    chan struct{} // closed by Stop or by the end of ctx
+	stop    sync.Once
+
+	// mu guards the fields below; the dispatcher and the goroutine share
+	// them.
+	mu        sync.Mutex
+	queue     []queued
+	fullSince time.Time
+	ended     error // set when the cache ends the watcher
+	wake      chan struct{}
+
+	// nextBookmark is owned by the dispatcher; zero means never.
+	nextBookmark time.Time
+}
+
+// queued is one notification on its way to the client, with the
+// resourceVersion the watcher's position moves to.
+type queued struct {
+	ev watch.Event
+	rv uint64
+}
+
+// start says what a watcher sends before live events: the state of a
+// snapshot, or the events of the window after a resourceVersion.
+type start struct {
+	rv       uint64   // the watcher's position once these are sent
+	snapshot *tree    // send every matching object as ADDED
+	events   []*event // or replay these
+	// endBookmark sends a BOOKMARK annotated k8s.io/initial-events-end
+	// at rv after the state.
+	endBookmark bool
+}
+
+// ResultChan implements watch.Interface.
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop implements watch.Interface.
+func (w *watcher) Stop() {
+	w.stop.Do(func() { close(w.done) })
+}
+
+// matches is the watcher's filter on an element: key scope then selector.
+func (w *watcher) matches(e *element) bool {
+	if w.recursive {
+		if !strings.HasPrefix(e.key, w.key) {
+			return false
+		}
+	} else if e.key != w.key {
+		return false
+	}
+	return w.pred.MatchesObjectAttributes(e.labels, e.fields)
+}
+
+// convert turns a change into what this watcher must see, by whether the
+// object enters, stays in or leaves its selection.
+func (w *watcher) convert(ev *event) (watch.Event, bool) {
+	cur := ev.cur != nil && w.matches(ev.cur)
+	prev := ev.prev != nil && w.matches(ev.prev)
+	switch {
+	case cur && !prev:
+		return watch.Event{Type: watch.Added, Object: ev.cur.obj}, true
+	case cur && prev:
+		return watch.Event{Type: watch.Modified, Object: ev.cur.obj}, true
+	case prev:
+		return watch.Event{Type: watch.Deleted, Object: ev.goneObject(w.c.versioner)}, true
+	}
+	return watch.Event{}, false
+}
+
+// enqueue appends a notification; it never blocks. It reports false when
+// the watcher has been full for longer than budget and must be ended.
+func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended != nil {
+		return true
+	}
+	w.queue = append(w.queue, q)
+	if len(w.queue) >= w.bufSize {
+		if w.fullSince.IsZero() {
+			w.fullSince = now
+		} else if now.Sub(w.fullSince) > budget {
+			return false
+		}
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// tooSlow reports whether the watcher has been full past budget.
+func (w *watcher) tooSlow(now time.Time, budget time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ended == nil && !w.fullSince.IsZero() && now.Sub(w.fullSince) > budget
+}
+
+// end makes the goroutine drop what is queued, send err and close.
+func (w *watcher) end(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended != nil {
+		return
+	}
+	w.ended = err
+	w.queue = nil
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued notifications, or the error that ends the
+// watcher.
+func (w *watcher) take() ([]queued, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended != nil {
+		return nil, w.ended
+	}
+	batch := w.queue
+	w.queue = nil
+	w.fullSince = time.Time{}
+	return batch, nil
+}
+
+// run sends the start, then live notifications, until the client stops,
+// ctx ends or the cache ends the watcher. It closes the result channel.
+func (w *watcher) run(ctx context.Context, s start) {
+	defer w.c.wg.Done()
+	defer close(w.result)
+	defer w.c.forget(w)
+
+	pos := s.rv
+	switch {
+	case s.snapshot != nil:
+		ok := true
+		visit := func(e *element) bool {
+			if w.matches(e) {
+				ok = w.send(ctx, watch.Event{Type: watch.Added, Object: e.obj})
+			}
+			return ok
+		}
+		if w.recursive {
+			s.snapshot.AscendPrefix(w.key, "", visit)
+		} else if e := s.snapshot.Get(w.key); e != nil {
+			visit(e)
+		}
+		if !ok {
+			return
+		}
+	default:
+		for _, ev := range s.events {
+			if e, ok := w.convert(ev); ok && !w.send(ctx, e) {
+				return
+			}
+			pos = max(pos, ev.rv)
+		}
+	}
+	if s.endBookmark {
+		if !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.c.bookmarkObject(s.rv, true)}) {
+			return
+		}
+	}
+
+	for {
+		select {
+		case <-w.wake:
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-w.c.ctx.Done():
+			return
+		}
+		batch, err := w.take()
+		if err != nil {
+			w.send(ctx, watch.Event{Type: watch.Error, Object: errorObject(err)})
+			return
+		}
+		for _, q := range batch {
+			// The watcher may have been registered while events it already
+			// has from its start were still being dispatched: never go back.
+			if q.rv <= pos {
+				continue
+			}
+			if !w.send(ctx, q.ev) {
+				return
+			}
+			pos = q.rv
+		}
+	}
+}
+
+// send delivers one notification, or gives up when the watcher stops.
+func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-w.c.ctx.Done():
+		return false
+	}
+}
+
+// errorObject is the object of an ERROR event for err.
+func errorObject(err error) runtime.Object {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		st := s.Status()
+		return &st
+	}
+	return &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Message: err.Error(),
+		Reason:  metav1.StatusReasonInternalError,
+		Code:    http.StatusInternalServerError,
+	}
+}
