@@ -39,8 +39,15 @@ var ErrCorrupt = errors.New("embedded etcd: data directory is corrupt")
 // crash may only hold entries above the backend's consistent index; if the
 // readable prefix of the WAL ends below it, the damage is not a torn write.
 func checkMember(memberDir string) (err error) {
-	if _, err := os.Stat(memberDir); errors.Is(err, os.ErrNotExist) {
+	fi, err := os.Stat(memberDir)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil // a new member: etcd creates everything
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrCorrupt, memberDir)
 	}
 	dbPath := filepath.Join(memberDir, "snap", "db")
 	applied, err := consistentIndex(dbPath)

@@ -123,7 +123,7 @@ func TestCorruptDataDirIsErrCorrupt(t *testing.T) {
 		{"member is a file", func(t *testing.T, dir string) {
 			must(t, os.RemoveAll(filepath.Join(dir, "etcd/member")))
 			must(t, os.WriteFile(filepath.Join(dir, "etcd/member"), []byte("x"), 0o600))
-		}, "backend"},
+		}, "not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

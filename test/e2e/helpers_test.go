@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// seedDataDir runs kite once on a fresh data dir, writes keys and stops it,
+// and returns a function that copies that data dir for one test: seeding
+// once keeps the suite fast.
+func seedDataDir(t *testing.T) func(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "seed")
+	k := StartKite(t, "server", "--data-dir", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := EtcdClient(t, k.EtcdURL)
+	for i := range 20 {
+		if _, err := c.Put(ctx, fmt.Sprintf("/registry/seed/%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _ := k.Stop(syscall.SIGTERM, shutdownLimit); code != 0 {
+		t.Fatalf("seeding kite exited %d: %s", code, k.Stderr())
+	}
+	return func(t *testing.T) string {
+		t.Helper()
+		cp := filepath.Join(t.TempDir(), "data")
+		if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
+			t.Fatalf("copy seeded data dir: %v: %s", err, out)
+		}
+		return cp
+	}
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func overwrite(t *testing.T, path string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedPortURL returns an http URL on 127.0.0.1 where nothing listens.
+func closedPortURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}

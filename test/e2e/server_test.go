@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
+)
+
+// shutdownLimit is what a user waits at most after SIGINT or SIGTERM.
+const shutdownLimit = 5 * time.Second
+
+// failLimit bounds a start that must fail: failing must not hang.
+const failLimit = 30 * time.Second
+
+func TestRestartKeepsWrittenKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		sig  syscall.Signal
+	}{
+		{"kite server, SIGTERM", []string{"server"}, syscall.SIGTERM},
+		{"kite etcd, SIGINT", []string{"etcd"}, syscall.SIGINT},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			args := append(tt.args, "--data-dir", dir)
+
+			k := StartKite(t, args...)
+			if !strings.Contains(k.Stdout(), "data dir "+dir) {
+				t.Errorf("start message does not name the data dir %s:\n%s", dir, k.Stdout())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := EtcdClient(t, k.EtcdURL).Put(ctx, "/registry/e2e/key", "value"); err != nil {
+				t.Fatalf("put through %s: %v", k.EtcdURL, err)
+			}
+			stopCleanly(t, k, tt.sig)
+
+			k = StartKite(t, args...)
+			r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/key")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Kvs) != 1 || string(r.Kvs[0].Value) != "value" {
+				t.Fatalf("after restart got %v, want the key written before", r.Kvs)
+			}
+			stopCleanly(t, k, tt.sig)
+		})
+	}
+}
+
+// stopCleanly signals k and checks that it exits in time, with code 0 and
+// nothing on stderr.
+func stopCleanly(t *testing.T, k *Kite, sig syscall.Signal) {
+	t.Helper()
+	code, took := k.Stop(sig, shutdownLimit)
+	if code != 0 {
+		t.Fatalf("exit code %d after %v, want 0\nstderr:\n%s", code, sig, k.Stderr())
+	}
+	if s := k.Stderr(); s != "" {
+		t.Errorf("clean shutdown printed on stderr:\n%s", s)
+	}
+	t.Logf("exited %s after %v", took, sig)
+}
+
+func TestUnusableDataDirFailsWithOneLine(t *testing.T) {
+	seeded := seedDataDir(t)
+	tests := []struct {
+		name string
+		// dir returns the --data-dir to use; it may start a kite that
+		// holds it.
+		dir  func(t *testing.T) string
+		want string
+	}{
+		{"locked by a running kite", func(t *testing.T) string {
+			dir := t.TempDir()
+			StartKite(t, "server", "--data-dir", dir)
+			return dir
+		}, "in use by another process"},
+		{"under a regular file", func(t *testing.T) string {
+			file := filepath.Join(t.TempDir(), "file")
+			writeFile(t, file, []byte("x"))
+			return filepath.Join(file, "data")
+		}, "not a directory"},
+		{"garbage in the WAL", func(t *testing.T) string {
+			dir := seeded(t)
+			overwrite(t, filepath.Join(dir, "etcd/member/wal/0000000000000000-0000000000000000.wal"), 100, []byte(strings.Repeat("garbage!", 100)))
+			return dir
+		}, "corrupt"},
+		{"garbage file instead of the member dir", func(t *testing.T) string {
+			dir := seeded(t)
+			if err := os.RemoveAll(filepath.Join(dir, "etcd/member")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "etcd/member"), []byte("garbage"))
+			return dir
+		}, "corrupt"},
+		{"truncated backend", func(t *testing.T) string {
+			dir := seeded(t)
+			if err := os.Truncate(filepath.Join(dir, "etcd/member/snap/db"), 100); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "corrupt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir(t)
+			r := RunKite(t, failLimit, "server", "--data-dir", dir)
+			checkOneLineFailure(t, r, tt.want)
+		})
+	}
+}
+
+func TestExternalEtcd(t *testing.T) {
+	srv, client := etcdtest.Start(t)
+	url := srv.ClientURLs()[0]
+	dir := filepath.Join(t.TempDir(), "data")
+
+	k := StartKite(t, "server", "--etcd-servers", url, "--data-dir", dir)
+	if k.EtcdURL != url || strings.Contains(k.Stdout(), "embedded") {
+		t.Fatalf("kite did not use the external etcd %s:\n%s", url, k.Stdout())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("data dir %s exists (err %v): something was embedded", dir, err)
+	}
+	// Kite's compactor keeps its key in the cluster it was given.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.Put(ctx, "/registry/e2e/key", "v"); err != nil {
+		t.Fatal(err)
+	}
+	stopCleanly(t, k, syscall.SIGTERM)
+}
+
+func TestExternalEtcdUnreachableFailsWithOneLine(t *testing.T) {
+	r := RunKite(t, failLimit, "server", "--etcd-servers", closedPortURL(t))
+	checkOneLineFailure(t, r, "connection refused")
+}
+
+// checkOneLineFailure checks that a start failed with exit code 1 and
+// exactly one line on stderr containing want, before saying it was ready.
+func checkOneLineFailure(t *testing.T, r Result, want string) {
+	t.Helper()
+	if r.Code != 1 {
+		t.Errorf("exit code %d, want 1", r.Code)
+	}
+	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "kite: ") || !strings.Contains(lines[0], want) {
+		t.Errorf("stderr is not one line 'kite: ...%s...':\n%s", want, r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "kite: ready") {
+		t.Errorf("kite said it was ready:\n%s", r.Stdout)
+	}
+	t.Logf("stderr: %s", r.Stderr)
+}
