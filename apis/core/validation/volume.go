@@ -1,0 +1,364 @@
+package validation
+
+import (
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var supportedHostPathTypes = []corev1.HostPathType{
+	corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+	corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
+	corev1.HostPathCharDev, corev1.HostPathBlockDev,
+}
+
+// validateVolumes checks names (DNS-1123 labels, unique) and that each
+// volume has exactly one valid source. It returns the valid volumes by name,
+// for the volume mounts to refer to.
+func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (map[string]corev1.VolumeSource, field.ErrorList) {
+	var allErrs field.ErrorList
+	vols := map[string]corev1.VolumeSource{}
+	for i, vol := range volumes {
+		idxPath := fldPath.Index(i)
+		namePath := idxPath.Child("name")
+		el := validateVolumeSource(&vol.VolumeSource, idxPath)
+		if vol.Name == "" {
+			el = append(el, field.Required(namePath, ""))
+		} else {
+			el = append(el, validateDNS1123Label(vol.Name, namePath)...)
+		}
+		if _, dup := vols[vol.Name]; dup {
+			el = append(el, field.Duplicate(namePath, vol.Name))
+		}
+		if len(el) == 0 {
+			vols[vol.Name] = vol.VolumeSource
+		} else {
+			allErrs = append(allErrs, el...)
+		}
+	}
+	return vols, allErrs
+}
+
+// volumeType is one of the mutually exclusive sources of a volume, with
+// the checks Kite applies to it (nil: only counted).
+type volumeType struct {
+	name     string
+	set      bool
+	validate func(*field.Path) field.ErrorList
+}
+
+func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	// Upstream's order, which decides which source the "more than 1" error
+	// names.
+	types := []volumeType{
+		{"emptyDir", src.EmptyDir != nil, func(p *field.Path) field.ErrorList {
+			if l := src.EmptyDir.SizeLimit; l != nil && l.Cmp(resource.Quantity{}) < 0 {
+				return field.ErrorList{field.Forbidden(p.Child("sizeLimit"), "SizeLimit field must be a valid resource quantity")}
+			}
+			return nil
+		}},
+		{"hostPath", src.HostPath != nil, func(p *field.Path) field.ErrorList { return validateHostPathVolumeSource(src.HostPath, p) }},
+		{"gitRepo", src.GitRepo != nil, func(p *field.Path) field.ErrorList {
+			if src.GitRepo.Repository == "" {
+				return field.ErrorList{field.Required(p.Child("repository"), "")}
+			}
+			return nil
+		}},
+		{"gcePersistentDisk", src.GCEPersistentDisk != nil, nil},
+		{"awsElasticBlockStore", src.AWSElasticBlockStore != nil, nil},
+		{"secret", src.Secret != nil, func(p *field.Path) field.ErrorList { return validateSecretVolumeSource(src.Secret, p) }},
+		{"nfs", src.NFS != nil, func(p *field.Path) field.ErrorList { return validateNFSVolumeSource(src.NFS, p) }},
+		{"iscsi", src.ISCSI != nil, nil},
+		{"glusterfs", src.Glusterfs != nil, nil},
+		{"flocker", src.Flocker != nil, nil},
+		{"persistentVolumeClaim", src.PersistentVolumeClaim != nil, func(p *field.Path) field.ErrorList {
+			if src.PersistentVolumeClaim.ClaimName == "" {
+				return field.ErrorList{field.Required(p.Child("claimName"), "")}
+			}
+			return nil
+		}},
+		{"rbd", src.RBD != nil, nil},
+		{"cinder", src.Cinder != nil, nil},
+		{"cephfs", src.CephFS != nil, nil},
+		{"downwardAPI", src.DownwardAPI != nil, func(p *field.Path) field.ErrorList { return validateDownwardAPIVolumeSource(src.DownwardAPI, p) }},
+		{"fc", src.FC != nil, nil},
+		{"azureFile", src.AzureFile != nil, nil},
+		{"vsphereVolume", src.VsphereVolume != nil, nil},
+		{"quobyte", src.Quobyte != nil, nil},
+		{"azureDisk", src.AzureDisk != nil, nil},
+		{"photonPersistentDisk", src.PhotonPersistentDisk != nil, nil},
+		{"portworxVolume", src.PortworxVolume != nil, nil},
+		{"projected", src.Projected != nil, func(p *field.Path) field.ErrorList { return validateProjectedVolumeSource(src.Projected, p) }},
+		{"scaleIO", src.ScaleIO != nil, nil},
+		{"configMap", src.ConfigMap != nil, func(p *field.Path) field.ErrorList { return validateConfigMapVolumeSource(src.ConfigMap, p) }},
+		{"storageos", src.StorageOS != nil, nil},
+		{"csi", src.CSI != nil, func(p *field.Path) field.ErrorList {
+			if src.CSI.Driver == "" {
+				return field.ErrorList{field.Required(p.Child("driver"), "")}
+			}
+			return nil
+		}},
+		{"ephemeral", src.Ephemeral != nil, nil},
+		{"image", src.Image != nil, func(p *field.Path) field.ErrorList {
+			if src.Image.Reference == "" {
+				return field.ErrorList{field.Required(p.Child("reference"), "")}
+			}
+			return validatePullPolicy(src.Image.PullPolicy, p.Child("pullPolicy"))
+		}},
+	}
+	var allErrs field.ErrorList
+	n := 0
+	for _, t := range types {
+		if !t.set {
+			continue
+		}
+		if n > 0 {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child(t.name), "may not specify more than 1 volume type"))
+			continue
+		}
+		n++
+		if t.validate != nil {
+			allErrs = append(allErrs, t.validate(fldPath.Child(t.name))...)
+		}
+	}
+	if n == 0 {
+		allErrs = append(allErrs, field.Required(fldPath, "must specify a volume type"))
+	}
+	return allErrs
+}
+
+func validateHostPathVolumeSource(hp *corev1.HostPathVolumeSource, fldPath *field.Path) field.ErrorList {
+	if hp.Path == "" {
+		return field.ErrorList{field.Required(fldPath.Child("path"), "")}
+	}
+	allErrs := validatePathNoBacksteps(hp.Path, fldPath.Child("path"))
+	if hp.Type != nil {
+		ok := false
+		for _, t := range supportedHostPathTypes {
+			ok = ok || *hp.Type == t
+		}
+		if !ok {
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("type"), *hp.Type, supportedHostPathTypes))
+		}
+	}
+	return allErrs
+}
+
+func validateNFSVolumeSource(nfs *corev1.NFSVolumeSource, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if nfs.Server == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("server"), ""))
+	}
+	if nfs.Path == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
+	} else if !path.IsAbs(nfs.Path) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), nfs.Path, "must be an absolute path"))
+	}
+	return allErrs
+}
+
+func validateSecretVolumeSource(s *corev1.SecretVolumeSource, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if s.SecretName == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("secretName"), ""))
+	}
+	allErrs = append(allErrs, validateFileMode(s.DefaultMode, fldPath.Child("defaultMode"))...)
+	for i := range s.Items {
+		allErrs = append(allErrs, validateKeyToPath(&s.Items[i], fldPath.Child("items").Index(i))...)
+	}
+	return allErrs
+}
+
+func validateConfigMapVolumeSource(c *corev1.ConfigMapVolumeSource, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if c.Name == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("name"), ""))
+	}
+	allErrs = append(allErrs, validateFileMode(c.DefaultMode, fldPath.Child("defaultMode"))...)
+	for i := range c.Items {
+		allErrs = append(allErrs, validateKeyToPath(&c.Items[i], fldPath.Child("items").Index(i))...)
+	}
+	return allErrs
+}
+
+func validateDownwardAPIVolumeSource(d *corev1.DownwardAPIVolumeSource, fldPath *field.Path) field.ErrorList {
+	allErrs := validateFileMode(d.DefaultMode, fldPath.Child("defaultMode"))
+	for i := range d.Items {
+		allErrs = append(allErrs, validateDownwardAPIVolumeFile(&d.Items[i], fldPath.Child("items").Index(i))...)
+	}
+	return allErrs
+}
+
+// validDownwardAPIVolumeFieldPaths are the fields a downward API volume
+// file may hold (labels and annotations as whole maps, or one key).
+var validDownwardAPIVolumeFieldPaths = []string{
+	"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
+}
+
+func validateDownwardAPIVolumeFile(f *corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if f.Path == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
+	}
+	allErrs = append(allErrs, validateLocalNonReservedPath(f.Path, fldPath.Child("path"))...)
+	switch {
+	case f.FieldRef != nil && f.ResourceFieldRef != nil:
+		allErrs = append(allErrs, field.Invalid(fldPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+	case f.FieldRef != nil:
+		allErrs = append(allErrs, validateObjectFieldSelector(f.FieldRef, validDownwardAPIVolumeFieldPaths, fldPath.Child("fieldRef"))...)
+	case f.ResourceFieldRef != nil:
+		allErrs = append(allErrs, validateResourceFieldSelector(f.ResourceFieldRef, fldPath.Child("resourceFieldRef"))...)
+	default:
+		allErrs = append(allErrs, field.Required(fldPath, "one of fieldRef and resourceFieldRef is required"))
+	}
+	allErrs = append(allErrs, validateFileMode(f.Mode, fldPath.Child("mode"))...)
+	return allErrs
+}
+
+func validateProjectedVolumeSource(p *corev1.ProjectedVolumeSource, fldPath *field.Path) field.ErrorList {
+	allErrs := validateFileMode(p.DefaultMode, fldPath.Child("defaultMode"))
+	for i, s := range p.Sources {
+		srcPath := fldPath.Child("sources").Index(i)
+		n := 0
+		if s.Secret != nil {
+			n++
+			if s.Secret.Name == "" {
+				allErrs = append(allErrs, field.Required(srcPath.Child("secret").Child("name"), ""))
+			}
+		}
+		if s.ConfigMap != nil {
+			n++
+			if s.ConfigMap.Name == "" {
+				allErrs = append(allErrs, field.Required(srcPath.Child("configMap").Child("name"), ""))
+			}
+		}
+		if s.DownwardAPI != nil {
+			n++
+			for j := range s.DownwardAPI.Items {
+				allErrs = append(allErrs, validateDownwardAPIVolumeFile(&s.DownwardAPI.Items[j], srcPath.Child("downwardAPI").Child("items").Index(j))...)
+			}
+		}
+		if s.ServiceAccountToken != nil {
+			n++
+			tokPath := srcPath.Child("serviceAccountToken")
+			if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 10*60 {
+				allErrs = append(allErrs, field.Invalid(tokPath.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+			}
+			if s.ServiceAccountToken.Path == "" {
+				allErrs = append(allErrs, field.Required(tokPath.Child("path"), ""))
+			}
+		}
+		if s.ClusterTrustBundle != nil || s.PodCertificate != nil {
+			n++
+		}
+		if n > 1 {
+			allErrs = append(allErrs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))
+		}
+	}
+	return allErrs
+}
+
+func validateKeyToPath(kp *corev1.KeyToPath, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if kp.Key == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("key"), ""))
+	}
+	if kp.Path == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
+	}
+	allErrs = append(allErrs, validateLocalNonReservedPath(kp.Path, fldPath.Child("path"))...)
+	allErrs = append(allErrs, validateFileMode(kp.Mode, fldPath.Child("mode"))...)
+	return allErrs
+}
+
+func validateFileMode(mode *int32, fldPath *field.Path) field.ErrorList {
+	if mode != nil && (*mode > 0777 || *mode < 0) {
+		return field.ErrorList{field.Invalid(fldPath, *mode, fileModeErrorMsg)}
+	}
+	return nil
+}
+
+// validateLocalDescendingPath: a relative path that stays below its root.
+func validateLocalDescendingPath(p string, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if path.IsAbs(p) {
+		allErrs = append(allErrs, field.Invalid(fldPath, p, "must be a relative path"))
+	}
+	return append(allErrs, validatePathNoBacksteps(p, fldPath)...)
+}
+
+// validateLocalNonReservedPath: as validateLocalDescendingPath, and not
+// starting with "..", which the atomic writer of the node agent reserves.
+func validateLocalNonReservedPath(p string, fldPath *field.Path) field.ErrorList {
+	allErrs := validateLocalDescendingPath(p, fldPath)
+	if strings.HasPrefix(p, "..") {
+		allErrs = append(allErrs, field.Invalid(fldPath, p, "must not start with '..'"))
+	}
+	return allErrs
+}
+
+func validatePathNoBacksteps(p string, fldPath *field.Path) field.ErrorList {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return field.ErrorList{field.Invalid(fldPath, p, "must not contain '..'")}
+		}
+	}
+	return nil
+}
+
+var supportedMountPropagations = []corev1.MountPropagationMode{
+	corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone,
+}
+
+// validateVolumeMounts: each mount names a valid volume of the pod, has a
+// unique mount path, and a subPath that stays inside the volume.
+func validateVolumeMounts(mounts []corev1.VolumeMount, ctr *corev1.Container, vols map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	mountPoints := map[string]bool{}
+	for i, m := range mounts {
+		idxPath := fldPath.Index(i)
+		if m.Name == "" {
+			allErrs = append(allErrs, field.Required(idxPath.Child("name"), ""))
+		}
+		if _, ok := vols[m.Name]; !ok {
+			allErrs = append(allErrs, field.NotFound(idxPath.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			allErrs = append(allErrs, field.Required(idxPath.Child("mountPath"), ""))
+		}
+		if mountPoints[m.MountPath] {
+			allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		mountPoints[m.MountPath] = true
+		if m.SubPath != "" {
+			// Upstream reports subPath under the list, not the item.
+			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPath, fldPath.Child("subPath"))...)
+		}
+		if m.SubPathExpr != "" {
+			if m.SubPath != "" {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
+			}
+			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPathExpr, fldPath.Child("subPathExpr"))...)
+		}
+		if mp := m.MountPropagation; mp != nil {
+			ok := false
+			for _, s := range supportedMountPropagations {
+				ok = ok || *mp == s
+			}
+			if !ok {
+				allErrs = append(allErrs, field.NotSupported(idxPath.Child("mountPropagation"), *mp, supportedMountPropagations))
+			} else if *mp == corev1.MountPropagationBidirectional && !isPrivileged(ctr) {
+				allErrs = append(allErrs, field.Forbidden(idxPath.Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
+			}
+		}
+	}
+	return allErrs
+}
+
+func isPrivileged(ctr *corev1.Container) bool {
+	sc := ctr.SecurityContext
+	return sc != nil && sc.Privileged != nil && *sc.Privileged
+}
