@@ -1,0 +1,339 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/apis/example"
+	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/ptr"
+
+	"github.com/kite-project/kite/storage/etcd/embedded"
+)
+
+func newPod(ns, name string) *example.Pod {
+	return &example.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func podKey(p *example.Pod) string { return "/pods/" + p.Namespace + "/" + p.Name }
+
+func mustCreate(ctx context.Context, t *testing.T, s *Store, p *example.Pod) *example.Pod {
+	t.Helper()
+	out := &example.Pod{}
+	if err := s.Create(ctx, podKey(p), p, out, 0); err != nil {
+		t.Fatalf("create %s: %v", podKey(p), err)
+	}
+	return out
+}
+
+// Reads and watches at a revision etcd has compacted away are Expired
+// (410), so that clients re-list.
+func TestCompactedRevisionIsExpired(t *testing.T) {
+	ctx, s, client := testSetup(t)
+	first := mustCreate(ctx, t, s, newPod("ns", "a"))
+	mustCreate(ctx, t, s, newPod("ns", "b"))
+	mustCreate(ctx, t, s, newPod("ns", "c"))
+
+	// A continue token taken before the compaction.
+	page := &example.PodList{}
+	if err := s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: storage.SelectionPredicate{Limit: 1, Label: storage.Everything.Label, Field: storage.Everything.Field}}, page); err != nil {
+		t.Fatalf("first page: %v", err)
+	}
+	if page.Continue == "" {
+		t.Fatalf("first page has no continue token")
+	}
+	// Compact past the page's revision.
+	after := mustCreate(ctx, t, s, newPod("ns", "d"))
+	compactStorage(s, client.Client)(ctx, t, after.ResourceVersion)
+
+	tests := []struct {
+		name string
+		do   func() error
+	}{
+		{"list at an exact compacted revision", func() error {
+			return s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: first.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Predicate: storage.Everything}, &example.PodList{})
+		}},
+		{"list continuing at a compacted revision", func() error {
+			pred := storage.Everything
+			pred.Limit, pred.Continue = 1, page.Continue
+			err := s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: pred}, &example.PodList{})
+			// The client may go on, inconsistently, at the latest revision.
+			var st apierrors.APIStatus
+			if errors.As(err, &st) && st.Status().ListMeta.Continue == "" {
+				return fmt.Errorf("expired continue carries no new token: %w", err)
+			}
+			return err
+		}},
+		{"watch from a compacted revision", func() error {
+			w, err := s.Watch(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: first.ResourceVersion, Predicate: storage.Everything})
+			if err != nil {
+				return err
+			}
+			defer w.Stop()
+			select {
+			case ev := <-w.ResultChan():
+				if ev.Type != watch.Error {
+					return fmt.Errorf("got %s event, want ERROR", ev.Type)
+				}
+				return apierrors.FromObject(ev.Object)
+			case <-time.After(30 * time.Second):
+				return errors.New("no event within 30s")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			if !apierrors.IsResourceExpired(err) {
+				t.Fatalf("got %v, want Expired (410)", err)
+			}
+			if code := apierrors.ReasonForError(err); code != metav1.StatusReasonExpired {
+				t.Errorf("reason %q, want %q", code, metav1.StatusReasonExpired)
+			}
+		})
+	}
+}
+
+// A revision past etcd's current one is TooLargeResourceVersion (504 with
+// a retry hint), for reads and for watches that send the initial state.
+func TestFutureRevisionIsTooLarge(t *testing.T) {
+	ctx, s, _ := testSetup(t)
+	p := mustCreate(ctx, t, s, newPod("ns", "a"))
+	rv, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
+	future := strconv.FormatUint(rv+100, 10)
+
+	tests := []struct {
+		name string
+		do   func() error
+	}{
+		{"get not older than", func() error {
+			return s.Get(ctx, podKey(p), storage.GetOptions{ResourceVersion: future}, &example.Pod{})
+		}},
+		{"list not older than", func() error {
+			return s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: future, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Predicate: storage.Everything}, &example.PodList{})
+		}},
+		{"list exact", func() error {
+			return s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: future, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Predicate: storage.Everything}, &example.PodList{})
+		}},
+		{"watch with initial events", func() error {
+			w, err := s.Watch(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: future, SendInitialEvents: ptr.To(true), Predicate: storage.Everything})
+			if err != nil {
+				return err
+			}
+			defer w.Stop()
+			ev := <-w.ResultChan()
+			if ev.Type != watch.Error {
+				return fmt.Errorf("got %s event, want ERROR", ev.Type)
+			}
+			return apierrors.FromObject(ev.Object)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			if !storage.IsTooLargeResourceVersion(err) {
+				t.Fatalf("got %v, want TooLargeResourceVersion", err)
+			}
+		})
+	}
+}
+
+// A value that does not decode is reported as a CorruptObj error naming
+// its key by every read, and ends a watch with an ERROR; nothing panics.
+func TestCorruptValueNamesKey(t *testing.T) {
+	ctx, s, client := testSetup(t)
+	good := mustCreate(ctx, t, s, newPod("ns", "good"))
+	const key = "/pods/ns/bad"
+	// The transformer's prefix is right, the object bytes are garbage.
+	if _, err := client.Client.KV.Put(ctx, key, defaultTestPrefix+"\x00\xffnot an object"); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		do   func() error
+	}{
+		{"get", func() error { return s.Get(ctx, key, storage.GetOptions{}, &example.Pod{}) }},
+		{"list", func() error {
+			return s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, &example.PodList{})
+		}},
+		{"update", func() error {
+			return s.GuaranteedUpdate(ctx, key, &example.Pod{}, false, nil, storage.SimpleUpdate(func(o runtime.Object) (runtime.Object, error) { return o, nil }), nil)
+		}},
+		{"delete", func() error {
+			return s.Delete(ctx, key, &example.Pod{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			if !storage.IsCorruptObject(err) {
+				t.Fatalf("got %v, want a CorruptObj storage error", err)
+			}
+			if !strings.Contains(err.Error(), key) {
+				t.Errorf("error %q does not name the key %q", err, key)
+			}
+		})
+	}
+
+	t.Run("watch", func(t *testing.T) {
+		w, err := s.Watch(ctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: good.ResourceVersion, Predicate: storage.Everything})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ev := <-w.ResultChan()
+		if ev.Type != watch.Error {
+			t.Fatalf("got %s event, want ERROR", ev.Type)
+		}
+		if msg := apierrors.FromObject(ev.Object).Error(); !strings.Contains(msg, key) {
+			t.Errorf("watch error %q does not name the key %q", msg, key)
+		}
+		if _, open := <-w.ResultChan(); open {
+			t.Errorf("watch delivered more after its ERROR")
+		}
+	})
+
+	t.Run("unsafe delete of the corrupt value", func(t *testing.T) {
+		err := s.Delete(ctx, key, &example.Pod{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{ExpectTransformOrDecodeError: true})
+		if err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		if err := s.Get(ctx, key, storage.GetOptions{}, &example.Pod{}); !storage.IsNotFound(err) {
+			t.Fatalf("after delete got %v, want NotFound", err)
+		}
+	})
+}
+
+// 50 goroutines incrementing one counter with GuaranteedUpdate lose no
+// increment: conflicts are retried on the current value.
+func TestConcurrentGuaranteedUpdateLosesNoUpdate(t *testing.T) {
+	ctx, s, _ := testSetup(t)
+	p := mustCreate(ctx, t, s, newPod("ns", "counter"))
+	const workers, perWorker = 50, 4
+
+	increment := storage.SimpleUpdate(func(o runtime.Object) (runtime.Object, error) {
+		pod := o.(*example.Pod)
+		n, _ := strconv.Atoi(pod.Annotations["count"])
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations["count"] = strconv.Itoa(n + 1)
+		return pod, nil
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range perWorker {
+				if err := s.GuaranteedUpdate(ctx, podKey(p), &example.Pod{}, false, nil, increment, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("update: %v", err)
+	}
+	got := &example.Pod{}
+	if err := s.Get(ctx, podKey(p), storage.GetOptions{}, got); err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(workers * perWorker); got.Annotations["count"] != want {
+		t.Fatalf("count = %s, want %s", got.Annotations["count"], want)
+	}
+}
+
+// Objects survive a restart of etcd on the same data directory, with their
+// resourceVersions.
+func TestRestartKeepsObjects(t *testing.T) {
+	dir := t.TempDir()
+	start := func() (*Store, func()) {
+		srv, err := embedded.Start(context.Background(), embedded.Options{DataDir: dir, UnsafeNoFsync: true, LogLevel: "fatal"})
+		if err != nil {
+			t.Fatalf("start etcd: %v", err)
+		}
+		c, err := srv.Client()
+		if err != nil {
+			srv.Close()
+			t.Fatalf("etcd client: %v", err)
+		}
+		s, err := New(Options{
+			Client:         NewClient(c),
+			Codec:          codecs.LegacyCodec(examplev1.SchemeGroupVersion),
+			NewFunc:        func() runtime.Object { return &example.Pod{} },
+			NewListFunc:    func() runtime.Object { return &example.PodList{} },
+			Prefix:         "/registry",
+			ResourcePrefix: "/pods",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, func() { c.Close(); srv.Close() }
+	}
+	ctx := context.Background()
+
+	s, stop := start()
+	created := mustCreate(ctx, t, s, newPod("ns", "a"))
+	stop()
+
+	s, stop = start()
+	defer stop()
+	got := &example.Pod{}
+	if err := s.Get(ctx, podKey(created), storage.GetOptions{}, got); err != nil {
+		t.Fatalf("get after restart: %v", err)
+	}
+	if got.Name != created.Name || got.ResourceVersion != created.ResourceVersion {
+		t.Fatalf("after restart got %s rv %s, want %s rv %s", got.Name, got.ResourceVersion, created.Name, created.ResourceVersion)
+	}
+}
+
+// With the protobuf serializer the stored value starts with "k8s\x00", as
+// kube-apiserver stores it, under <prefix>/<resource>/<namespace>/<name>.
+func TestProtobufValuesUnderRegistryPrefix(t *testing.T) {
+	_, _, client := testSetup(t)
+	pb := protobuf.NewSerializer(nil, nil)
+	codec := codecs.CodecForVersions(pb, codecs.UniversalDeserializer(), examplev1.SchemeGroupVersion, nil)
+	s, err := New(Options{
+		Client:         client,
+		Codec:          codec,
+		NewFunc:        func() runtime.Object { return &example.Pod{} },
+		NewListFunc:    func() runtime.Object { return &example.PodList{} },
+		Prefix:         "/registry",
+		ResourcePrefix: "/pods",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	created := mustCreate(ctx, t, s, newPod("ns", "a"))
+	resp, err := client.Client.KV.Get(ctx, "/registry/pods/ns/a")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("read raw value: %v (%d kvs)", err, len(resp.Kvs))
+	}
+	if v := resp.Kvs[0].Value; !strings.HasPrefix(string(v), "k8s\x00") {
+		t.Fatalf("value starts with %q, want the protobuf magic k8s\\x00", v[:min(len(v), 8)])
+	}
+	list := &example.PodList{}
+	if err := s.GetList(ctx, "/pods", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].ResourceVersion != created.ResourceVersion {
+		t.Fatalf("list = %+v, want the one pod at rv %s", list.Items, created.ResourceVersion)
+	}
+}
