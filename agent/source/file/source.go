@@ -134,8 +134,11 @@ func (s *Source) Run(ctx context.Context, out chan<- kubetypes.PodUpdate) {
 		if pending {
 			settle.Reset(s.opts.SettlePeriod)
 		}
-		if w != nil {
-			s.ensureWatches(logger, w)
+		if w != nil && s.ensureWatches(logger, w) {
+			// A directory appeared and is watched from now on; what was
+			// written into it before the watch began is found by reading
+			// again.
+			continue
 		}
 
 	wait:
@@ -183,8 +186,8 @@ func (s *Source) relevant(name string) bool {
 
 // ensureWatches watches the parent directory and, when the path is a
 // directory, the path itself, adding what is missing: the path may appear,
-// or be replaced, after the start.
-func (s *Source) ensureWatches(logger klog.Logger, w *fsnotify.Watcher) {
+// or be replaced, after the start. It says whether it added a watch.
+func (s *Source) ensureWatches(logger klog.Logger, w *fsnotify.Watcher) (added bool) {
 	watched := map[string]bool{}
 	for _, p := range w.WatchList() {
 		watched[filepath.Clean(p)] = true
@@ -195,8 +198,11 @@ func (s *Source) ensureWatches(logger klog.Logger, w *fsnotify.Watcher) {
 		}
 		if err := w.Add(p); err != nil {
 			logger.V(2).Info("Cannot watch, relying on the periodic read", "dir", p, "err", err)
+			continue
 		}
+		added = true
 	}
+	return added
 }
 
 // drain discards the events already queued: the read that follows covers
