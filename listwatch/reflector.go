@@ -29,6 +29,9 @@ const (
 	// be for the Reflector to back off before the next one: a server that
 	// closes every watch at once must not be hammered.
 	shortWatch = time.Second
+	// watchTimeoutGrace is how long after its TimeoutSeconds a Reflector
+	// ends a watch the server has not ended.
+	watchTimeoutGrace = 30 * time.Second
 )
 
 // Options configures a Reflector.

@@ -18,10 +18,11 @@ import (
 // at its timeout), the error of an error event, or the error of opening it.
 func (r *Reflector) watch(ctx context.Context) (int, error) {
 	rv := r.LastSyncResourceVersion()
-	timeout := int64((r.minWatch + time.Duration(r.rand()*float64(r.maxWatch-r.minWatch))) / time.Second)
+	timeout := r.minWatch + time.Duration(r.rand()*float64(r.maxWatch-r.minWatch))
+	timeoutSeconds := int64(timeout / time.Second)
 	opts := metav1.ListOptions{
 		ResourceVersion:     rv,
-		TimeoutSeconds:      &timeout,
+		TimeoutSeconds:      &timeoutSeconds,
 		AllowWatchBookmarks: true,
 	}
 	w, err := r.lw.Watch(ctx, opts)
@@ -33,12 +34,17 @@ func (r *Reflector) watch(ctx context.Context) (int, error) {
 	// resourceVersion order; their resourceVersions are not resumable
 	// until the first other event shows the initial state is over.
 	ordered := rv != "" && rv != "0"
-	return r.consume(ctx, w, ordered)
+	// The server ends the watch at its timeout; end it ourselves a little
+	// later in case the server ignores TimeoutSeconds or the connection
+	// died without a word, and resume from the last resourceVersion.
+	deadline := r.clock.NewTimer(time.Duration(timeoutSeconds)*time.Second + watchTimeoutGrace)
+	defer deadline.Stop()
+	return r.consume(ctx, w, ordered, deadline.C())
 }
 
 // consume applies w's events to the store until w ends, an error event
-// comes, or ctx ends.
-func (r *Reflector) consume(ctx context.Context, w watch.Interface, ordered bool) (int, error) {
+// comes, deadline fires, or ctx ends.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, ordered bool, deadline <-chan time.Time) (int, error) {
 	logger := klog.FromContext(ctx)
 	n := 0
 	for {
@@ -47,6 +53,9 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, ordered bool
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()
+		case <-deadline:
+			logger.V(4).Info("Watch outlived its timeout, ending it", "events", n)
+			return n, nil
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {
