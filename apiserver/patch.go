@@ -1,0 +1,171 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// patch applies a JSON patch, JSON merge patch, strategic merge patch or
+// server-side apply to the stored object. The patch is re-applied to the
+// newest object when the write races with another writer, as upstream
+// does, so concurrent patches of different fields all land.
+func (s *Server) patch(c *call) error {
+	var opts metav1.PatchOptions
+	if err := decodeParams(c.r, &opts); err != nil {
+		return err
+	}
+	if err := validateWriteOptions("PatchOptions", opts.DryRun, opts.FieldValidation); err != nil {
+		return err
+	}
+	mediaType, _, err := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
+	patchType := types.PatchType(mediaType)
+	if err != nil {
+		patchType = ""
+	}
+	switch patchType {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+	default:
+		return unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{
+			string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
+	}
+	body, err := s.readBody(c.r)
+	if err != nil {
+		return err
+	}
+	if patchType == types.ApplyYAMLPatchType {
+		if opts.FieldManager == "" {
+			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "",
+				field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
+		}
+	} else {
+		if opts.Force != nil {
+			return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "",
+				field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")})
+		}
+		if opts.FieldManager == "" {
+			opts.FieldManager = managerFromUserAgent(c.r)
+		}
+	}
+	req := &registry.UpdateRequest{
+		Namespace:   c.info.Namespace,
+		Name:        c.info.Name,
+		Subresource: c.info.Subresource,
+		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation},
+	}
+	if patchType == types.ApplyYAMLPatchType {
+		if err := s.applyRequest(c, req, body, opts.Force != nil && *opts.Force); err != nil {
+			return err
+		}
+	} else {
+		req.Object = func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
+			return s.applyPatch(c, existing, patchType, body, opts.FieldValidation)
+		}
+	}
+	out, created, err := c.store.Update(c.ctx(), req)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	return s.result(c, code, out)
+}
+
+// applyPatch applies a non-apply patch to existing and decodes the result.
+func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.PatchType, patch []byte, fieldValidation string) (runtime.Object, error) {
+	if existing == nil {
+		return nil, apierrors.NewNotFound(c.strategy().GroupResource(), c.info.Name)
+	}
+	current, err := json.Marshal(existing)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	var patched []byte
+	switch patchType {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if patched, err = p.Apply(current); err != nil {
+			return nil, apierrors.NewInvalid(c.strategy().Kind.GroupKind(), c.info.Name, field.ErrorList{field.Invalid(nil, string(patch), err.Error())})
+		}
+	case types.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(current, patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	case types.StrategicMergePatchType:
+		if patched, err = strategicpatch.StrategicMergePatch(current, patch, c.strategy().New()); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	info, _ := s.serializerFor(mediaJSON)
+	dec := info.StrictSerializer
+	if fieldValidation == metav1.FieldValidationIgnore {
+		dec = info.Serializer
+	}
+	kind := c.strategy().Kind
+	obj, _, err := dec.Decode(patched, &kind, c.strategy().New())
+	if err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case !isStrict || obj == nil || fieldValidation == metav1.FieldValidationStrict:
+			return nil, apierrors.NewBadRequest(err.Error())
+		default:
+			c.warnings = c.warnings[:0]
+			for _, e := range strictErr.Errors() {
+				c.warnings = append(c.warnings, e.Error())
+			}
+		}
+	}
+	return obj, nil
+}
+
+// applyRequest fills req for server-side apply: the applied configuration
+// is merged into the live object by the field manager, which also detects
+// conflicts with other managers (409 unless force).
+func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte, force bool) error {
+	fm := c.store.FieldManager(c.info.Subresource)
+	if fm == nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s", c.strategy().Resource))
+	}
+	applied := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(body, &applied.Object); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	if applied.Object == nil {
+		return apierrors.NewBadRequest("the applied configuration is empty")
+	}
+	kind := c.strategy().Kind
+	if gvk := applied.GroupVersionKind(); gvk != kind && c.info.Subresource == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is a %s, not a %s", gvk, kind))
+	}
+	manager := req.Options.FieldManager
+	req.Applied = true
+	req.ForceAllowCreate = c.info.Subresource == ""
+	req.Object = func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
+		live := existing
+		if live == nil {
+			live = c.strategy().New()
+		}
+		return fm.Apply(live, applied.DeepCopy(), manager, force)
+	}
+	return nil
+}

@@ -1,0 +1,437 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// call is one request to a resource, as routing resolved it.
+type call struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	info  requestInfo
+	store *registry.Store
+	sub   *registry.Subresource
+	out   output
+	// warnings go out as Warning headers.
+	warnings []string
+}
+
+func (c *call) ctx() context.Context { return c.r.Context() }
+
+func (c *call) strategy() *registry.Strategy { return c.store.Strategy() }
+
+// serveResource resolves the resource and dispatches by verb.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
+	store := s.routes[info.GroupVersion][info.Resource]
+	if store == nil {
+		s.writeError(w, r, notFoundPath(r.URL.Path))
+		return
+	}
+	strat := store.Strategy()
+	if (info.Namespace != "" && !strat.Namespaced) || (strat.Namespaced && info.Namespace == "" && info.Name != "") {
+		s.writeError(w, r, notFoundPath(r.URL.Path))
+		return
+	}
+	c := &call{w: w, r: r, info: info, store: store}
+	if info.Subresource != "" {
+		c.sub = strat.Subresources[info.Subresource]
+		if c.sub == nil {
+			s.writeError(w, r, notFoundPath(r.URL.Path))
+			return
+		}
+	}
+	v := verb(r, info)
+	if !allowed(v, info, c.sub) {
+		s.writeError(w, r, methodNotAllowed(r.Method, info))
+		return
+	}
+	out, err := s.negotiate(r, negotiation{table: v == "get" || v == "list" || v == "watch"})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c.out = out
+	switch v {
+	case "get":
+		err = s.get(c)
+	case "list", "watch":
+		err = s.list(c)
+	case "create":
+		err = s.create(c)
+	case "update":
+		err = s.update(c)
+	case "patch":
+		err = s.patch(c)
+	case "delete":
+		err = s.delete(c)
+	case "deletecollection":
+		err = s.deleteCollection(c)
+	}
+	if err != nil {
+		s.writeWarnings(c)
+		s.writeError(w, r, err)
+	}
+}
+
+// allowed says whether a verb applies to the path's shape: creates go to
+// collections or to POST subresources (binding), updates and patches to
+// objects and their status-like subresources.
+func allowed(v string, info requestInfo, sub *registry.Subresource) bool {
+	switch {
+	case v == "":
+		return false
+	case sub != nil && sub.Create != nil:
+		return v == "create"
+	case sub != nil:
+		return v == "get" || v == "update" || v == "patch"
+	case v == "create":
+		return info.Name == ""
+	case v == "update" || v == "patch":
+		return info.Name != ""
+	}
+	return true
+}
+
+func methodNotAllowed(method string, info requestInfo) error {
+	err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.GroupVersion.Group, Resource: info.Resource}, strings.ToLower(method))
+	err.ErrStatus.Message = "the server does not allow this method on the requested resource"
+	return err
+}
+
+// result writes an object or list, as a Table when the client asked.
+func (s *Server) result(c *call, code int, obj runtime.Object) error {
+	s.writeWarnings(c)
+	gv := c.strategy().Kind.GroupVersion()
+	if c.sub != nil && !c.sub.Kind.Empty() {
+		gv = c.sub.Kind.GroupVersion()
+	}
+	if c.out.table != nil {
+		if _, isStatus := obj.(*metav1.Status); !isStatus {
+			q := c.r.URL.Query()
+			include := metav1.IncludeObjectPolicy(q.Get("includeObject"))
+			table, err := s.opts.Tables(obj, include, false, *c.out.table)
+			if err != nil {
+				return err
+			}
+			s.writeObject(c.w, c.r, code, c.out, *c.out.table, table)
+			return nil
+		}
+	}
+	s.writeObject(c.w, c.r, code, c.out, gv, obj)
+	return nil
+}
+
+func (s *Server) writeWarnings(c *call) {
+	for _, w := range c.warnings {
+		c.w.Header().Add("Warning", fmt.Sprintf("299 - %q", w))
+	}
+	c.warnings = nil
+}
+
+func (s *Server) get(c *call) error {
+	var opts metav1.GetOptions
+	if err := decodeParams(c.r, &opts); err != nil {
+		return err
+	}
+	obj, err := c.store.Get(c.ctx(), c.info.Namespace, c.info.Name, &opts)
+	if err != nil {
+		return err
+	}
+	return s.result(c, http.StatusOK, obj)
+}
+
+// listOptions reads, defaults and validates a list or watch request's
+// options as upstream does (WatchList enabled).
+func listOptions(c *call) (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if c.info.Watch {
+		opts.Watch = true
+	}
+	if c.info.Name != "" {
+		// A list or watch of a named path selects that name.
+		nameSelector := fields.OneTermEqualSelector("metadata.name", c.info.Name)
+		if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+			opts.FieldSelector = nameSelector
+		} else if v, found := opts.FieldSelector.RequiresExactMatch("metadata.name"); found && v != c.info.Name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector metadata.name doesn't match requested name: %q != %q", v, c.info.Name))
+		} else {
+			opts.FieldSelector = fields.AndSelectors(opts.FieldSelector, nameSelector)
+		}
+	}
+	metainternalversion.SetListOptionsDefaults(opts, true)
+	if errs := metainternalversionvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+func (s *Server) list(c *call) error {
+	opts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	if opts.Watch {
+		return s.watch(c, opts)
+	}
+	obj, err := c.store.List(c.ctx(), c.info.Namespace, opts)
+	if err != nil {
+		return err
+	}
+	return s.result(c, http.StatusOK, obj)
+}
+
+func (s *Server) create(c *call) error {
+	var opts metav1.CreateOptions
+	if err := decodeParams(c.r, &opts); err != nil {
+		return err
+	}
+	if err := validateWriteOptions("CreateOptions", opts.DryRun, opts.FieldValidation); err != nil {
+		return err
+	}
+	if opts.FieldManager == "" {
+		opts.FieldManager = managerFromUserAgent(c.r)
+	}
+	if c.sub != nil {
+		body, err := s.decodeBody(c, c.sub.New(), c.sub.Kind, opts.FieldValidation)
+		if err != nil {
+			return err
+		}
+		out, err := c.sub.Create(c.ctx(), c.store, c.info.Namespace, c.info.Name, body, &opts)
+		if err != nil {
+			return err
+		}
+		return s.result(c, http.StatusCreated, out)
+	}
+	obj, err := s.decodeBody(c, c.strategy().New(), c.strategy().Kind, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	out, err := c.store.Create(c.ctx(), c.info.Namespace, obj, &opts)
+	if err != nil {
+		return err
+	}
+	return s.result(c, http.StatusCreated, out)
+}
+
+func (s *Server) update(c *call) error {
+	var opts metav1.UpdateOptions
+	if err := decodeParams(c.r, &opts); err != nil {
+		return err
+	}
+	if err := validateWriteOptions("UpdateOptions", opts.DryRun, opts.FieldValidation); err != nil {
+		return err
+	}
+	if opts.FieldManager == "" {
+		opts.FieldManager = managerFromUserAgent(c.r)
+	}
+	obj, err := s.decodeBody(c, c.strategy().New(), c.strategy().Kind, opts.FieldValidation)
+	if err != nil {
+		return err
+	}
+	out, created, err := c.store.Update(c.ctx(), &registry.UpdateRequest{
+		Namespace:   c.info.Namespace,
+		Name:        c.info.Name,
+		Subresource: c.info.Subresource,
+		Options:     opts,
+		Object: func(context.Context, runtime.Object) (runtime.Object, error) {
+			return obj.DeepCopyObject(), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	return s.result(c, code, out)
+}
+
+func (s *Server) delete(c *call) error {
+	opts, err := s.deleteOptions(c)
+	if err != nil {
+		return err
+	}
+	obj, deleted, err := c.store.Delete(c.ctx(), c.info.Namespace, c.info.Name, opts)
+	if err != nil {
+		return err
+	}
+	if deleted && !c.strategy().ReturnDeletedObject {
+		details := &metav1.StatusDetails{Name: c.info.Name, Group: c.info.GroupVersion.Group, Kind: c.info.Resource}
+		if m, ok := obj.(metav1.Object); ok {
+			details.UID = m.GetUID()
+		}
+		return s.result(c, http.StatusOK, &metav1.Status{Status: metav1.StatusSuccess, Details: details})
+	}
+	return s.result(c, http.StatusOK, obj)
+}
+
+func (s *Server) deleteCollection(c *call) error {
+	listOpts, err := listOptions(c)
+	if err != nil {
+		return err
+	}
+	opts, err := s.deleteOptions(c)
+	if err != nil {
+		return err
+	}
+	out, err := c.store.DeleteCollection(c.ctx(), c.info.Namespace, listOpts, opts)
+	if err != nil {
+		return err
+	}
+	return s.result(c, http.StatusOK, out)
+}
+
+// deleteOptions reads DeleteOptions from the body, or from the query when
+// there is no body, as upstream does.
+func (s *Server) deleteOptions(c *call) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := s.readBody(c.r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		info, err := s.bodySerializer(c.r)
+		if err != nil {
+			return nil, err
+		}
+		defaultGVK := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+		if _, _, err := info.Serializer.Decode(body, &defaultGVK, opts); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
+		}
+	} else if err := decodeParams(c.r, opts); err != nil {
+		return nil, err
+	}
+	if err := validateWriteOptions("DeleteOptions", opts.DryRun, ""); err != nil {
+		return nil, err
+	}
+	return opts, nil
+}
+
+// decodeParams reads query parameters into a metav1 options object.
+func decodeParams(r *http.Request, into runtime.Object) error {
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, into); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
+}
+
+// validateWriteOptions checks dryRun and fieldValidation as upstream's
+// options validation does (422 on unsupported values).
+func validateWriteOptions(kind string, dryRun []string, fieldValidation string) error {
+	var errs field.ErrorList
+	for _, v := range dryRun {
+		if v != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), dryRun, []string{metav1.DryRunAll}))
+			break
+		}
+	}
+	switch fieldValidation {
+	case "", metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), fieldValidation,
+			[]string{metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict}))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return nil
+}
+
+// managerFromUserAgent is upstream's default field manager: the user
+// agent up to its first "/", at most 128 characters.
+func managerFromUserAgent(r *http.Request) string {
+	ua := r.UserAgent()
+	if i := strings.Index(ua, "/"); i >= 0 {
+		ua = ua[:i]
+	}
+	if len(ua) > 128 {
+		ua = ua[:128]
+	}
+	return ua
+}
+
+// readBody reads the request body, refusing bodies over the limit with
+// 413 as upstream does.
+func (s *Server) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	tooLarge := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.maxBody))
+	if r.ContentLength > s.maxBody {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	if int64(len(body)) > s.maxBody {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// decodeBody decodes the request body into into, which must come out as
+// kind. Unknown and duplicate fields are refused (Strict), warned about
+// (Warn, the default) or ignored, per fieldValidation.
+func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersionKind, fieldValidation string) (runtime.Object, error) {
+	body, err := s.readBody(c.r)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.bodySerializer(c.r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) == 0 {
+		return nil, apierrors.NewBadRequest("the request body is empty")
+	}
+	dec := info.Serializer
+	if info.StrictSerializer != nil && fieldValidation != metav1.FieldValidationIgnore {
+		dec = info.StrictSerializer
+	}
+	obj, gvk, err := dec.Decode(body, &kind, into)
+	if err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case !isStrict || obj == nil:
+			return nil, apierrors.NewBadRequest(err.Error())
+		case fieldValidation == metav1.FieldValidationStrict:
+			return nil, apierrors.NewBadRequest(err.Error())
+		default:
+			for _, e := range strictErr.Errors() {
+				c.warnings = append(c.warnings, e.Error())
+			}
+		}
+	}
+	if gvk != nil && gvk.GroupVersion() != kind.GroupVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), kind.GroupVersion()))
+	}
+	if (gvk != nil && gvk.Kind != kind.Kind) || obj != into {
+		got := ""
+		if gvk != nil {
+			got = gvk.Kind
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", got, kind.Kind))
+	}
+	return obj, nil
+}

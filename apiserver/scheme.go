@@ -1,0 +1,26 @@
+package apiserver
+
+import (
+	"fmt"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// NewScheme returns a scheme with the built-in kinds client-go knows, the
+// meta kinds (Status, options, discovery lists) and aggregated discovery.
+// Each server gets its own: nothing global is mutated.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register client-go kinds: %w", err)
+	}
+	if err := apidiscoveryv2.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register apidiscovery.k8s.io/v2: %w", err)
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return s, nil
+}

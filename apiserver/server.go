@@ -1,0 +1,175 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// DefaultMaxRequestBodyBytes is kube-apiserver's limit on request bodies
+// (3 MiB); larger ones get 413.
+const DefaultMaxRequestBodyBytes = 3 << 20
+
+// DefaultMinRequestTimeout is kube-apiserver's --min-request-timeout: a
+// watch without timeoutSeconds lasts between it and twice it.
+const DefaultMinRequestTimeout = 30 * time.Minute
+
+// Options configure a Server.
+type Options struct {
+	// Stores serve the resources; each is routed by its strategy's group,
+	// version and resource. Required.
+	Stores []*registry.Store
+	// Scheme knows every kind the Stores serve, plus the meta kinds
+	// (NewScheme). Required.
+	Scheme *runtime.Scheme
+	// Version is what /version returns.
+	Version version.Info
+	// Authenticator, if set, wraps the API behind authentication (health
+	// endpoints stay open as the authenticator decides).
+	Authenticator interface {
+		Wrap(next http.Handler) http.Handler
+	}
+	// Checks are health checks for /healthz, /livez and /readyz;
+	// ReadyChecks only for /readyz (e.g. watch caches synced).
+	Checks      []HealthCheck
+	ReadyChecks []HealthCheck
+	// Tables converts objects and lists to metav1.Table for kubectl get;
+	// nil means Tables are refused and kubectl falls back to plain JSON.
+	Tables TableFunc
+	// Extra handlers by path prefix (e.g. "/openapi/", "/metrics").
+	Extra map[string]http.Handler
+	// MaxRequestBodyBytes bounds request bodies; 0 means 3 MiB.
+	MaxRequestBodyBytes int64
+	// MinRequestTimeout bounds watches without timeoutSeconds; 0 means
+	// 30 minutes.
+	MinRequestTimeout time.Duration
+}
+
+// TableFunc turns an object or a list into a Table of group version gv
+// (meta.k8s.io/v1 or v1beta1), with rows carrying what includeObject
+// asks for.
+type TableFunc func(obj runtime.Object, includeObject metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error)
+
+// Server serves the Kubernetes API. It is an http.Handler; it starts no
+// goroutines of its own beyond those of the requests it serves.
+type Server struct {
+	opts     Options
+	codecs   serializer.CodecFactory
+	scheme   *runtime.Scheme
+	handler  http.Handler
+	groups   []*apiGroup
+	routes   map[schema.GroupVersion]map[string]*registry.Store
+	maxBody  int64
+	minWatch time.Duration
+	// shuttingDown makes /readyz fail while the server drains.
+	shuttingDown atomic.Bool
+}
+
+// New returns a Server for opts.
+func New(opts Options) (*Server, error) {
+	if opts.Scheme == nil {
+		return nil, errors.New("apiserver: Options.Scheme is required")
+	}
+	if len(opts.Stores) == 0 {
+		return nil, errors.New("apiserver: Options.Stores is empty")
+	}
+	s := &Server{
+		opts:     opts,
+		scheme:   opts.Scheme,
+		codecs:   serializer.NewCodecFactory(opts.Scheme, serializer.EnableStrict),
+		routes:   map[schema.GroupVersion]map[string]*registry.Store{},
+		maxBody:  opts.MaxRequestBodyBytes,
+		minWatch: opts.MinRequestTimeout,
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxRequestBodyBytes
+	}
+	if s.minWatch == 0 {
+		s.minWatch = DefaultMinRequestTimeout
+	}
+	for _, st := range opts.Stores {
+		gv := st.Strategy().Kind.GroupVersion()
+		if s.routes[gv] == nil {
+			s.routes[gv] = map[string]*registry.Store{}
+		}
+		if _, dup := s.routes[gv][st.Strategy().Resource]; dup {
+			return nil, fmt.Errorf("apiserver: two stores for %s", st.Strategy().GroupVersionResource())
+		}
+		s.routes[gv][st.Strategy().Resource] = st
+	}
+	s.groups = buildGroups(opts.Stores)
+	var h http.Handler = http.HandlerFunc(s.serve)
+	if opts.Authenticator != nil {
+		h = opts.Authenticator.Wrap(h)
+	}
+	s.handler = h
+	return s, nil
+}
+
+// ShutDown makes /readyz fail, so that load balancers stop sending
+// requests before the listener closes.
+func (s *Server) ShutDown() { s.shuttingDown.Store(true) }
+
+// ServeHTTP is the whole request pipeline: recover from panics, then
+// authenticate (if configured), then serve.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			klog.ErrorS(fmt.Errorf("%v", v), "Panic serving request", "method", r.Method, "path", r.URL.Path, "stack", string(debug.Stack()))
+			s.writeError(w, r, fmt.Errorf("panic: %v", v))
+		}
+	}()
+	s.handler.ServeHTTP(w, r)
+}
+
+// serve routes an authenticated request: the fixed paths first, then the
+// API resources.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/version" || path == "/version/":
+		s.writeJSON(w, http.StatusOK, s.opts.Version)
+		return
+	case isHealthPath(path):
+		s.serveHealth(w, r)
+		return
+	case path == "/api" || path == "/api/":
+		s.serveAPIVersions(w, r)
+		return
+	case path == "/apis" || path == "/apis/":
+		s.serveAPIGroups(w, r)
+		return
+	}
+	for prefix, h := range s.opts.Extra {
+		if path == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(path, prefix) {
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
+	info, err := parsePath(path)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if info.Resource == "" {
+		s.serveDiscovery(w, r, info)
+		return
+	}
+	s.serveResource(w, r, info)
+}

@@ -1,0 +1,110 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// watch streams events over chunked HTTP until the timeout, the client
+// going away, or the storage ending the watch. Errors found before the
+// stream starts are ordinary error responses; later ones arrive as ERROR
+// events from storage. Output is flushed whenever no event is waiting,
+// so a burst goes out in few writes and a lone event goes out at once.
+func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
+	stream := c.out.info.StreamSerializer
+	if stream == nil {
+		return notAcceptable([]string{mediaJSON, mediaProtobuf})
+	}
+	flusher, ok := c.w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("the connection does not support streaming")
+	}
+	timeout := s.minWatch + time.Duration(rand.Int64N(int64(s.minWatch)))
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(c.ctx(), timeout)
+	defer cancel()
+	w, err := c.store.Watch(ctx, c.info.Namespace, opts)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	mediaType := c.out.info.MediaType
+	if mediaType != mediaJSON {
+		mediaType += ";stream=watch"
+	}
+	s.writeWarnings(c)
+	h := c.w.Header()
+	h.Set("Content-Type", mediaType)
+	h.Set("Transfer-Encoding", "chunked")
+	h.Set("X-Content-Type-Options", "nosniff")
+	c.w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	gv := c.strategy().Kind.GroupVersion()
+	objects := s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, gv)
+	if c.out.table != nil {
+		objects = s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, *c.out.table)
+	}
+	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
+	var buf bytes.Buffer
+	first := true
+	results := w.ResultChan()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-results:
+			if !ok {
+				return nil
+			}
+			obj := ev.Object
+			if c.out.table != nil && ev.Type != watch.Error {
+				table, err := s.watchTable(c, ev, !first)
+				if err != nil {
+					return nil // the stream has started: end it, the client re-watches
+				}
+				obj = table
+			}
+			first = false
+			buf.Reset()
+			if err := objects.Encode(obj, &buf); err != nil {
+				return nil
+			}
+			out := &metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: buf.Bytes()}}
+			if err := events.Encode(out); err != nil {
+				return nil // the client went away
+			}
+			if len(results) == 0 {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// watchTable is one watch event as a Table (kubectl get -w): column
+// definitions only in the first, a bare resourceVersion for bookmarks.
+func (s *Server) watchTable(c *call, ev watch.Event, noHeaders bool) (runtime.Object, error) {
+	if ev.Type == watch.Bookmark {
+		t := &metav1.Table{}
+		t.SetGroupVersionKind(c.out.table.WithKind("Table"))
+		if m, ok := ev.Object.(metav1.Object); ok {
+			t.ResourceVersion = m.GetResourceVersion()
+		}
+		return t, nil
+	}
+	include := metav1.IncludeObjectPolicy(c.r.URL.Query().Get("includeObject"))
+	return s.opts.Tables(ev.Object, include, noHeaders, *c.out.table)
+}

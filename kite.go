@@ -1,0 +1,254 @@
+package kite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
+
+	"github.com/kite-project/kite/apiserver"
+	"github.com/kite-project/kite/apiserver/authn"
+	"github.com/kite-project/kite/kubeconfig"
+	"github.com/kite-project/kite/pki"
+	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/storage/etcd/backend"
+	"github.com/kite-project/kite/storage/etcd/embedded"
+)
+
+// DefaultVersion is the Kubernetes version Kite reports: the version of
+// the k8s.io modules whose API it serves.
+func DefaultVersion() version.Info {
+	return version.Info{
+		Major:      "1",
+		Minor:      "37",
+		GitVersion: "v1.37.2+kite",
+		GoVersion:  runtime.Version(),
+		Compiler:   runtime.Compiler,
+		Platform:   runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// Server is a running control plane.
+type Server struct {
+	restConfig     *rest.Config
+	url            string
+	kubeconfigPath string
+	dataDir        string
+	removeDataDir  bool
+
+	etcd     *backend.Backend
+	http     *http.Server
+	api      *apiserver.Server
+	scheme   *k8sruntime.Scheme
+	stores   map[string]*registry.Store
+	stops    []func()
+	cancel   context.CancelFunc // ends background loops and open requests
+	wg       sync.WaitGroup     // background loops
+	errc     chan error
+	closeErr error
+	once     sync.Once
+}
+
+// Start runs a control plane and returns once the API answers. ctx bounds
+// the start only; the Server runs until Close.
+func Start(ctx context.Context, opts Options) (_ *Server, err error) {
+	s := &Server{errc: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.dataDir = opts.DataDir; s.dataDir == "" {
+		if s.dataDir, err = os.MkdirTemp("", "kite-"); err != nil {
+			return nil, fmt.Errorf("create a temporary data directory: %w", err)
+		}
+		s.removeDataDir = true
+	}
+	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", s.dataDir, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	s.etcd, err = backend.Open(ctx, backend.Options{
+		External: backend.ExternalOptions{Servers: opts.EtcdServers},
+		Embedded: embedded.Options{DataDir: s.dataDir, UnsafeNoFsync: opts.EtcdUnsafeNoFsync, LogLevel: opts.EtcdLogLevel},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open etcd: %w", err)
+	}
+	stores, err := s.buildStores(runCtx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensureNamespaces(ctx); err != nil {
+		return nil, err
+	}
+
+	bundle, err := pki.Ensure(filepath.Join(s.dataDir, "pki"), pki.Options{Hosts: opts.ExtraSANs})
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	token, err := pki.EnsureToken(filepath.Join(s.dataDir, "pki", pki.TokenFile))
+	if err != nil {
+		return nil, fmt.Errorf("admin token: %w", err)
+	}
+	authenticator, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(token)}})
+	if err != nil {
+		return nil, err
+	}
+	v := opts.Version
+	if v == (version.Info{}) {
+		v = DefaultVersion()
+	}
+	s.api, err = apiserver.New(apiserver.Options{
+		Stores:        stores,
+		Scheme:        s.scheme,
+		Version:       v,
+		Authenticator: authenticator,
+		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
+		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	host := opts.BindAddress
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(opts.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s:%d: %w", host, opts.SecurePort, err)
+	}
+	s.http = &http.Server{
+		Handler:           s.api,
+		TLSConfig:         bundle.TLSConfig.Clone(),
+		ReadHeaderTimeout: 30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return runCtx },
+		ErrorLog:          nil,
+	}
+	s.wg.Go(func() {
+		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.fail(fmt.Errorf("serve HTTPS on %s: %w", ln.Addr(), err))
+		}
+	})
+
+	addr := ln.Addr().(*net.TCPAddr)
+	connectHost := host
+	if addr.IP.IsUnspecified() {
+		connectHost = "127.0.0.1"
+	}
+	s.url = "https://" + net.JoinHostPort(connectHost, strconv.Itoa(addr.Port))
+	kc := kubeconfig.Options{Server: s.url, CAData: bundle.CAPEM, Token: token}
+	if s.restConfig, err = kubeconfig.RESTConfig(kc); err != nil {
+		return nil, err
+	}
+	if s.kubeconfigPath = opts.KubeconfigPath; s.kubeconfigPath == "" {
+		s.kubeconfigPath = filepath.Join(s.dataDir, "kubeconfig")
+	}
+	if err := kubeconfig.Write(s.kubeconfigPath, kc); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RESTConfig returns a client configuration for the admin user. Each call
+// returns a new copy.
+func (s *Server) RESTConfig() *rest.Config { return rest.CopyConfig(s.restConfig) }
+
+// URL is the API's HTTPS URL.
+func (s *Server) URL() string { return s.url }
+
+// KubeconfigPath is where the admin kubeconfig was written.
+func (s *Server) KubeconfigPath() string { return s.kubeconfigPath }
+
+// DataDir is the data directory in use.
+func (s *Server) DataDir() string { return s.dataDir }
+
+// Err reports a fatal error of a background part (the HTTPS server, the
+// embedded etcd) after Start returned.
+func (s *Server) Err() <-chan error { return s.errc }
+
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// Close stops the API (ending open watches), the background loops and
+// etcd, and removes a temporary data directory. It is safe to call more
+// than once.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		if s.api != nil {
+			s.api.ShutDown()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.http.Shutdown(ctx); err != nil {
+				s.http.Close()
+			}
+			cancel()
+		}
+		s.wg.Wait()
+		for i := len(s.stops) - 1; i >= 0; i-- {
+			s.stops[i]()
+		}
+		if s.etcd != nil {
+			s.etcd.Close()
+		}
+		if s.removeDataDir {
+			s.closeErr = os.RemoveAll(s.dataDir)
+		}
+	})
+	return s.closeErr
+}
+
+// ensureNamespaces creates the namespaces that exist from the start.
+func (s *Server) ensureNamespaces(ctx context.Context) error {
+	ns := s.stores["namespaces"]
+	for _, name := range builtin.ImmortalNamespaces {
+		obj := ns.Strategy().New()
+		obj.(metav1.Object).SetName(name)
+		_, err := ns.Create(ctx, "", obj, &metav1.CreateOptions{FieldManager: "kite"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) checkEtcd(r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	_, err := s.etcd.Client().Get(ctx, "health")
+	return err
+}
+
+func (s *Server) checkStorage(*http.Request) error {
+	for name, st := range s.stores {
+		if err := st.Storage().ReadinessCheck(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package kite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+	"k8s.io/client-go/rest"
+
+	"github.com/kite-project/kite"
+)
+
+// shared is the one control plane every test of this package talks to:
+// starting one per test would cost the two cores more than the tests.
+var shared *kite.Server
+
+func TestMain(m *testing.M) {
+	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start kite:", err)
+		os.Exit(1)
+	}
+	shared = srv
+	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(int) {
+			if err := srv.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "close kite:", err)
+			}
+		}),
+		// Client connections kept alive by client-go's shared transports
+		// end on their own after the server closed them.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// config returns a client config for the shared server.
+func config(t testing.TB) *rest.Config {
+	t.Helper()
+	return shared.RESTConfig()
+}

@@ -1,0 +1,52 @@
+package kite
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// DefaultSecurePort is kube-apiserver's port; the command uses it by
+// default, embedders get a free port (SecurePort 0).
+const DefaultSecurePort = 6443
+
+// Options configure a control plane. The zero value works: a temporary
+// data directory, embedded etcd, HTTPS on a free port of 127.0.0.1.
+type Options struct {
+	// DataDir holds etcd's data (when embedded), the CA, serving
+	// certificate and admin token (DataDir/pki) and the admin kubeconfig.
+	// Empty means a temporary directory that Close removes.
+	DataDir string
+	// BindAddress is the address the API listens on; "" means 127.0.0.1.
+	BindAddress string
+	// SecurePort is the HTTPS port; 0 picks a free one (kube-apiserver's
+	// --secure-port; the command defaults it to 6443).
+	SecurePort int
+	// ExtraSANs are more host names or IPs for the serving certificate.
+	ExtraSANs []string
+	// EtcdServers, when set, is an external etcd cluster to use instead
+	// of the embedded one (--etcd-servers).
+	EtcdServers []string
+	// EtcdUnsafeNoFsync turns off fsync in the embedded etcd: for tests.
+	EtcdUnsafeNoFsync bool
+	// EtcdLogLevel is the embedded etcd's log level ("error" when empty).
+	EtcdLogLevel string
+	// EtcdCompactionInterval is how often etcd history is compacted
+	// (--etcd-compaction-interval); 0 means 5 minutes, negative never.
+	EtcdCompactionInterval time.Duration
+	// KubeconfigPath is where the admin kubeconfig is written; "" means
+	// DataDir/kubeconfig.
+	KubeconfigPath string
+	// Version is what /version reports; zero means DefaultVersion().
+	Version version.Info
+	// WrapStorage, if set, wraps each resource's etcd store: the seam
+	// where the watch cache goes in front of etcd. It gets the resource
+	// and the store, and returns what the registry uses; stop is called
+	// on Close and may be nil.
+	WrapStorage func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// ReadyTimeout bounds how long Start waits for the API to answer;
+	// 0 means 60 s.
+	ReadyTimeout time.Duration
+}

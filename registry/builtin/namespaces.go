@@ -1,0 +1,140 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// ImmortalNamespaces exist from the start and cannot be deleted.
+var ImmortalNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, v1.NamespaceNodeLease}
+
+// FinalizerKubernetes is the spec finalizer every namespace gets; the
+// namespace controller removes it once the namespace is empty.
+const FinalizerKubernetes = v1.FinalizerKubernetes
+
+// Namespaces returns the strategy of core/v1 namespaces. Deleting a
+// namespace moves it to Terminating; the namespace controller empties it,
+// removes the spec finalizer through "finalize", and deletes it again.
+func Namespaces(now func() time.Time) *registry.Strategy {
+	return &registry.Strategy{
+		Kind:         v1.SchemeGroupVersion.WithKind("Namespace"),
+		Resource:     "namespaces",
+		SingularName: "namespace",
+		ShortNames:   []string{"ns"},
+		New:          func() runtime.Object { return &v1.Namespace{} },
+		NewList:      func() runtime.Object { return &v1.NamespaceList{} },
+		ValidateName: apivalidation.ValidateNamespaceName,
+		PrepareForCreate: func(obj runtime.Object) {
+			ns := obj.(*v1.Namespace)
+			ns.Status = v1.NamespaceStatus{Phase: v1.NamespaceActive}
+			ns.Spec.Finalizers = []v1.FinalizerName{FinalizerKubernetes}
+			setNamespaceNameLabel(ns)
+		},
+		PrepareForUpdate: func(obj, old runtime.Object) {
+			ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
+			ns.Spec.Finalizers = oldNs.Spec.Finalizers
+			ns.Status = oldNs.Status
+			setNamespaceNameLabel(ns)
+		},
+		SelectableFields: func(obj runtime.Object) fields.Set {
+			return fields.Set{"status.phase": string(obj.(*v1.Namespace).Status.Phase)}
+		},
+		FieldLabels:              []string{"status.phase"},
+		Graceful:                 namespaceGraceful(now),
+		AllowUnconditionalUpdate: true,
+		Subresources: map[string]*registry.Subresource{
+			"status": {PrepareForUpdate: func(obj, old runtime.Object) {
+				ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
+				ns.Spec = oldNs.Spec
+			}},
+			"finalize": {
+				PrepareForUpdate: func(obj, old runtime.Object) {
+					ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
+					finalizers := ns.Spec.Finalizers
+					oldNs.DeepCopyInto(ns)
+					ns.Spec.Finalizers = finalizers
+				},
+				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+					for i, f := range obj.(*v1.Namespace).Spec.Finalizers {
+						if errs := apivalidation.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i)); len(errs) > 0 {
+							return errs
+						}
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// setNamespaceNameLabel keeps the kubernetes.io/metadata.name label, which
+// upstream sets on every namespace so selectors can name namespaces.
+func setNamespaceNameLabel(ns *v1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[v1.LabelMetadataName] = ns.Name
+}
+
+func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
+	return func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
+		ns := obj.(*v1.Namespace)
+		for _, name := range ImmortalNamespaces {
+			if ns.Name == name {
+				return nil, apierrors.NewForbidden(v1.Resource("namespaces"), ns.Name, fmt.Errorf("this namespace may not be deleted"))
+			}
+		}
+		if ns.DeletionTimestamp == nil {
+			return func(obj runtime.Object) bool {
+				ns := obj.(*v1.Namespace)
+				if ns.DeletionTimestamp != nil {
+					return false
+				}
+				at := metav1.NewTime(now())
+				ns.DeletionTimestamp = &at
+				ns.Status.Phase = v1.NamespaceTerminating
+				return true
+			}, nil
+		}
+		if len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
+			return nil, apierrors.NewConflict(v1.Resource("namespaces"), ns.Name,
+				fmt.Errorf("The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."))
+		}
+		return nil, nil
+	}
+}
+
+// NamespaceLifecycle returns the admission check for creating objects in
+// a namespace: the namespace must exist and not be terminating (upstream's
+// NamespaceLifecycle plugin, with its errors).
+func NamespaceLifecycle(namespaces *registry.Store) func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
+	return func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
+		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ns := obj.(*v1.Namespace)
+		if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+			err := apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+				Type:    v1.NamespaceTerminatingCause,
+				Message: fmt.Sprintf("namespace %s is being terminated", namespace),
+				Field:   "metadata.namespace",
+			})
+			return err
+		}
+		return nil
+	}
+}

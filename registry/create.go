@@ -1,0 +1,168 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// maxGenerateNameAttempts is how often a create with generateName retries
+// after picking a name that exists (upstream: 8).
+const maxGenerateNameAttempts = 8
+
+// Create stores a new object in namespace ("" for cluster-scoped
+// resources) and returns it as stored. With opts.DryRun it returns what
+// would be stored and writes nothing.
+func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
+	}
+	if err := s.checkNamespace(m, namespace); err != nil {
+		return nil, err
+	}
+	if s.strategy.Namespaced && s.admit != nil {
+		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.prepareCreate(obj, m, opts.FieldManager, false); err != nil {
+		return nil, err
+	}
+	if isDryRun(opts.DryRun) {
+		if m.GetName() == "" && m.GetGenerateName() != "" {
+			m.SetName(generateName(m.GetGenerateName()))
+		}
+		return obj, nil
+	}
+	var ttl uint64
+	if s.strategy.TTL != nil {
+		ttl = s.strategy.TTL(obj)
+	}
+	generated := m.GetName() == ""
+	for attempt := 1; ; attempt++ {
+		if generated {
+			m.SetName(generateName(m.GetGenerateName()))
+		}
+		out := s.strategy.New()
+		err := s.storage.Create(ctx, s.ObjectKey(m.GetNamespace(), m.GetName()), obj, out, ttl)
+		if err == nil {
+			return out, nil
+		}
+		if generated && storage.IsExist(err) && attempt < maxGenerateNameAttempts {
+			continue
+		}
+		if storage.IsExist(err) {
+			return nil, s.alreadyExists(ctx, m.GetNamespace(), m.GetName())
+		}
+		return nil, s.interpret(err, m.GetName())
+	}
+}
+
+// alreadyExists is upstream's 409: it says "object is being deleted" when
+// the existing object has a deletionTimestamp, so a client recreating a
+// pod that is still terminating knows why.
+func (s *Store) alreadyExists(ctx context.Context, namespace, name string) error {
+	exists := apierrors.NewAlreadyExists(s.strategy.GroupResource(), name)
+	if existing, err := s.Get(ctx, namespace, name, &metav1.GetOptions{}); err == nil {
+		if em, err := meta.Accessor(existing); err == nil && em.GetDeletionTimestamp() != nil {
+			exists.ErrStatus.Message = "object is being deleted: " + exists.ErrStatus.Message
+		}
+	}
+	return exists
+}
+
+// checkNamespace makes the object's namespace agree with the request's.
+func (s *Store) checkNamespace(m metav1.Object, namespace string) error {
+	if !s.strategy.Namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	switch {
+	case m.GetNamespace() == "":
+		m.SetNamespace(namespace)
+	case namespace != "" && m.GetNamespace() != namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if m.GetNamespace() == "" {
+		return apierrors.NewBadRequest("the namespace of the object is required")
+	}
+	return nil
+}
+
+// prepareCreate does what upstream's rest.BeforeCreate does: system fields,
+// the strategy's PrepareForCreate, validation, managed fields.
+func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager string, applied bool) error {
+	if s.strategy.Default != nil {
+		s.strategy.Default(obj)
+	}
+	m.SetUID(types.UID(uuid.NewUUID()))
+	m.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	if s.strategy.PrepareForCreate != nil {
+		s.strategy.PrepareForCreate(obj)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		// The name is generated later; the errors about it being empty
+		// are not the client's fault.
+		errs = withoutField(errs, "metadata.name")
+	}
+	if s.strategy.Validate != nil {
+		errs = append(errs, s.strategy.Validate(obj)...)
+	}
+	if len(errs) > 0 {
+		name := m.GetName()
+		if name == "" {
+			name = m.GetGenerateName()
+		}
+		return s.newInvalid(name, errs)
+	}
+	if fm := s.FieldManager(""); fm != nil && !applied {
+		withFields := fm.UpdateNoErrors(s.strategy.New(), obj, managerName(manager))
+		if wm, err := meta.Accessor(withFields); err == nil {
+			m.SetManagedFields(wm.GetManagedFields())
+		}
+	}
+	return nil
+}
+
+func withoutField(errs field.ErrorList, path string) field.ErrorList {
+	out := errs[:0]
+	for _, e := range errs {
+		if e.Field != path {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func generateName(base string) string {
+	// Upstream: at most 63-5 characters of the base, then 5 random ones.
+	const maxBase = 58
+	if len(base) > maxBase {
+		base = base[:maxBase]
+	}
+	return base + utilrand.String(5)
+}
+
+func managerName(manager string) string {
+	if manager == "" {
+		return "unknown"
+	}
+	return manager
+}
+
+func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }

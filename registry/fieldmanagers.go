@@ -1,0 +1,55 @@
+package registry
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+)
+
+// FieldManagers hands out one managedfields.FieldManager per kind and
+// subresource, built on the structured-merge schema client-go compiles in
+// for the built-in types. Building the schema is the expensive part, so one
+// FieldManagers is shared by every Store of a server.
+type FieldManagers struct {
+	scheme    *runtime.Scheme
+	converter managedfields.TypeConverter
+
+	// mu guards managers.
+	mu       sync.Mutex
+	managers map[fieldManagerKey]*managedfields.FieldManager
+}
+
+type fieldManagerKey struct {
+	kind        schema.GroupVersionKind
+	subresource string
+}
+
+// NewFieldManagers returns field managers for the kinds of scheme.
+func NewFieldManagers(scheme *runtime.Scheme) *FieldManagers {
+	return &FieldManagers{
+		scheme:    scheme,
+		converter: applyconfigurations.NewTypeConverter(scheme),
+		managers:  map[fieldManagerKey]*managedfields.FieldManager{},
+	}
+}
+
+// For returns the field manager of kind's subresource ("" = main), or nil
+// when the schema does not know the kind.
+func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string) *managedfields.FieldManager {
+	k := fieldManagerKey{kind, subresource}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m, ok := f.managers[k]; ok {
+		return m
+	}
+	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, nil)
+	if err != nil {
+		// Unknown kinds keep working without managed fields.
+		m = nil
+	}
+	f.managers[k] = m
+	return m
+}

@@ -1,0 +1,233 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Strategy describes the resource. Required.
+	Strategy *Strategy
+	// Storage holds the objects; keys given to it start with
+	// "/<StoragePrefix>/". Required.
+	Storage storage.Interface
+	// FieldManagers computes managedFields and serves server-side apply.
+	// nil means managedFields are left as they are.
+	FieldManagers *FieldManagers
+	// Admit, if set, is asked before an object is created in a namespace
+	// (namespace lifecycle: refuse missing and terminating namespaces).
+	Admit func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store serves the REST verbs of one resource over a storage.Interface.
+// It is safe for concurrent use and holds no state besides its options.
+type Store struct {
+	strategy *Strategy
+	storage  storage.Interface
+	fields   *FieldManagers
+	admit    func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	now      func() time.Time
+	prefix   string // "/pods"
+}
+
+// New returns a Store for opts.Strategy.
+func New(opts Options) (*Store, error) {
+	switch {
+	case opts.Strategy == nil:
+		return nil, errors.New("registry: Options.Strategy is required")
+	case opts.Storage == nil:
+		return nil, fmt.Errorf("registry: Options.Storage is required for %s", opts.Strategy.Resource)
+	case opts.Strategy.New == nil || opts.Strategy.NewList == nil:
+		return nil, fmt.Errorf("registry: Strategy.New and NewList are required for %s", opts.Strategy.Resource)
+	}
+	s := &Store{
+		strategy: opts.Strategy,
+		storage:  opts.Storage,
+		fields:   opts.FieldManagers,
+		admit:    opts.Admit,
+		now:      opts.Now,
+		prefix:   "/" + opts.Strategy.storagePrefix(),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
+}
+
+// Strategy returns the resource's strategy.
+func (s *Store) Strategy() *Strategy { return s.strategy }
+
+// Storage returns the storage the Store writes to.
+func (s *Store) Storage() storage.Interface { return s.storage }
+
+// FieldManager returns the field manager of the subresource ("" for the
+// main resource), or nil when managed fields are not tracked.
+func (s *Store) FieldManager(subresource string) *managedfields.FieldManager {
+	if s.fields == nil {
+		return nil
+	}
+	return s.fields.For(s.strategy.Kind, subresource)
+}
+
+// ObjectKey returns the storage key of one object.
+func (s *Store) ObjectKey(namespace, name string) string {
+	if s.strategy.Namespaced {
+		return s.prefix + "/" + namespace + "/" + name
+	}
+	return s.prefix + "/" + name
+}
+
+// collectionKey returns the key prefix of a namespace ("" = all).
+func (s *Store) collectionKey(namespace string) string {
+	if s.strategy.Namespaced && namespace != "" {
+		return s.prefix + "/" + namespace
+	}
+	return s.prefix
+}
+
+// Get returns one object.
+func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	obj := s.strategy.New()
+	if err := s.storage.Get(ctx, s.ObjectKey(namespace, name), storage.GetOptions{ResourceVersion: opts.ResourceVersion}, obj); err != nil {
+		return nil, s.interpret(err, name)
+	}
+	return obj, nil
+}
+
+// List returns the objects of a namespace ("" = all namespaces) that match
+// opts, one page of them when opts.Limit is set.
+func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	pred, err := s.predicate(opts)
+	if err != nil {
+		return nil, err
+	}
+	key, recursive := s.listKey(namespace, pred)
+	list := s.strategy.NewList()
+	err = s.storage.GetList(ctx, key, storage.ListOptions{
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Predicate:            pred,
+		Recursive:            recursive,
+	}, list)
+	if err != nil {
+		return nil, s.interpret(err, "")
+	}
+	return list, nil
+}
+
+// Watch streams changes of the objects of a namespace ("" = all) that
+// match opts. The watch ends when ctx ends or the caller stops it.
+func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	pred, err := s.predicate(opts)
+	if err != nil {
+		return nil, err
+	}
+	// A watch never pages.
+	pred.Limit, pred.Continue = 0, ""
+	key, recursive := s.listKey(namespace, pred)
+	w, err := s.storage.Watch(ctx, key, storage.ListOptions{
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Predicate:            pred,
+		Recursive:            recursive,
+		SendInitialEvents:    opts.SendInitialEvents,
+	})
+	if err != nil {
+		return nil, s.interpret(err, "")
+	}
+	return w, nil
+}
+
+// listKey narrows a list or watch to one object when the field selector
+// names it, as upstream does, so storage reads one key instead of a range.
+func (s *Store) listKey(namespace string, pred storage.SelectionPredicate) (string, bool) {
+	if name, ok := pred.MatchesSingle(); ok && (namespace != "" || !s.strategy.Namespaced) {
+		return s.ObjectKey(namespace, name), false
+	}
+	return s.collectionKey(namespace), true
+}
+
+// predicate turns list options into a storage selection predicate,
+// refusing field selectors on fields the resource does not offer.
+func (s *Store) predicate(opts *metainternalversion.ListOptions) (storage.SelectionPredicate, error) {
+	label := opts.LabelSelector
+	if label == nil {
+		label = labels.Everything()
+	}
+	field := opts.FieldSelector
+	if field == nil {
+		field = fields.Everything()
+	}
+	for _, req := range field.Requirements() {
+		if !s.isFieldLabel(req.Field) {
+			return storage.SelectionPredicate{}, newBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return storage.SelectionPredicate{
+		Label:               label,
+		Field:               field,
+		GetAttrs:            s.GetAttrs,
+		IndexFields:         s.strategy.IndexFields,
+		Limit:               opts.Limit,
+		Continue:            opts.Continue,
+		AllowWatchBookmarks: opts.AllowWatchBookmarks,
+	}, nil
+}
+
+func (s *Store) isFieldLabel(name string) bool {
+	if name == "metadata.name" || (name == "metadata.namespace" && s.strategy.Namespaced) {
+		return true
+	}
+	for _, f := range s.strategy.FieldLabels {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+// GetAttrs returns the labels and selectable fields of an object: the
+// storage.AttrFunc of the resource.
+func (s *Store) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read metadata of %T: %w", obj, err)
+	}
+	var set fields.Set
+	if s.strategy.SelectableFields != nil {
+		set = s.strategy.SelectableFields(obj)
+	}
+	if set == nil {
+		set = fields.Set{}
+	}
+	set["metadata.name"] = m.GetName()
+	if s.strategy.Namespaced {
+		set["metadata.namespace"] = m.GetNamespace()
+	}
+	return labels.Set(m.GetLabels()), set, nil
+}
+
+// validateName returns the name validation of the resource.
+func (s *Store) validateName() apivalidation.ValidateNameFunc {
+	if s.strategy.ValidateName != nil {
+		return s.strategy.ValidateName
+	}
+	return apivalidation.NameIsDNSSubdomain
+}

@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"context"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Strategy describes one resource to a Store. Only the identity fields and
+// New/NewList are required; every func may be nil, meaning "nothing
+// special".
+type Strategy struct {
+	// Kind is the group, version and kind of the objects, e.g. v1 Pod.
+	Kind schema.GroupVersionKind
+	// Resource is the plural lower-case name, e.g. "pods".
+	Resource string
+	// SingularName, ShortNames and Categories are what discovery
+	// advertises (kubectl resolves "po" and "all" through them).
+	SingularName string
+	ShortNames   []string
+	Categories   []string
+	// Namespaced tells whether objects live in a namespace.
+	Namespaced bool
+	// StoragePrefix is the resource's key segment; "" means Resource.
+	StoragePrefix string
+
+	// New returns an empty object, NewList an empty list.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// Default fills defaults into a decoded object before anything else
+	// looks at it (upstream's v1 defaulting).
+	Default func(obj runtime.Object)
+	// PrepareForCreate clears what a client may not set on create (status
+	// for most resources) and sets what the server owns.
+	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate makes obj keep what an update of the main resource
+	// may not change (status), copying it from old.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateName checks metadata.name (and generateName); nil means a
+	// DNS-1123 subdomain, as for most resources.
+	ValidateName apivalidation.ValidateNameFunc
+	// Validate and ValidateUpdate return field errors for an object about
+	// to be created or updated; the Store turns them into 422 Invalid.
+	// Object metadata is validated by the Store itself.
+	Validate       func(obj runtime.Object) field.ErrorList
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+
+	// SelectableFields returns the fields a field selector may use besides
+	// metadata.name and metadata.namespace, which the Store always adds.
+	// FieldLabels lists their names, so that a selector on anything else
+	// is refused with 400 as upstream does.
+	SelectableFields func(obj runtime.Object) fields.Set
+	FieldLabels      []string
+	// IndexFields are the selectable fields worth indexing (pods:
+	// spec.nodeName); the watch cache uses the first as its trigger.
+	IndexFields []string
+
+	// Graceful decides what DELETE does to an existing object. It returns
+	// nil to remove the object now, or a func that marks it instead
+	// (deletionTimestamp, deletionGracePeriodSeconds, ...) and reports
+	// whether it changed anything. An error refuses the delete.
+	Graceful func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object) bool, err error)
+
+	// AllowCreateOnUpdate lets PUT create a missing object.
+	AllowCreateOnUpdate bool
+	// AllowUnconditionalUpdate lets PUT without resourceVersion overwrite.
+	AllowUnconditionalUpdate bool
+	// ReturnDeletedObject makes DELETE return the deleted object instead of
+	// a Status (pods do).
+	ReturnDeletedObject bool
+	// TTL returns the time to live in seconds of a new object (events);
+	// nil or 0 means forever.
+	TTL func(obj runtime.Object) uint64
+
+	// Subresources maps names ("status", "binding", "finalize") to their
+	// own rules.
+	Subresources map[string]*Subresource
+}
+
+// Subresource is a part of a resource with its own update rules (status)
+// or its own POST handler (binding).
+type Subresource struct {
+	// Kind is the kind of the request and response bodies; zero means the
+	// parent's.
+	Kind schema.GroupVersionKind
+	// New returns an empty body object; nil means the parent's New.
+	New func() runtime.Object
+	// PrepareForUpdate makes obj keep everything the subresource may not
+	// change, copying it from old (for status: the spec).
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateUpdate validates the result; nil means the parent's.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// Create handles POST on the subresource (pods/binding). When nil, the
+	// subresource takes GET, PUT and PATCH instead.
+	Create func(ctx context.Context, store *Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error)
+}
+
+// GroupResource returns the strategy's group and resource.
+func (s *Strategy) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: s.Kind.Group, Resource: s.Resource}
+}
+
+// GroupVersionResource returns the strategy's group, version and resource.
+func (s *Strategy) GroupVersionResource() schema.GroupVersionResource {
+	return s.Kind.GroupVersion().WithResource(s.Resource)
+}
+
+// KeyPrefix is the resource's key segment in storage ("pods",
+// "minions", "services/specs").
+func (s *Strategy) KeyPrefix() string { return s.storagePrefix() }
+
+func (s *Strategy) storagePrefix() string {
+	if s.StoragePrefix != "" {
+		return s.StoragePrefix
+	}
+	return s.Resource
+}

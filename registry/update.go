@@ -1,0 +1,245 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// UpdateRequest is one PUT or PATCH of an object or of its subresource.
+type UpdateRequest struct {
+	Namespace   string
+	Name        string
+	Subresource string // "" for the object itself, else "status", "finalize", ...
+	// Object computes the desired object from a copy of the existing one
+	// (nil when there is none and the resource allows create on update).
+	// It is called again with the newer object when the update races with
+	// another writer, so a patch is re-applied rather than lost.
+	Object func(ctx context.Context, existing runtime.Object) (runtime.Object, error)
+	// Applied says Object computed managed fields itself (server-side
+	// apply); otherwise the Store records the update in managedFields.
+	Applied bool
+	// ForceAllowCreate lets this update create a missing object even when
+	// the resource does not allow create on update (server-side apply).
+	ForceAllowCreate bool
+	// Options are the request's update options (dryRun, fieldManager).
+	Options metav1.UpdateOptions
+}
+
+// Update changes one object and returns it as stored, and whether it was
+// created. It retries on conflicts with other writers by calling
+// req.Object again; a client-supplied resourceVersion that does not match
+// the stored one is a 409 Conflict.
+func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object, bool, error) {
+	sub, err := s.subresource(req.Subresource)
+	if err != nil {
+		return nil, false, err
+	}
+	createOnUpdate := (s.strategy.AllowCreateOnUpdate || req.ForceAllowCreate) && sub == nil
+	key := s.ObjectKey(req.Namespace, req.Name)
+	created, deleteAfter := false, false
+	tryUpdate := func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		rv, err := s.storage.Versioner().ObjectResourceVersion(existing)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rv == 0 {
+			if !createOnUpdate {
+				return nil, nil, apierrors.NewNotFound(s.strategy.GroupResource(), req.Name)
+			}
+			obj, err := s.createOnUpdate(ctx, req)
+			created = err == nil
+			return obj, nil, err
+		}
+		created = false
+		obj, err := req.Object(ctx, existing.DeepCopyObject())
+		if err != nil {
+			return nil, nil, err
+		}
+		obj, err = s.prepareUpdate(obj, existing, req, sub)
+		deleteAfter = err == nil && hadFinalizers(existing) && shouldDeleteAfterUpdate(obj)
+		return obj, nil, err
+	}
+
+	if isDryRun(req.Options.DryRun) {
+		existing := s.strategy.New()
+		err := s.storage.Get(ctx, key, storage.GetOptions{IgnoreNotFound: createOnUpdate}, existing)
+		if err != nil {
+			return nil, false, s.interpret(err, req.Name)
+		}
+		obj, _, err := tryUpdate(existing, storage.ResponseMeta{})
+		if err != nil {
+			return nil, false, s.interpret(err, req.Name)
+		}
+		return obj, created, nil
+	}
+
+	out := s.strategy.New()
+	if err := s.storage.GuaranteedUpdate(ctx, key, out, createOnUpdate, nil, tryUpdate, nil); err != nil {
+		return nil, false, s.interpret(err, req.Name)
+	}
+	if deleteAfter {
+		// The last finalizer of an object being deleted is gone: the
+		// object goes now, as upstream's deleteWithoutFinalizers does.
+		deleted := s.strategy.New()
+		m, _ := meta.Accessor(out)
+		uid := m.GetUID()
+		rv := m.GetResourceVersion()
+		err := s.storage.Delete(ctx, key, deleted, &storage.Preconditions{UID: &uid, ResourceVersion: &rv}, noValidation, out, storage.DeleteOptions{})
+		if err != nil && !storage.IsNotFound(err) {
+			return nil, false, s.interpret(err, req.Name)
+		}
+	}
+	return out, created, nil
+}
+
+func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime.Object, error) {
+	obj, err := req.Object(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
+	}
+	if err := s.checkName(m, req.Name); err != nil {
+		return nil, err
+	}
+	if err := s.checkNamespace(m, req.Namespace); err != nil {
+		return nil, err
+	}
+	if s.strategy.Namespaced && s.admit != nil {
+		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	m.SetResourceVersion("")
+	if err := s.prepareCreate(obj, m, req.Options.FieldManager, req.Applied); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// prepareUpdate does what upstream's rest.BeforeUpdate does.
+func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, sub *Subresource) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
+	}
+	old, err := meta.Accessor(existing)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkName(m, req.Name); err != nil {
+		return nil, err
+	}
+	if err := s.checkNamespace(m, req.Namespace); err != nil {
+		return nil, err
+	}
+	switch rv := m.GetResourceVersion(); {
+	case rv == "" && !s.strategy.AllowUnconditionalUpdate:
+		return nil, s.newInvalid(req.Name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, "must be specified for an update")})
+	case rv == "":
+		m.SetResourceVersion(old.GetResourceVersion())
+	case rv != old.GetResourceVersion():
+		return nil, apierrors.NewConflict(s.strategy.GroupResource(), req.Name, fmt.Errorf("%s", OptimisticLockErrorMsg))
+	}
+	if s.strategy.Default != nil {
+		s.strategy.Default(obj)
+	}
+	// What no update may change.
+	if m.GetUID() == "" {
+		m.SetUID(old.GetUID())
+	}
+	m.SetCreationTimestamp(old.GetCreationTimestamp())
+	m.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	m.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	m.SetGeneration(old.GetGeneration())
+	m.SetSelfLink("")
+
+	validate := s.strategy.ValidateUpdate
+	if sub != nil {
+		if sub.PrepareForUpdate != nil {
+			sub.PrepareForUpdate(obj, existing)
+		}
+		if sub.ValidateUpdate != nil {
+			validate = sub.ValidateUpdate
+		}
+	} else if s.strategy.PrepareForUpdate != nil {
+		s.strategy.PrepareForUpdate(obj, existing)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, old, field.NewPath("metadata"))...)
+	if validate != nil {
+		errs = append(errs, validate(obj, existing)...)
+	}
+	if len(errs) > 0 {
+		return nil, s.newInvalid(req.Name, errs)
+	}
+	if !req.Applied {
+		if fm := s.FieldManager(req.Subresource); fm != nil {
+			withFields := fm.UpdateNoErrors(existing, obj, managerName(req.Options.FieldManager))
+			if wm, err := meta.Accessor(withFields); err == nil {
+				m.SetManagedFields(wm.GetManagedFields())
+			}
+		}
+	}
+	keepManagedFieldsOnNoop(m, old, obj, existing)
+	return obj, nil
+}
+
+// keepManagedFieldsOnNoop restores the old managedFields when nothing else
+// changed: recording an update moves its timestamps, which would turn a
+// no-op PUT into a write and a watch event (upstream ignores such changes).
+func keepManagedFieldsOnNoop(m, old metav1.Object, obj, existing runtime.Object) {
+	newFields, oldFields := m.GetManagedFields(), old.GetManagedFields()
+	m.SetManagedFields(oldFields)
+	if !apiequality.Semantic.DeepEqual(obj, existing) {
+		m.SetManagedFields(newFields)
+	}
+}
+
+func (s *Store) checkName(m metav1.Object, name string) error {
+	if m.GetName() == "" {
+		m.SetName(name)
+	}
+	if m.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+	}
+	return nil
+}
+
+func (s *Store) subresource(name string) (*Subresource, error) {
+	if name == "" {
+		return nil, nil
+	}
+	sub, ok := s.strategy.Subresources[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(s.strategy.GroupResource(), name)
+	}
+	return sub, nil
+}
+
+func hadFinalizers(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && len(m.GetFinalizers()) > 0
+}
+
+// shouldDeleteAfterUpdate reports whether obj is being deleted, has no
+// finalizers left and no grace period to wait out.
+func shouldDeleteAfterUpdate(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return false
+	}
+	grace := m.GetDeletionGracePeriodSeconds()
+	return grace == nil || *grace == 0
+}

@@ -1,0 +1,84 @@
+package kite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/apiserver"
+	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/storage/etcd"
+)
+
+// buildStores makes one etcd store and one registry Store per resource.
+// Values are protobuf with the "k8s\x00" prefix, as kube-apiserver writes
+// them, under /registry.
+func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Store, error) {
+	scheme, err := apiserver.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	s.scheme = scheme
+	client := etcd.NewClient(s.etcd.Client())
+	compactor := etcd.NewCompactor(etcd.CompactorOptions{Client: s.etcd.Client(), Interval: opts.EtcdCompactionInterval})
+	s.wg.Go(func() { compactor.Run(ctx) })
+	pb := protobuf.NewSerializer(scheme, scheme)
+	fields := registry.NewFieldManagers(scheme)
+	s.stores = map[string]*registry.Store{}
+	var stores []*registry.Store
+	var namespaces *registry.Store
+	for _, strat := range builtin.All(time.Now) {
+		gr := strat.GroupResource()
+		codec := runtime.NewCodec(runtime.WithVersionEncoder{Version: strat.Kind.GroupVersion(), Encoder: pb, ObjectTyper: scheme}, pb)
+		var st storage.Interface
+		st, err := etcd.New(etcd.Options{
+			Client:         client,
+			Codec:          codec,
+			NewFunc:        strat.New,
+			NewListFunc:    strat.NewList,
+			Prefix:         "/registry",
+			ResourcePrefix: "/" + strat.KeyPrefix(),
+			GroupResource:  gr,
+			Compactor:      compactor,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("etcd store for %s: %w", gr, err)
+		}
+		if opts.WrapStorage != nil {
+			wrapped, stop, err := opts.WrapStorage(gr, st)
+			if err != nil {
+				return nil, fmt.Errorf("wrap storage of %s: %w", gr, err)
+			}
+			st = wrapped
+			if stop != nil {
+				s.stops = append(s.stops, stop)
+			}
+		}
+		ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: fields}
+		if strat.Namespaced {
+			ro.Admit = func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
+				return builtin.NamespaceLifecycle(namespaces)(ctx, gr, namespace, name)
+			}
+		}
+		store, err := registry.New(ro)
+		if err != nil {
+			return nil, err
+		}
+		if gr.Resource == "namespaces" && gr.Group == "" {
+			namespaces = store
+		}
+		key := gr.Resource
+		if gr.Group != "" {
+			key += "." + gr.Group
+		}
+		s.stores[key] = store
+		stores = append(stores, store)
+	}
+	return stores, nil
+}
