@@ -178,6 +178,11 @@ func (c *Cache) listExact(ctx context.Context, key string, opts storage.ListOpti
 		return c.store.GetList(ctx, key, opts, listObj)
 	}
 	q.limit = opts.Predicate.Limit
+	if int64(rv) < c.store.CompactRevision() {
+		// etcd has compacted that revision away; it says so (410), as the
+		// cache must not serve what etcd no longer can.
+		return c.store.GetList(ctx, key, opts, listObj)
+	}
 	if err := c.waitFresh(ctx, rv); err != nil {
 		return err
 	}

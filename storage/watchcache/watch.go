@@ -73,6 +73,11 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 			from = c.st.rv
 		}
 		events, ok := c.st.hist.since(from)
+		if compacted := c.store.CompactRevision(); int64(from) < compacted {
+			// etcd compacted that history: a client resuming there must
+			// re-list, whatever the window still holds.
+			ok = false
+		}
 		if !ok {
 			complete := c.st.hist.complete
 			c.mu.RUnlock()

@@ -197,6 +197,7 @@ func (w *watcher) run(ctx context.Context, s start) {
 			pos = max(pos, ev.rv)
 		}
 	}
+	startPos := pos
 	if s.endBookmark {
 		if !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.c.bookmarkObject(s.rv, true)}) {
 			return
@@ -220,8 +221,10 @@ func (w *watcher) run(ctx context.Context, s start) {
 		}
 		for _, q := range batch {
 			// The watcher may have been registered while events it already
-			// has from its start were still being dispatched: never go back.
-			if q.rv <= pos {
+			// has from its start were still being dispatched: never go
+			// back. A bookmark may repeat the last event's resourceVersion
+			// (it says nothing newer happened), never the start's.
+			if q.rv < pos || q.rv <= startPos || (q.rv == pos && q.ev.Type != watch.Bookmark) {
 				continue
 			}
 			if !w.send(ctx, q.ev) {
