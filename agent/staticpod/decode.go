@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kite-project/kite/apis/core/defaults"
 )
 
 // MaxManifestBytes is the largest manifest (file or URL body) accepted, as
@@ -96,11 +98,22 @@ func DecodePods(data []byte, o Origin) ([]*v1.Pod, error) {
 	return nil, fmt.Errorf("%w: want kind Pod or PodList, got %T", ErrDecode, obj)
 }
 
-// prepare defaults and validates a decoded pod in place.
+// prepare defaults and validates a decoded pod in place, as upstream:
+// API defaults (which upstream's decoder applies), then the static pod
+// defaults, then the API server's validation. The UID is hashed first, from
+// the pod as written, so that new API defaults do not change it.
 func prepare(pod *v1.Pod, o Origin) error {
 	if pod.Name == "" {
 		return fmt.Errorf("%w: metadata.name is needed for the pod", ErrInvalid)
 	}
+	if pod.UID == "" {
+		uid, err := Hash(pod, o)
+		if err != nil {
+			return err
+		}
+		pod.UID = uid
+	}
+	defaults.Pod(pod)
 	if err := ApplyDefaults(pod, o); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 )
@@ -90,4 +91,14 @@ func addOrUpdateToleration(pod *v1.Pod, t v1.Toleration) {
 		}
 	}
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
+}
+
+// ValidateNodeName checks that name can be a node's name, as the API server
+// would: static pods carry it in spec.nodeName. Sources call it at start, so
+// that a bad --hostname-override fails there and not on every manifest.
+func ValidateNodeName(name string) error {
+	if msgs := utilvalidation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("node name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	return nil
 }

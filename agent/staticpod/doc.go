@@ -1,6 +1,10 @@
 // Package staticpod turns the bytes of a static pod manifest (a file or a URL
 // body) into the pods the agent runs, as upstream's pkg/kubelet/config
-// common.go does: decode YAML or JSON, default, validate.
+// common.go does: decode YAML or JSON, apply the API server's defaults
+// (apis/core/defaults), apply the static pod defaults, and validate as the
+// API server does on create (apis/core/validation) plus the static pod rule
+// that a pod may not refer to API objects (secrets, configmaps, service
+// accounts, claims).
 //
 // Defaulting (ApplyDefaults) follows upstream: name "<name>-<node>" (node
 // lowercased), namespace "default" when empty, spec.nodeName set to the node,

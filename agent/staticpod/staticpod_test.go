@@ -10,7 +10,7 @@ import (
 	"github.com/kite-project/kite/agent/kubetypes"
 )
 
-var fileOrigin = Origin{Source: kubetypes.FileSource, Location: "/etc/kite/manifests/web.yaml", NodeName: "Node1"}
+var fileOrigin = Origin{Source: kubetypes.FileSource, Location: "/etc/kite/manifests/web.yaml", NodeName: "node1"}
 
 const podYAML = `apiVersion: v1
 kind: Pod
@@ -37,8 +37,8 @@ func TestDecodePodDefaultsAsUpstream(t *testing.T) {
 	if pod.Namespace != "default" {
 		t.Errorf("namespace = %q, want default", pod.Namespace)
 	}
-	if pod.Spec.NodeName != "Node1" {
-		t.Errorf("spec.nodeName = %q, want Node1", pod.Spec.NodeName)
+	if pod.Spec.NodeName != "node1" {
+		t.Errorf("spec.nodeName = %q, want node1", pod.Spec.NodeName)
 	}
 	if pod.UID == "" || pod.Annotations[kubetypes.ConfigHashAnnotationKey] != string(pod.UID) {
 		t.Errorf("uid %q, config.hash %q: want equal and non-empty", pod.UID, pod.Annotations[kubetypes.ConfigHashAnnotationKey])
@@ -194,5 +194,56 @@ func TestDecodePodsOneBadItemRejectsList(t *testing.T) {
 func TestGeneratePodName(t *testing.T) {
 	if got := GeneratePodName("static-pod1", "Node1"); got != "static-pod1-node1" {
 		t.Errorf("GeneratePodName = %q, want static-pod1-node1", got)
+	}
+}
+
+func TestDecodePodAppliesAPIDefaultsAfterHashing(t *testing.T) {
+	pod, err := DecodePod([]byte(podYAML), fileOrigin)
+	if err != nil {
+		t.Fatalf("DecodePod: %v", err)
+	}
+	if pod.Spec.RestartPolicy != v1.RestartPolicyAlways || pod.Spec.DNSPolicy != v1.DNSClusterFirst ||
+		pod.Spec.Containers[0].ImagePullPolicy != v1.PullIfNotPresent {
+		t.Errorf("API defaults missing: restartPolicy %q dnsPolicy %q imagePullPolicy %q",
+			pod.Spec.RestartPolicy, pod.Spec.DNSPolicy, pod.Spec.Containers[0].ImagePullPolicy)
+	}
+	// The UID is the hash of the pod as written, so that defaults added by
+	// a newer agent do not change it (and restart the pod).
+	obj, err := decodeObject([]byte(podYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Hash(obj.(*v1.Pod), fileOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.UID != want {
+		t.Errorf("uid %s, want the hash of the undefaulted pod %s", pod.UID, want)
+	}
+}
+
+func TestDecodePodRejectsAPIReferences(t *testing.T) {
+	tests := []struct{ name, spec string }{
+		{"service account", `{"serviceAccountName":"sa","containers":[{"name":"c","image":"i"}]}`},
+		{"envFrom secret", `{"containers":[{"name":"c","image":"i","envFrom":[{"secretRef":{"name":"s"}}]}]}`},
+		{"pvc", `{"containers":[{"name":"c","image":"i"}],"volumes":[{"name":"v","persistentVolumeClaim":{"claimName":"c"}}]}`},
+		{"projected configmap", `{"containers":[{"name":"c","image":"i"}],"volumes":[{"name":"v","projected":{"sources":[{"configMap":{"name":"m"}}]}}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":` + tc.spec + `}`
+			_, err := DecodePod([]byte(data), fileOrigin)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "static pods may not reference") {
+				t.Fatalf("error = %v, want ErrInvalid saying static pods may not reference", err)
+			}
+		})
+	}
+}
+
+func TestValidateNodeName(t *testing.T) {
+	for name, ok := range map[string]bool{"node1": true, "n.example.com": true, "Node1": false, "": false, "node_1": false} {
+		if err := ValidateNodeName(name); (err == nil) != ok {
+			t.Errorf("ValidateNodeName(%q) = %v, want ok=%v", name, err, ok)
+		}
 	}
 }

@@ -3,83 +3,43 @@ package staticpod
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kite-project/kite/apis/core/validation"
 )
 
-// validate is the minimum the API server would refuse, checked here until
-// the API server's own pod validation (apis/core/validation) can be called
-// instead; then this function becomes a call to it plus the static-pod rule
-// at the end. It returns every problem found, joined.
+// validate checks a static pod as the API server would check it on create
+// (apis/core/validation), plus the rule for static pods only: they exist
+// without the API server, and their mirror pods may not refer to API objects
+// (upstream's PreventStaticPodAPIReferences). It returns every problem found.
 func validate(pod *v1.Pod) error {
-	var errs []error
+	errs := []error{validation.ValidatePod(pod).ToAggregate()}
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-
-	for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {
-		add("metadata.name %q: %s", pod.Name, msg)
-	}
-	for _, msg := range validation.IsDNS1123Label(pod.Namespace) {
-		add("metadata.namespace %q: %s", pod.Namespace, msg)
-	}
-	switch pod.Spec.RestartPolicy {
-	case "", v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever:
-	default:
-		add("spec.restartPolicy %q: must be Always, OnFailure or Never", pod.Spec.RestartPolicy)
-	}
-	if len(pod.Spec.Containers) == 0 {
-		add("spec.containers: at least one container is required")
-	}
-
-	names := map[string]string{} // container name → field path, across all kinds of containers
-	checkContainer := func(path string, c *v1.Container) {
-		if c.Name == "" {
-			add("%s.name: required", path)
-		} else {
-			for _, msg := range validation.IsDNS1123Label(c.Name) {
-				add("%s.name %q: %s", path, c.Name, msg)
+	checkContainers := func(kind string, containers []v1.Container) {
+		for i, c := range containers {
+			path := fmt.Sprintf("spec.%s[%d]", kind, i)
+			for j, ev := range c.EnvFrom {
+				if ev.SecretRef != nil || ev.ConfigMapRef != nil {
+					add("%s.envFrom[%d]: static pods may not reference secrets or configmaps", path, j)
+				}
 			}
-			if other, dup := names[c.Name]; dup {
-				add("%s.name %q: duplicate of %s", path, c.Name, other)
-			} else {
-				names[c.Name] = path
-			}
-		}
-		if strings.TrimSpace(c.Image) == "" {
-			add("%s.image: required", path)
-		}
-		for j, ev := range c.EnvFrom {
-			if ev.SecretRef != nil || ev.ConfigMapRef != nil {
-				add("%s.envFrom[%d]: static pods may not reference secrets or configmaps", path, j)
-			}
-		}
-		for j, e := range c.Env {
-			if e.ValueFrom != nil && (e.ValueFrom.SecretKeyRef != nil || e.ValueFrom.ConfigMapKeyRef != nil) {
-				add("%s.env[%d] %q: static pods may not reference secrets or configmaps", path, j, e.Name)
+			for j, e := range c.Env {
+				if e.ValueFrom != nil && (e.ValueFrom.SecretKeyRef != nil || e.ValueFrom.ConfigMapKeyRef != nil) {
+					add("%s.env[%d] %q: static pods may not reference secrets or configmaps", path, j, e.Name)
+				}
 			}
 		}
 	}
-	for i := range pod.Spec.InitContainers {
-		checkContainer(fmt.Sprintf("spec.initContainers[%d]", i), &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		checkContainer(fmt.Sprintf("spec.containers[%d]", i), &pod.Spec.Containers[i])
-	}
-
-	volumes := map[string]bool{}
+	checkContainers("initContainers", pod.Spec.InitContainers)
+	checkContainers("containers", pod.Spec.Containers)
 	for i, vol := range pod.Spec.Volumes {
-		path := fmt.Sprintf("spec.volumes[%d]", i)
-		for _, msg := range validation.IsDNS1123Label(vol.Name) {
-			add("%s.name %q: %s", path, vol.Name, msg)
-		}
-		if volumes[vol.Name] {
-			add("%s.name %q: duplicate volume name", path, vol.Name)
-		}
-		volumes[vol.Name] = true
 		if ref := apiReference(vol.VolumeSource); ref != "" {
-			add("%s %q: static pods may not reference %s", path, vol.Name, ref)
+			add("spec.volumes[%d] %q: static pods may not reference %s", i, vol.Name, ref)
 		}
+	}
+	if pod.Spec.ServiceAccountName != "" {
+		add("spec.serviceAccountName %q: static pods may not reference serviceaccounts", pod.Spec.ServiceAccountName)
 	}
 	if len(pod.Spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims: static pods may not reference resourceclaims")

@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	nodeName = "Node1"
+	nodeName = "node1"
 	// waitTimeout is generous: the machine running the tests may be loaded.
 	waitTimeout = 10 * time.Second
 )

@@ -39,6 +39,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/staticpod"
 )
 
 // Defaults, as upstream where upstream has them.
@@ -76,6 +77,9 @@ func New(opts Options) (*Source, error) {
 	}
 	if opts.NodeName == "" {
 		return nil, fmt.Errorf("file source %q: no node name given", opts.Path)
+	}
+	if err := staticpod.ValidateNodeName(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("file source %q: %w", opts.Path, err)
 	}
 	if opts.CheckFrequency < 0 || opts.SettlePeriod < 0 {
 		return nil, fmt.Errorf("file source %q: negative check frequency %v or settle period %v", opts.Path, opts.CheckFrequency, opts.SettlePeriod)

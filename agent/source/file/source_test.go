@@ -148,6 +148,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"no path", Options{NodeName: "n"}},
 		{"no node", Options{Path: "/x"}},
 		{"negative period", Options{Path: "/x", NodeName: "n", CheckFrequency: -time.Second}},
+		{"invalid node name", Options{Path: "/x", NodeName: "Node_1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,6 +75,9 @@ func New(opts Options) (*Source, error) {
 	if opts.NodeName == "" {
 		return nil, fmt.Errorf("http source %q: no node name given", opts.URL)
 	}
+	if err := staticpod.ValidateNodeName(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("http source %q: %w", opts.URL, err)
+	}
 	if opts.CheckFrequency < 0 || opts.Timeout < 0 {
 		return nil, fmt.Errorf("http source %q: negative check frequency %v or timeout %v", opts.URL, opts.CheckFrequency, opts.Timeout)
 	}

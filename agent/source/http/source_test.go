@@ -195,6 +195,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"not http", Options{URL: "ftp://127.0.0.1/pods", NodeName: "n"}},
 		{"no node", Options{URL: "http://127.0.0.1/pods"}},
 		{"negative timeout", Options{URL: "http://127.0.0.1/pods", NodeName: "n", Timeout: -1}},
+		{"invalid node name", Options{URL: "http://127.0.0.1/pods", NodeName: "Node_1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
