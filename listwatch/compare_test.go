@@ -26,13 +26,16 @@ type subject struct {
 	stop   func()
 }
 
-type subjectFunc func(t *testing.T, s *scriptedServer, selector fields.Selector) subject
+type subjectFunc func(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject
 
 // runOurs starts our Reflector over a REST client of s.
-func runOurs(t *testing.T, s *scriptedServer, selector fields.Selector) subject {
+func runOurs(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject {
 	lw := FromRESTClient(s.clientset().CoreV1().RESTClient(), "pods", "", selector)
 	store := NewIndexer(IndexerOptions[*v1.Pod]{})
-	r, err := NewReflector(Options{Name: "pods", ListerWatcher: lw, Store: store, ExpectedType: &v1.Pod{}, Backoff: testBackoff})
+	r, err := NewReflector(Options{
+		Name: "pods", ListerWatcher: lw, Store: store, ExpectedType: &v1.Pod{},
+		Backoff: testBackoff, StreamingList: streaming,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +62,15 @@ type noWatchList struct{ *cache.ListWatch }
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // runClientGo starts client-go's tools/cache Reflector, the reference.
-func runClientGo(t *testing.T, s *scriptedServer, selector fields.Selector) subject {
+// Its streaming list (WatchListClient) is on by default in this version.
+func runClientGo(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject {
 	if selector == nil {
 		selector = fields.Everything()
 	}
-	lw := noWatchList{cache.NewListWatchFromClient(s.clientset().CoreV1().RESTClient(), "pods", "", selector)}
+	var lw cache.ListerWatcher = cache.NewListWatchFromClient(s.clientset().CoreV1().RESTClient(), "pods", "", selector)
+	if !streaming {
+		lw = noWatchList{lw.(*cache.ListWatch)}
+	}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	r := cache.NewReflectorWithOptions(lw, &v1.Pod{}, store, cache.ReflectorOptions{
 		Name:    "pods",
@@ -114,6 +121,9 @@ func (h *harness) waitRequests(n int) {
 type scenario struct {
 	name     string
 	selector fields.Selector
+	// streaming makes both reflectors try a streaming list first;
+	// serverStreaming makes the server serve it (else it refuses it).
+	streaming, serverStreaming bool
 	setup    func(s *scriptedServer)
 	script   func(h *harness)
 	// want is the request sequence both reflectors make; wantOurs and
@@ -282,6 +292,63 @@ var scenarios = []scenario{{
 	wantClientGo: []string{"list rv=0 limit=500", "watch rv=2", "list rv=3", "watch rv=3"},
 }}
 
+const streamRequest = "watch rv=%s sendInitialEvents match=NotOlderThan"
+
+var streamingScenarios = []scenario{{
+	name:      "a streaming list fills the store and its stream goes on with the changes",
+	streaming: true, serverStreaming: true,
+	setup: twoPods,
+	script: func(h *harness) {
+		h.waitRequests(1)
+		h.settle("2")
+		h.s.add("ns", "c", "n1")
+		h.s.remove("ns", "a")
+		h.settle("4")
+		h.s.toWatchers(watchCtl{close: true})
+		h.waitRequests(2)
+		h.s.add("ns", "d", "n1")
+		h.settle("5")
+	},
+	want: []string{fmt.Sprintf(streamRequest, ""), "watch rv=4"},
+}, {
+	name:      "a 410 ends the stream; the next streaming list at the last RV is expired too and retries at RV \"\"",
+	streaming: true, serverStreaming: true,
+	setup: twoPods,
+	script: func(h *harness) {
+		h.waitRequests(1)
+		h.settle("2")
+		h.s.add("ns", "c", "n1")
+		h.settle("3")
+		h.s.failNext(fault{verb: "watch", status: expired})
+		h.s.toWatchers(watchCtl{errEvent: expired})
+		h.waitRequests(3)
+		h.s.add("ns", "d", "n1")
+		h.settle("4")
+	},
+	want: []string{fmt.Sprintf(streamRequest, ""), fmt.Sprintf(streamRequest, "3") + " -> 410", fmt.Sprintf(streamRequest, "")},
+}, {
+	name:      "a server that refuses streaming lists is listed; ours stops asking, client-go asks again each time",
+	streaming: true, serverStreaming: false,
+	setup: twoPods,
+	script: func(h *harness) {
+		h.waitRequests(3)
+		h.settle("2")
+		h.s.add("ns", "c", "n1")
+		h.settle("3")
+		h.s.toWatchers(watchCtl{errEvent: expired})
+		waitFor(h.t, "a watch from the re-list", func() bool {
+			return slices.Contains(h.s.log(), "watch rv=3") && h.s.openWatches() > 0
+		})
+		h.s.add("ns", "d", "n1")
+		h.settle("4")
+	},
+	wantOurs: []string{fmt.Sprintf(streamRequest, "") + " -> 422", "list rv=0 limit=500", "watch rv=2", "list rv=3", "watch rv=3"},
+	wantClientGo: []string{
+		fmt.Sprintf(streamRequest, "") + " -> 422", "list rv=0 limit=500", "watch rv=2",
+		fmt.Sprintf(streamRequest, "3") + " -> 422", "list rv=3", "watch rv=3",
+	},
+}}
+
 // TestReflectorMatchesClientGo drives our Reflector and client-go's through
 // the same scripted server scenarios and checks that both stores end up
 // holding the server's pods and that both made the expected requests.
@@ -294,13 +361,14 @@ func TestReflectorMatchesClientGo(t *testing.T) {
 		{"kite", runOurs, func(sc scenario) []string { return cmpOr(sc.wantOurs, sc.want) }},
 		{"client-go", runClientGo, func(sc scenario) []string { return cmpOr(sc.wantClientGo, sc.want) }},
 	}
-	for _, sc := range scenarios {
+	for _, sc := range slices.Concat(scenarios, streamingScenarios) {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, sj := range subjects {
 				t.Run(sj.name, func(t *testing.T) {
 					s := newScriptedServer(t)
+					s.streaming = sc.serverStreaming
 					sc.setup(s)
-					sub := sj.run(t, s, sc.selector)
+					sub := sj.run(t, s, sc.selector, sc.streaming)
 					defer sub.stop()
 					sc.script(&harness{t: t, s: s, sub: sub, selector: sc.selector})
 					want := sj.want(sc)

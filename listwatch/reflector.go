@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
@@ -63,6 +64,13 @@ type Options struct {
 	// Rand returns a float in [0, 1) for watch timeouts and jitter;
 	// defaults to math/rand/v2.
 	Rand func() float64
+	// StreamingList fills the store with a streaming list (a watch with
+	// sendInitialEvents=true, resourceVersionMatch=NotOlderThan, ended by
+	// a bookmark annotated k8s.io/initial-events-end) instead of a list,
+	// and goes on watching on the same stream. A server that refuses it
+	// (400 or 422) is listed instead from then on; other failures fall back
+	// to a list for that attempt, as in client-go.
+	StreamingList bool
 }
 
 // Reflector keeps a Store in step with a ListerWatcher: it lists, replaces
@@ -109,6 +117,10 @@ type Reflector struct {
 	// paginated is set when the first list, at "0", came back in pages:
 	// the server has no watch cache, so later lists keep paging too.
 	paginated bool
+
+	// streaming is whether to try a streaming list; only the run
+	// goroutine reads and writes it.
+	streaming bool
 }
 
 // NewReflector returns a Reflector; it does nothing until Run.
@@ -154,6 +166,8 @@ func NewReflector(opts Options) (*Reflector, error) {
 		rand:     opts.Rand,
 		backoff:  NewBackoff(bo),
 		synced:   make(chan struct{}),
+
+		streaming: opts.StreamingList,
 	}
 	r.typeLabel = "<unspecified>"
 	if opts.ExpectedType != nil {
@@ -203,8 +217,10 @@ func (r *Reflector) Run(ctx context.Context) {
 
 	needList := true
 	for ctx.Err() == nil {
+		var first *liveWatch
 		if needList {
-			if err := r.list(ctx); err != nil {
+			var err error
+			if first, err = r.fill(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -214,13 +230,14 @@ func (r *Reflector) Run(ctx context.Context) {
 			}
 			needList = false
 		}
-		r.runWatches(ctx, &needList)
+		r.runWatches(ctx, first, &needList)
 	}
 }
 
 // runWatches watches, and re-watches, until ctx ends or the
-// resourceVersion must be given up; then it sets *needList.
-func (r *Reflector) runWatches(ctx context.Context, needList *bool) {
+// resourceVersion must be given up; then it sets *needList. The first
+// watch is first when not nil (the rest of a streaming list).
+func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *bool) {
 	logger := klog.FromContext(ctx)
 	// progressed says whether some watch since the list worked: a 410 then
 	// is the normal end of a long watch, not a server that refuses every
@@ -228,7 +245,8 @@ func (r *Reflector) runWatches(ctx context.Context, needList *bool) {
 	progressed := false
 	for ctx.Err() == nil {
 		start := r.clock.Now()
-		events, err := r.watch(ctx)
+		events, err := r.watch(ctx, first)
+		first = nil
 		if ctx.Err() != nil {
 			return
 		}
@@ -287,6 +305,9 @@ func (r *Reflector) relistResourceVersion() string {
 		return r.lastRV
 	}
 }
+
+// metaAccessor is meta.Accessor, for objects a watch sends.
+func metaAccessor(obj runtime.Object) (metav1.Object, error) { return meta.Accessor(obj) }
 
 // resourceVersionOf is obj's metadata.resourceVersion, or "".
 func resourceVersionOf(obj runtime.Object) string {

@@ -31,16 +31,23 @@ func (r *Reflector) list(ctx context.Context) error {
 	if err := r.store.Replace(items, listRV); err != nil {
 		return fmt.Errorf("replace store of %s with %d objects at resourceVersion %q: %w", r.name, len(items), listRV, err)
 	}
-	r.mu.Lock()
-	r.lastRV = listRV
-	r.lastRVUnavailable = false
 	if rv == "0" && paginated {
+		r.mu.Lock()
 		r.paginated = true
+		r.mu.Unlock()
 	}
+	r.listed(ctx, listRV, len(items))
+	return nil
+}
+
+// listed records a list, or streaming list, written to the store at rv.
+func (r *Reflector) listed(ctx context.Context, rv string, objects int) {
+	r.mu.Lock()
+	r.lastRV = rv
+	r.lastRVUnavailable = false
 	r.mu.Unlock()
 	r.syncOnce.Do(func() { close(r.synced) })
-	klog.FromContext(ctx).V(2).Info("Caches populated", "resourceVersion", listRV, "objects", len(items))
-	return nil
+	klog.FromContext(ctx).V(2).Info("Caches populated", "resourceVersion", rv, "objects", objects)
 }
 
 // listPages lists at rv, page by page when rv is "" or "0" (a list at a

@@ -290,6 +290,9 @@ func (s *scriptedServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.Get("sendInitialEvents") == "true" {
 		rec += " sendInitialEvents"
 	}
+	if m := q.Get("resourceVersionMatch"); m != "" {
+		rec += " match=" + m
+	}
 	if fs := q.Get("fieldSelector"); fs != "" {
 		rec += " fieldSelector=" + fs
 	}
