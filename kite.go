@@ -16,11 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
+	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
@@ -122,6 +125,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Authenticator: authenticator,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
+		Tables:        tableFunc(s.scheme),
+		Metrics:       metrics.New(metrics.Options{RuntimeMetrics: true}),
 	})
 	if err != nil {
 		return nil, err
@@ -251,4 +256,12 @@ func (s *Server) checkStorage(*http.Request) error {
 		}
 	}
 	return nil
+}
+
+// tableFunc adapts the table package to the API server.
+func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
+	tc := table.New(table.Options{Typer: scheme})
+	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
+		return tc.Convert(obj, table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv})
+	}
 }

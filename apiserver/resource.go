@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -67,6 +68,22 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	c.out = out
+	if s.opts.Metrics == nil {
+		s.dispatch(c, v)
+		return
+	}
+	s.opts.Metrics.Instrument(metrics.Request{
+		Verb: v, Group: info.GroupVersion.Group, Version: info.GroupVersion.Version,
+		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
+	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.w, c.r = w, r
+		s.dispatch(c, v)
+	})).ServeHTTP(w, r)
+}
+
+// dispatch runs the verb's handler and writes its error, if any.
+func (s *Server) dispatch(c *call, v string) {
+	var err error
 	switch v {
 	case "get":
 		err = s.get(c)
@@ -85,7 +102,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	}
 	if err != nil {
 		s.writeWarnings(c)
-		s.writeError(w, r, err)
+		s.writeError(c.w, c.r, err)
 	}
 }
 

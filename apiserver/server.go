@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	// Tables converts objects and lists to metav1.Table for kubectl get;
 	// nil means Tables are refused and kubectl falls back to plain JSON.
 	Tables TableFunc
+	// Metrics, if set, counts requests and watch events and serves
+	// /metrics.
+	Metrics *metrics.Metrics
 	// Extra handlers by path prefix (e.g. "/openapi/", "/metrics").
 	Extra map[string]http.Handler
 	// MaxRequestBodyBytes bounds request bodies; 0 means 3 MiB.
@@ -112,6 +116,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.groups = buildGroups(opts.Stores)
 	var h http.Handler = http.HandlerFunc(s.serve)
+	if opts.Metrics != nil {
+		h = opts.Metrics.TrackInflight(h, isLongRunning)
+	}
 	if opts.Authenticator != nil {
 		h = opts.Authenticator.Wrap(h)
 	}
@@ -149,6 +156,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case isHealthPath(path):
 		s.serveHealth(w, r)
 		return
+	case path == "/metrics" && s.opts.Metrics != nil:
+		s.opts.Metrics.Handler().ServeHTTP(w, r)
+		return
 	case path == "/api" || path == "/api/":
 		s.serveAPIVersions(w, r)
 		return
@@ -172,4 +182,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveResource(w, r, info)
+}
+
+// isLongRunning reports requests that are not counted as in flight:
+// watches, as upstream's max-in-flight filter leaves them out.
+func isLongRunning(r *http.Request) bool {
+	return isWatchQuery(r) || strings.Contains(r.URL.Path, "/watch/")
 }

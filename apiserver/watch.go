@@ -87,6 +87,9 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			if err := events.Encode(out); err != nil {
 				return nil // the client went away
 			}
+			if s.opts.Metrics != nil {
+				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, buf.Len())
+			}
 			if len(results) == 0 {
 				flusher.Flush()
 			}
