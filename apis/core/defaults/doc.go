@@ -15,7 +15,10 @@
 // token volume, the default tolerations for not-ready and unreachable
 // nodes) and values a registry strategy sets on create (pod status phase
 // Pending and QOS class, namespace phase and `kubernetes` finalizer, service
-// cluster IPs and IP families), except where a helper below says otherwise.
+// cluster IPs and IP families). Two helpers cover the strategy's part that
+// others need too: PodQOSClass and NamespaceForCreate.
+//
+// Core events and leases have no defaults upstream, so none here.
 //
 // Every function is idempotent: defaulting an already defaulted object
 // changes nothing, which the registry relies on when it defaults on update.

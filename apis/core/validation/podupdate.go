@@ -159,7 +159,7 @@ func validatePodAnnotationUpdates(newPod, oldPod *corev1.Pod, fldPath *field.Pat
 
 // ValidatePodStatusUpdate checks a write to the status subresource, as
 // upstream: metadata keeps its immutable fields, spec.nodeName may not
-// change through it, condition types are qualified names, a container that
+// change through it, nor may status.qosClass, condition types are qualified names, a container that
 // terminated may not come back unless the restart policy allows it, and pod
 // IPs and host IPs are valid (at most one per family).
 //
@@ -180,6 +180,7 @@ func ValidatePodStatusUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 	if n := newPod.Status.NominatedNodeName; n != oldPod.Status.NominatedNodeName && n != "" {
 		allErrs = append(allErrs, nameErrors(ValidateNodeName, n, statusPath.Child("nominatedNodeName"))...)
 	}
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(newPod.Status.QOSClass, oldPod.Status.QOSClass, statusPath.Child("qosClass"))...)
 	allErrs = append(allErrs, validateContainerStateTransition(newPod.Status.ContainerStatuses, oldPod.Status.ContainerStatuses, statusPath.Child("containerStatuses"), oldPod.Spec.RestartPolicy)...)
 	allErrs = append(allErrs, validateInitContainerStateTransition(newPod.Status.InitContainerStatuses, oldPod.Status.InitContainerStatuses, statusPath.Child("initContainerStatuses"), &oldPod.Spec)...)
 	// The agent never restarts ephemeral containers.
