@@ -1,0 +1,99 @@
+package options
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// The configuration file's type, the kubelet's.
+const (
+	ConfigAPIVersion = "kubelet.config.k8s.io/v1beta1"
+	ConfigKind       = "KubeletConfiguration"
+)
+
+// AgentConfiguration is the part of a KubeletConfiguration the agent reads,
+// with the kubelet's field names. Other fields of a kubelet's file are
+// ignored with a warning, so that one file can serve both.
+type AgentConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+	// StaticPodPath: --pod-manifest-path.
+	StaticPodPath string `json:"staticPodPath,omitempty"`
+	// StaticPodURL: --manifest-url.
+	StaticPodURL string `json:"staticPodURL,omitempty"`
+	// StaticPodURLHeader: --manifest-url-header. Values may contain commas
+	// here, which the flag cannot express.
+	StaticPodURLHeader map[string][]string `json:"staticPodURLHeader,omitempty"`
+	// FileCheckFrequency: --file-check-frequency.
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
+	// HTTPCheckFrequency: --http-check-frequency.
+	HTTPCheckFrequency metav1.Duration `json:"httpCheckFrequency,omitempty"`
+}
+
+// LoadConfigFile reads a KubeletConfiguration file (YAML or JSON) over the
+// defaults. It returns warnings naming the fields it ignores.
+func LoadConfigFile(path string) (AgentConfiguration, []string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return AgentConfiguration{}, nil, fmt.Errorf("agent config file: %w", err)
+	}
+	cfg, warnings, err := ParseConfig(data)
+	if err != nil {
+		return AgentConfiguration{}, nil, fmt.Errorf("agent config file %s: %w", path, err)
+	}
+	return cfg, warnings, nil
+}
+
+// ParseConfig decodes a KubeletConfiguration over the defaults.
+func ParseConfig(data []byte) (AgentConfiguration, []string, error) {
+	js, err := utilyaml.ToJSON(data)
+	if err != nil {
+		return AgentConfiguration{}, nil, fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(js, &fields); err != nil {
+		return AgentConfiguration{}, nil, fmt.Errorf("not an object: %w", err)
+	}
+	cfg := DefaultConfiguration()
+	if err := json.Unmarshal(js, &cfg); err != nil {
+		return AgentConfiguration{}, nil, fmt.Errorf("decoding: %w", err)
+	}
+	if cfg.APIVersion != ConfigAPIVersion || cfg.Kind != ConfigKind {
+		return AgentConfiguration{}, nil, fmt.Errorf("apiVersion %q kind %q: want %s %s", cfg.APIVersion, cfg.Kind, ConfigAPIVersion, ConfigKind)
+	}
+	known := jsonNames(reflect.TypeOf(cfg))
+	var ignored []string
+	for name := range fields {
+		if !known[name] {
+			ignored = append(ignored, name)
+		}
+	}
+	if len(ignored) == 0 {
+		return cfg, nil, nil
+	}
+	sort.Strings(ignored)
+	return cfg, []string{fmt.Sprintf("ignoring KubeletConfiguration fields the agent does not use: %s", strings.Join(ignored, ", "))}, nil
+}
+
+// jsonNames returns the JSON field names of a struct, inline ones included.
+func jsonNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" {
+			for name := range jsonNames(f.Type) {
+				names[name] = true
+			}
+			continue
+		}
+		names[tag] = true
+	}
+	return names
+}

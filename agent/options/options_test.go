@@ -1,0 +1,192 @@
+package options
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// parse runs the command line the way cmd/kite will: AddFlags, Parse,
+// Complete.
+func parse(t *testing.T, args ...string) (*Options, []string, error) {
+	t.Helper()
+	o := New()
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	warnings, err := o.Complete(fs)
+	return o, warnings, err
+}
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const fileConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: /etc/kite/manifests
+staticPodURL: http://127.0.0.1:8080/pods
+staticPodURLHeader:
+  Authorization: ["Bearer a,b:c"]
+fileCheckFrequency: 30s
+httpCheckFrequency: 1m
+`
+
+func TestDefaults(t *testing.T) {
+	o, warnings, err := parse(t)
+	if err != nil || warnings != nil {
+		t.Fatalf("parse: %v %v", warnings, err)
+	}
+	c := o.Config
+	if c.FileCheckFrequency.Duration != 20*time.Second || c.HTTPCheckFrequency.Duration != 20*time.Second ||
+		c.StaticPodPath != "" || c.StaticPodURL != "" || c.StaticPodURLHeader != nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if s := o.Sources(); len(s) != 0 {
+		t.Errorf("sources %v, want none", s)
+	}
+}
+
+func TestConfigFile(t *testing.T) {
+	path := writeConfig(t, fileConfig)
+	o, warnings, err := parse(t, "--config", path)
+	if err != nil || warnings != nil {
+		t.Fatalf("parse: %v %v", warnings, err)
+	}
+	c := o.Config
+	if c.StaticPodPath != "/etc/kite/manifests" || c.StaticPodURL != "http://127.0.0.1:8080/pods" ||
+		!reflect.DeepEqual(c.StaticPodURLHeader, map[string][]string{"Authorization": {"Bearer a,b:c"}}) ||
+		c.FileCheckFrequency.Duration != 30*time.Second || c.HTTPCheckFrequency.Duration != time.Minute {
+		t.Fatalf("config from file: %+v", c)
+	}
+	if got := strings.Join(o.Sources(), ","); got != "file,http" {
+		t.Errorf("sources %q, want file,http", got)
+	}
+}
+
+func TestConfigFileJSONWithKubeletFields(t *testing.T) {
+	path := writeConfig(t, `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration",
+	  "staticPodPath":"/m","clusterDNS":["10.0.0.10"],"authentication":{}}`)
+	o, warnings, err := parse(t, "--config", path)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.Config.StaticPodPath != "/m" || o.Config.FileCheckFrequency.Duration != DefaultFileCheckFrequency {
+		t.Errorf("config %+v", o.Config)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "authentication, clusterDNS") {
+		t.Errorf("warnings %q, want one naming authentication, clusterDNS", warnings)
+	}
+}
+
+// TestFlagsOverrideFile: each flag given wins over the file; the file's
+// other fields stay.
+func TestFlagsOverrideFile(t *testing.T) {
+	path := writeConfig(t, fileConfig)
+	tests := []struct {
+		name  string
+		args  []string
+		check func(c AgentConfiguration) bool
+	}{
+		{"pod-manifest-path", []string{"--pod-manifest-path=/other"}, func(c AgentConfiguration) bool {
+			return c.StaticPodPath == "/other" && c.StaticPodURL == "http://127.0.0.1:8080/pods"
+		}},
+		{"manifest-url", []string{"--manifest-url=https://example.com/p"}, func(c AgentConfiguration) bool {
+			return c.StaticPodURL == "https://example.com/p" && c.StaticPodPath == "/etc/kite/manifests"
+		}},
+		{"manifest-url-header replaces the file's", []string{"--manifest-url-header=X-A:1", "--manifest-url-header=X-A:2,X-B:3"}, func(c AgentConfiguration) bool {
+			return reflect.DeepEqual(c.StaticPodURLHeader, map[string][]string{"X-A": {"1", "2"}, "X-B": {"3"}})
+		}},
+		{"file-check-frequency", []string{"--file-check-frequency=5s"}, func(c AgentConfiguration) bool {
+			return c.FileCheckFrequency.Duration == 5*time.Second && c.HTTPCheckFrequency.Duration == time.Minute
+		}},
+		{"http-check-frequency", []string{"--http-check-frequency=7s"}, func(c AgentConfiguration) bool {
+			return c.HTTPCheckFrequency.Duration == 7*time.Second && c.FileCheckFrequency.Duration == 30*time.Second
+		}},
+		{"flag before --config", []string{"--file-check-frequency=5s", "--config=" + path}, func(c AgentConfiguration) bool {
+			return c.FileCheckFrequency.Duration == 5*time.Second
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parse(t, append([]string{"--config", path}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if !tc.check(o.Config) {
+				t.Fatalf("config %+v", o.Config)
+			}
+		})
+	}
+}
+
+func TestHeaderFlag(t *testing.T) {
+	o, _, err := parse(t, "--manifest-url=http://127.0.0.1/p", "--manifest-url-header", "Authorization: Bearer a:b", "--manifest-url-header", "Metadata-Flavor:Google")
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	want := map[string][]string{"Authorization": {"Bearer a:b"}, "Metadata-Flavor": {"Google"}}
+	if !reflect.DeepEqual(o.Config.StaticPodURLHeader, want) {
+		t.Fatalf("headers %v, want %v", o.Config.StaticPodURLHeader, want)
+	}
+}
+
+// TestRefused: bad input is refused with a message naming the flag or field.
+func TestRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		file string
+		want string
+	}{
+		{"header without colon", []string{"--manifest-url-header=NoColon"}, "", `"--manifest-url-header"`},
+		{"header with empty key", []string{"--manifest-url-header=:v"}, "", `"--manifest-url-header"`},
+		{"header name invalid", []string{"--manifest-url=http://127.0.0.1/", "--manifest-url-header=Bad Name:v"}, "", "--manifest-url-header"},
+		{"header without URL", []string{"--manifest-url-header=A:b"}, "", "without staticPodURL (--manifest-url)"},
+		{"zero file check frequency", []string{"--file-check-frequency=0"}, "", "--file-check-frequency"},
+		{"negative http check frequency", []string{"--http-check-frequency=-1s"}, "", "--http-check-frequency"},
+		{"relative URL", []string{"--manifest-url=/pods"}, "", "--manifest-url"},
+		{"bad node name", []string{"--hostname-override=Node_1"}, "", "--hostname-override"},
+		{"missing config file", []string{"--config=/does/not/exist"}, "", "/does/not/exist"},
+		{"wrong kind", nil, "apiVersion: v1\nkind: Pod\n", "want kubelet.config.k8s.io/v1beta1 KubeletConfiguration"},
+		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append(args, "--config", writeConfig(t, tc.file))
+			}
+			_, _, err := parse(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	o, _, err := parse(t, "--hostname-override=node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := o.NodeName(); err != nil || name != "node-a" {
+		t.Fatalf("NodeName = %q, %v", name, err)
+	}
+	host, _ := os.Hostname()
+	if name, err := New().NodeName(); err == nil && name != strings.ToLower(host) {
+		t.Fatalf("NodeName without override = %q, want the host name %q lowercased", name, host)
+	}
+}
