@@ -4,16 +4,13 @@ package etcd
 // against this store on a real embedded etcd, called as upstream's
 // pkg/storage/etcd3/store_test.go calls it.
 //
-// Not run, and why:
-//   - RunTestGetListWithErrorAggregation, RunTestWatchWithUnsafeDelete:
-//     they need upstream's private corruptObjectError type and its
-//     AllowUnsafeMalformedObjectDeletion list aggregator; Kite's store
-//     reports the first corrupt value of a list (as upstream does with the
-//     gate off, which RunTestGetListWithoutErrorAggregation checks).
-//   - RunTestDeleteWithConflictAndMissingExpectedTransformOrDecodeError and
-//     RunTestDeleteExpectedTransformOrDecodeError: see below, run.
-//   - The RangeStream variants of TestList/TestConsistentList: the store
-//     reads lists in pages only (no etcd RangeStream).
+// Where upstream turns on the AllowUnsafeMalformedObjectDeletion feature
+// gate, these tests set Options.UnsafeCorruptObjectDeletion, and where
+// upstream injects its private corruptObjectError, they inject the store's
+// *CorruptValueError.
+//
+// Not run: the RangeStream variants of TestList and TestConsistentList
+// (the store reads lists in pages only, it does not use etcd's RangeStream).
 
 import (
 	"context"
@@ -121,24 +118,24 @@ func (f *failingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, in
 
 func TestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(t *testing.T) {
 	codec := &failingCodec{Codec: apitesting.TestCodec(codecs, examplev1.SchemeGroupVersion)}
-	ctx, store, _ := testSetup(t, withCodec(codec))
+	ctx, store, _ := testSetup(t, withCodec(codec), withUnsafeCorruptObjectDeletion())
 	storagetesting.RunTestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(ctx, t, store, codec.setFailing)
 }
 
 func TestDeleteWithConflictAndExpectedTransformError(t *testing.T) {
 	transformer := &failingTransformer{Transformer: storagetesting.NewPrefixTransformer([]byte(defaultTestPrefix), false)}
-	ctx, store, _ := testSetup(t, withTransformer(transformer))
+	ctx, store, _ := testSetup(t, withTransformer(transformer), withUnsafeCorruptObjectDeletion())
 	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, store, transformer.setFailing)
 }
 
 func TestDeleteWithConflictAndExpectedDecodeError(t *testing.T) {
 	codec := &failingCodec{Codec: apitesting.TestCodec(codecs, examplev1.SchemeGroupVersion)}
-	ctx, store, _ := testSetup(t, withCodec(codec))
+	ctx, store, _ := testSetup(t, withCodec(codec), withUnsafeCorruptObjectDeletion())
 	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, store, codec.setFailing)
 }
 
 func TestDeleteWithSuggestionAndMissingExpectedTransformOrDecodeFailure(t *testing.T) {
-	ctx, store, _ := testSetup(t)
+	ctx, store, _ := testSetup(t, withUnsafeCorruptObjectDeletion())
 	storagetesting.RunTestDeleteWithSuggestionAndMissingExpectedTransformOrDecodeError(ctx, t, store)
 }
 
@@ -172,9 +169,15 @@ func TestKeySchema(t *testing.T) {
 	storagetesting.RunTestKeySchema(ctx, t, store)
 }
 
+func TestGetListWithErrorAggregation(t *testing.T) {
+	ctx, store, _ := testSetup(t, withUnsafeCorruptObjectDeletion())
+	corruptErr := &CorruptValueError{Err: errors.New("bits flipped")}
+	storagetesting.RunTestGetListWithErrorAggregation(ctx, t, &storeWithTransformerOverride{Interface: store, store: store}, corruptErr)
+}
+
 func TestGetListWithoutErrorAggregation(t *testing.T) {
 	ctx, store, _ := testSetup(t)
-	corruptErr := errors.New("bits flipped")
+	corruptErr := &CorruptValueError{Err: errors.New("bits flipped")}
 	storagetesting.RunTestGetListWithoutErrorAggregation(ctx, t, &storeWithTransformerOverride{Interface: store, store: store}, corruptErr)
 }
 

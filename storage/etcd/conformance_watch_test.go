@@ -1,17 +1,13 @@
 package etcd
 
 // The upstream watch conformance suite, called as upstream's
-// pkg/storage/etcd3/watcher_test.go calls it. Not run:
-//   - RunTestWatchWithUnsafeDelete: needs upstream's private
-//     corruptObjectError and the AllowUnsafeMalformedObjectDeletion
-//     deleter wrapper (see conformance_store_test.go).
-//   - RunTestWatchInitializationSignal: the signal belongs to upstream's API
-//     priority and fairness (k8s.io/apiserver/pkg/util/flowcontrol), which
-//     Kite does not use; the store does not import it.
+// pkg/storage/etcd3/watcher_test.go calls it (see conformance_store_test.go
+// for how feature gates map to options). Not run:
 //   - The RangeStream and ConcurrentWatchObjectDecode variants: the store
 //     has one code path (paged initial list, serial decode).
 
 import (
+	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -66,9 +62,18 @@ func TestWatch(t *testing.T) {
 		ctx, store, _ := testSetup(t)
 		storagetesting.RunTestWatchDeleteEventObjectHaveLatestRV(ctx, t, store)
 	})
+	t.Run("WatchInitializationSignal", func(t *testing.T) {
+		ctx, store, _ := testSetup(t)
+		storagetesting.RunTestWatchInitializationSignal(ctx, t, store)
+	})
 	t.Run("ProgressNotify", func(t *testing.T) {
 		ctx, store, client := testSetup(t, withEtcd(startEtcdWithProgressNotify))
 		storagetesting.RunOptionalTestProgressNotify(ctx, t, store, increaseRVFunc(client.Client))
+	})
+	t.Run("WatchWithUnsafeDelete", func(t *testing.T) {
+		ctx, store, _ := testSetup(t, withUnsafeCorruptObjectDeletion())
+		corruptErr := &CorruptValueError{Err: errors.New("bits flipped")}
+		storagetesting.RunTestWatchWithUnsafeDelete(ctx, t, &storeWithTransformerOverride{Interface: store, store: store}, corruptErr)
 	})
 	t.Run("WatchDispatchBookmarkEvents", func(t *testing.T) {
 		ctx, store, _ := testSetup(t, withEtcd(startEtcdWithProgressNotify))

@@ -32,6 +32,9 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 	}
 	data, _, err := s.fromStorage(ctx, key, resp.KV.Value)
 	if err != nil {
+		if c := corruptObjError(key, err); c != nil && s.unsafeCorrupt {
+			return c
+		}
 		return err
 	}
 	return s.decodeInto(key, data, out, resp.KV.ModRevision)

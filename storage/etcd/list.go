@@ -45,6 +45,8 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	paging := pred.Limit > 0
 	limit := pred.Limit
 	app := newAppender(s, listObj, items, pred)
+	defer app.finish()
+	errs := listErrors{aggregate: s.unsafeCorrupt}
 
 	var (
 		lastKey []byte
@@ -84,8 +86,11 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 				break
 			}
 			lastKey = kv.Key
-			if err := app.add(ctx, kv); err != nil {
-				return err
+			if ctx.Err() != nil {
+				return storage.NewTimeoutError(string(kv.Key), "request did not complete within requested timeout")
+			}
+			if err := app.add(ctx, kv); err != nil && errs.add(string(kv.Key), err) {
+				return errs.err(s.groupResource)
 			}
 			// Let the value go early: decoding a long list takes a while.
 			resp.Kvs[i] = nil
@@ -98,8 +103,9 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 			limit = min(limit*2, maxPageSize)
 		}
 	}
-	app.finish()
-
+	if err := errs.err(s.groupResource); err != nil {
+		return err
+	}
 	continueValue, remaining, err := storage.PrepareContinueToken(string(lastKey), keyPrefix, withRev, count, hasMore, opts)
 	if err != nil {
 		return err
@@ -187,9 +193,6 @@ func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
 	data, _, err := a.s.fromStorage(ctx, key, kv.Value)
 	if err != nil {
 		return err
-	}
-	if ctx.Err() != nil {
-		return storage.NewTimeoutError(key, "request did not complete within requested timeout")
 	}
 	if !a.inPlace {
 		obj, err := a.s.decodeNew(key, data, a.newItem, kv.ModRevision)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	storagetesting "k8s.io/apiserver/pkg/storage/testing"
 	"k8s.io/apiserver/pkg/storage/value"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 
 	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
@@ -45,6 +46,7 @@ type setupOptions struct {
 	prefix         string
 	resourcePrefix string
 	transformer    value.Transformer
+	unsafeCorrupt  bool
 	// etcd starts an etcd for the test and returns two clients of it: one
 	// for the store, one for the compactor (so that the compactor's reads
 	// are not counted by the store's recorders).
@@ -58,6 +60,13 @@ func withPrefix(p string) setupOption       { return func(o *setupOptions) { o.p
 func withTransformer(t value.Transformer) setupOption {
 	return func(o *setupOptions) { o.transformer = t }
 }
+
+// withUnsafeCorruptObjectDeletion is upstream's
+// AllowUnsafeMalformedObjectDeletion feature gate.
+func withUnsafeCorruptObjectDeletion() setupOption {
+	return func(o *setupOptions) { o.unsafeCorrupt = true }
+}
+
 func withEtcd(f func(testing.TB) (*clientv3.Client, *clientv3.Client)) setupOption {
 	return func(o *setupOptions) { o.etcd = f }
 }
@@ -111,6 +120,9 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Store, *kub
 		Transformer:    o.transformer,
 		Compactor:      compactor,
 		Lease:          LeaseOptions{ReuseDurationSeconds: 1},
+		// As an API server doing priority and fairness wires it.
+		WatchInitialized:            utilflowcontrol.WatchInitialized,
+		UnsafeCorruptObjectDeletion: o.unsafeCorrupt,
 	})
 	if err != nil {
 		t.Fatal(err)

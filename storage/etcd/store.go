@@ -49,6 +49,17 @@ type Options struct {
 	Compactor CompactRevisioner
 	// Lease configures how leases for objects with a TTL are shared.
 	Lease LeaseOptions
+	// WatchInitialized, if set, is called with the watch's context once
+	// Watch has set a watch up. An API server doing priority and fairness
+	// gives k8s.io/apiserver/pkg/util/flowcontrol.WatchInitialized, which
+	// releases the request's seat; the store does not depend on it.
+	WatchInitialized func(ctx context.Context)
+	// UnsafeCorruptObjectDeletion is kube-apiserver's
+	// AllowUnsafeMalformedObjectDeletion: reads report corrupt values so
+	// that they can be deleted, lists return the good items with the
+	// corrupt keys, and Delete honours ExpectTransformOrDecodeError (see
+	// corrupt.go).
+	UnsafeCorruptObjectDeletion bool
 }
 
 // CompactRevisioner reports the last etcd compaction observed; *Compactor
@@ -72,6 +83,8 @@ type Store struct {
 	groupResource  schema.GroupResource
 	compactor      CompactRevisioner
 	leases         *leaseManager
+	watchInit      func(context.Context)
+	unsafeCorrupt  bool
 
 	// sizesMu guards sizes, the per-key size estimator that is nil until
 	// EnableResourceSizeEstimation.
@@ -122,6 +135,8 @@ func New(opts Options) (*Store, error) {
 		groupResource:  opts.GroupResource,
 		compactor:      opts.Compactor,
 		leases:         newLeaseManager(opts.Client.Client, opts.Lease),
+		watchInit:      opts.WatchInitialized,
+		unsafeCorrupt:  opts.UnsafeCorruptObjectDeletion,
 	}
 	if s.versioner == nil {
 		s.versioner = storage.APIObjectVersioner{}

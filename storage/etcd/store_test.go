@@ -153,7 +153,7 @@ func TestFutureRevisionIsTooLarge(t *testing.T) {
 // A value that does not decode is reported as a CorruptObj error naming
 // its key by every read, and ends a watch with an ERROR; nothing panics.
 func TestCorruptValueNamesKey(t *testing.T) {
-	ctx, s, client := testSetup(t)
+	ctx, s, client := testSetup(t, withUnsafeCorruptObjectDeletion())
 	good := mustCreate(ctx, t, s, newPod("ns", "good"))
 	const key = "/pods/ns/bad"
 	// The transformer's prefix is right, the object bytes are garbage.
@@ -167,7 +167,21 @@ func TestCorruptValueNamesKey(t *testing.T) {
 	}{
 		{"get", func() error { return s.Get(ctx, key, storage.GetOptions{}, &example.Pod{}) }},
 		{"list", func() error {
-			return s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, &example.PodList{})
+			list := &example.PodList{}
+			err := s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list)
+			// The good object still comes, the corrupt one is a cause of
+			// the list's StoreReadError.
+			if len(list.Items) != 1 || list.Items[0].Name != good.Name {
+				return fmt.Errorf("list items %v, want only %s", list.Items, good.Name)
+			}
+			var st apierrors.APIStatus
+			if !errors.As(err, &st) || st.Status().Reason != metav1.StatusReasonStoreReadError || len(st.Status().Details.Causes) != 1 {
+				return fmt.Errorf("list error %v is not a StoreReadError with one cause", err)
+			}
+			if cause := st.Status().Details.Causes[0]; cause.Field != key {
+				return fmt.Errorf("list error cause names %q, want %q", cause.Field, key)
+			}
+			return storage.NewCorruptObjError(key, err)
 		}},
 		{"update", func() error {
 			return s.GuaranteedUpdate(ctx, key, &example.Pod{}, false, nil, storage.SimpleUpdate(func(o runtime.Object) (runtime.Object, error) { return o, nil }), nil)

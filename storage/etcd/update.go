@@ -148,7 +148,7 @@ func (s *Store) Delete(
 	if err != nil {
 		return fmt.Errorf("unable to convert output object to pointer: %w", err)
 	}
-	expectCorrupt := opts.ExpectTransformOrDecodeError
+	expectCorrupt := opts.ExpectTransformOrDecodeError && s.unsafeCorrupt
 	current := func() (*objState, error) { return s.currentState(ctx, key, v, false, expectCorrupt) }
 
 	var orig *objState

@@ -76,6 +76,11 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	go w.run()
+	if s.watchInit != nil {
+		// Like upstream, the watch counts as initialized at once: etcd
+		// gives no cheap way to know when it has caught up.
+		s.watchInit(ctx)
+	}
 	return w, nil
 }
 
@@ -237,6 +242,9 @@ func (w *watcher) handle(e *clientv3.Event) error {
 	// revision: a DELETED object is the last state at the deletion's RV.
 	if e.PrevKv != nil && (deleted || w.filtering) {
 		if prev, err = w.decode(key, e.PrevKv.Value, rev); err != nil {
+			if c := corruptObjError(key, err); c != nil && deleted {
+				return &corruptDeletedError{err: c}
+			}
 			return err
 		}
 	}
