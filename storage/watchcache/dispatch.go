@@ -108,6 +108,9 @@ type pendingItem struct {
 	ev     *event
 	rv     uint64
 	relist []*event
+	// bookmarkAll sends a bookmark to every watcher that allows them now,
+	// behind everything dispatched so far (tests use it as a barrier).
+	bookmarkAll bool
 }
 
 func (p *pending) push(it pendingItem) {
@@ -147,6 +150,8 @@ func (c *Cache) dispatchLoop(ctx context.Context) {
 		case <-c.pending.wake:
 			for _, it := range c.pending.take() {
 				switch {
+				case it.bookmarkAll:
+					c.bookmarkAll()
 				case it.ev != nil:
 					c.dispatch(it.ev)
 					c.dispatchedRV = it.ev.rv
@@ -286,4 +291,30 @@ func (w *watcher) offerBookmark(q queued) bool {
 	default:
 	}
 	return true
+}
+
+// bookmarkAll queues a bookmark at the dispatched resourceVersion for every
+// watcher that allows bookmarks, full or not.
+func (c *Cache) bookmarkAll() {
+	if c.dispatchedRV == 0 {
+		return
+	}
+	bookmark := watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(c.dispatchedRV, false)}
+	r := c.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for w := range r.all {
+		if !w.bookmarks {
+			continue
+		}
+		w.mu.Lock()
+		if w.ended == nil {
+			w.queue = append(w.queue, queued{ev: bookmark, rv: c.dispatchedRV})
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		}
+		w.mu.Unlock()
+	}
 }
