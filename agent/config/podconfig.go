@@ -120,6 +120,7 @@ func (c *PodConfig) Run(ctx context.Context) {
 		for _, p := range res.Problems {
 			c.report(logger, p)
 		}
+		logReplacements(logger, res.Updates)
 		for _, op := range res.Updates {
 			logger.V(2).Info("Pod update", "op", op.Op.String(), "source", op.Source, "pods", len(op.Pods))
 			select {
@@ -135,5 +136,26 @@ func (c *PodConfig) report(logger klog.Logger, p kubetypes.Problem) {
 	logger.Info("Pod source problem", "source", p.Source, "reason", p.Reason, "where", p.Where, "err", p.Err)
 	if c.opts.Reporter != nil {
 		c.opts.Reporter.ReportProblem(p)
+	}
+}
+
+// logReplacements logs the pods that one update replaces by a new UID
+// under the same full name, as an edited static pod manifest does: users
+// asked why their pod restarted (kubernetes/kubernetes#52939).
+func logReplacements(logger klog.Logger, updates []kubetypes.PodUpdate) {
+	removed := map[string]string{} // full name → UID
+	for _, u := range updates {
+		switch u.Op {
+		case kubetypes.REMOVE:
+			for _, pod := range u.Pods {
+				removed[kubetypes.PodFullName(pod)] = string(pod.UID)
+			}
+		case kubetypes.ADD:
+			for _, pod := range u.Pods {
+				if old, ok := removed[kubetypes.PodFullName(pod)]; ok {
+					logger.Info("Replacing pod: its source changed it", "pod", klog.KObj(pod), "source", u.Source, "oldUID", old, "newUID", pod.UID)
+				}
+			}
+		}
 	}
 }

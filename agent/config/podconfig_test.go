@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2/ktesting"
+
 	"github.com/kite-project/kite/agent/kubetypes"
 )
 
@@ -55,7 +57,8 @@ func startPodConfig(t *testing.T, opts Options) (*PodConfig, context.CancelFunc)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
+	ctx, cancel := context.WithCancel(logCtx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2/ktesting"
+
 	"github.com/kite-project/kite/agent/config"
 	"github.com/kite-project/kite/agent/kubetypes"
 )
@@ -29,7 +31,8 @@ func runAgentConfig(t testing.TB, opts Options) (<-chan kubetypes.PodUpdate, *re
 	if err != nil {
 		t.Fatalf("config.New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
+	ctx, cancel := context.WithCancel(logCtx)
 	done := make(chan struct{}, 2)
 	go func() { pc.Run(ctx); done <- struct{}{} }()
 	go func() { src.Run(ctx, pc.Input()); done <- struct{}{} }()

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/klog/v2/ktesting"
+
 	"github.com/kite-project/kite/agent/config"
 	"github.com/kite-project/kite/agent/kubetypes"
 )
@@ -25,7 +27,8 @@ func TestEndToEndURLThroughMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
+	ctx, cancel := context.WithCancel(logCtx)
 	done := make(chan struct{}, 2)
 	go func() { pc.Run(ctx); done <- struct{}{} }()
 	go func() { src.Run(ctx, pc.Input()); done <- struct{}{} }()

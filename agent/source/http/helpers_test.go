@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 )
@@ -97,7 +98,8 @@ func runSource(t *testing.T, opts Options) (<-chan kubetypes.PodUpdate, *recorde
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
+	ctx, cancel := context.WithCancel(logCtx)
 	out := make(chan kubetypes.PodUpdate)
 	done := make(chan struct{})
 	go func() {
