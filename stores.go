@@ -13,6 +13,7 @@ import (
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/registry/namespacedeleter"
 	"github.com/kite-project/kite/storage/etcd"
 )
 
@@ -80,5 +81,13 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		s.stores[key] = store
 		stores = append(stores, store)
 	}
+	var contents []*registry.Store
+	for _, st := range stores {
+		if st.Strategy().Namespaced {
+			contents = append(contents, st)
+		}
+	}
+	deleter := namespacedeleter.New(namespacedeleter.Options{Namespaces: namespaces, Contents: contents})
+	s.wg.Go(func() { deleter.Run(ctx) })
 	return stores, nil
 }

@@ -36,22 +36,19 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 			return nil, err
 		}
 	}
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
 	if err := s.prepareCreate(obj, m, opts.FieldManager, false); err != nil {
 		return nil, err
 	}
 	if isDryRun(opts.DryRun) {
-		if m.GetName() == "" && m.GetGenerateName() != "" {
-			m.SetName(generateName(m.GetGenerateName()))
-		}
 		return obj, nil
 	}
 	var ttl uint64
 	if s.strategy.TTL != nil {
 		ttl = s.strategy.TTL(obj)
 	}
-	generated := m.GetName() == ""
 	for attempt := 1; ; attempt++ {
-		if generated {
+		if generated && attempt > 1 {
 			m.SetName(generateName(m.GetGenerateName()))
 		}
 		out := s.strategy.New()
@@ -114,11 +111,12 @@ func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager strin
 	if s.strategy.PrepareForCreate != nil {
 		s.strategy.PrepareForCreate(obj)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		// The name is generated later; the errors about it being empty
-		// are not the client's fault.
-		errs = withoutField(errs, "metadata.name")
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	var errs field.ErrorList
+	if !s.strategy.ValidatesMetadata {
+		errs = apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
 	}
 	if s.strategy.Validate != nil {
 		errs = append(errs, s.strategy.Validate(obj)...)
@@ -137,16 +135,6 @@ func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager strin
 		}
 	}
 	return nil
-}
-
-func withoutField(errs field.ErrorList, path string) field.ErrorList {
-	out := errs[:0]
-	for _, e := range errs {
-		if e.Field != path {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func generateName(base string) string {

@@ -46,6 +46,10 @@ type Strategy struct {
 	// ValidateName checks metadata.name (and generateName); nil means a
 	// DNS-1123 subdomain, as for most resources.
 	ValidateName apivalidation.ValidateNameFunc
+	// ValidatesMetadata says Validate and ValidateUpdate check the object
+	// metadata themselves (as upstream's per-kind validation does), so the
+	// Store does not check it a second time.
+	ValidatesMetadata bool
 	// Validate and ValidateUpdate return field errors for an object about
 	// to be created or updated; the Store turns them into 422 Invalid.
 	// Object metadata is validated by the Store itself.

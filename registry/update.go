@@ -176,8 +176,11 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 	} else if s.strategy.PrepareForUpdate != nil {
 		s.strategy.PrepareForUpdate(obj, existing)
 	}
-	errs := apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, old, field.NewPath("metadata"))...)
+	var errs field.ErrorList
+	if !s.strategy.ValidatesMetadata {
+		errs = apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, old, field.NewPath("metadata"))...)
+	}
 	if validate != nil {
 		errs = append(errs, validate(obj, existing)...)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -27,19 +28,22 @@ var podFieldLabels = []string{
 // Pods returns the strategy of core/v1 pods.
 func Pods(now func() time.Time) *registry.Strategy {
 	return &registry.Strategy{
-		Kind:                     v1.SchemeGroupVersion.WithKind("Pod"),
-		Resource:                 "pods",
-		SingularName:             "pod",
-		ShortNames:               []string{"po"},
-		Categories:               []string{"all"},
-		Namespaced:               true,
-		New:                      func() runtime.Object { return &v1.Pod{} },
-		NewList:                  func() runtime.Object { return &v1.PodList{} },
-		Default:                  func(obj runtime.Object) { defaultPod(obj.(*v1.Pod)) },
-		PrepareForCreate:         preparePodForCreate,
-		PrepareForUpdate:         preparePodForUpdate,
-		Validate:                 func(obj runtime.Object) field.ErrorList { return validatePod(obj.(*v1.Pod)) },
-		ValidateUpdate:           validatePodUpdate,
+		Kind:              v1.SchemeGroupVersion.WithKind("Pod"),
+		Resource:          "pods",
+		SingularName:      "pod",
+		ShortNames:        []string{"po"},
+		Categories:        []string{"all"},
+		Namespaced:        true,
+		New:               func() runtime.Object { return &v1.Pod{} },
+		NewList:           func() runtime.Object { return &v1.PodList{} },
+		Default:           func(obj runtime.Object) { defaultPod(obj.(*v1.Pod)) },
+		ValidatesMetadata: true,
+		PrepareForCreate:  preparePodForCreate,
+		PrepareForUpdate:  preparePodForUpdate,
+		Validate:          func(obj runtime.Object) field.ErrorList { return validation.ValidatePod(obj.(*v1.Pod)) },
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+		},
 		SelectableFields:         podSelectableFields,
 		FieldLabels:              podFieldLabels,
 		IndexFields:              []string{"spec.nodeName"},
@@ -47,7 +51,9 @@ func Pods(now func() time.Time) *registry.Strategy {
 		AllowUnconditionalUpdate: true,
 		ReturnDeletedObject:      true,
 		Subresources: map[string]*registry.Subresource{
-			"status": {PrepareForUpdate: preparePodStatusUpdate, ValidateUpdate: validatePodStatusUpdate},
+			"status": {PrepareForUpdate: preparePodStatusUpdate, ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+				return validation.ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+			}},
 			"binding": {
 				Kind:           v1.SchemeGroupVersion.WithKind("Binding"),
 				New:            func() runtime.Object { return &v1.Binding{} },
@@ -153,9 +159,8 @@ func bindPod(ctx context.Context, store *registry.Store, namespace, name string,
 	if binding.Name != "" && binding.Name != name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the binding (%s) does not match the name on the URL (%s)", binding.Name, name))
 	}
-	if binding.Target.Name == "" {
-		return nil, apierrors.NewInvalid(v1.SchemeGroupVersion.WithKind("Binding").GroupKind(), name,
-			field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+	if errs := validation.ValidatePodBinding(binding); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(v1.SchemeGroupVersion.WithKind("Binding").GroupKind(), name, errs)
 	}
 	gr := store.Strategy().GroupResource()
 	_, _, err := store.Update(ctx, &registry.UpdateRequest{
