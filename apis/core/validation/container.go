@@ -2,8 +2,11 @@ package validation
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -13,10 +16,10 @@ var supportedPortProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.Proto
 // validateContainers checks the regular containers: at least one, unique
 // names, the checks common to all containers, probes and lifecycle, and host
 // port conflicts across all of them (they run side by side).
-func validateContainers(containers []corev1.Container, vols map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+func validateContainers(containers []corev1.Container, vols map[string]corev1.VolumeSource, grace *int64, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if len(containers) == 0 {
-		allErrs = append(allErrs, field.Required(fldPath, ""))
+		return field.ErrorList{field.Required(fldPath, "")}
 	}
 	names := map[string]bool{}
 	for i := range containers {
@@ -28,7 +31,7 @@ func validateContainers(containers []corev1.Container, vols map[string]corev1.Vo
 		} else {
 			names[ctr.Name] = true
 		}
-		allErrs = append(allErrs, validateLifecycle(ctr.Lifecycle, path.Child("lifecycle"))...)
+		allErrs = append(allErrs, validateLifecycle(ctr.Lifecycle, grace, path.Child("lifecycle"))...)
 		allErrs = append(allErrs, validateLivenessProbe(ctr.LivenessProbe, path.Child("livenessProbe"))...)
 		allErrs = append(allErrs, validateReadinessProbe(ctr.ReadinessProbe, path.Child("readinessProbe"))...)
 		allErrs = append(allErrs, validateLivenessProbe(ctr.StartupProbe, path.Child("startupProbe"))...)
@@ -44,7 +47,7 @@ func validateContainers(containers []corev1.Container, vols map[string]corev1.Vo
 // and regular containers; probes and lifecycle only for restartable
 // (sidecar) init containers; host ports checked per container, since init
 // containers run one at a time.
-func validateInitContainers(containers, regular []corev1.Container, vols map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+func validateInitContainers(containers, regular []corev1.Container, vols map[string]corev1.VolumeSource, grace *int64, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	names := map[string]bool{}
 	for _, ctr := range regular {
@@ -70,7 +73,7 @@ func validateInitContainers(containers, regular []corev1.Container, vols map[str
 		// Upstream checks each init container alone and reports it at index 0.
 		allErrs = append(allErrs, checkHostPortConflicts([]corev1.Container{*ctr}, fldPath)...)
 		if restartAlways {
-			allErrs = append(allErrs, validateLifecycle(ctr.Lifecycle, path.Child("lifecycle"))...)
+			allErrs = append(allErrs, validateLifecycle(ctr.Lifecycle, grace, path.Child("lifecycle"))...)
 			allErrs = append(allErrs, validateLivenessProbe(ctr.LivenessProbe, path.Child("livenessProbe"))...)
 			allErrs = append(allErrs, validateReadinessProbe(ctr.ReadinessProbe, path.Child("readinessProbe"))...)
 			allErrs = append(allErrs, validateLivenessProbe(ctr.StartupProbe, path.Child("startupProbe"))...)
@@ -89,13 +92,17 @@ func validateInitContainers(containers, regular []corev1.Container, vols map[str
 				allErrs = append(allErrs, field.Forbidden(path.Child("startupProbe"), msg))
 			}
 		}
+		if len(ctr.ResizePolicy) > 0 {
+			allErrs = append(allErrs, field.Invalid(path.Child("resizePolicy"), ctr.ResizePolicy, "must not be set for init containers"))
+		}
 	}
 	return allErrs
 }
 
-// validateEphemeralContainers checks the common rules and unique names
-// across all container kinds; ephemeral containers may not have ports,
-// probes or lifecycle.
+// validateEphemeralContainers checks the common rules, unique names
+// across all container kinds, an existing target container, and the fields
+// an ephemeral container may not have (ports, resources, probes, lifecycle,
+// subPath mounts).
 func validateEphemeralContainers(containers []corev1.EphemeralContainer, regular, init []corev1.Container, vols map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	names := map[string]bool{}
@@ -105,14 +112,21 @@ func validateEphemeralContainers(containers []corev1.EphemeralContainer, regular
 	for _, c := range init {
 		names[c.Name] = true
 	}
+	targets := maps.Clone(names)
 	for i := range containers {
 		path := fldPath.Index(i)
 		ctr := (*corev1.Container)(&containers[i].EphemeralContainerCommon)
 		allErrs = append(allErrs, validateContainerCommon(ctr, vols, path)...)
+		if len(ctr.Image) != len(strings.TrimSpace(ctr.Image)) {
+			allErrs = append(allErrs, field.Invalid(path.Child("image"), ctr.Image, "must not have leading or trailing whitespace"))
+		}
 		if names[ctr.Name] {
 			allErrs = append(allErrs, field.Duplicate(path.Child("name"), ctr.Name))
 		} else {
 			names[ctr.Name] = true
+		}
+		if t := containers[i].TargetContainerName; t != "" && !targets[t] {
+			allErrs = append(allErrs, field.NotFound(path.Child("targetContainerName"), t))
 		}
 		const msg = "cannot be set for an Ephemeral Container"
 		for _, f := range []struct {
@@ -120,6 +134,9 @@ func validateEphemeralContainers(containers []corev1.EphemeralContainer, regular
 			set  bool
 		}{
 			{"ports", len(ctr.Ports) > 0},
+			{"resources", !equality.Semantic.DeepEqual(ctr.Resources, corev1.ResourceRequirements{})},
+			{"resizePolicy", len(ctr.ResizePolicy) > 0},
+			{"restartPolicy", ctr.RestartPolicy != nil},
 			{"lifecycle", ctr.Lifecycle != nil},
 			{"livenessProbe", ctr.LivenessProbe != nil},
 			{"readinessProbe", ctr.ReadinessProbe != nil},
@@ -127,6 +144,14 @@ func validateEphemeralContainers(containers []corev1.EphemeralContainer, regular
 		} {
 			if f.set {
 				allErrs = append(allErrs, field.Forbidden(path.Child(f.name), msg))
+			}
+		}
+		for j, m := range ctr.VolumeMounts {
+			if m.SubPath != "" {
+				allErrs = append(allErrs, field.Forbidden(path.Child("volumeMounts").Index(j).Child("subPath"), msg))
+			}
+			if m.SubPathExpr != "" {
+				allErrs = append(allErrs, field.Forbidden(path.Child("volumeMounts").Index(j).Child("subPathExpr"), msg))
 			}
 		}
 	}

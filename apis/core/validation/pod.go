@@ -18,11 +18,13 @@ import (
 // apply only to a pod being created (no ephemeral containers, no nodeName
 // while scheduling gates remain).
 //
-// Left out from upstream: seccomp/AppArmor annotation and field agreement,
-// securityContext (users, capabilities, SELinux, sysctls, Windows options),
-// affinity, topology spread constraints, resource claims, pod-level
-// resources, hostAliases, hostUsers, OS-specific rules, resize policy and
-// overhead beyond quantity checks.
+// Left out from upstream: seccomp/AppArmor annotations and their agreement
+// with the fields; securityContext beyond user and group IDs (capabilities,
+// SELinux, sysctls, seccomp and AppArmor profiles, Windows options,
+// privileged/hostUsers combinations); affinity; topology spread
+// constraints; resource claims; pod-level resources; hugepage sizes;
+// OS-specific rules; resize policy; volume devices; the
+// pod-deletion-cost annotation.
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
 	allErrs := validatePodMetadataAndSpec(pod)
 	specPath := field.NewPath("spec")
@@ -79,15 +81,21 @@ func validateImageWhitespace(containers []corev1.Container, fldPath *field.Path)
 // omissions listed on ValidatePod. fldPath is where the spec sits
 // ("spec" for a pod).
 func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
-	vols, allErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
-	allErrs = append(allErrs, validateContainers(spec.Containers, vols, fldPath.Child("containers"))...)
-	allErrs = append(allErrs, validateInitContainers(spec.InitContainers, spec.Containers, vols, fldPath.Child("initContainers"))...)
+	var allErrs field.ErrorList
+	if spec.TerminationGracePeriodSeconds == nil {
+		allErrs = append(allErrs, field.Required(fldPath.Child("terminationGracePeriodSeconds"), ""))
+	}
+	grace := spec.TerminationGracePeriodSeconds
+	vols, volErrs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
+	allErrs = append(allErrs, volErrs...)
+	allErrs = append(allErrs, validateContainers(spec.Containers, vols, grace, fldPath.Child("containers"))...)
+	allErrs = append(allErrs, validateInitContainers(spec.InitContainers, spec.Containers, vols, grace, fldPath.Child("initContainers"))...)
 	allErrs = append(allErrs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, vols, fldPath.Child("ephemeralContainers"))...)
 	allErrs = append(allErrs, validatePodHostNetworkDeps(spec, fldPath)...)
 	allErrs = append(allErrs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	allErrs = append(allErrs, validateDNSPolicy(spec.DNSPolicy, fldPath.Child("dnsPolicy"))...)
 	allErrs = append(allErrs, metavalidation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
-	allErrs = append(allErrs, validateImagePullSecrets(spec.ImagePullSecrets, fldPath.Child("imagePullSecrets"))...)
+	allErrs = append(allErrs, validatePodSecurityContext(spec, fldPath.Child("securityContext"))...)
 	allErrs = append(allErrs, validatePodDNSConfig(spec.DNSConfig, spec.DNSPolicy, fldPath.Child("dnsConfig"))...)
 	allErrs = append(allErrs, validateReadinessGates(spec.ReadinessGates, fldPath.Child("readinessGates"))...)
 
@@ -109,6 +117,13 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 		allErrs = append(allErrs, validateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
 	}
 	allErrs = append(allErrs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
+	for i, alias := range spec.HostAliases {
+		aliasPath := fldPath.Child("hostAliases").Index(i)
+		allErrs = append(allErrs, validation.IsValidIP(aliasPath.Child("ip"), alias.IP)...)
+		for j, hostname := range alias.Hostnames {
+			allErrs = append(allErrs, validateDNS1123Subdomain(hostname, aliasPath.Child("hostnames").Index(j))...)
+		}
+	}
 	if spec.PriorityClassName != "" {
 		allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, spec.PriorityClassName, fldPath.Child("priorityClassName"))...)
 	}
@@ -118,6 +133,8 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	if p := spec.PreemptionPolicy; p != nil {
 		switch *p {
 		case corev1.PreemptLowerPriority, corev1.PreemptNever:
+		case "":
+			allErrs = append(allErrs, field.Required(fldPath.Child("preemptionPolicy"), ""))
 		default:
 			allErrs = append(allErrs, field.NotSupported(fldPath.Child("preemptionPolicy"), *p, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
 		}
@@ -172,12 +189,36 @@ func validatePodHostNetworkDeps(spec *corev1.PodSpec, fldPath *field.Path) field
 	return allErrs
 }
 
-func validateImagePullSecrets(secrets []corev1.LocalObjectReference, fldPath *field.Path) field.ErrorList {
+// validatePodSecurityContext checks the IDs in the pod's security context
+// and that a shared process namespace is not combined with the host's.
+func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
+	sc := spec.SecurityContext
+	if sc == nil {
+		return nil
+	}
 	var allErrs field.ErrorList
-	for i, s := range secrets {
-		if s.Name == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Index(i).Child("name"), ""))
+	if sc.FSGroup != nil {
+		for _, msg := range validation.IsValidGroupID(*sc.FSGroup) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("fsGroup"), *sc.FSGroup, msg))
 		}
+	}
+	if sc.RunAsUser != nil {
+		for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
+		}
+	}
+	if sc.RunAsGroup != nil {
+		for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
+		}
+	}
+	for i, gid := range sc.SupplementalGroups {
+		for _, msg := range validation.IsValidGroupID(gid) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("supplementalGroups").Index(i), gid, msg))
+		}
+	}
+	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("shareProcessNamespace"), *spec.ShareProcessNamespace, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
 	return allErrs
 }
@@ -198,17 +239,17 @@ func validatePodDNSConfig(cfg *corev1.PodDNSConfig, policy corev1.DNSPolicy, fld
 			return field.ErrorList{field.Required(fldPath, "must provide `dnsConfig` when `dnsPolicy` is None")}
 		}
 		if len(cfg.Nameservers) == 0 {
-			allErrs = append(allErrs, field.Required(fldPath.Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
+			return field.ErrorList{field.Required(fldPath.Child("nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None")}
 		}
 	}
 	if cfg == nil {
-		return allErrs
+		return nil
 	}
 	if len(cfg.Nameservers) > maxDNSNameservers {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("nameservers"), cfg.Nameservers, "must not have more than 3 nameservers"))
 	}
 	for i, ns := range cfg.Nameservers {
-		allErrs = append(allErrs, validation.IsValidIPForLegacyField(fldPath.Child("nameservers").Index(i), ns, true, nil)...)
+		allErrs = append(allErrs, validation.IsValidIP(fldPath.Child("nameservers").Index(i), ns)...)
 	}
 	if len(cfg.Searches) > maxDNSSearchPaths {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("searches"), cfg.Searches, "must not have more than 32 search paths"))
@@ -216,16 +257,20 @@ func validatePodDNSConfig(cfg *corev1.PodDNSConfig, policy corev1.DNSPolicy, fld
 	if n := len(strings.Join(cfg.Searches, " ")); n > maxDNSSearchListChars {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("searches"), cfg.Searches, "must not have more than 2048 characters (including spaces) in the search list"))
 	}
+	// The relaxed rule (RelaxedDNSSearchValidation, on upstream): a trailing
+	// dot means fully qualified, "." alone is the root, and underscores are
+	// allowed as in SRV names.
 	for i, search := range cfg.Searches {
-		// A trailing dot means fully qualified and is allowed; "." alone is the root.
 		if search == "." {
 			continue
 		}
-		allErrs = append(allErrs, validateDNS1123Subdomain(strings.TrimSuffix(search, "."), fldPath.Child("searches").Index(i))...)
+		for _, msg := range validation.IsDNS1123SubdomainWithUnderscore(strings.TrimSuffix(search, ".")) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("searches").Index(i), search, msg))
+		}
 	}
 	for i, opt := range cfg.Options {
 		if opt.Name == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Child("options").Index(i), "Option.Name must not be empty"))
+			allErrs = append(allErrs, field.Required(fldPath.Child("options").Index(i), "must not be empty"))
 		}
 	}
 	return allErrs

@@ -236,6 +236,37 @@ func TestValidatePodRejects(t *testing.T) {
 		{"mirror pod annotation without node", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "abc"}
 		}, []want{{field.ErrorTypeInvalid, "metadata.annotations[kubernetes.io/config.mirror]"}}},
+		{"terminationGracePeriodSeconds required (undefaulted)", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = nil },
+			[]want{{field.ErrorTypeRequired, "spec.terminationGracePeriodSeconds"}}},
+		{"preStop sleep longer than grace period", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 31}}}
+		}, []want{{field.ErrorTypeInvalid, "spec.containers[0].lifecycle.preStop.sleep"}}},
+		{"lifecycle hook without handler", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
+		}, []want{{field.ErrorTypeRequired, "spec.containers[0].lifecycle.postStart"}}},
+		{"negative runAsUser", func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To(int64(-1)) },
+			[]want{{field.ErrorTypeInvalid, "spec.securityContext.runAsUser"}}},
+		{"nameserver not an IP", func(p *corev1.Pod) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"dns.example.com"}}
+		}, []want{{field.ErrorTypeInvalid, "spec.dnsConfig.nameservers[0]"}}},
+		{"empty preemptionPolicy", func(p *corev1.Pod) { p.Spec.PreemptionPolicy = ptr.To(corev1.PreemptionPolicy("")) },
+			[]want{{field.ErrorTypeRequired, "spec.preemptionPolicy"}}},
+		{"hostAlias IP invalid", func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "x", Hostnames: []string{"a"}}} },
+			[]want{{field.ErrorTypeInvalid, "spec.hostAliases[0].ip"}}},
+		{"init container restartPolicy other than Always", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{
+				Name: "init", Image: "busybox", ImagePullPolicy: corev1.PullAlways,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile, RestartPolicy: ptr.To(corev1.ContainerRestartPolicy("Never")),
+			}}
+		}, []want{{field.ErrorTypeNotSupported, "spec.initContainers[0].restartPolicy"}}},
+		{"sidecar init container may have probes", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{
+				Name: "proxy", Image: "envoy", ImagePullPolicy: corev1.PullAlways,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9901)}},
+					TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3},
+			}}
+		}, nil},
 		{"service account token without service account", func(p *corev1.Pod) {
 			p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "", ""
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
@@ -368,6 +399,16 @@ func TestValidatePodStatusUpdate(t *testing.T) {
 		{"bad condition type", func(_, p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: "not valid!", Status: corev1.ConditionTrue}}
 		}, []want{{field.ErrorTypeInvalid, "metadata.conditions[0].Type"}}},
+		{"duplicate pod IP", func(_, p *corev1.Pod) { p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "10.0.0.1"}} },
+			[]want{{field.ErrorTypeInvalid, "status.podIPs"}, {field.ErrorTypeDuplicate, "status.podIPs[1]"}}},
+		{"hostIP must be the first host IP", func(_, p *corev1.Pod) {
+			p.Status.HostIP = "192.168.1.1"
+			p.Status.HostIPs = []corev1.HostIP{{IP: "192.168.1.2"}}
+		}, []want{{field.ErrorTypeInvalid, "status.hostIPs[0].ip"}}},
+		{"qosClass is immutable", func(old, p *corev1.Pod) {
+			old.Status.QOSClass = corev1.PodQOSBestEffort
+			p.Status.QOSClass = corev1.PodQOSGuaranteed
+		}, []want{{field.ErrorTypeInvalid, "status.qosClass"}}},
 		{"terminated container restarted under Never", func(old, p *corev1.Pod) {
 			old.Spec.RestartPolicy = corev1.RestartPolicyNever
 			p.Spec.RestartPolicy = corev1.RestartPolicyNever

@@ -126,7 +126,7 @@ func validateOnlyDeletedSchedulingGates(newGates, oldGates []corev1.PodSchedulin
 	var allErrs field.ErrorList
 	for i, g := range newGates {
 		if !old[g.Name] {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i), "only deletion is allowed, but found new scheduling gate '"+g.Name+"'"))
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("name"), "only deletion is allowed, but found new scheduling gate '"+g.Name+"'"))
 		}
 	}
 	return allErrs
@@ -161,7 +161,8 @@ func validatePodAnnotationUpdates(newPod, oldPod *corev1.Pod, fldPath *field.Pat
 // upstream: metadata keeps its immutable fields, spec.nodeName may not
 // change through it, nor may status.qosClass, condition types are qualified names, a container that
 // terminated may not come back unless the restart policy allows it, and pod
-// IPs and host IPs are valid (at most one per family).
+// IPs and host IPs are valid (at most one per family, no duplicates,
+// hostIP the first host IP).
 //
 // Left out: resource claim statuses, allocated resources and container
 // user status checks.
@@ -185,8 +186,8 @@ func ValidatePodStatusUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 	allErrs = append(allErrs, validateInitContainerStateTransition(newPod.Status.InitContainerStatuses, oldPod.Status.InitContainerStatuses, statusPath.Child("initContainerStatuses"), &oldPod.Spec)...)
 	// The agent never restarts ephemeral containers.
 	allErrs = append(allErrs, validateContainerStateTransition(newPod.Status.EphemeralContainerStatuses, oldPod.Status.EphemeralContainerStatuses, statusPath.Child("ephemeralContainerStatuses"), corev1.RestartPolicyNever)...)
-	allErrs = append(allErrs, validateIPs(podIPStrings(newPod.Status.PodIPs), podIPStrings(oldPod.Status.PodIPs), statusPath.Child("podIPs"))...)
-	allErrs = append(allErrs, validateIPs(hostIPStrings(newPod.Status.HostIPs), hostIPStrings(oldPod.Status.HostIPs), statusPath.Child("hostIPs"))...)
+	allErrs = append(allErrs, validatePodIPs(newPod)...)
+	allErrs = append(allErrs, validateHostIPs(newPod)...)
 	return allErrs
 }
 
@@ -252,39 +253,61 @@ func validateInitContainerStateTransition(newStatuses, oldStatuses []corev1.Cont
 	return allErrs
 }
 
-func podIPStrings(ips []corev1.PodIP) []string {
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = ip.IP
+// validatePodIPs: each pod IP valid, no duplicates, at most one per
+// family.
+func validatePodIPs(pod *corev1.Pod) field.ErrorList {
+	ips := make([]string, len(pod.Status.PodIPs))
+	for i, ip := range pod.Status.PodIPs {
+		ips[i] = ip.IP
 	}
-	return out
+	return validateIPList(ips, pod.Status.PodIPs, field.NewPath("status", "podIPs"))
 }
 
-func hostIPStrings(ips []corev1.HostIP) []string {
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = ip.IP
+// validateHostIPs: as validatePodIPs, and hostIP is the first of them.
+func validateHostIPs(pod *corev1.Pod) field.ErrorList {
+	if len(pod.Status.HostIPs) == 0 {
+		return nil
 	}
-	return out
-}
-
-// validateIPs: each IP valid (values already stored are tolerated, as
-// upstream does for legacy fields), and at most one IP per family.
-func validateIPs(ips, oldIPs []string, fldPath *field.Path) field.ErrorList {
+	ipsPath := field.NewPath("status", "hostIPs")
 	var allErrs field.ErrorList
-	for i, ip := range ips {
-		allErrs = append(allErrs, validation.IsValidIPForLegacyField(fldPath.Index(i), ip, true, oldIPs)...)
+	if pod.Status.HostIP != pod.Status.HostIPs[0].IP {
+		allErrs = append(allErrs, field.Invalid(ipsPath.Index(0).Child("ip"), pod.Status.HostIPs[0].IP, "must be equal to `hostIP`"))
 	}
-	if len(allErrs) == 0 && len(ips) > 1 {
-		v4 := 0
-		for _, ip := range ips {
-			if !strings.Contains(ip, ":") {
-				v4++
-			}
+	ips := make([]string, len(pod.Status.HostIPs))
+	for i, ip := range pod.Status.HostIPs {
+		ips[i] = ip.IP
+	}
+	return append(allErrs, validateIPList(ips, pod.Status.HostIPs, ipsPath)...)
+}
+
+// validateIPList holds what pod IPs and host IPs share. list is the field's
+// value, for the error.
+func validateIPList(ips []string, list any, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	valid := true
+	for i, ip := range ips {
+		errs := validation.IsValidIP(fldPath.Index(i), ip)
+		valid = valid && len(errs) == 0
+		allErrs = append(allErrs, errs...)
+	}
+	if len(ips) < 2 {
+		return allErrs
+	}
+	v4 := 0
+	for _, ip := range ips {
+		if !strings.Contains(ip, ":") {
+			v4++
 		}
-		if len(ips) > 2 || v4 != 1 {
-			allErrs = append(allErrs, field.Invalid(fldPath, ips, "may specify no more than one IP for each IP family"))
+	}
+	if valid && (len(ips) > 2 || v4 != 1) {
+		allErrs = append(allErrs, field.Invalid(fldPath, list, "may specify no more than one IP for each IP family"))
+	}
+	seen := map[string]bool{}
+	for i, ip := range ips {
+		if seen[ip] {
+			allErrs = append(allErrs, field.Duplicate(fldPath.Index(i), ip))
 		}
+		seen[ip] = true
 	}
 	return allErrs
 }

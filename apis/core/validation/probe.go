@@ -58,7 +58,7 @@ func validateReadinessProbe(p *corev1.Probe, fldPath *field.Path) field.ErrorLis
 	return allErrs
 }
 
-func validateLifecycle(l *corev1.Lifecycle, fldPath *field.Path) field.ErrorList {
+func validateLifecycle(l *corev1.Lifecycle, grace *int64, fldPath *field.Path) field.ErrorList {
 	if l == nil {
 		return nil
 	}
@@ -75,7 +75,7 @@ func validateLifecycle(l *corev1.Lifecycle, fldPath *field.Path) field.ErrorList
 			{"exec", h.Exec != nil, func(f *field.Path) field.ErrorList { return validateExecAction(h.Exec, f) }},
 			{"httpGet", h.HTTPGet != nil, func(f *field.Path) field.ErrorList { return validateHTTPGetAction(h.HTTPGet, f) }},
 			{"tcpSocket", h.TCPSocket != nil, func(f *field.Path) field.ErrorList { return validatePortNumOrName(h.TCPSocket.Port, f.Child("port")) }},
-			{"sleep", h.Sleep != nil, func(f *field.Path) field.ErrorList { return validateSleepAction(h.Sleep, f) }},
+			{"sleep", h.Sleep != nil, func(f *field.Path) field.ErrorList { return validateSleepAction(h.Sleep, grace, f) }},
 		})...)
 	}
 	return allErrs
@@ -129,25 +129,26 @@ func validateHTTPGetAction(h *corev1.HTTPGetAction, fldPath *field.Path) field.E
 	if !supported {
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("scheme"), h.Scheme, supportedHTTPSchemes))
 	}
-	for i, header := range h.HTTPHeaders {
+	for _, header := range h.HTTPHeaders {
 		for _, msg := range validation.IsHTTPHeaderName(header.Name) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("httpHeaders").Index(i).Child("name"), header.Name, msg))
+			// Upstream reports these at the list, not at the header.
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("httpHeaders"), header.Name, msg))
 		}
 	}
 	return allErrs
 }
 
 func validateGRPCAction(g *corev1.GRPCAction, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, msg := range validation.IsValidPortNum(int(g.Port)) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("port"), g.Port, msg))
-	}
-	return allErrs
+	return validatePortNumOrName(intstr.FromInt32(g.Port), fldPath.Child("port"))
 }
 
-func validateSleepAction(s *corev1.SleepAction, fldPath *field.Path) field.ErrorList {
-	if s.Seconds < 0 {
-		return field.ErrorList{field.Invalid(fldPath, s.Seconds, "must be non-negative")}
+// validateSleepAction: a preStop/postStart sleep must end within the
+// pod's grace period (zero allowed, as with PodLifecycleSleepActionAllowZero).
+// A missing grace period is reported elsewhere.
+func validateSleepAction(s *corev1.SleepAction, grace *int64, fldPath *field.Path) field.ErrorList {
+	if grace != nil && (s.Seconds < 0 || s.Seconds > *grace) {
+		return field.ErrorList{field.Invalid(fldPath, s.Seconds,
+			fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace))}
 	}
 	return nil
 }

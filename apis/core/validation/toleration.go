@@ -33,7 +33,7 @@ func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) f
 			}
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t, "value must be empty when `operator` is 'Exists'"))
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
 			}
 		default:
 			valid := []corev1.TolerationOperator{corev1.TolerationOpEqual, corev1.TolerationOpExists}
