@@ -26,15 +26,15 @@ type subject struct {
 	stop   func()
 }
 
-type subjectFunc func(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject
+type subjectFunc func(t *testing.T, s *scriptedServer, sc scenario) subject
 
 // runOurs starts our Reflector over a REST client of s.
-func runOurs(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject {
-	lw := FromRESTClient(s.clientset().CoreV1().RESTClient(), "pods", "", selector)
+func runOurs(t *testing.T, s *scriptedServer, sc scenario) subject {
+	lw := FromRESTClient(s.clientset().CoreV1().RESTClient(), "pods", "", sc.selector)
 	store := NewIndexer(IndexerOptions[*v1.Pod]{})
 	r, err := NewReflector(Options{
 		Name: "pods", ListerWatcher: lw, Store: store, ExpectedType: &v1.Pod{},
-		Backoff: testBackoff, StreamingList: streaming,
+		Backoff: testBackoff, StreamingList: sc.streaming, PageSize: sc.pageSize,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,12 +63,13 @@ func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // runClientGo starts client-go's tools/cache Reflector, the reference.
 // Its streaming list (WatchListClient) is on by default in this version.
-func runClientGo(t *testing.T, s *scriptedServer, selector fields.Selector, streaming bool) subject {
+func runClientGo(t *testing.T, s *scriptedServer, sc scenario) subject {
+	selector := sc.selector
 	if selector == nil {
 		selector = fields.Everything()
 	}
 	var lw cache.ListerWatcher = cache.NewListWatchFromClient(s.clientset().CoreV1().RESTClient(), "pods", "", selector)
-	if !streaming {
+	if !sc.streaming {
 		lw = noWatchList{lw.(*cache.ListWatch)}
 	}
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
@@ -76,6 +77,7 @@ func runClientGo(t *testing.T, s *scriptedServer, selector fields.Selector, stre
 		Name:    "pods",
 		Backoff: &wait.Backoff{Duration: testBackoff.Initial, Factor: 2, Jitter: 1, Cap: testBackoff.Max, Steps: 100},
 	})
+	r.WatchListPageSize = sc.pageSize
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.RunWithContext(ctx) }()
@@ -124,6 +126,8 @@ type scenario struct {
 	// streaming makes both reflectors try a streaming list first;
 	// serverStreaming makes the server serve it (else it refuses it).
 	streaming, serverStreaming bool
+	// pageSize, when set, is the list page size of both reflectors.
+	pageSize int64
 	setup    func(s *scriptedServer)
 	script   func(h *harness)
 	// want is the request sequence both reflectors make; wantOurs and
@@ -276,6 +280,41 @@ var scenarios = []scenario{{
 	},
 	want: []string{"list rv=0 limit=500 -> 500", "list rv=0 limit=500", "watch rv=2"},
 }, {
+	name:     "a consistent re-list is paged to the last page",
+	pageSize: 2,
+	setup: func(s *scriptedServer) {
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			s.add("ns", n, "n1")
+		}
+		s.failNext(fault{verb: "list", status: expired})
+	},
+	script: func(h *harness) {
+		h.waitRequests(5)
+		h.settle("5")
+	},
+	want: []string{
+		"list rv=0 limit=2 -> 410", "list rv= limit=2", "list rv= limit=2 continue", "list rv= limit=2 continue",
+		"watch rv=5",
+	},
+}, {
+	name:     "a consistent re-list is paged, and a page whose continue token expired is listed again whole",
+	pageSize: 2,
+	setup: func(s *scriptedServer) {
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			s.add("ns", n, "n1")
+		}
+		s.failNext(fault{verb: "list", status: expired})
+		s.failNext(fault{verb: "list", continued: true, status: expired})
+	},
+	script: func(h *harness) {
+		h.waitRequests(5)
+		h.settle("5")
+	},
+	want: []string{
+		"list rv=0 limit=2 -> 410", "list rv= limit=2", "list rv= limit=2 continue -> 410", "list rv=",
+		"watch rv=5",
+	},
+}, {
 	name:  "an internal-error event: ours re-watches from the last RV, client-go re-lists",
 	setup: twoPods,
 	script: func(h *harness) {
@@ -368,7 +407,7 @@ func TestReflectorMatchesClientGo(t *testing.T) {
 					s := newScriptedServer(t)
 					s.streaming = sc.serverStreaming
 					sc.setup(s)
-					sub := sj.run(t, s, sc.selector, sc.streaming)
+					sub := sj.run(t, s, sc)
 					defer sub.stop()
 					sc.script(&harness{t: t, s: s, sub: sub, selector: sc.selector})
 					want := sj.want(sc)

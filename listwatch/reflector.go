@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -71,6 +72,12 @@ type Options struct {
 	// (400 or 422) is listed instead from then on; other failures fall back
 	// to a list for that attempt, as in client-go.
 	StreamingList bool
+	// RefusedMaxWait, when set, caps the wait after a connection refused
+	// (the server is not listening, so a retry costs it nothing) to a
+	// random time in [RefusedMaxWait/2, RefusedMaxWait), so that the
+	// Reflector is back within that time of the server's return. The node
+	// agent uses 1 s. Other failures keep the exponential backoff.
+	RefusedMaxWait time.Duration
 }
 
 // Reflector keeps a Store in step with a ListerWatcher: it lists, replaces
@@ -90,21 +97,23 @@ type Options struct {
 // Bookmarks advance the resourceVersion and are passed to the store when
 // it implements ResourceVersionUpdater. Run it once.
 type Reflector struct {
-	name      string
-	lw        ListerWatcher
-	store     Store
-	expType   reflect.Type
-	expGVK    *schema.GroupVersionKind
-	pageSize  int64
-	minWatch  time.Duration
-	maxWatch  time.Duration
-	clock     clock.WithTicker
-	rand      func() float64
-	backoff   *Backoff
-	synced    chan struct{}
-	syncOnce  sync.Once
-	updater   ResourceVersionUpdater // store, if it implements it
-	typeLabel string
+	name     string
+	lw       ListerWatcher
+	store    Store
+	expType  reflect.Type
+	expGVK   *schema.GroupVersionKind
+	pageSize int64
+	minWatch time.Duration
+	maxWatch time.Duration
+	clock    clock.WithTicker
+	rand     func() float64
+	backoff  *Backoff
+	// refusedMax is Options.RefusedMaxWait.
+	refusedMax time.Duration
+	synced     chan struct{}
+	syncOnce   sync.Once
+	updater    ResourceVersionUpdater // store, if it implements it
+	typeLabel  string
 
 	// mu guards the fields below; the run goroutine writes them, readers
 	// are anyone calling LastSyncResourceVersion.
@@ -167,7 +176,8 @@ func NewReflector(opts Options) (*Reflector, error) {
 		backoff:  NewBackoff(bo),
 		synced:   make(chan struct{}),
 
-		streaming: opts.StreamingList,
+		streaming:  opts.StreamingList,
+		refusedMax: opts.RefusedMaxWait,
 	}
 	r.typeLabel = "<unspecified>"
 	if opts.ExpectedType != nil {
@@ -225,7 +235,7 @@ func (r *Reflector) Run(ctx context.Context) {
 					return
 				}
 				logger.Error(err, "List failed, backing off")
-				r.wait(ctx, r.backoff.Next())
+				r.wait(ctx, r.delayAfter(err))
 				continue
 			}
 			needList = false
@@ -269,9 +279,20 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 			return
 		default:
 			logger.V(2).Info("Watch failed, backing off", "resourceVersion", r.LastSyncResourceVersion(), "err", err)
-			r.wait(ctx, r.backoff.Next())
+			r.wait(ctx, r.delayAfter(err))
 		}
 	}
+}
+
+// delayAfter is how long to wait after err: the next backoff step, or
+// when the server refused the connection and RefusedMaxWait is set, at
+// most a jittered RefusedMaxWait.
+func (r *Reflector) delayAfter(err error) time.Duration {
+	d := r.backoff.Next()
+	if r.refusedMax > 0 && utilnet.IsConnectionRefused(err) {
+		d = min(d, r.refusedMax/2+time.Duration(r.rand()*float64(r.refusedMax/2)))
+	}
+	return d
 }
 
 // wait sleeps d on the Reflector's clock, or until ctx ends.

@@ -95,7 +95,7 @@ func (r *Reflector) streamList(ctx context.Context) (*liveWatch, error) {
 			// Try again at once, as client-go does.
 		case utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err):
 			klog.FromContext(ctx).V(2).Info("Streaming list failed, backing off", "err", err)
-			r.wait(ctx, r.backoff.Next())
+			r.wait(ctx, r.delayAfter(err))
 		default:
 			return nil, err
 		}

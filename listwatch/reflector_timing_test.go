@@ -3,7 +3,11 @@ package listwatch
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,3 +197,37 @@ func TestReflectorWatchRecovery(t *testing.T) {
 }
 
 var errTestFailure = errors.New("scripted failure")
+
+func TestReflectorCapsWaitsAfterConnectionRefused(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
+		Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
+	}}
+	slow := apierrors.NewTooManyRequests("slow down", 0)
+	lw := &stepLW{listRV: "10", watchErrs: []error{refused, refused, refused, refused, refused, slow}}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	r, err := NewReflector(Options{
+		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
+		Clock: clk, Rand: func() float64 { return 0 }, RefusedMaxWait: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	watches := func() int { _, w := lw.counts(); return w }
+
+	// Refused five times: each wait is half a second (RefusedMaxWait with
+	// no jitter), though the backoff underneath has grown to 25.6 s.
+	for i := range 5 {
+		waitFor(t, "a backoff timer", func() bool { return watches() == i+1 && clk.Waiters() == 1 })
+		stepUntil(t, clk, 500*time.Millisecond, watches)
+	}
+	// A 429 is not capped: it waits the grown backoff.
+	waitFor(t, "the 429 backoff timer", func() bool { return watches() == 6 && clk.Waiters() == 1 })
+	stepUntil(t, clk, 25600*time.Millisecond, watches)
+	if lists, _ := lw.counts(); lists != 1 {
+		t.Fatalf("%d lists, want 1: refused watches resume without a list", lists)
+	}
+}

@@ -68,6 +68,8 @@ type fault struct {
 	status *apierrors.StatusError
 	// event, if set, is sent as an ERROR event on a 200 watch, which then ends.
 	event *apierrors.StatusError
+	// continued makes the fault answer only a list with a continue token.
+	continued bool
 }
 
 // watchConn is one open watch.
@@ -168,9 +170,14 @@ func (s *scriptedServer) write(typ watch.EventType, pod *v1.Pod) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rv++
+	key := pod.Namespace + "/" + pod.Name
+	if old, ok := s.pods[key]; ok && typ == watch.Deleted {
+		// A DELETED event carries the object's last state, as the API
+		// server sends it (field selectors match it).
+		pod = old
+	}
 	p := pod.DeepCopy()
 	p.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	key := p.Namespace + "/" + p.Name
 	if typ == watch.Deleted {
 		delete(s.pods, key)
 	} else {
@@ -300,7 +307,7 @@ func (s *scriptedServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	var f *fault
 	for i := range s.faults {
-		if s.faults[i].verb == verb {
+		if s.faults[i].verb == verb && (!s.faults[i].continued || q.Get("continue") != "") {
 			ff := s.faults[i]
 			f = &ff
 			s.faults = append(s.faults[:i], s.faults[i+1:]...)
