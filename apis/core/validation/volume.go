@@ -43,66 +43,72 @@ func validateVolumes(volumes []corev1.Volume, fldPath *field.Path) (map[string]c
 }
 
 // volumeType is one of the mutually exclusive sources of a volume, with
-// the checks Kite applies to it (nil: only counted).
+// the checks Kite applies to it (nil: only counted). dupName is the name
+// upstream's "more than 1 volume type" error uses, which for two sources
+// differs from the field's ("cephFS", and the typo "downwarAPI").
 type volumeType struct {
-	name     string
-	set      bool
-	validate func(*field.Path) field.ErrorList
+	name, dupName string
+	set           bool
+	validate      func(*field.Path) field.ErrorList
 }
 
 func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	required := func(value, child string) func(*field.Path) field.ErrorList {
+		return func(p *field.Path) field.ErrorList {
+			if value == "" {
+				return field.ErrorList{field.Required(p.Child(child), "")}
+			}
+			return nil
+		}
+	}
 	// Upstream's order, which decides which source the "more than 1" error
 	// names.
 	types := []volumeType{
-		{"emptyDir", src.EmptyDir != nil, func(p *field.Path) field.ErrorList {
+		{"emptyDir", "", src.EmptyDir != nil, func(p *field.Path) field.ErrorList {
 			if l := src.EmptyDir.SizeLimit; l != nil && l.Cmp(resource.Quantity{}) < 0 {
 				return field.ErrorList{field.Forbidden(p.Child("sizeLimit"), "SizeLimit field must be a valid resource quantity")}
 			}
 			return nil
 		}},
-		{"hostPath", src.HostPath != nil, func(p *field.Path) field.ErrorList { return validateHostPathVolumeSource(src.HostPath, p) }},
-		{"gitRepo", src.GitRepo != nil, func(p *field.Path) field.ErrorList {
-			if src.GitRepo.Repository == "" {
-				return field.ErrorList{field.Required(p.Child("repository"), "")}
+		{"hostPath", "", src.HostPath != nil, func(p *field.Path) field.ErrorList { return validateHostPathVolumeSource(src.HostPath, p) }},
+		{"gitRepo", "", src.GitRepo != nil, func(p *field.Path) field.ErrorList {
+			allErrs := required(src.GitRepo.Repository, "repository")(p)
+			return append(allErrs, validateLocalDescendingPath(src.GitRepo.Directory, p.Child("directory"))...)
+		}},
+		{"gcePersistentDisk", "", src.GCEPersistentDisk != nil, nil},
+		{"awsElasticBlockStore", "", src.AWSElasticBlockStore != nil, nil},
+		{"secret", "", src.Secret != nil, func(p *field.Path) field.ErrorList { return validateSecretVolumeSource(src.Secret, p) }},
+		{"nfs", "", src.NFS != nil, func(p *field.Path) field.ErrorList { return validateNFSVolumeSource(src.NFS, p) }},
+		{"iscsi", "", src.ISCSI != nil, nil},
+		{"glusterfs", "", src.Glusterfs != nil, nil},
+		{"flocker", "", src.Flocker != nil, nil},
+		{"persistentVolumeClaim", "", src.PersistentVolumeClaim != nil, func(p *field.Path) field.ErrorList {
+			return required(src.PersistentVolumeClaim.ClaimName, "claimName")(p)
+		}},
+		{"rbd", "", src.RBD != nil, nil},
+		{"cinder", "", src.Cinder != nil, nil},
+		{"cephfs", "cephFS", src.CephFS != nil, nil},
+		{"quobyte", "", src.Quobyte != nil, nil},
+		{"downwardAPI", "downwarAPI", src.DownwardAPI != nil, func(p *field.Path) field.ErrorList { return validateDownwardAPIVolumeSource(src.DownwardAPI, p) }},
+		{"fc", "", src.FC != nil, nil},
+		{"flexVolume", "", src.FlexVolume != nil, func(p *field.Path) field.ErrorList { return required(src.FlexVolume.Driver, "driver")(p) }},
+		{"configMap", "", src.ConfigMap != nil, func(p *field.Path) field.ErrorList { return validateConfigMapVolumeSource(src.ConfigMap, p) }},
+		{"azureFile", "", src.AzureFile != nil, nil},
+		{"vsphereVolume", "", src.VsphereVolume != nil, nil},
+		{"photonPersistentDisk", "", src.PhotonPersistentDisk != nil, nil},
+		{"portworxVolume", "", src.PortworxVolume != nil, nil},
+		{"azureDisk", "", src.AzureDisk != nil, nil},
+		{"storageos", "", src.StorageOS != nil, nil},
+		{"projected", "", src.Projected != nil, func(p *field.Path) field.ErrorList { return validateProjectedVolumeSource(src.Projected, p) }},
+		{"scaleIO", "", src.ScaleIO != nil, nil},
+		{"csi", "", src.CSI != nil, func(p *field.Path) field.ErrorList { return required(src.CSI.Driver, "driver")(p) }},
+		{"ephemeral", "", src.Ephemeral != nil, func(p *field.Path) field.ErrorList {
+			if src.Ephemeral.VolumeClaimTemplate == nil {
+				return field.ErrorList{field.Required(p.Child("volumeClaimTemplate"), "")}
 			}
 			return nil
 		}},
-		{"gcePersistentDisk", src.GCEPersistentDisk != nil, nil},
-		{"awsElasticBlockStore", src.AWSElasticBlockStore != nil, nil},
-		{"secret", src.Secret != nil, func(p *field.Path) field.ErrorList { return validateSecretVolumeSource(src.Secret, p) }},
-		{"nfs", src.NFS != nil, func(p *field.Path) field.ErrorList { return validateNFSVolumeSource(src.NFS, p) }},
-		{"iscsi", src.ISCSI != nil, nil},
-		{"glusterfs", src.Glusterfs != nil, nil},
-		{"flocker", src.Flocker != nil, nil},
-		{"persistentVolumeClaim", src.PersistentVolumeClaim != nil, func(p *field.Path) field.ErrorList {
-			if src.PersistentVolumeClaim.ClaimName == "" {
-				return field.ErrorList{field.Required(p.Child("claimName"), "")}
-			}
-			return nil
-		}},
-		{"rbd", src.RBD != nil, nil},
-		{"cinder", src.Cinder != nil, nil},
-		{"cephfs", src.CephFS != nil, nil},
-		{"downwardAPI", src.DownwardAPI != nil, func(p *field.Path) field.ErrorList { return validateDownwardAPIVolumeSource(src.DownwardAPI, p) }},
-		{"fc", src.FC != nil, nil},
-		{"azureFile", src.AzureFile != nil, nil},
-		{"vsphereVolume", src.VsphereVolume != nil, nil},
-		{"quobyte", src.Quobyte != nil, nil},
-		{"azureDisk", src.AzureDisk != nil, nil},
-		{"photonPersistentDisk", src.PhotonPersistentDisk != nil, nil},
-		{"portworxVolume", src.PortworxVolume != nil, nil},
-		{"projected", src.Projected != nil, func(p *field.Path) field.ErrorList { return validateProjectedVolumeSource(src.Projected, p) }},
-		{"scaleIO", src.ScaleIO != nil, nil},
-		{"configMap", src.ConfigMap != nil, func(p *field.Path) field.ErrorList { return validateConfigMapVolumeSource(src.ConfigMap, p) }},
-		{"storageos", src.StorageOS != nil, nil},
-		{"csi", src.CSI != nil, func(p *field.Path) field.ErrorList {
-			if src.CSI.Driver == "" {
-				return field.ErrorList{field.Required(p.Child("driver"), "")}
-			}
-			return nil
-		}},
-		{"ephemeral", src.Ephemeral != nil, nil},
-		{"image", src.Image != nil, func(p *field.Path) field.ErrorList {
+		{"image", "", src.Image != nil, func(p *field.Path) field.ErrorList {
 			if src.Image.Reference == "" {
 				return field.ErrorList{field.Required(p.Child("reference"), "")}
 			}
@@ -116,7 +122,11 @@ func validateVolumeSource(src *corev1.VolumeSource, fldPath *field.Path) field.E
 			continue
 		}
 		if n > 0 {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child(t.name), "may not specify more than 1 volume type"))
+			name := t.name
+			if t.dupName != "" {
+				name = t.dupName
+			}
+			allErrs = append(allErrs, field.Forbidden(fldPath.Child(name), "may not specify more than 1 volume type"))
 			continue
 		}
 		n++
