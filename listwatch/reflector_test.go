@@ -97,3 +97,97 @@ func TestReflectorListsThenAppliesWatchEventsAndBookmarks(t *testing.T) {
 		t.Fatalf("watch options %+v", op)
 	}
 }
+
+func TestNewReflectorRefusesIncompleteOptions(t *testing.T) {
+	lw := ListWatchFuncs{}
+	store := NewIndexer(IndexerOptions[*v1.Pod]{})
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{"no ListerWatcher", Options{Store: store}},
+		{"no Store", Options{ListerWatcher: lw}},
+		{"max watch timeout under min", Options{ListerWatcher: lw, Store: store, MinWatchTimeout: time.Hour, MaxWatchTimeout: time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewReflector(tt.opts); err == nil {
+				t.Fatal("NewReflector succeeded")
+			}
+		})
+	}
+}
+
+func TestReflectorStopsWithItsContextDuringAList(t *testing.T) {
+	entered := make(chan struct{})
+	lw := ListWatchFuncs{ListFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+		close(entered)
+		<-ctx.Done() // a list that hangs until cancelled
+		return nil, ctx.Err()
+	}}
+	r, err := NewReflector(Options{ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	<-entered
+	if r.HasSynced() {
+		t.Fatal("synced before its list returned")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func TestReflectorSkipsEventsItCannotUse(t *testing.T) {
+	lw := &stepLW{listRV: "10"}
+	store := NewIndexer(IndexerOptions[*v1.Pod]{})
+	r, err := NewReflector(Options{Name: "pods", ListerWatcher: lw, Store: store, ExpectedType: &v1.Pod{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the watch", func() bool { return lw.watcher() != nil })
+	w := lw.watcher()
+	w.Add(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "11"}}) // wrong type
+	w.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "12"}})              // store refuses: no name
+	w.Add(testPod("ns", "a", "13", "n1"))
+	waitFor(t, "rv 13", func() bool { return r.LastSyncResourceVersion() == "13" })
+	if got := store.Keys(); len(got) != 1 || got[0] != "ns/a" {
+		t.Fatalf("store keys %q", got)
+	}
+	if _, w := lw.counts(); w != 1 {
+		t.Fatalf("%d watches: unusable events must not end the watch", w)
+	}
+}
+
+func TestReflectorDoesNotResumeFromSyntheticAddsOfAWatchFromEmptyRV(t *testing.T) {
+	lw := &stepLW{listRV: ""} // a server whose lists carry no resourceVersion
+	r, err := NewReflector(Options{Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the watch", func() bool { return lw.watcher() != nil })
+	w := lw.watcher()
+	w.Add(testPod("ns", "b", "20", "n1"))
+	w.Add(testPod("ns", "a", "7", "n1"))
+	w.Modify(testPod("ns", "a", "21", "n1"))
+	waitFor(t, "rv 21", func() bool { return r.LastSyncResourceVersion() == "21" })
+	w.Stop()
+	waitFor(t, "the second watch", func() bool { _, n := lw.counts(); return n == 2 })
+	if lw.watchOpts(0).ResourceVersion != "" || lw.watchOpts(1).ResourceVersion != "21" {
+		t.Fatalf("watched from %q then %q", lw.watchOpts(0).ResourceVersion, lw.watchOpts(1).ResourceVersion)
+	}
+}
