@@ -145,7 +145,9 @@ func wantedHosts(extra []string) []string {
 	return slices.Compact(out)
 }
 
-type authority struct {
+// keyPair is a parsed certificate with its key: the CA's, or the serving
+// certificate's when checking whether it can be reused.
+type keyPair struct {
 	cert    *x509.Certificate
 	key     crypto.Signer
 	certPEM []byte
@@ -153,7 +155,7 @@ type authority struct {
 
 // ensureCA loads the CA, or creates one when either file is missing or
 // they do not belong together.
-func ensureCA(dir string) (*authority, error) {
+func ensureCA(dir string) (*keyPair, error) {
 	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
 	ca, err := loadPair(certPath, keyPath)
 	if err == nil && ca.cert.IsCA {
@@ -182,12 +184,12 @@ func ensureCA(dir string) (*authority, error) {
 	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, err
 	}
-	return &authority{cert: cert, key: key, certPEM: certPEM}, nil
+	return &keyPair{cert: cert, key: key, certPEM: certPEM}, nil
 }
 
 // ensureServing returns the serving certificate and key in PEM, reissuing
 // them when they are missing, for other hosts, near expiry or not from ca.
-func ensureServing(dir string, ca *authority, hosts []string, opts Options) (*x509.Certificate, []byte, []byte, error) {
+func ensureServing(dir string, ca *keyPair, hosts []string, opts Options) (*x509.Certificate, []byte, []byte, error) {
 	certPath, keyPath := filepath.Join(dir, ServingCertFile), filepath.Join(dir, ServingKeyFile)
 	cur, err := loadPair(certPath, keyPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -217,7 +219,7 @@ func ensureServing(dir string, ca *authority, hosts []string, opts Options) (*x5
 	return cert, certPEM, keyPEM, nil
 }
 
-func servingStillGood(cert *x509.Certificate, ca *authority, hosts []string, opts Options) bool {
+func servingStillGood(cert *x509.Certificate, ca *keyPair, hosts []string, opts Options) bool {
 	if cert.CheckSignatureFrom(ca.cert) != nil {
 		return false
 	}
@@ -237,7 +239,7 @@ func certHosts(cert *x509.Certificate) []string {
 	return out
 }
 
-func issueServing(ca *authority, hosts []string, opts Options) (*x509.Certificate, crypto.Signer, error) {
+func issueServing(ca *keyPair, hosts []string, opts Options) (*x509.Certificate, crypto.Signer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: generating serving key: %w", err)
@@ -278,7 +280,7 @@ func issueServing(ca *authority, hosts []string, opts Options) (*x509.Certificat
 // loadPair reads a certificate and its key. It returns an error wrapping
 // os.ErrNotExist when either file is missing or the two do not match, so
 // that the caller regenerates them.
-func loadPair(certPath, keyPath string) (*authority, error) {
+func loadPair(certPath, keyPath string) (*keyPair, error) {
 	certPEM, err := os.ReadFile(certPath)
 	if err != nil {
 		return nil, missingOr(err, certPath)
@@ -299,7 +301,7 @@ func loadPair(certPath, keyPath string) (*authority, error) {
 	if !ok || !publicKeysEqual(key.Public(), certs[0].PublicKey) {
 		return nil, fmt.Errorf("pki: %s does not match %s, will regenerate: %w", keyPath, certPath, os.ErrNotExist)
 	}
-	return &authority{cert: certs[0], key: key, certPEM: certPEM}, nil
+	return &keyPair{cert: certs[0], key: key, certPEM: certPEM}, nil
 }
 
 func missingOr(err error, path string) error {
