@@ -156,6 +156,10 @@ func mergeSource(st State, source string, old *sourceState, wanted []*v1.Pod, du
 		order:    make([]types.UID, 0, len(wanted)),
 		refused:  dups,
 	}
+	sent := make(map[types.UID]*v1.Pod, len(old.wanted))
+	for _, p := range old.wanted {
+		sent[p.UID] = p
+	}
 	var problems []kubetypes.Problem
 	var adds, updates, deletes, reconciles []*v1.Pod
 	for _, in := range wanted {
@@ -177,6 +181,15 @@ func mergeSource(st State, source string, old *sourceState, wanted []*v1.Pod, du
 			ss.accepted[pod.UID] = pod
 			ss.order = append(ss.order, pod.UID)
 			adds = append(adds, pod)
+			continue
+		}
+		if sent[in.UID] == in {
+			// The very object the source sent last time, unchanged since
+			// (senders do not modify what they sent): nothing to compare.
+			// Sources that keep their objects (the file source, an
+			// UndeltaStore) make identical snapshots cost almost nothing.
+			ss.accepted[existing.UID] = existing
+			ss.order = append(ss.order, existing.UID)
 			continue
 		}
 		stored, op, changed := compare(existing, in, source)
@@ -225,7 +238,7 @@ func mergeSource(st State, source string, old *sourceState, wanted []*v1.Pod, du
 // nothing changed) and, when changed, the operation to emit.
 func compare(existing, in *v1.Pod, source string) (stored *v1.Pod, op kubetypes.Op, changed bool) {
 	if !podsDifferSemantically(existing, in) {
-		if reflect.DeepEqual(existing.Status, in.Status) {
+		if reflect.DeepEqual(&existing.Status, &in.Status) {
 			return existing, 0, false
 		}
 		stored = existing.DeepCopy()
@@ -279,8 +292,10 @@ func isLocalAnnotationKey(key string) bool {
 
 // podsDifferSemantically is upstream's test of an UPDATE: spec, labels,
 // deletion timestamp and grace period, and non-local annotations.
+// Spec is compared through pointers: by value, it would be copied into an
+// interface (an allocation of the whole PodSpec) on every comparison.
 func podsDifferSemantically(existing, ref *v1.Pod) bool {
-	return !reflect.DeepEqual(existing.Spec, ref.Spec) ||
+	return !reflect.DeepEqual(&existing.Spec, &ref.Spec) ||
 		!reflect.DeepEqual(existing.Labels, ref.Labels) ||
 		!reflect.DeepEqual(existing.DeletionTimestamp, ref.DeletionTimestamp) ||
 		!reflect.DeepEqual(existing.DeletionGracePeriodSeconds, ref.DeletionGracePeriodSeconds) ||
