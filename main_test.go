@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"k8s.io/client-go/rest"
@@ -41,4 +42,8 @@ func TestMain(m *testing.M) {
 func config(t testing.TB) *rest.Config {
 	t.Helper()
 	return shared.RESTConfig()
+}
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), d)
 }
