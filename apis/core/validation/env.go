@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +50,7 @@ func validateEnvVarValueFrom(ev corev1.EnvVar, fldPath *field.Path) field.ErrorL
 	}
 	if from.ResourceFieldRef != nil {
 		sources++
-		allErrs = append(allErrs, validateResourceFieldSelector(from.ResourceFieldRef, fldPath.Child("resourceFieldRef"))...)
+		allErrs = append(allErrs, validateResourceFieldSelector(from.ResourceFieldRef, false, fldPath.Child("resourceFieldRef"))...)
 	}
 	if from.ConfigMapKeyRef != nil {
 		sources++
@@ -75,7 +76,10 @@ func validateEnvVarValueFrom(ev corev1.EnvVar, fldPath *field.Path) field.ErrorL
 	return allErrs
 }
 
-// validateObjectFieldSelector checks a downward API field reference.
+// validateObjectFieldSelector checks a downward API field reference: the
+// field is converted as upstream's ConvertDownwardAPIFieldLabel does (which
+// refuses unknown fields outright), then checked against the fields this
+// use allows.
 func validateObjectFieldSelector(fs *corev1.ObjectFieldSelector, valid []string, fldPath *field.Path) field.ErrorList {
 	if fs.APIVersion == "" {
 		return field.ErrorList{field.Required(fldPath.Child("apiVersion"), "")}
@@ -83,11 +87,11 @@ func validateObjectFieldSelector(fs *corev1.ObjectFieldSelector, valid []string,
 	if fs.FieldPath == "" {
 		return field.ErrorList{field.Required(fldPath.Child("fieldPath"), "")}
 	}
-	if fs.APIVersion != "v1" {
-		return field.ErrorList{field.Invalid(fldPath.Child("fieldPath"), fs.FieldPath,
-			`error converting fieldPath: unsupported pod version: `+fs.APIVersion)}
+	internal, err := convertDownwardAPIFieldLabel(fs.APIVersion, fs.FieldPath)
+	if err != "" {
+		return field.ErrorList{field.Invalid(fldPath.Child("fieldPath"), fs.FieldPath, "error converting fieldPath: "+err)}
 	}
-	if path, subscript, ok := splitSubscript(fs.FieldPath); ok {
+	if path, subscript, ok := splitSubscript(internal); ok {
 		switch path {
 		case "metadata.annotations":
 			return validateQualifiedName(strings.ToLower(subscript), fldPath)
@@ -97,12 +101,39 @@ func validateObjectFieldSelector(fs *corev1.ObjectFieldSelector, valid []string,
 			return field.ErrorList{field.Invalid(fldPath, path, "does not support subscript")}
 		}
 	}
-	for _, ok := range valid {
-		if fs.FieldPath == ok {
-			return nil
-		}
+	if !slices.Contains(valid, internal) {
+		return field.ErrorList{field.NotSupported(fldPath.Child("fieldPath"), internal, slices.Sorted(slices.Values(valid)))}
 	}
-	return field.ErrorList{field.NotSupported(fldPath.Child("fieldPath"), fs.FieldPath, valid)}
+	return nil
+}
+
+// downwardAPIFieldLabels are the pod fields the downward API knows at all.
+var downwardAPIFieldLabels = []string{
+	"metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
+	"spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName",
+	"status.phase", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+}
+
+// convertDownwardAPIFieldLabel is upstream's pods.ConvertDownwardAPIFieldLabel:
+// it returns the internal field path, or the reason it has none.
+func convertDownwardAPIFieldLabel(version, label string) (string, string) {
+	if version != "v1" {
+		return "", "unsupported pod version: " + version
+	}
+	if path, _, ok := splitSubscript(label); ok {
+		if path == "metadata.annotations" || path == "metadata.labels" {
+			return label, ""
+		}
+		return "", "field label does not support subscript: " + label
+	}
+	if label == "spec.host" {
+		// Old v1 clients send spec.host.
+		return "spec.nodeName", ""
+	}
+	if slices.Contains(downwardAPIFieldLabels, label) {
+		return label, ""
+	}
+	return "", "field label not supported: " + label
 }
 
 // splitSubscript splits "metadata.labels['key']" into its path and key.
@@ -119,23 +150,52 @@ func splitSubscript(fieldPath string) (path, subscript string, ok bool) {
 }
 
 var validContainerResourceFields = []string{
-	"limits.cpu", "limits.memory", "limits.ephemeral-storage",
-	"requests.cpu", "requests.memory", "requests.ephemeral-storage",
+	"limits.cpu", "limits.ephemeral-storage", "limits.memory",
+	"requests.cpu", "requests.ephemeral-storage", "requests.memory",
 }
 
-func validateResourceFieldSelector(fs *corev1.ResourceFieldSelector, fldPath *field.Path) field.ErrorList {
-	if fs.Resource == "" {
-		return field.ErrorList{field.Required(fldPath.Child("resource"), "")}
+var (
+	cpuDivisors    = []string{"1m", "1"}
+	memoryDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+// validateResourceFieldSelector checks a resourceFieldRef; in a volume
+// (volume true) it must name its container.
+func validateResourceFieldSelector(fs *corev1.ResourceFieldSelector, volume bool, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	switch {
+	case volume && fs.ContainerName == "":
+		allErrs = append(allErrs, field.Required(fldPath.Child("containerName"), ""))
+	case fs.Resource == "":
+		allErrs = append(allErrs, field.Required(fldPath.Child("resource"), ""))
+	case !slices.Contains(validContainerResourceFields, fs.Resource) &&
+		!strings.HasPrefix(fs.Resource, "limits.hugepages-") && !strings.HasPrefix(fs.Resource, "requests.hugepages-"):
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("resource"), fs.Resource, validContainerResourceFields))
 	}
-	for _, ok := range validContainerResourceFields {
-		if fs.Resource == ok {
-			return nil
+	if fs.Divisor.IsZero() {
+		return allErrs
+	}
+	divisor := fs.Divisor.String()
+	divPath := fldPath.Child("divisor")
+	switch {
+	case fs.Resource == "limits.cpu" || fs.Resource == "requests.cpu":
+		if !slices.Contains(cpuDivisors, divisor) {
+			allErrs = append(allErrs, field.Invalid(divPath, fs.Resource, "only divisor's values 1m and 1 are supported with the cpu resource"))
+		}
+	case fs.Resource == "limits.memory" || fs.Resource == "requests.memory":
+		if !slices.Contains(memoryDivisors, divisor) {
+			allErrs = append(allErrs, field.Invalid(divPath, fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource"))
+		}
+	case fs.Resource == "limits.ephemeral-storage" || fs.Resource == "requests.ephemeral-storage":
+		if !slices.Contains(memoryDivisors, divisor) {
+			allErrs = append(allErrs, field.Invalid(divPath, fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the local ephemeral storage resource"))
+		}
+	case strings.HasPrefix(fs.Resource, "limits.hugepages-") || strings.HasPrefix(fs.Resource, "requests.hugepages-"):
+		if !slices.Contains(memoryDivisors, divisor) {
+			allErrs = append(allErrs, field.Invalid(divPath, fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource"))
 		}
 	}
-	if strings.HasPrefix(fs.Resource, "limits.hugepages-") || strings.HasPrefix(fs.Resource, "requests.hugepages-") {
-		return nil
-	}
-	return field.ErrorList{field.NotSupported(fldPath.Child("resource"), fs.Resource, validContainerResourceFields)}
+	return allErrs
 }
 
 // validateKeySelector checks a configMapKeyRef or secretKeyRef.
@@ -163,17 +223,31 @@ func validateEnvFrom(sources []corev1.EnvFromSource, fldPath *field.Path) field.
 		n := 0
 		if ev.ConfigMapRef != nil {
 			n++
-			allErrs = append(allErrs, nameErrors(ValidateConfigMapName, ev.ConfigMapRef.Name, idxPath.Child("configMapRef").Child("name"))...)
+			allErrs = append(allErrs, validateEnvSourceName(ev.ConfigMapRef.Name, idxPath.Child("configMapRef").Child("name"))...)
 		}
 		if ev.SecretRef != nil {
 			n++
-			allErrs = append(allErrs, nameErrors(ValidateSecretName, ev.SecretRef.Name, idxPath.Child("secretRef").Child("name"))...)
+			allErrs = append(allErrs, validateEnvSourceName(ev.SecretRef.Name, idxPath.Child("secretRef").Child("name"))...)
 		}
+		// Upstream reports these two at the list, not at the item.
 		if n == 0 {
-			allErrs = append(allErrs, field.Invalid(idxPath, "", "must specify one of: `configMapRef` or `secretRef`"))
+			allErrs = append(allErrs, field.Invalid(fldPath, "", "must specify one of: `configMapRef` or `secretRef`"))
 		} else if n > 1 {
-			allErrs = append(allErrs, field.Invalid(idxPath, "", "may not have more than one field specified at a time"))
+			allErrs = append(allErrs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
 		}
+	}
+	return allErrs
+}
+
+// validateEnvSourceName: required, and a DNS subdomain allowing a trailing
+// dash (upstream validates it as a prefix).
+func validateEnvSourceName(name string, fldPath *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fldPath, "")}
+	}
+	var allErrs field.ErrorList
+	for _, msg := range ValidateSecretName(name, true) {
+		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
 }

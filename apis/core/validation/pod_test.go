@@ -112,10 +112,25 @@ func TestValidatePodRejects(t *testing.T) {
 		{"env valueFrom empty", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{}}}
 		}, []want{{field.ErrorTypeInvalid, "spec.containers[0].env[0].valueFrom"}}},
-		{"env fieldRef unsupported path", func(p *corev1.Pod) {
+		{"env fieldRef to a field the downward API does not know", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.hostname"}}}}
+		}, []want{{field.ErrorTypeInvalid, "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath"}}},
+		{"env fieldRef to a field env vars may not use", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.phase"}}}}
 		}, []want{{field.ErrorTypeNotSupported, "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath"}}},
+		{"env fieldRef to a label", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}}}}
+		}, nil},
+		{"envFrom without source", func(p *corev1.Pod) { p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "X_"}} },
+			[]want{{field.ErrorTypeInvalid, "spec.containers[0].envFrom"}}},
+		{"downward API volume item without containerName", func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+				DefaultMode: ptr.To(int32(0644)),
+				Items:       []corev1.DownwardAPIVolumeFile{{Path: "cpu", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}}}}})
+		}, []want{{field.ErrorTypeRequired, "spec.volumes[1].downwardAPI.resourceFieldRef.containerName"}}},
 		{"env secretKeyRef without key", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}}}

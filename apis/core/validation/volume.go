@@ -164,7 +164,8 @@ func validateNFSVolumeSource(nfs *corev1.NFSVolumeSource, fldPath *field.Path) f
 	}
 	if nfs.Path == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
-	} else if !path.IsAbs(nfs.Path) {
+	}
+	if !path.IsAbs(nfs.Path) {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), nfs.Path, "must be an absolute path"))
 	}
 	return allErrs
@@ -197,7 +198,9 @@ func validateConfigMapVolumeSource(c *corev1.ConfigMapVolumeSource, fldPath *fie
 func validateDownwardAPIVolumeSource(d *corev1.DownwardAPIVolumeSource, fldPath *field.Path) field.ErrorList {
 	allErrs := validateFileMode(d.DefaultMode, fldPath.Child("defaultMode"))
 	for i := range d.Items {
-		allErrs = append(allErrs, validateDownwardAPIVolumeFile(&d.Items[i], fldPath.Child("items").Index(i))...)
+		// Upstream reports item errors under the volume source, without
+		// "items[i]".
+		allErrs = append(allErrs, validateDownwardAPIVolumeFile(&d.Items[i], fldPath)...)
 	}
 	return allErrs
 }
@@ -215,12 +218,13 @@ func validateDownwardAPIVolumeFile(f *corev1.DownwardAPIVolumeFile, fldPath *fie
 	}
 	allErrs = append(allErrs, validateLocalNonReservedPath(f.Path, fldPath.Child("path"))...)
 	switch {
-	case f.FieldRef != nil && f.ResourceFieldRef != nil:
-		allErrs = append(allErrs, field.Invalid(fldPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 	case f.FieldRef != nil:
 		allErrs = append(allErrs, validateObjectFieldSelector(f.FieldRef, validDownwardAPIVolumeFieldPaths, fldPath.Child("fieldRef"))...)
+		if f.ResourceFieldRef != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+		}
 	case f.ResourceFieldRef != nil:
-		allErrs = append(allErrs, validateResourceFieldSelector(f.ResourceFieldRef, fldPath.Child("resourceFieldRef"))...)
+		allErrs = append(allErrs, validateResourceFieldSelector(f.ResourceFieldRef, true, fldPath.Child("resourceFieldRef"))...)
 	default:
 		allErrs = append(allErrs, field.Required(fldPath, "one of fieldRef and resourceFieldRef is required"))
 	}
@@ -228,40 +232,76 @@ func validateDownwardAPIVolumeFile(f *corev1.DownwardAPIVolumeFile, fldPath *fie
 	return allErrs
 }
 
+// validateProjectedVolumeSource: one source per entry, each valid, and no
+// two files at the same path. The quirks of upstream's paths are kept: the
+// token's path and duplicate paths are reported at "projected", downward API
+// items at "downwardAPI".
 func validateProjectedVolumeSource(p *corev1.ProjectedVolumeSource, fldPath *field.Path) field.ErrorList {
 	allErrs := validateFileMode(p.DefaultMode, fldPath.Child("defaultMode"))
+	paths := map[string]bool{}
+	claim := func(path string, value any) {
+		if path == "" {
+			return
+		}
+		if paths[path] {
+			allErrs = append(allErrs, field.Invalid(fldPath, value, "conflicting duplicate paths"))
+		}
+		paths[path] = true
+	}
 	for i, s := range p.Sources {
 		srcPath := fldPath.Child("sources").Index(i)
 		n := 0
 		if s.Secret != nil {
 			n++
+			projPath := srcPath.Child("secret")
 			if s.Secret.Name == "" {
-				allErrs = append(allErrs, field.Required(srcPath.Child("secret").Child("name"), ""))
+				allErrs = append(allErrs, field.Required(projPath.Child("name"), ""))
+			}
+			for j := range s.Secret.Items {
+				allErrs = append(allErrs, validateKeyToPath(&s.Secret.Items[j], projPath.Child("items").Index(j))...)
+				claim(s.Secret.Items[j].Path, s.Secret.Name)
 			}
 		}
 		if s.ConfigMap != nil {
 			n++
+			projPath := srcPath.Child("configMap")
 			if s.ConfigMap.Name == "" {
-				allErrs = append(allErrs, field.Required(srcPath.Child("configMap").Child("name"), ""))
+				allErrs = append(allErrs, field.Required(projPath.Child("name"), ""))
+			}
+			for j := range s.ConfigMap.Items {
+				allErrs = append(allErrs, validateKeyToPath(&s.ConfigMap.Items[j], projPath.Child("items").Index(j))...)
+				claim(s.ConfigMap.Items[j].Path, s.ConfigMap.Name)
 			}
 		}
 		if s.DownwardAPI != nil {
 			n++
 			for j := range s.DownwardAPI.Items {
-				allErrs = append(allErrs, validateDownwardAPIVolumeFile(&s.DownwardAPI.Items[j], srcPath.Child("downwardAPI").Child("items").Index(j))...)
+				allErrs = append(allErrs, validateDownwardAPIVolumeFile(&s.DownwardAPI.Items[j], srcPath.Child("downwardAPI"))...)
+				claim(s.DownwardAPI.Items[j].Path, s.DownwardAPI.Items[j].Path)
 			}
 		}
-		if s.ServiceAccountToken != nil {
+		if t := s.ServiceAccountToken; t != nil {
 			n++
 			tokPath := srcPath.Child("serviceAccountToken")
-			if e := s.ServiceAccountToken.ExpirationSeconds; e != nil && *e < 10*60 {
-				allErrs = append(allErrs, field.Invalid(tokPath.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+			// Defaulting sets one hour; nil means not defaulted yet.
+			if t.ExpirationSeconds != nil {
+				if e := *t.ExpirationSeconds; e < 10*60 {
+					allErrs = append(allErrs, field.Invalid(tokPath.Child("expirationSeconds"), e, "may not specify a duration less than 10 minutes"))
+				} else if e > 1<<32 {
+					allErrs = append(allErrs, field.Invalid(tokPath.Child("expirationSeconds"), e, "may not specify a duration larger than 2^32 seconds"))
+				}
 			}
-			if s.ServiceAccountToken.Path == "" {
-				allErrs = append(allErrs, field.Required(tokPath.Child("path"), ""))
+			if t.Path == "" {
+				allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
+			} else {
+				allErrs = append(allErrs, validateLocalNonReservedPath(t.Path, fldPath.Child("path"))...)
 			}
 		}
-		if s.ClusterTrustBundle != nil || s.PodCertificate != nil {
+		if s.ClusterTrustBundle != nil {
+			n++
+			claim(s.ClusterTrustBundle.Path, s.ClusterTrustBundle.Path)
+		}
+		if s.PodCertificate != nil {
 			n++
 		}
 		if n > 1 {
@@ -343,6 +383,14 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, ctr *corev1.Container, vo
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		mountPoints[m.MountPath] = true
+		if v, ok := vols[m.Name]; ok && v.Image != nil {
+			if m.SubPath != "" {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
+			}
+			if m.SubPathExpr != "" {
+				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
+			}
+		}
 		if m.SubPath != "" {
 			// Upstream reports subPath under the list, not the item.
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPath, fldPath.Child("subPath"))...)
@@ -353,15 +401,18 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, ctr *corev1.Container, vo
 			}
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPathExpr, fldPath.Child("subPathExpr"))...)
 		}
+		// Upstream reports propagation under the list, not the item.
 		if mp := m.MountPropagation; mp != nil {
+			propPath := fldPath.Child("mountPropagation")
 			ok := false
 			for _, s := range supportedMountPropagations {
 				ok = ok || *mp == s
 			}
 			if !ok {
-				allErrs = append(allErrs, field.NotSupported(idxPath.Child("mountPropagation"), *mp, supportedMountPropagations))
-			} else if *mp == corev1.MountPropagationBidirectional && !isPrivileged(ctr) {
-				allErrs = append(allErrs, field.Forbidden(idxPath.Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
+				allErrs = append(allErrs, field.NotSupported(propPath, *mp, supportedMountPropagations))
+			}
+			if *mp == corev1.MountPropagationBidirectional && !isPrivileged(ctr) {
+				allErrs = append(allErrs, field.Forbidden(propPath, "Bidirectional mount propagation is available only to privileged containers"))
 			}
 		}
 	}
