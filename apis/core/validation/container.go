@@ -186,6 +186,7 @@ func validateContainerCommon(ctr *corev1.Container, vols map[string]corev1.Volum
 	allErrs = append(allErrs, validateVolumeMounts(ctr.VolumeMounts, ctr, vols, path.Child("volumeMounts"))...)
 	allErrs = append(allErrs, validatePullPolicy(ctr.ImagePullPolicy, path.Child("imagePullPolicy"))...)
 	allErrs = append(allErrs, validateResourceRequirements(&ctr.Resources, path.Child("resources"))...)
+	allErrs = append(allErrs, validateSecurityContext(ctr.SecurityContext, path.Child("securityContext"))...)
 	return allErrs
 }
 

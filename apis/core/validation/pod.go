@@ -19,9 +19,9 @@ import (
 // while scheduling gates remain).
 //
 // Left out from upstream: seccomp/AppArmor annotations and their agreement
-// with the fields; securityContext beyond user and group IDs (capabilities,
-// SELinux, sysctls, seccomp and AppArmor profiles, Windows options,
-// privileged/hostUsers combinations); affinity; topology spread
+// with the fields; in security contexts, SELinux options, sysctls,
+// fsGroupChangePolicy, Windows options and user-namespace (hostUsers)
+// combinations; affinity; topology spread
 // constraints; resource claims; pod-level resources; hugepage sizes;
 // OS-specific rules; resize policy; volume devices; the
 // pod-deletion-cost annotation.
@@ -185,40 +185,6 @@ func validatePodHostNetworkDeps(spec *corev1.PodSpec, fldPath *field.Path) field
 				allErrs = append(allErrs, field.Invalid(portsPath.Index(j).Child("hostPort"), port.HostPort, "must match `containerPort` when `hostNetwork` is true"))
 			}
 		}
-	}
-	return allErrs
-}
-
-// validatePodSecurityContext checks the IDs in the pod's security context
-// and that a shared process namespace is not combined with the host's.
-func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
-	sc := spec.SecurityContext
-	if sc == nil {
-		return nil
-	}
-	var allErrs field.ErrorList
-	if sc.FSGroup != nil {
-		for _, msg := range validation.IsValidGroupID(*sc.FSGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("fsGroup"), *sc.FSGroup, msg))
-		}
-	}
-	if sc.RunAsUser != nil {
-		for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
-		}
-	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
-		}
-	}
-	for i, gid := range sc.SupplementalGroups {
-		for _, msg := range validation.IsValidGroupID(gid) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("supplementalGroups").Index(i), gid, msg))
-		}
-	}
-	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("shareProcessNamespace"), *spec.ShareProcessNamespace, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
 	return allErrs
 }

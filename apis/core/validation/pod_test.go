@@ -261,6 +261,14 @@ func TestValidatePodRejects(t *testing.T) {
 		}, []want{{field.ErrorTypeRequired, "spec.containers[0].lifecycle.postStart"}}},
 		{"negative runAsUser", func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To(int64(-1)) },
 			[]want{{field.ErrorTypeInvalid, "spec.securityContext.runAsUser"}}},
+		{"seccomp profile without type", func(p *corev1.Pod) { p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{} },
+			[]want{{field.ErrorTypeRequired, "spec.securityContext.seccompProfile.type"}}},
+		{"privileged without privilege escalation", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}
+		}, []want{{field.ErrorTypeInvalid, "spec.containers[0].securityContext"}}},
+		{"container negative runAsGroup", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsGroup: ptr.To(int64(-5))}
+		}, []want{{field.ErrorTypeInvalid, "spec.containers[0].securityContext.runAsGroup"}}},
 		{"nameserver not an IP", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"dns.example.com"}}
 		}, []want{{field.ErrorTypeInvalid, "spec.dnsConfig.nameservers[0]"}}},
