@@ -120,16 +120,18 @@ func (s *scriptedServer) startOn(ln net.Listener) {
 func (s *scriptedServer) stop() {
 	s.mu.Lock()
 	srv := s.srv
-	s.srv = nil
-	if srv != nil {
-		close(s.stopped)
-	}
 	s.mu.Unlock()
 	if srv == nil {
 		return
 	}
+	// Close the connections first, so that no request is answered while
+	// stopping: a client sees a broken connection, then refused ones.
 	_ = srv.Close()
 	s.serve.Wait()
+	s.mu.Lock()
+	s.srv = nil
+	close(s.stopped)
+	s.mu.Unlock()
 	s.handler.Wait()
 }
 
