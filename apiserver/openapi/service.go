@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/openapiconv"
 	"k8s.io/kube-openapi/pkg/spec3"
@@ -36,17 +38,20 @@ type Options struct {
 // Service holds the OpenAPI documents built from Options and serves them.
 // It is immutable after New and safe for concurrent use.
 type Service struct {
-	v2          *spec.Swagger
-	v2JSON      []byte
-	v2Proto     []byte
-	v2ETag      string
+	v2 *spec.Swagger
+	// v2Encoded encodes v2 on first use: the protobuf form costs a YAML
+	// parse of the whole document (most of New's time otherwise), and
+	// kubectl asks for v2 only when v3 does not answer.
+	v2Encoded   func() (*encodedV2, error)
 	built       time.Time
-	v3          map[string]*spec3.OpenAPI // by discovery key, e.g. "api/v1"
+	v3          map[string]func() *spec3.OpenAPI // by discovery key, e.g. "api/v1"
 	v3Handler   *handler3.OpenAPIService
-	definitions map[string]*spec.Schema // v3 component schemas of every served group version
+	definitions func() map[string]*spec.Schema // v3 component schemas of every served group version
 }
 
-// New builds the v2 document and one v3 document per group version.
+// New builds the documents' schemas and paths. Encoding them (v2 JSON and
+// protobuf, v3 conversion) waits for the first request, to keep it off the
+// server's start-up.
 func New(opts Options) (*Service, error) {
 	if len(opts.Resources) == 0 {
 		return nil, fmt.Errorf("openapi: no resources to describe")
@@ -73,42 +78,66 @@ func New(opts Options) (*Service, error) {
 		maps.Copy(all, b.paths)
 	}
 	v2 := swagger(opts.Version, all, d.defs)
-	v2JSON, err := json.Marshal(v2)
+	s := &Service{
+		v2:        v2,
+		v2Encoded: sync.OnceValues(func() (*encodedV2, error) { return encodeV2(v2) }),
+		built:     time.Now(),
+		v3:        map[string]func() *spec3.OpenAPI{},
+		v3Handler: handler3.NewOpenAPIService(),
+	}
+	// The v3 documents are converted on first use too; the discovery
+	// document needs their hashes, so the first GET /openapi/v3 pays.
+	for gv, b := range byGV {
+		doc := sync.OnceValue(func() *spec3.OpenAPI { return toV3(opts.Version, b.paths, d) })
+		s.v3[v3Key(gv)] = doc
+		s.v3Handler.UpdateGroupVersionLazy(v3Key(gv), cached.Func(func() (*spec3.OpenAPI, string, error) {
+			return doc(), "static", nil // immutable: one etag for ever
+		}))
+	}
+	s.definitions = sync.OnceValue(func() map[string]*spec.Schema {
+		out := map[string]*spec.Schema{}
+		for _, doc := range s.v3 {
+			maps.Copy(out, doc().Components.Schemas)
+		}
+		return out
+	})
+	return s, nil
+}
+
+type encodedV2 struct {
+	json, proto []byte
+	etag        string
+}
+
+func encodeV2(v2 *spec.Swagger) (*encodedV2, error) {
+	j, err := json.Marshal(v2)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encoding v2 document: %w", err)
 	}
-	doc, err := openapi_v2.ParseDocument(v2JSON)
+	doc, err := openapi_v2.ParseDocument(j)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: v2 document to protobuf: %w", err)
 	}
-	v2Proto, err := proto.Marshal(doc)
+	p, err := proto.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encoding v2 protobuf: %w", err)
 	}
+	return &encodedV2{json: j, proto: p, etag: strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(j)))}, nil
+}
 
-	s := &Service{
-		v2: v2, v2JSON: v2JSON, v2Proto: v2Proto,
-		v2ETag:      strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(v2JSON))),
-		built:       time.Now(),
-		v3:          map[string]*spec3.OpenAPI{},
-		v3Handler:   handler3.NewOpenAPIService(),
-		definitions: map[string]*spec.Schema{},
-	}
-	for gv, b := range byGV {
-		v3 := openapiconv.ConvertV2ToV3(swagger(opts.Version, b.paths, reachable(b.paths, d.defs)))
-		for n, types := range d.oneOf {
-			if sc, ok := v3.Components.Schemas[n]; ok {
-				sc.Type = nil
-				for _, t := range types {
-					sc.OneOf = append(sc.OneOf, spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{t}}})
-				}
+// toV3 is one group version's v3 document: its paths and the definitions
+// they reach, converted, with oneOf for the types v2 calls strings.
+func toV3(version string, paths map[string]spec.PathItem, d *definitions) *spec3.OpenAPI {
+	v3 := openapiconv.ConvertV2ToV3(swagger(version, paths, reachable(paths, d.defs)))
+	for n, types := range d.oneOf {
+		if sc, ok := v3.Components.Schemas[n]; ok {
+			sc.Type = nil
+			for _, t := range types {
+				sc.OneOf = append(sc.OneOf, spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{t}}})
 			}
 		}
-		maps.Copy(s.definitions, v3.Components.Schemas)
-		s.v3[v3Key(gv)] = v3
-		s.v3Handler.UpdateGroupVersion(v3Key(gv), v3)
 	}
-	return s, nil
+	return v3
 }
 
 func swagger(version string, paths map[string]spec.PathItem, defs spec.Definitions) *spec.Swagger {
@@ -229,13 +258,18 @@ func (s *Service) V2() *spec.Swagger { return s.v2 }
 
 // V3 returns the v3 document of a group version, or nil. Callers must not
 // modify it.
-func (s *Service) V3(gv schema.GroupVersion) *spec3.OpenAPI { return s.v3[v3Key(gv)] }
+func (s *Service) V3(gv schema.GroupVersion) *spec3.OpenAPI {
+	if doc, ok := s.v3[v3Key(gv)]; ok {
+		return doc()
+	}
+	return nil
+}
 
 // Definitions returns the v3 component schemas of every served kind, keyed
 // by definition name: what a server-side apply type converter
 // (k8s.io/apimachinery/pkg/util/managedfields.NewTypeConverter) or a
 // field validator takes. Callers must not modify them.
-func (s *Service) Definitions() map[string]*spec.Schema { return s.definitions }
+func (s *Service) Definitions() map[string]*spec.Schema { return s.definitions() }
 
 // Media types of the v2 protobuf document; kubectl asks for the first.
 const (
@@ -265,6 +299,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) serveV2(w http.ResponseWriter, r *http.Request) {
+	enc, err := s.v2Encoded()
+	if err != nil {
+		// Reached only if a served type cannot be encoded; New's callers
+		// test their resources through this path.
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	accept := r.Header.Get("Accept")
 	if accept == "" {
 		accept = "*/*"
@@ -278,14 +319,14 @@ func (s *Service) serveV2(w http.ResponseWriter, r *http.Request) {
 		var ct string
 		switch c.SubType {
 		case "json", "*":
-			body, ct = s.v2JSON, "application/json"
+			body, ct = enc.json, "application/json"
 		case protoV2, protoV2Deprecated:
-			body, ct = s.v2Proto, "application/"+protoV2
+			body, ct = enc.proto, "application/"+protoV2
 		default:
 			continue
 		}
 		w.Header().Set("Content-Type", ct)
-		w.Header().Set("Etag", s.v2ETag)
+		w.Header().Set("Etag", enc.etag)
 		http.ServeContent(w, r, "", s.built, bytes.NewReader(body))
 		return
 	}
