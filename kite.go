@@ -23,6 +23,7 @@ import (
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
@@ -118,7 +119,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if v == (version.Info{}) {
 		v = DefaultVersion()
 	}
+	oa, err := openAPI(stores, v.GitVersion)
+	if err != nil {
+		return nil, err
+	}
 	s.api, err = apiserver.New(apiserver.Options{
+		Extra:         map[string]http.Handler{"/openapi/": oa},
 		Stores:        stores,
 		Scheme:        s.scheme,
 		Version:       v,
@@ -264,4 +270,35 @@ func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
 	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
 		return tc.Convert(obj, table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv})
 	}
+}
+
+// openAPI describes what the stores serve, for kubectl apply, explain and
+// server-side field validation.
+func openAPI(stores []*registry.Store, version string) (*openapi.Service, error) {
+	var resources []openapi.Resource
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+	for _, st := range stores {
+		strat := st.Strategy()
+		r := openapi.Resource{
+			GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: verbs,
+			Object: strat.New(), List: strat.NewList(),
+		}
+		for name, sub := range strat.Subresources {
+			os := openapi.Subresource{Name: name, Verbs: []string{"get", "update", "patch"}}
+			switch {
+			case sub.Create != nil:
+				os.Verbs = []string{"create"}
+				os.Object, os.GVK = sub.New(), sub.Kind
+			case name == "finalize":
+				os.Verbs = []string{"update"}
+			}
+			r.Subresources = append(r.Subresources, os)
+		}
+		resources = append(resources, r)
+	}
+	oa, err := openapi.New(openapi.Options{Resources: resources, Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	return oa, nil
 }
