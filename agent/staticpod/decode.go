@@ -1,6 +1,8 @@
 package staticpod
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -42,6 +44,11 @@ func decodeObject(data []byte) (runtime.Object, error) {
 	if len(data) > MaxManifestBytes {
 		return nil, fmt.Errorf("%w: manifest is %d bytes, more than the limit of %d", ErrDecode, len(data), MaxManifestBytes)
 	}
+	if n := yamlDocuments(data); n > 1 {
+		// Converting YAML to JSON keeps only the first document: refuse
+		// rather than drop the others silently.
+		return nil, fmt.Errorf("%w: manifest holds %d YAML documents, want one (one pod per manifest; a URL may serve a PodList)", ErrDecode, n)
+	}
 	js, err := utilyaml.ToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
@@ -51,6 +58,37 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	return obj, nil
+}
+
+// yamlDocuments counts the YAML documents of data that hold more than
+// comments and blank lines. JSON is one document.
+func yamlDocuments(data []byte) int {
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		return 1
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			return n // io.EOF, or an error ToJSON will report
+		}
+		if hasContent(doc) {
+			n++
+		}
+	}
+}
+
+// hasContent says whether a YAML document has a line that is neither blank,
+// a comment, nor a document marker.
+func hasContent(doc []byte) bool {
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' && !bytes.Equal(line, []byte("---")) && !bytes.Equal(line, []byte("...")) {
+			return true
+		}
+	}
+	return false
 }
 
 // DecodePod decodes one pod from a manifest, defaults it for origin o and

@@ -119,6 +119,7 @@ func TestDecodePodsSingleAndList(t *testing.T) {
 		{"single pod", podYAML, []string{"default/web-n1"}},
 		{"pod list", list, []string{"default/a-n1", "ns/b-n1"}},
 		{"empty pod list", `{"apiVersion":"v1","kind":"PodList","items":[]}`, nil},
+		{"one YAML document with markers and comments", "# web\n---\n" + podYAML + "---\n# end\n", []string{"default/web-n1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +169,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"configmap env", pod(`{"containers":[{"name":"c","image":"i","env":[{"name":"E","valueFrom":{"configMapKeyRef":{"name":"m","key":"k"}}}]}]}`), ErrInvalid},
 		{"bad restart policy", pod(`{"restartPolicy":"Sometimes","containers":[{"name":"c","image":"i"}]}`), ErrInvalid},
 		{"too large", strings.Repeat(" ", MaxManifestBytes+1), ErrDecode},
+		{"two YAML documents", podYAML + "---\n" + podYAML, ErrDecode},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
