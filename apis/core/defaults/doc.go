@@ -15,8 +15,9 @@
 // token volume, the default tolerations for not-ready and unreachable
 // nodes) and values a registry strategy sets on create (pod status phase
 // Pending and QOS class, namespace phase and `kubernetes` finalizer, service
-// cluster IPs and IP families). Two helpers cover the strategy's part that
-// others need too: PodQOSClass and NamespaceForCreate.
+// cluster IPs and IP families). Helpers cover the parts of upstream's
+// strategies that the registry and the node agent both need: PodQOSClass,
+// NamespaceForCreate and NormalizeServiceClusterIPs.
 //
 // Core events and leases have no defaults upstream, so none here.
 //

@@ -1,6 +1,7 @@
 package defaults
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,6 +174,32 @@ func TestPodQOSClass(t *testing.T) {
 			}
 			if got := PodQOSClass(pod); got != tc.want {
 				t.Errorf("PodQOSClass = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeServiceClusterIPs(t *testing.T) {
+	withIPs := func(ip string, ips ...string) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: ips}}
+	}
+	cases := []struct {
+		name     string
+		old, svc *corev1.Service
+		want     []string
+	}{
+		{"create with clusterIP only", nil, withIPs("10.96.0.5"), []string{"10.96.0.5"}},
+		{"create with neither", nil, withIPs(""), nil},
+		{"create headless", nil, withIPs("None"), []string{"None"}},
+		{"update from an old client keeps clusterIPs", withIPs("10.96.0.5", "10.96.0.5", "fd00::5"), withIPs("10.96.0.5"), []string{"10.96.0.5", "fd00::5"}},
+		{"update changing clusterIP alone carries clusterIPs", withIPs("10.96.0.5", "10.96.0.5"), withIPs("10.96.0.6", "10.96.0.5"), []string{"10.96.0.6"}},
+		{"update clearing clusterIP clears clusterIPs", withIPs("10.96.0.5", "10.96.0.5"), withIPs("", "10.96.0.5"), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			NormalizeServiceClusterIPs(tc.old, tc.svc)
+			if !slices.Equal(tc.svc.Spec.ClusterIPs, tc.want) {
+				t.Errorf("clusterIPs = %v, want %v", tc.svc.Spec.ClusterIPs, tc.want)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package defaults
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -63,5 +65,36 @@ func Service(svc *corev1.Service) {
 				svc.Status.LoadBalancer.Ingress[i].IPMode = ptr.To(corev1.LoadBalancerIPModeVIP)
 			}
 		}
+	}
+}
+
+// NormalizeServiceClusterIPs is what upstream's service strategy does
+// before validation to reconcile spec.clusterIP and spec.clusterIPs, which
+// old clients set one of and new clients set both of: on create (old nil) a
+// lone clusterIP fills clusterIPs; on update, clusterIPs dropped by a client
+// that kept clusterIP come back from the old object, and a clusterIP changed
+// or cleared while clusterIPs stayed the same carries clusterIPs along.
+// Validation then judges the result.
+func NormalizeServiceClusterIPs(old, svc *corev1.Service) {
+	if old == nil {
+		if svc.Spec.ClusterIP != "" && len(svc.Spec.ClusterIPs) == 0 {
+			svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		}
+		return
+	}
+	if len(old.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) == 0 && old.Spec.ClusterIP == svc.Spec.ClusterIP {
+		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
+	}
+	if old.Spec.ClusterIP == svc.Spec.ClusterIP {
+		return
+	}
+	sameIPs := slices.Equal(old.Spec.ClusterIPs, svc.Spec.ClusterIPs)
+	switch {
+	case old.Spec.ClusterIP != "" && svc.Spec.ClusterIP == "":
+		if sameIPs {
+			svc.Spec.ClusterIPs = nil
+		}
+	case sameIPs:
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
 	}
 }
