@@ -2,6 +2,7 @@ package staticpod
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -247,5 +248,24 @@ func TestValidateNodeName(t *testing.T) {
 		if err := ValidateNodeName(name); (err == nil) != ok {
 			t.Errorf("ValidateNodeName(%q) = %v, want ok=%v", name, err, ok)
 		}
+	}
+}
+
+// TestDecodeKubeadmManifest: a real control-plane manifest passes.
+func TestDecodeKubeadmManifest(t *testing.T) {
+	data, err := os.ReadFile("testdata/etcd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := DecodePod(data, Origin{Source: kubetypes.FileSource, Location: "/etc/kubernetes/manifests/etcd.yaml", NodeName: "cp-1"})
+	if err != nil {
+		t.Fatalf("DecodePod: %v", err)
+	}
+	if pod.Namespace != "kube-system" || pod.Name != "etcd-cp-1" || !pod.Spec.HostNetwork {
+		t.Errorf("pod %s/%s hostNetwork %v", pod.Namespace, pod.Name, pod.Spec.HostNetwork)
+	}
+	// The API defaults are applied.
+	if pod.Spec.Containers[0].TerminationMessagePath != v1.TerminationMessagePathDefault {
+		t.Errorf("terminationMessagePath %q, want the API default", pod.Spec.Containers[0].TerminationMessagePath)
 	}
 }
