@@ -1,6 +1,6 @@
 //go:build ignore
 
-// gen_markers reads the +listType, +listMapKey, +mapType and +optional
+// gen_markers reads the +listType, +listMapKey, +mapType, +optional and +required
 // comment markers of k8s.io/api and k8s.io/apimachinery's meta/v1 types
 // (the markers openapi-gen reads, invisible at run time) and writes
 // markers_generated.go. Run with go generate after bumping k8s.io/api.
@@ -25,9 +25,9 @@ import (
 )
 
 type marker struct {
-	listType, mapType string
-	keys              []string
-	optional          bool
+	listType, mapType  string
+	keys               []string
+	optional, required bool
 }
 
 func moduleDir(mod string) string {
@@ -75,7 +75,8 @@ func main() {
 							if jsonName == "" || jsonName == "-" {
 								continue
 							}
-							omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+							// openapi-gen infers optional from omitempty only.
+							omit := strings.Contains(","+opts+",", ",omitempty,")
 							var m marker
 							for _, c := range field.Doc.List {
 								line := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
@@ -88,9 +89,11 @@ func main() {
 									m.mapType = strings.TrimPrefix(line, "+mapType=")
 								case line == "+optional" && !omit:
 									m.optional = true
+								case line == "+required" && omit:
+									m.required = true
 								}
 							}
-							if m.listType != "" || m.mapType != "" || len(m.keys) > 0 || m.optional {
+							if m.listType != "" || m.mapType != "" || len(m.keys) > 0 || m.optional || m.required {
 								found[typeName+"."+jsonName] = m
 							}
 						}
@@ -136,6 +139,9 @@ func main() {
 		}
 		if m.optional {
 			parts = append(parts, "optional: true")
+		}
+		if m.required {
+			parts = append(parts, "required: true")
 		}
 		b.WriteString(strings.Join(parts, ", "))
 		b.WriteString("},\n")

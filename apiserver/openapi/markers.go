@@ -8,4 +8,5 @@ type markers struct {
 	listMapKeys []string // keys of a map list
 	mapType     string   // atomic or granular
 	optional    bool     // +optional on a field without omitempty
+	required    bool     // +required on a field with omitempty
 }

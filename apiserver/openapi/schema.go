@@ -145,7 +145,7 @@ func (d *definitions) structSchema(t reflect.Type) spec.Schema {
 			continue
 		}
 		jsonName, opts, _ := strings.Cut(tag, ",")
-		omit := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
+		omit := strings.Contains(","+opts+",", ",omitempty,")
 		inline := strings.Contains(","+opts+",", ",inline,") || (f.Anonymous && jsonName == "")
 		if inline {
 			ft := f.Type
@@ -191,8 +191,9 @@ func (d *definitions) structSchema(t reflect.Type) spec.Schema {
 			s.Properties = map[string]spec.Schema{}
 		}
 		s.Properties[jsonName] = prop
-		// Required as openapi-gen decides: no omitempty and no +optional.
-		if !omit && !(known && m.optional) {
+		// Required as openapi-gen decides: +required, or neither
+		// omitempty nor +optional.
+		if (known && m.required) || (!omit && !(known && m.optional)) {
 			s.Required = append(s.Required, jsonName)
 		}
 	}

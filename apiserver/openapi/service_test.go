@@ -180,6 +180,7 @@ func TestDefinitions(t *testing.T) {
 		{"Container requires only name", defs["io.k8s.api.core.v1.Container"].Required, []string{"name"}},
 		{"PodSpec requires containers", defs["io.k8s.api.core.v1.PodSpec"].Required, []string{"containers"}},
 		{"+optional without omitempty is not required", defs["io.k8s.api.core.v1.GRPCAction"].Required, []string{"port"}},
+		{"+required with omitempty is required", slices.Contains(defs["io.k8s.api.core.v1.ContainerRestartRule"].Required, "action"), true},
 		{"TypeMeta is flattened into Pod", []bool{defs["io.k8s.api.core.v1.Pod"].Properties["kind"].Type != nil, defs["io.k8s.api.core.v1.Pod"].Properties["TypeMeta"].Type != nil}, []bool{true, false}},
 		{"descriptions from SwaggerDoc", defs["io.k8s.api.core.v1.Container"].Properties["image"].Description, corev1.Container{}.SwaggerDoc()["image"]},
 	}
