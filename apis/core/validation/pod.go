@@ -19,12 +19,11 @@ import (
 // while scheduling gates remain).
 //
 // Left out from upstream: seccomp/AppArmor annotations and their agreement
-// with the fields; in security contexts, SELinux options, sysctls,
-// fsGroupChangePolicy, Windows options and user-namespace (hostUsers)
-// combinations; affinity; topology spread
-// constraints; resource claims; pod-level resources; hugepage sizes;
-// OS-specific rules; resize policy; volume devices; the
-// pod-deletion-cost annotation.
+// with the fields; in security contexts, SELinux options, sysctls, Windows
+// options and user-namespace (hostUsers) combinations; affinity; topology
+// spread constraints; resource claims; pod-level resources; hugepage sizes;
+// OS-specific rules; resize policy; volume devices; the field-by-field rules
+// of the cloud and network volume types (only their presence is counted).
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
 	allErrs := validatePodMetadataAndSpec(pod)
 	specPath := field.NewPath("spec")

@@ -290,6 +290,12 @@ func TestValidatePodRejects(t *testing.T) {
 					TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3},
 			}}
 		}, nil},
+		{"deletion cost not an integer", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.PodDeletionCost: "+10"}
+		}, []want{{field.ErrorTypeInvalid, "metadata.annotations[controller.kubernetes.io/pod-deletion-cost]"}}},
+		{"deletion cost negative allowed", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.PodDeletionCost: "-100"}
+		}, nil},
 		{"service account token without service account", func(p *corev1.Pod) {
 			p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "", ""
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{

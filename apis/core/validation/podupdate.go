@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,12 +134,26 @@ func validateOnlyDeletedSchedulingGates(newGates, oldGates []corev1.PodSchedulin
 }
 
 // validatePodAnnotations holds upstream's pod-specific annotation rules
-// that matter here: a mirror pod must name its node.
+// that matter here: a mirror pod must name its node, and the deletion cost
+// is a 32-bit integer in canonical form.
 func validatePodAnnotations(pod *corev1.Pod, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
 	if v := pod.Annotations[corev1.MirrorPodAnnotationKey]; v != "" && pod.Spec.NodeName == "" {
-		return field.ErrorList{field.Invalid(fldPath.Key(corev1.MirrorPodAnnotationKey), v, "must set spec.nodeName if mirror pod annotation is set")}
+		allErrs = append(allErrs, field.Invalid(fldPath.Key(corev1.MirrorPodAnnotationKey), v, "must set spec.nodeName if mirror pod annotation is set"))
 	}
-	return nil
+	if v, ok := pod.Annotations[corev1.PodDeletionCost]; ok && !isDeletionCost(v) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Key(corev1.PodDeletionCost), v, "must be a 32bit integer"))
+	}
+	return allErrs
+}
+
+// isDeletionCost: an int32 without a plus sign or leading zeros.
+func isDeletionCost(v string) bool {
+	if v == "" || v[0] == '+' || (v[0] == '0' && v != "0") {
+		return false
+	}
+	_, err := strconv.ParseInt(v, 10, 32)
+	return err == nil
 }
 
 // validatePodAnnotationUpdates: the mirror-pod annotation is fixed for the
