@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -112,8 +113,9 @@ type Reflector struct {
 	refusedMax time.Duration
 	synced     chan struct{}
 	syncOnce   sync.Once
-	updater    ResourceVersionUpdater // store, if it implements it
 	typeLabel  string
+	// running guards against a second Run.
+	running atomic.Bool
 
 	// mu guards the fields below; the run goroutine writes them, readers
 	// are anyone calling LastSyncResourceVersion.
@@ -187,7 +189,6 @@ func NewReflector(opts Options) (*Reflector, error) {
 	if opts.ExpectedGVK != nil {
 		r.typeLabel = opts.ExpectedGVK.String()
 	}
-	r.updater, _ = opts.Store.(ResourceVersionUpdater)
 	return r, nil
 }
 
@@ -218,9 +219,14 @@ func (r *Reflector) LastSyncResourceVersion() string {
 }
 
 // Run lists and watches until ctx ends; it returns only then, and leaves
-// no goroutine behind. Call it once.
+// no goroutine behind. It logs through klog.FromContext(ctx). A Reflector
+// runs once: a second Run returns at once.
 func (r *Reflector) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("reflector", r.name, "type", r.typeLabel)
+	if !r.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Reflector already ran; ignoring a second Run")
+		return
+	}
 	ctx = klog.NewContext(ctx, logger)
 	logger.V(3).Info("Starting reflector")
 	defer logger.V(3).Info("Stopping reflector")

@@ -191,3 +191,26 @@ func TestReflectorDoesNotResumeFromSyntheticAddsOfAWatchFromEmptyRV(t *testing.T
 		t.Fatalf("watched from %q then %q", lw.watchOpts(0).ResourceVersion, lw.watchOpts(1).ResourceVersion)
 	}
 }
+
+func TestReflectorRunsOnce(t *testing.T) {
+	lw := &stepLW{listRV: "1"}
+	r, err := NewReflector(Options{ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-r.Synced()
+	second := make(chan struct{})
+	go func() { defer close(second); r.Run(ctx) }()
+	select {
+	case <-second:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a second Run did not return at once")
+	}
+	if lists, _ := lw.counts(); lists != 1 {
+		t.Fatalf("%d lists, want 1", lists)
+	}
+}
