@@ -20,8 +20,8 @@ import (
 //
 // Left out from upstream: seccomp/AppArmor annotations and their agreement
 // with the fields; in security contexts, SELinux options, sysctls, Windows
-// options and user-namespace (hostUsers) combinations; affinity; topology
-// spread constraints; resource claims; pod-level resources; hugepage sizes;
+// options and user-namespace (hostUsers) combinations; matchLabelKeys in pod affinity;
+// topology spread constraints; resource claims; pod-level resources; hugepage sizes;
 // OS-specific rules; resize policy; volume devices; the field-by-field rules
 // of the cloud and network volume types (only their presence is counted).
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
@@ -95,6 +95,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	allErrs = append(allErrs, validateDNSPolicy(spec.DNSPolicy, fldPath.Child("dnsPolicy"))...)
 	allErrs = append(allErrs, metavalidation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	allErrs = append(allErrs, validatePodSecurityContext(spec, fldPath.Child("securityContext"))...)
+	allErrs = append(allErrs, validateAffinity(spec.Affinity, fldPath.Child("affinity"))...)
 	allErrs = append(allErrs, validatePodDNSConfig(spec.DNSConfig, spec.DNSPolicy, fldPath.Child("dnsConfig"))...)
 	allErrs = append(allErrs, validateReadinessGates(spec.ReadinessGates, fldPath.Child("readinessGates"))...)
 
