@@ -22,5 +22,10 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("register apidiscovery.k8s.io/v2: %w", err)
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// Options bodies say meta.k8s.io/v1 (client-go's DeleteOptions).
+	metav1.AddToGroupVersion(s, metav1.SchemeGroupVersion)
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		return nil, fmt.Errorf("register meta.k8s.io/v1 tables: %w", err)
+	}
 	return s, nil
 }
