@@ -1,5 +1,7 @@
-// Package pki keeps the API server's TLS material under its data directory:
-// a self-signed CA and a serving certificate signed by it.
+// Package pki keeps the API server's secrets under its data directory: a
+// self-signed CA, a serving certificate signed by it (ECDSA P-256, SANs
+// 127.0.0.1, ::1, localhost and the configured hosts), and the admin
+// bearer token. Private keys and the token are written 0600, atomically.
 //
 // Ensure generates both on first start and reuses them on restart. The CA is
 // kept for as long as its files are readable, so kubeconfigs written earlier
@@ -15,8 +17,8 @@
 //	dir := filepath.Join(dataDir, "pki")
 //	b, err := pki.Ensure(dir, pki.Options{Hosts: []string{bindAddress}})
 //	token, err := pki.EnsureToken(filepath.Join(dir, pki.TokenFile))
-//	handler = authn.New(authn.Options{Token: token}).Wrap(handler)
-//	srv := &http.Server{Handler: h, TLSConfig: b.TLSConfig}
+//	a, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(token)}})
+//	srv := &http.Server{Handler: a.Wrap(handler), TLSConfig: b.TLSConfig}
 //	go srv.ServeTLS(listener, "", "")       // certificates come from TLSConfig
 //	kubeconfig.Write(filepath.Join(dataDir, "kubeconfig"), kubeconfig.Options{
 //		Server: "https://" + listener.Addr().String(), CAData: b.CAPEM, Token: token})

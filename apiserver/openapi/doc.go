@@ -38,5 +38,6 @@
 //	mux.Handle("/openapi/", oa)     // /openapi/v2, /openapi/v3, /openapi/v3/...
 //	mux.Handle("/openapi/v2", oa)
 //	mux.Handle("/openapi/v3", oa)
+//	// or, with Kite's apiserver: apiserver.Options{Extra: map[string]http.Handler{"/openapi/": oa}}
 //	// oa.Definitions() feeds a server-side apply type converter.
 package openapi
