@@ -11,12 +11,13 @@ import (
 )
 
 // authenticatedData binds a transformed value to its etcd key, so that an
-// encrypted value copied under another key does not decrypt.
-type authenticatedData string
+// encrypted value copied under another key does not decrypt. Bytes, not a
+// string: list and watch pass the etcd key as it came, without a copy.
+type authenticatedData []byte
 
-func (d authenticatedData) AuthenticatedData() []byte { return []byte(d) }
+func (d authenticatedData) AuthenticatedData() []byte { return d }
 
-var _ value.Context = authenticatedData("")
+var _ value.Context = authenticatedData(nil)
 
 // fromStorage undoes the transformer on a value read from key. A failure is
 // an internal error naming the key, as upstream reports it.
@@ -29,6 +30,19 @@ func (s *Store) fromStorage(ctx context.Context, key string, v []byte) (data []b
 		return nil, false, storage.NewInternalError(fmt.Errorf("unable to transform key %q: %w", key, err))
 	}
 	return data, stale, nil
+}
+
+// fromStorageKV is fromStorage for a value read with its key as bytes
+// (lists and watches), which it does not copy.
+func (s *Store) fromStorageKV(ctx context.Context, key, value []byte) ([]byte, error) {
+	if s.transformer == nil {
+		return value, nil
+	}
+	data, _, err := s.transformer.TransformFromStorage(ctx, value, authenticatedData(key))
+	if err != nil {
+		return nil, storage.NewInternalError(fmt.Errorf("unable to transform key %q: %w", key, err))
+	}
+	return data, nil
 }
 
 // toStorage applies the transformer to an encoded object for key.
@@ -55,14 +69,14 @@ func (s *Store) decodeInto(key string, data []byte, out runtime.Object, rev int6
 }
 
 // decodeNew decodes data read from key into a new object from newObj.
-func (s *Store) decodeNew(key string, data []byte, newObj func() runtime.Object, rev int64) (runtime.Object, error) {
+func (s *Store) decodeNew(key []byte, data []byte, newObj func() runtime.Object, rev int64) (runtime.Object, error) {
 	var into runtime.Object
 	if newObj != nil {
 		into = newObj()
 	}
 	obj, _, err := s.codec.Decode(data, nil, into)
 	if err != nil {
-		return nil, storage.NewCorruptObjError(key, fmt.Errorf("decode value at revision %d: %w", rev, err))
+		return nil, storage.NewCorruptObjError(string(key), fmt.Errorf("decode value at revision %d: %w", rev, err))
 	}
 	setRV(s.versioner, obj, uint64(rev))
 	return obj, nil

@@ -189,13 +189,12 @@ func (a *appender) len() int { return a.n }
 
 // add transforms and decodes one value and appends it if it matches.
 func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
-	key := string(kv.Key)
-	data, _, err := a.s.fromStorage(ctx, key, kv.Value)
+	data, err := a.s.fromStorageKV(ctx, kv.Key, kv.Value)
 	if err != nil {
 		return err
 	}
 	if !a.inPlace {
-		obj, err := a.s.decodeNew(key, data, a.newItem, kv.ModRevision)
+		obj, err := a.s.decodeNew(kv.Key, data, a.newItem, kv.ModRevision)
 		if err != nil {
 			return err
 		}
@@ -211,7 +210,7 @@ func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
 	obj, _, err := a.s.codec.Decode(data, nil, into)
 	if err != nil {
 		slot.SetZero()
-		return storage.NewCorruptObjError(key, fmt.Errorf("decode value at revision %d: %w", kv.ModRevision, err))
+		return storage.NewCorruptObjError(string(kv.Key), fmt.Errorf("decode value at revision %d: %w", kv.ModRevision, err))
 	}
 	if obj != into {
 		// The codec returned another object (e.g. after conversion).

@@ -195,11 +195,11 @@ func (w *watcher) sync() error {
 			opts = append(opts, clientv3.WithRev(atRev))
 		}
 		for i, kv := range resp.Kvs {
-			data, _, err := w.s.fromStorage(w.ctx, string(kv.Key), kv.Value)
+			data, err := w.s.fromStorageKV(w.ctx, kv.Key, kv.Value)
 			if err != nil {
 				return err
 			}
-			obj, err := w.s.decodeNew(string(kv.Key), data, nil, kv.ModRevision)
+			obj, err := w.s.decodeNew(kv.Key, data, nil, kv.ModRevision)
 			if err != nil {
 				return err
 			}
@@ -222,18 +222,17 @@ func (w *watcher) sync() error {
 // predicate, a change is ADDED when the object enters it, DELETED (with the
 // old object) when it leaves, MODIFIED when it stays.
 func (w *watcher) handle(e *clientv3.Event) error {
-	key := string(e.Kv.Key)
 	rev := e.Kv.ModRevision
 	created := e.IsCreate()
 	deleted := e.Type == clientv3.EventTypeDelete
 	if !created && e.PrevKv == nil {
 		// The previous value was compacted away before we saw the event.
-		return fmt.Errorf("etcd event received with PrevKv=nil (key=%q, modRevision=%d, type=%s)", key, rev, e.Type)
+		return fmt.Errorf("etcd event received with PrevKv=nil (key=%q, modRevision=%d, type=%s)", e.Kv.Key, rev, e.Type)
 	}
 	var cur, prev runtime.Object
 	var err error
 	if !deleted {
-		if cur, err = w.decode(key, e.Kv.Value, rev); err != nil {
+		if cur, err = w.decode(e.Kv.Key, e.Kv.Value, rev); err != nil {
 			return err
 		}
 	}
@@ -241,8 +240,8 @@ func (w *watcher) handle(e *clientv3.Event) error {
 	// object was inside the predicate before. It carries the event's
 	// revision: a DELETED object is the last state at the deletion's RV.
 	if e.PrevKv != nil && (deleted || w.filtering) {
-		if prev, err = w.decode(key, e.PrevKv.Value, rev); err != nil {
-			if c := corruptObjError(key, err); c != nil && deleted {
+		if prev, err = w.decode(e.Kv.Key, e.PrevKv.Value, rev); err != nil {
+			if c := corruptObjError(string(e.Kv.Key), err); c != nil && deleted {
 				return &corruptDeletedError{err: c}
 			}
 			return err
@@ -280,8 +279,9 @@ func (w *watcher) handle(e *clientv3.Event) error {
 	return w.send(ev)
 }
 
-func (w *watcher) decode(key string, value []byte, rev int64) (runtime.Object, error) {
-	data, _, err := w.s.fromStorage(w.ctx, key, value)
+// decode transforms and decodes a value of key, read from an event.
+func (w *watcher) decode(key, value []byte, rev int64) (runtime.Object, error) {
+	data, err := w.s.fromStorageKV(w.ctx, key, value)
 	if err != nil {
 		return nil, err
 	}
