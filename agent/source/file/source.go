@@ -90,8 +90,14 @@ func New(opts Options) (*Source, error) {
 	if opts.SettlePeriod == 0 {
 		opts.SettlePeriod = DefaultSettlePeriod
 	}
-	// The watcher reports paths without trailing separators.
-	opts.Path = filepath.Clean(opts.Path)
+	// Absolute and clean: the watcher reports paths without trailing
+	// separators, and a pod's UID includes its file's path, which must not
+	// change with the working directory or the spelling of the flag.
+	abs, err := filepath.Abs(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("file source %q: %w", opts.Path, err)
+	}
+	opts.Path = abs
 	return &Source{opts: opts}, nil
 }
 

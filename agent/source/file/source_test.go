@@ -158,3 +158,25 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestPathSpellingDoesNotChangeUIDs: the UID includes the manifest's path,
+// so "dir", "dir/" and "./dir" must name the same files.
+func TestPathSpellingDoesNotChangeUIDs(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "web.yaml"), manifestYAML("web", "v1"))
+	t.Chdir(dir)
+	var uids []string
+	for _, path := range []string{dir, dir + "/", ".", "./"} {
+		out, _ := runSource(t, Options{Path: path, CheckFrequency: noRescan})
+		u := next(t, out)
+		if len(u.Pods) != 1 {
+			t.Fatalf("path %q: %d pods", path, len(u.Pods))
+		}
+		uids = append(uids, string(u.Pods[0].UID))
+	}
+	for i, uid := range uids {
+		if uid != uids[0] {
+			t.Errorf("UID %d is %s, want %s for every spelling of the path", i, uid, uids[0])
+		}
+	}
+}
