@@ -309,6 +309,13 @@ func TestValidatePodRejects(t *testing.T) {
 			{field.ErrorTypeInvalid, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"},
 			{field.ErrorTypeInvalid, "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey"},
 		}},
+		{"topology spread maxSkew zero", func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}, []want{{field.ErrorTypeInvalid, "spec.topologySpreadConstraints[0].maxSkew"}}},
+		{"topology spread repeated", func(p *corev1.Pod) {
+			c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c, c}
+		}, []want{{field.ErrorTypeDuplicate, "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}"}}},
 		{"deletion cost not an integer", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{corev1.PodDeletionCost: "+10"}
 		}, []want{{field.ErrorTypeInvalid, "metadata.annotations[controller.kubernetes.io/pod-deletion-cost]"}}},
