@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +32,11 @@ var (
 // external/internal traffic policies; load balancer-only fields.
 //
 // It expects a defaulted service whose spec.clusterIPs the registry has
-// already filled from spec.clusterIP, as upstream's strategy does. Left out:
-// IP family/cluster IP dual-stack consistency, load balancer class, traffic
-// distribution and the topology annotations.
+// already filled from spec.clusterIP, as upstream's strategy does
+// (defaults.NormalizeServiceClusterIPs). Left out: load balancer class,
+// traffic distribution, the topology annotations, the source-ranges
+// annotation and the rule against special external IPs (loopback,
+// link-local).
 func ValidateService(svc *corev1.Service) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&svc.ObjectMeta, true, ValidateServiceName, field.NewPath("metadata"))
 	spec := &svc.Spec
@@ -285,17 +288,41 @@ func validateServiceClusterIPs(svc *corev1.Service) field.ErrorList {
 	if p := spec.IPFamilyPolicy; p != nil && !contains(supportedIPFamilyPolicies, *p) {
 		allErrs = append(allErrs, field.NotSupported(specPath.Child("ipFamilyPolicy"), *p, supportedIPFamilyPolicies))
 	}
+	invalidIPs := false
 	for i, ip := range spec.ClusterIPs {
 		if i == 0 && ip == corev1.ClusterIPNone {
 			if len(spec.ClusterIPs) > 1 {
+				invalidIPs = true
 				allErrs = append(allErrs, field.Invalid(ipsPath, spec.ClusterIPs, "'None' must be the first and only value"))
 			}
 			continue
 		}
-		allErrs = append(allErrs, validation.IsValidIPForLegacyField(ipsPath.Index(i), ip, true, nil)...)
+		errs := validation.IsValidIPForLegacyField(ipsPath.Index(i), ip, true, nil)
+		invalidIPs = invalidIPs || len(errs) > 0
+		allErrs = append(allErrs, errs...)
 	}
 	if len(spec.ClusterIPs) > 2 {
 		allErrs = append(allErrs, field.Invalid(ipsPath, spec.ClusterIPs, "may only hold up to 2 values"))
+	}
+	// Bad IPs would make the family checks below meaningless.
+	if invalidIPs {
+		return allErrs
+	}
+	if len(spec.ClusterIPs) == 2 && isIPv6(spec.ClusterIPs[0]) == isIPv6(spec.ClusterIPs[1]) {
+		allErrs = append(allErrs, field.Invalid(ipsPath, spec.ClusterIPs, "may specify no more than one IP for each IP family"))
+	}
+	if !isHeadlessService(svc) {
+		for i, ip := range spec.ClusterIPs {
+			if i >= len(spec.IPFamilies) {
+				break
+			}
+			switch {
+			case spec.IPFamilies[i] == corev1.IPv4Protocol && isIPv6(ip):
+				allErrs = append(allErrs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("expected an IPv4 value as indicated by `ipFamilies[%v]`", i)))
+			case spec.IPFamilies[i] == corev1.IPv6Protocol && !isIPv6(ip):
+				allErrs = append(allErrs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("expected an IPv6 value as indicated by `ipFamilies[%v]`", i)))
+			}
+		}
 	}
 	return allErrs
 }
@@ -342,4 +369,9 @@ func contains[T comparable](list []T, v T) bool {
 		}
 	}
 	return false
+}
+
+func isIPv6(ip string) bool {
+	parsed := net.ParseIP(ip)
+	return parsed != nil && parsed.To4() == nil
 }

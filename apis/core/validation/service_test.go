@@ -69,6 +69,14 @@ func TestValidateService(t *testing.T) {
 			[]want{{field.ErrorTypeInvalid, "spec.clusterIPs"}}},
 		{"clusterIP not an IP", func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "ten", []string{"ten"} },
 			[]want{{field.ErrorTypeInvalid, "spec.clusterIPs[0]"}}},
+		{"two IPv4 cluster IPs", func(s *corev1.Service) { s.Spec.ClusterIPs = []string{"10.96.0.10", "10.96.0.11"} },
+			[]want{{field.ErrorTypeInvalid, "spec.clusterIPs"}}},
+		{"cluster IP of the wrong family", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} },
+			[]want{{field.ErrorTypeInvalid, "spec.clusterIPs[0]"}}},
+		{"dual stack", func(s *corev1.Service) {
+			s.Spec.ClusterIPs = []string{"10.96.0.10", "fd00::10"}
+			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		}, nil},
 		{"ExternalName requires externalName", func(s *corev1.Service) {
 			s.Spec.Type, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.InternalTrafficPolicy = corev1.ServiceTypeExternalName, "", nil, nil
 		}, []want{{field.ErrorTypeRequired, "spec.externalName"}}},
