@@ -2,6 +2,7 @@ package listwatch
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -28,14 +29,17 @@ type IndexerOptions[T runtime.Object] struct {
 // A write whose key or index values cannot be computed fails and leaves the
 // store unchanged (client-go panics there instead).
 type Indexer[T runtime.Object] struct {
-	keyFunc  KeyFunc
-	indexers map[string]IndexFunc[T]
+	keyFunc KeyFunc
+	// names and funcs are the indexes, in the same order as the values
+	// indexValues returns and as indices.
+	names []string
+	funcs []IndexFunc[T]
 
 	// mu guards everything below.
 	mu    sync.RWMutex
 	items map[string]T
-	// indices maps index name → index value → set of keys.
-	indices map[string]map[string]map[string]struct{}
+	// indices holds, per index, index value → set of keys.
+	indices []map[string]map[string]struct{}
 	// resourceVersion is the last list, event or bookmark RV written.
 	resourceVersion string
 }
@@ -50,17 +54,34 @@ func NewIndexer[T runtime.Object](opts IndexerOptions[T]) *Indexer[T] {
 	if opts.KeyFunc == nil {
 		opts.KeyFunc = NamespaceNameKey
 	}
-	x := &Indexer[T]{
-		keyFunc:  opts.KeyFunc,
-		indexers: make(map[string]IndexFunc[T], len(opts.Indexers)),
-		items:    map[string]T{},
-		indices:  make(map[string]map[string]map[string]struct{}, len(opts.Indexers)),
+	x := &Indexer[T]{keyFunc: opts.KeyFunc, items: map[string]T{}}
+	for name := range opts.Indexers {
+		x.names = append(x.names, name)
 	}
-	for name, f := range opts.Indexers {
-		x.indexers[name] = f
-		x.indices[name] = map[string]map[string]struct{}{}
+	sort.Strings(x.names)
+	for _, name := range x.names {
+		x.funcs = append(x.funcs, opts.Indexers[name])
 	}
+	x.indices = x.emptyIndices()
 	return x
+}
+
+func (x *Indexer[T]) emptyIndices() []map[string]map[string]struct{} {
+	indices := make([]map[string]map[string]struct{}, len(x.names))
+	for i := range indices {
+		indices[i] = map[string]map[string]struct{}{}
+	}
+	return indices
+}
+
+// indexNamed is the position of index name, or -1.
+func (x *Indexer[T]) indexNamed(name string) int {
+	for i, n := range x.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // Add inserts or replaces obj.
@@ -78,20 +99,47 @@ func (x *Indexer[T]) put(obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	values, err := x.indexValues(t)
+	// Small fixed buffers keep the common case (a few indexes) off the heap.
+	var newBuf, oldBuf [4][]string
+	values, err := x.indexValuesInto(x.slots(newBuf[:]), t)
 	if err != nil {
 		return fmt.Errorf("index %s: %w", key, err)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if old, ok := x.items[key]; ok {
-		oldValues, _ := x.indexValues(old) // computed once already when old was put
-		x.unindex(key, oldValues)
-	}
+	old, existed := x.items[key]
 	x.items[key] = t
-	x.index(x.indices, key, values)
 	x.noteRV(obj)
+	if !existed {
+		x.index(x.indices, key, values)
+		return nil
+	}
+	// The old values were computed without error when old was put.
+	oldValues, _ := x.indexValuesInto(x.slots(oldBuf[:]), old)
+	if !sameValues(oldValues, values) {
+		// Most updates (a pod's status) keep their index values: skip the
+		// index churn then.
+		x.unindex(key, oldValues)
+		x.index(x.indices, key, values)
+	}
 	return nil
+}
+
+// slots is buf cut to one slot per index, or a new slice if buf is short.
+func (x *Indexer[T]) slots(buf [][]string) [][]string {
+	if len(x.funcs) <= len(buf) {
+		return buf[:len(x.funcs)]
+	}
+	return make([][]string, len(x.funcs))
+}
+
+func sameValues(a, b [][]string) bool {
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Delete removes the object with obj's key; deleting an absent key is not
@@ -104,7 +152,8 @@ func (x *Indexer[T]) Delete(obj runtime.Object) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.items[key]; ok {
-		oldValues, _ := x.indexValues(old)
+		var buf [4][]string
+		oldValues, _ := x.indexValuesInto(x.slots(buf[:]), old)
 		x.unindex(key, oldValues)
 		delete(x.items, key)
 	}
@@ -115,10 +164,10 @@ func (x *Indexer[T]) Delete(obj runtime.Object) error {
 // Replace swaps the whole content for objs at once, as after a list.
 func (x *Indexer[T]) Replace(objs []runtime.Object, resourceVersion string) error {
 	items := make(map[string]T, len(objs))
-	indices := make(map[string]map[string]map[string]struct{}, len(x.indexers))
-	for name := range x.indexers {
-		indices[name] = map[string]map[string]struct{}{}
-	}
+	indices := x.emptyIndices()
+	// One scratch slot per index serves every object: index copies out
+	// the values it keeps.
+	scratch := make([][]string, len(x.funcs))
 	for _, obj := range objs {
 		t, err := asT[T](obj)
 		if err != nil {
@@ -128,7 +177,7 @@ func (x *Indexer[T]) Replace(objs []runtime.Object, resourceVersion string) erro
 		if err != nil {
 			return err
 		}
-		values, err := x.indexValues(t)
+		values, err := x.indexValuesInto(scratch, t)
 		if err != nil {
 			return fmt.Errorf("index %s: %w", key, err)
 		}
@@ -216,35 +265,32 @@ func (x *Indexer[T]) Keys() []string {
 	return keys
 }
 
-// ByIndex returns the objects whose index name has value, in key order.
+// ByIndex returns the objects whose index name has value, in no
+// particular order.
 func (x *Indexer[T]) ByIndex(name, value string) ([]T, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	idx, ok := x.indices[name]
-	if !ok {
+	i := x.indexNamed(name)
+	if i < 0 {
 		return nil, fmt.Errorf("index %q does not exist", name)
 	}
-	set := idx[value]
-	keys := make([]string, 0, len(set))
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	set := x.indices[i][value]
+	out := make([]T, 0, len(set))
 	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]T, len(keys))
-	for i, k := range keys {
-		out[i] = x.items[k]
+		out = append(out, x.items[k])
 	}
 	return out, nil
 }
 
 // IndexValues returns the values present in index name, sorted.
 func (x *Indexer[T]) IndexValues(name string) ([]string, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	idx, ok := x.indices[name]
-	if !ok {
+	i := x.indexNamed(name)
+	if i < 0 {
 		return nil, fmt.Errorf("index %q does not exist", name)
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	idx := x.indices[i]
 	values := make([]string, 0, len(idx))
 	for v := range idx {
 		values = append(values, v)
@@ -253,26 +299,30 @@ func (x *Indexer[T]) IndexValues(name string) ([]string, error) {
 	return values, nil
 }
 
-// indexValues computes every index's values for t: name → values.
-func (x *Indexer[T]) indexValues(t T) (map[string][]string, error) {
-	if len(x.indexers) == 0 {
+// indexValues computes every index's values for t, in the order of names.
+func (x *Indexer[T]) indexValues(t T) ([][]string, error) {
+	if len(x.funcs) == 0 {
 		return nil, nil
 	}
-	out := make(map[string][]string, len(x.indexers))
-	for name, f := range x.indexers {
+	return x.indexValuesInto(make([][]string, len(x.funcs)), t)
+}
+
+// indexValuesInto is indexValues into out, which has one slot per index.
+func (x *Indexer[T]) indexValuesInto(out [][]string, t T) ([][]string, error) {
+	for i, f := range x.funcs {
 		vs, err := f(t)
 		if err != nil {
-			return nil, fmt.Errorf("indexer %q: %w", name, err)
+			return nil, fmt.Errorf("indexer %q: %w", x.names[i], err)
 		}
-		out[name] = vs
+		out[i] = vs
 	}
 	return out, nil
 }
 
 // index adds key under values to indices. Callers hold mu or own indices.
-func (x *Indexer[T]) index(indices map[string]map[string]map[string]struct{}, key string, values map[string][]string) {
-	for name, vs := range values {
-		idx := indices[name]
+func (x *Indexer[T]) index(indices []map[string]map[string]struct{}, key string, values [][]string) {
+	for i, vs := range values {
+		idx := indices[i]
 		for _, v := range vs {
 			set := idx[v]
 			if set == nil {
@@ -285,13 +335,13 @@ func (x *Indexer[T]) index(indices map[string]map[string]map[string]struct{}, ke
 }
 
 // unindex removes key under values. Callers hold mu.
-func (x *Indexer[T]) unindex(key string, values map[string][]string) {
+func (x *Indexer[T]) unindex(key string, values [][]string) {
 	unindexFrom(x.indices, key, values)
 }
 
-func unindexFrom(indices map[string]map[string]map[string]struct{}, key string, values map[string][]string) {
-	for name, vs := range values {
-		idx := indices[name]
+func unindexFrom(indices []map[string]map[string]struct{}, key string, values [][]string) {
+	for i, vs := range values {
+		idx := indices[i]
 		for _, v := range vs {
 			set := idx[v]
 			delete(set, key)
