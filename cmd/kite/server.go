@@ -64,6 +64,9 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	defer wg.Wait()
 	defer cancel()
 
+	// The API server (kite.Start) starts here, on b.Client() and the
+	// compactor, once it exists; "ready" then means it serves.
+
 	fmt.Fprintln(out, "kite: ready")
 	return wait(ctx, out, b)
 }
