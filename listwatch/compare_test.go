@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -142,6 +143,16 @@ func twoPods(s *scriptedServer) {
 
 var expired = apierrors.NewResourceExpired("too old resource version")
 
+// tooLarge is how an API server answers a list at a resourceVersion it has
+// not reached yet (504 with cause ResourceVersionTooLarge).
+var tooLarge = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: 504, Reason: metav1.StatusReasonTimeout,
+	Message: "Too large resource version: 9, current: 3",
+	Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{
+		Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version",
+	}}},
+}}
+
 var scenarios = []scenario{{
 	name:  "events apply and a cleanly closed watch resumes at once from the last RV",
 	setup: twoPods,
@@ -196,6 +207,51 @@ var scenarios = []scenario{{
 		h.settle("4")
 	},
 	want: []string{"list rv=0 limit=500", "watch rv=2", "list rv=3", "watch rv=3"},
+}, {
+	name: "a watch closed at once with no event: ours backs off and re-watches, client-go re-lists",
+	setup: func(s *scriptedServer) {
+		twoPods(s)
+		s.failNext(fault{verb: "watch", closeAtOnce: true})
+	},
+	script: func(h *harness) {
+		waitFor(h.t, "a second watch at rv 2", func() bool {
+			log := h.s.log()
+			return len(log) > 2 && slices.Contains(log[2:], "watch rv=2") && h.s.openWatches() > 0
+		})
+		h.s.add("ns", "c", "n1")
+		h.settle("3")
+	},
+	wantOurs:     []string{"list rv=0 limit=500", "watch rv=2", "watch rv=2"},
+	wantClientGo: []string{"list rv=0 limit=500", "watch rv=2", "list rv=2", "watch rv=2"},
+}, {
+	name:  "a Gone error event (servers before 1.18) re-lists like Expired",
+	setup: twoPods,
+	script: func(h *harness) {
+		h.waitRequests(2)
+		h.settle("2")
+		h.s.add("ns", "c", "n1")
+		h.settle("3")
+		h.s.toWatchers(watchCtl{errEvent: apierrors.NewGone("gone")})
+		h.waitRequests(4)
+		h.settle("3")
+	},
+	want: []string{"list rv=0 limit=500", "watch rv=2", "list rv=3", "watch rv=3"},
+}, {
+	name:  "a re-list at a resourceVersion the server has not reached is retried at once at RV \"\"",
+	setup: twoPods,
+	script: func(h *harness) {
+		h.waitRequests(2)
+		h.settle("2")
+		h.s.add("ns", "c", "n1")
+		h.settle("3")
+		h.s.failNext(fault{verb: "list", status: tooLarge})
+		h.s.toWatchers(watchCtl{errEvent: expired})
+		h.waitRequests(5)
+		h.s.add("ns", "d", "n1")
+		h.settle("4")
+	},
+	wantOurs:     []string{"list rv=0 limit=500", "watch rv=2", "list rv=3 -> 504", "list rv= limit=500", "watch rv=3"},
+	wantClientGo: []string{"list rv=0 limit=500", "watch rv=2", "list rv=3 -> 504", "list rv=", "watch rv=3"},
 }, {
 	name:  "a watch refused with 410 and an expired re-list end in a consistent list at RV \"\"",
 	setup: twoPods,

@@ -70,6 +70,8 @@ type fault struct {
 	event *apierrors.StatusError
 	// continued makes the fault answer only a list with a continue token.
 	continued bool
+	// closeAtOnce ends a 200 watch before any event.
+	closeAtOnce bool
 }
 
 // watchConn is one open watch.
@@ -429,6 +431,10 @@ func (s *scriptedServer) serveWatch(w http.ResponseWriter, r *http.Request, q ma
 	}
 	if f != nil && f.event != nil {
 		sendStatus(f.event)
+		return
+	}
+	if f != nil && f.closeAtOnce {
+		flusher.Flush()
 		return
 	}
 
