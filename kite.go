@@ -169,6 +169,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if s.restConfig, err = kubeconfig.RESTConfig(kc); err != nil {
 		return nil, err
 	}
+	// In-process clients talk to their own server: client-go's default
+	// limit of 5 requests a second would only slow tests down.
+	s.restConfig.QPS = -1
 	if s.kubeconfigPath = opts.KubeconfigPath; s.kubeconfigPath == "" {
 		s.kubeconfigPath = filepath.Join(s.dataDir, "kubeconfig")
 	}
@@ -178,8 +181,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	return s, nil
 }
 
-// RESTConfig returns a client configuration for the admin user. Each call
-// returns a new copy.
+// RESTConfig returns a client configuration for the admin user, without
+// client-side rate limiting. Each call returns a new copy.
 func (s *Server) RESTConfig() *rest.Config { return rest.CopyConfig(s.restConfig) }
 
 // URL is the API's HTTPS URL.

@@ -24,18 +24,23 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	shared = srv
-	goleak.VerifyTestMain(m,
-		goleak.Cleanup(func(int) {
-			if err := srv.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, "close kite:", err)
-			}
-		}),
-		// Client connections kept alive by client-go's shared transports
-		// end on their own after the server closed them.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
+	code := m.Run()
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close kite:", err)
+		code = 1
+	}
+	// Close must leave no goroutine behind. Keep-alive connections of
+	// client-go's transports end on their own once the server is gone.
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // config returns a client config for the shared server.
