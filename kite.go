@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -190,6 +191,11 @@ func (s *Server) URL() string { return s.url }
 
 // KubeconfigPath is where the admin kubeconfig was written.
 func (s *Server) KubeconfigPath() string { return s.kubeconfigPath }
+
+// EtcdClient is the client of the etcd the server stores into, owned by
+// the Server (do not close it): for tools and tests that need to look
+// under the API, e.g. to compact history.
+func (s *Server) EtcdClient() *clientv3.Client { return s.etcd.Client() }
 
 // DataDir is the data directory in use.
 func (s *Server) DataDir() string { return s.dataDir }
