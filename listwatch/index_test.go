@@ -77,6 +77,15 @@ func TestIndexerKeepsIndexesInStepWithWrites(t *testing.T) {
 		wantValues: []string{"n2"},
 		wantRV:     "9",
 	}, {
+		name: "in a replace with one key twice the later object wins, index entries too",
+		writes: func(x *Indexer[*v1.Pod]) error {
+			return x.Replace([]runtime.Object{testPod("ns", "a", "5", "n1"), testPod("ns", "a", "6", "n2")}, "9")
+		},
+		wantKeys:   []string{"ns/a"},
+		wantByNode: map[string][]string{"n1": {}, "n2": {"ns/a"}},
+		wantValues: []string{"n2"},
+		wantRV:     "9",
+	}, {
 		name: "a bookmark RV is kept",
 		writes: func(x *Indexer[*v1.Pod]) error {
 			err := x.Add(testPod("ns", "a", "1", "n1"))
