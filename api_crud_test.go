@@ -79,3 +79,7 @@ func TestPodCRUDWithTypedClient(t *testing.T) {
 		t.Errorf("get after delete (unbound pod goes at once): got %v, want NotFound", err)
 	}
 }
+
+func configMap(name string, data map[string]string) *v1.ConfigMap {
+	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+}

@@ -1,0 +1,213 @@
+package kite_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func TestDiscovery(t *testing.T) {
+	dc := discovery.NewDiscoveryClientForConfigOrDie(config(t))
+	// client-go asks for aggregated discovery first.
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	names := map[string]bool{}
+	for _, g := range groups {
+		names[g.Name] = true
+	}
+	for _, g := range []string{"", "coordination.k8s.io", "events.k8s.io"} {
+		if !names[g] {
+			t.Errorf("group %q missing from %v", g, names)
+		}
+	}
+	found := map[string]metav1.APIResource{}
+	for _, list := range resources {
+		for _, r := range list.APIResources {
+			found[list.GroupVersion+"/"+r.Name] = r
+		}
+	}
+	pods := found["v1/pods"]
+	if !pods.Namespaced || pods.Kind != "Pod" || !strings.Contains(strings.Join(pods.ShortNames, ","), "po") || len(pods.Verbs) != 8 {
+		t.Errorf("pods in discovery: %+v", pods)
+	}
+	for _, want := range []string{"v1/pods/status", "v1/pods/binding", "v1/namespaces/finalize", "v1/nodes/status", "coordination.k8s.io/v1/leases"} {
+		if _, ok := found[want]; !ok {
+			t.Errorf("%s missing from discovery", want)
+		}
+	}
+	// Legacy discovery documents.
+	for _, path := range []string{"/api", "/apis", "/api/v1", "/apis/coordination.k8s.io", "/apis/coordination.k8s.io/v1"} {
+		if code, _, _ := raw(t, "GET", path, "", "application/json", nil); code != 200 {
+			t.Errorf("GET %s: %d", path, code)
+		}
+	}
+	_, _, hdr := raw(t, "GET", "/apis", "", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", nil)
+	if ct := hdr.Get("Content-Type"); !strings.Contains(ct, "as=APIGroupDiscoveryList") {
+		t.Errorf("aggregated discovery Content-Type %q", ct)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil || v.Major != "1" {
+		t.Errorf("version: %v %+v", err, v)
+	}
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	// Health endpoints answer without credentials.
+	cfg := rest.AnonymousClientConfig(config(t))
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		resp, err := hc.Get(shared.URL() + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if code, body := get(path); code != 200 || body != "ok" {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	if code, body := get("/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "readyz check passed") {
+		t.Errorf("/readyz?verbose: %d %q", code, body)
+	}
+	if code, _ := get("/livez/etcd"); code != 200 {
+		t.Errorf("/livez/etcd: %d", code)
+	}
+	if code, _ := get("/api/v1/pods"); code != 401 {
+		t.Errorf("API without credentials: %d, want 401", code)
+	}
+}
+
+func TestLargeListIsGzipped(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	big := strings.Repeat("x", 64<<10)
+	for i := range 3 {
+		cm := map[string]string{"k": big}
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), configMap(fmt.Sprint("big-", i), cm), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc, err := rest.HTTPClientFor(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", shared.URL()+"/api/v1/namespaces/"+ns+"/configmaps", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
+	}
+	data, _ := io.ReadAll(resp.Body)
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil || !bytes.Contains(plain, []byte(`"kind":"ConfigMapList"`)) {
+		t.Fatalf("gunzipped body: %v %.100s", err, plain)
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	code, _, _ := raw(t, "GET", "/api/v1/namespaces/default", "", "", nil)
+	if code != 200 {
+		t.Fatal(code)
+	}
+	hc, err := rest.HTTPClientFor(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(shared.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_current_inflight_requests"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestManyWatchersLoseNothing opens 200 watches on one namespace and checks
+// that each receives every one of a burst of writes, in order.
+func TestManyWatchersLoseNothing(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ctx := t.Context()
+	ns := newNamespace(t, client)
+	cms := client.CoreV1().ConfigMaps(ns)
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const watchers, writes = 200, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, watchers)
+	ready := make(chan struct{}, watchers)
+	for i := range watchers {
+		wg.Go(func() {
+			w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+			if err != nil {
+				errs <- fmt.Errorf("watcher %d: %w", i, err)
+				ready <- struct{}{}
+				return
+			}
+			defer w.Stop()
+			ready <- struct{}{}
+			timeout := time.After(60 * time.Second)
+			for n := 0; n < writes; n++ {
+				select {
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						errs <- fmt.Errorf("watcher %d closed after %d events", i, n)
+						return
+					}
+					if name := ev.Object.(metav1.Object).GetName(); name != fmt.Sprint("c-", n) {
+						errs <- fmt.Errorf("watcher %d: event %d is %s %s", i, n, ev.Type, name)
+						return
+					}
+				case <-timeout:
+					errs <- fmt.Errorf("watcher %d: timed out after %d events", i, n)
+					return
+				}
+			}
+		})
+	}
+	for range watchers {
+		<-ready
+	}
+	for n := range writes {
+		if _, err := cms.Create(ctx, configMap(fmt.Sprint("c-", n), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
