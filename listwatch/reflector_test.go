@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -212,5 +213,35 @@ func TestReflectorRunsOnce(t *testing.T) {
 	}
 	if lists, _ := lw.counts(); lists != 1 {
 		t.Fatalf("%d lists, want 1", lists)
+	}
+}
+
+func TestReflectorWithExpectedGVKSkipsOtherKinds(t *testing.T) {
+	lw := &stepLW{listRV: "10"}
+	store := NewIndexer(IndexerOptions[runtime.Object]{})
+	gvk := v1.SchemeGroupVersion.WithKind("Pod")
+	r, err := NewReflector(Options{Name: "pods", ListerWatcher: lw, Store: store, ExpectedGVK: &gvk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "the watch", func() bool { return lw.watcher() != nil })
+	object := func(kind, name, rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind(kind)
+		u.SetNamespace("ns")
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		return u
+	}
+	lw.watcher().Add(object("ConfigMap", "cm", "11"))
+	lw.watcher().Add(object("Pod", "p", "12"))
+	waitFor(t, "rv 12", func() bool { return r.LastSyncResourceVersion() == "12" })
+	if got := store.Keys(); len(got) != 1 || got[0] != "ns/p" {
+		t.Fatalf("store keys %q, want only the pod", got)
 	}
 }
