@@ -295,8 +295,10 @@ func (c *Cache) upsert(obj runtime.Object) error {
 	}
 	c.st.apply(ev)
 	c.notifyLocked()
-	c.mu.Unlock()
+	// Handing over under the lock keeps the dispatcher's order the order
+	// of application.
 	c.pending.push(pendingItem{ev: ev})
+	c.mu.Unlock()
 	return nil
 }
 
@@ -319,15 +321,17 @@ func (c *Cache) remove(obj runtime.Object) error {
 		// Nothing to delete; the revision still moves the cache on.
 		c.st.rv = rv
 		c.notifyLocked()
-		c.mu.Unlock()
 		c.pending.push(pendingItem{rv: rv})
+		c.mu.Unlock()
 		return nil
 	}
 	ev := &event{typ: watch.Deleted, key: key, rv: rv, prev: prev, goneFrom: obj, received: time.Now()}
 	c.st.apply(ev)
 	c.notifyLocked()
-	c.mu.Unlock()
+	// Handing over under the lock keeps the dispatcher's order the order
+	// of application.
 	c.pending.push(pendingItem{ev: ev})
+	c.mu.Unlock()
 	return nil
 }
 
@@ -343,8 +347,8 @@ func (c *Cache) progress(rvs string) {
 	}
 	c.st.rv = rv
 	c.notifyLocked()
-	c.mu.Unlock()
 	c.pending.push(pendingItem{rv: rv})
+	c.mu.Unlock()
 }
 
 // replace loads a (re-)list. On a re-list the watchers whose selection
@@ -384,14 +388,14 @@ func (c *Cache) replace(objs []runtime.Object, rvs string) error {
 	wasReady := c.ready
 	c.ready = true
 	c.notifyLocked()
-	c.mu.Unlock()
-	if !wasReady {
-		close(c.readyCh)
-	}
 	if len(diffs) > 0 {
 		c.pending.push(pendingItem{relist: diffs, rv: rv})
 	} else {
 		c.pending.push(pendingItem{rv: rv})
+	}
+	c.mu.Unlock()
+	if !wasReady {
+		close(c.readyCh)
 	}
 	return nil
 }

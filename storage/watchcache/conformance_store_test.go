@@ -140,24 +140,24 @@ func (f *failingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, in
 
 func TestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(t *testing.T) {
 	transformer := &failingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
-	ctx, c, _ := testSetup(t, withTransformer(transformer))
+	ctx, c, _ := testSetup(t, withTransformer(transformer), withUnsafeCorruptObjectDeletion)
 	storagetesting.RunTestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(ctx, t, c, transformer.setFailing)
 }
 
 func TestDeleteWithConflictAndExpectedTransformError(t *testing.T) {
 	transformer := &failingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
-	ctx, c, _ := testSetup(t, withTransformer(transformer))
+	ctx, c, _ := testSetup(t, withTransformer(transformer), withUnsafeCorruptObjectDeletion)
 	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, transformer.setFailing)
 }
 
 func TestDeleteWithConflictAndExpectedDecodeError(t *testing.T) {
 	codec := &failingCodec{Codec: apitesting.TestCodec(codecs, examplev1.SchemeGroupVersion)}
-	ctx, c, _ := testSetup(t, withCodec(codec))
+	ctx, c, _ := testSetup(t, withCodec(codec), withUnsafeCorruptObjectDeletion)
 	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, codec.setFailing)
 }
 
 func TestDeleteWithSuggestionAndMissingExpectedTransformOrDecodeError(t *testing.T) {
-	ctx, c, _ := testSetup(t)
+	ctx, c, _ := testSetup(t, withUnsafeCorruptObjectDeletion)
 	storagetesting.RunTestDeleteWithSuggestionAndMissingExpectedTransformOrDecodeError(ctx, t, c)
 }
 
@@ -254,4 +254,3 @@ func TestKeySchema(t *testing.T) {
 	ctx, c, _ := testSetup(t)
 	storagetesting.RunTestKeySchema(ctx, t, c)
 }
-

@@ -71,11 +71,14 @@ func podNodeName(obj runtime.Object) string {
 }
 
 type setupOptions struct {
-	codec       runtime.Codec
-	keyFunc     func(runtime.Object) (string, error)
-	indexers    storage.IndexerFuncs
-	transformer value.Transformer
-	tweak       func(*Options)
+	codec runtime.Codec
+	// unsafeDelete is the etcd store's equivalent of upstream's
+	// AllowUnsafeMalformedObjectDeletion gate.
+	unsafeDelete bool
+	keyFunc      func(runtime.Object) (string, error)
+	indexers     storage.IndexerFuncs
+	transformer  value.Transformer
+	tweak        func(*Options)
 }
 
 type setupOption func(*setupOptions)
@@ -93,6 +96,8 @@ func withCodec(c runtime.Codec) setupOption { return func(o *setupOptions) { o.c
 func withTransformer(tr value.Transformer) setupOption {
 	return func(o *setupOptions) { o.transformer = tr }
 }
+
+func withUnsafeCorruptObjectDeletion(o *setupOptions) { o.unsafeDelete = true }
 
 func withOptions(f func(*Options)) setupOption {
 	return func(o *setupOptions) { o.tweak = f }
@@ -148,6 +153,8 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Cache, *tes
 		Transformer:    o.transformer,
 		Compactor:      compactor,
 		Lease:          etcd.LeaseOptions{ReuseDurationSeconds: 1},
+
+		UnsafeCorruptObjectDeletion: o.unsafeDelete,
 	})
 	if err != nil {
 		t.Fatal(err)
