@@ -179,14 +179,42 @@ type cuttingListerWatcher struct {
 	inner   *storeListerWatcher
 	mu      sync.Mutex
 	current watch.Interface
+	gate    chan struct{} // when not nil, new watches wait for it to close
 	watches atomic.Int64
+	lists   atomic.Int64
+}
+
+// hold makes new watches wait until release, as an etcd that cannot be
+// reached would.
+func (l *cuttingListerWatcher) hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gate = make(chan struct{})
+}
+
+func (l *cuttingListerWatcher) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.gate)
+	l.gate = nil
 }
 
 func (l *cuttingListerWatcher) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	l.lists.Add(1)
 	return l.inner.List(ctx, opts)
 }
 
 func (l *cuttingListerWatcher) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	w, err := l.inner.Watch(ctx, opts)
 
 	if err == nil {
@@ -357,4 +385,64 @@ func expectByNode(ops []op) map[string][]seen {
 		}
 	}
 	return out
+}
+
+// TestRelistEndsOnlyTheWatchersThatMissedChanges: the cache's etcd watch
+// is down while pods of node-1 change and etcd compacts that history, so
+// the cache must re-list. Watchers whose selection changed meanwhile
+// (node-1, everything) are ended with 410 Expired, so their clients
+// re-list; the watcher of node-2, whose pods did not change, stays open
+// and gets every later event without a gap or a repeat.
+func TestRelistEndsOnlyTheWatchersThatMissedChanges(t *testing.T) {
+	var lw *cuttingListerWatcher
+	ctx, c, env := testSetup(t, withNodeNameIndex, withOptions(func(o *Options) {
+		lw = &cuttingListerWatcher{inner: &storeListerWatcher{store: o.Store, prefix: o.ResourcePrefix, newList: o.NewListFunc}}
+		o.ListerWatcher = lw
+	}))
+	w := &writer{c: c}
+	for i := range 10 {
+		w.apply(ctx, t, fmt.Sprintf("pod-%d", i), nil, &podState{node: []string{"node-1", "node-2"}[i%2]})
+	}
+	waitFor(t, 30*time.Second, func() bool { return c.ResourceVersion() >= w.lastRV() })
+	start := c.ResourceVersion()
+	node1 := consume(watchFrom(t, ctx, c, start, fields.OneTermEqualSelector("spec.nodeName", "node-1"), labels.Everything()))
+	node2 := consume(watchFrom(t, ctx, c, start, fields.OneTermEqualSelector("spec.nodeName", "node-2"), labels.Everything()))
+	all := consume(watchFrom(t, ctx, c, start, fields.Everything(), labels.Everything()))
+
+	lw.hold()
+	lw.cut()
+	missed := &writer{c: c}
+	missed.apply(ctx, t, "pod-0", &podState{node: "node-1"}, &podState{node: "node-1", label: "x"})
+	missed.apply(ctx, t, "pod-2", &podState{node: "node-1"}, nil)
+	if err := compactAt(ctx, env, missed.lastRV()); err != nil {
+		t.Fatal(err)
+	}
+	lw.release()
+	// The Reflector's watch from before the gap is refused (410), it
+	// re-lists, and the cache catches up.
+	waitFor(t, 60*time.Second, func() bool { return c.ResourceVersion() >= missed.lastRV() })
+
+	after := &writer{c: c}
+	after.apply(ctx, t, "pod-1", &podState{node: "node-2"}, &podState{node: "node-2", label: "y"})
+	after.apply(ctx, t, "pod-new", nil, &podState{node: "node-2"})
+	barrier(t, c, after.lastRV(), []*consumer{node2})
+
+	for name, cons := range map[string]*consumer{"node-1": node1, "everything": all} {
+		select {
+		case <-cons.done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("watcher of %s was not ended", name)
+		}
+		if _, _, st := cons.snapshot(); !isExpiredStatus(st) {
+			t.Fatalf("watcher of %s ended with %v, want 410 Expired", name, st)
+		}
+	}
+	if n := lw.lists.Load(); n != 2 {
+		t.Fatalf("the cache listed %d times, want 2 (the first list and the re-list)", n)
+	}
+	got, _, st := node2.snapshot()
+	if st != nil {
+		t.Fatalf("watcher of node-2 ended: %v", st.Message)
+	}
+	checkExactly(t, "watcher of node-2", got, expect(after.ops(), func(_ string, s *podState) bool { return s.node == "node-2" }))
 }
