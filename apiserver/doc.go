@@ -8,6 +8,17 @@
 // frames. Errors are metav1.Status objects with upstream's codes and
 // reasons.
 //
+// Encoding, and where the watch cache's bytes come in: responses and
+// watch events are encoded by the codec factory's serializers, which
+// write an object implementing runtime.CacheableObject from its cached
+// bytes (CacheEncode), so a watch cache that hands out such objects has
+// every event encoded once per wire format, not once per watcher. Lists
+// are encoded item by item (streaming collection encoding) into a
+// deferred writer, never built in memory as a whole response. Objects
+// given to the Server may be shared between requests: they must carry
+// their apiVersion and kind (or be CacheableObjects), so that encoding
+// never has to set them.
+//
 // Every request goes through one short pipeline, Server.ServeHTTP, that
 // reads top to bottom: recover, authenticate, route, limit the body,
 // dispatch by verb. No lock is held while writing to a connection.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,37 +22,91 @@ import (
 const gzipThreshold = 128 << 10
 
 // writeObject encodes obj in the negotiated form and writes it with code.
-// The body is encoded fully before the header is written, so an encoding
-// error becomes a proper 500 rather than a truncated 200.
+// Lists are encoded item by item (the codec factory streams collections)
+// into a deferred writer: a body that stays under 128 KiB is sent whole
+// with its Content-Length, and an encoding error then still becomes a 500;
+// a larger one is streamed, gzipped when the client accepts gzip, so a
+// list of many objects is never held in memory twice.
 func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, out output, gv schema.GroupVersion, obj runtime.Object) {
-	var buf bytes.Buffer
 	enc := s.codecs.WithoutConversion().EncoderForVersion(out.info.Serializer, gv)
-	if err := enc.Encode(obj, &buf); err != nil {
-		s.writeError(w, r, apierrors.NewInternalError(err))
-		return
+	dw := &deferredWriter{w: w, r: r, code: code, contentType: out.mediaType}
+	if err := enc.Encode(obj, dw); err != nil {
+		if !dw.started {
+			s.writeError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		// The status line is gone; ending the body early is all that is left.
+		klog.V(2).InfoS("Encoding a response failed after it started", "path", r.URL.Path, "err", err)
 	}
-	s.writeBytes(w, r, code, out.mediaType, buf.Bytes())
+	dw.Close()
 }
 
-// writeBytes writes an encoded body, gzipped when it is large and the
-// client accepts gzip.
+// writeBytes writes an encoded body.
 func (s *Server) writeBytes(w http.ResponseWriter, r *http.Request, code int, contentType string, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
+	dw := &deferredWriter{w: w, r: r, code: code, contentType: contentType}
+	dw.Write(body)
+	dw.Close()
+}
+
+// deferredWriter holds the first gzipThreshold bytes of a response: if
+// the body ends there it goes out in one piece, otherwise it is streamed
+// (gzipped if the client accepts gzip), as upstream's
+// deferredResponseWriter does.
+type deferredWriter struct {
+	w           http.ResponseWriter
+	r           *http.Request
+	code        int
+	contentType string
+	buf         bytes.Buffer
+	started     bool
+	out         io.Writer
+	gz          *gzip.Writer
+}
+
+func (d *deferredWriter) Write(p []byte) (int, error) {
+	if d.started {
+		return d.out.Write(p)
+	}
+	if d.buf.Len()+len(p) < gzipThreshold {
+		return d.buf.Write(p)
+	}
+	d.start(true)
+	if _, err := d.out.Write(d.buf.Bytes()); err != nil {
+		return 0, err
+	}
+	d.buf.Reset()
+	return d.out.Write(p)
+}
+
+func (d *deferredWriter) start(large bool) {
+	d.started = true
+	h := d.w.Header()
+	h.Set("Content-Type", d.contentType)
 	h.Set("X-Content-Type-Options", "nosniff")
-	if len(body) >= gzipThreshold && acceptsGzip(r) {
+	d.out = d.w
+	switch {
+	case large && acceptsGzip(d.r):
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-		w.WriteHeader(code)
-		gz := gzip.NewWriter(w)
-		gz.Write(body)
-		gz.Close()
+		d.gz = gzip.NewWriter(d.w)
+		d.out = d.gz
+	case !large:
+		h.Set("Content-Length", strconv.Itoa(d.buf.Len()))
+	}
+	d.w.WriteHeader(d.code)
+}
+
+// Close sends a small body, or finishes a streamed one.
+func (d *deferredWriter) Close() {
+	if !d.started {
+		d.start(false)
+		if d.r.Method != http.MethodHead {
+			d.w.Write(d.buf.Bytes())
+		}
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(code)
-	if r.Method != http.MethodHead {
-		w.Write(body)
+	if d.gz != nil {
+		d.gz.Close()
 	}
 }
 

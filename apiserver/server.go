@@ -91,9 +91,10 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("apiserver: Options.Stores is empty")
 	}
 	s := &Server{
-		opts:     opts,
-		scheme:   opts.Scheme,
-		codecs:   serializer.NewCodecFactory(opts.Scheme, serializer.EnableStrict),
+		opts:   opts,
+		scheme: opts.Scheme,
+		codecs: serializer.NewCodecFactory(opts.Scheme, serializer.EnableStrict,
+			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf()),
 		routes:   map[schema.GroupVersion]map[string]*registry.Store{},
 		maxBody:  opts.MaxRequestBodyBytes,
 		minWatch: opts.MinRequestTimeout,
