@@ -56,6 +56,7 @@ type Server struct {
 	removeDataDir  bool
 
 	etcd     *backend.Backend
+	ownEtcd  bool // opened by Start, closed by Close
 	http     *http.Server
 	api      *apiserver.Server
 	scheme   *k8sruntime.Scheme
@@ -89,12 +90,24 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 
-	s.etcd, err = backend.Open(ctx, backend.Options{
-		External: backend.ExternalOptions{Servers: opts.EtcdServers},
-		Embedded: embedded.Options{DataDir: s.dataDir, UnsafeNoFsync: opts.EtcdUnsafeNoFsync, LogLevel: opts.EtcdLogLevel},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open etcd: %w", err)
+	if s.etcd = opts.Backend; s.etcd == nil {
+		s.etcd, err = backend.Open(ctx, backend.Options{
+			External: backend.ExternalOptions{Servers: opts.EtcdServers},
+			Embedded: embedded.Options{DataDir: s.dataDir, UnsafeNoFsync: opts.EtcdUnsafeNoFsync, LogLevel: opts.EtcdLogLevel},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open etcd: %w", err)
+		}
+		s.ownEtcd = true
+	}
+	if errc := s.etcd.Err(); errc != nil {
+		s.wg.Go(func() {
+			select {
+			case err := <-errc:
+				s.fail(fmt.Errorf("etcd: %w", err))
+			case <-runCtx.Done():
+			}
+		})
 	}
 	stores, err := s.buildStores(runCtx, opts)
 	if err != nil {
@@ -233,7 +246,7 @@ func (s *Server) Close() error {
 		for i := len(s.stops) - 1; i >= 0; i-- {
 			s.stops[i]()
 		}
-		if s.etcd != nil {
+		if s.etcd != nil && s.ownEtcd {
 			s.etcd.Close()
 		}
 		if s.removeDataDir {

@@ -6,6 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/storage/etcd"
+	"github.com/kite-project/kite/storage/etcd/backend"
 )
 
 // DefaultSecurePort is kube-apiserver's port; the command uses it by
@@ -26,6 +29,14 @@ type Options struct {
 	SecurePort int
 	// ExtraSANs are more host names or IPs for the serving certificate.
 	ExtraSANs []string
+	// Backend, when set, is an etcd the caller opened (the kite command
+	// opens it from its flags); Kite uses it and does not close it.
+	// Otherwise Kite opens one from EtcdServers or embeds one.
+	Backend *backend.Backend
+	// Compactor, when set, is the caller's compactor of Backend; Kite
+	// reads compaction revisions from it and does not run it. Otherwise
+	// Kite runs its own every EtcdCompactionInterval.
+	Compactor *etcd.Compactor
 	// EtcdServers, when set, is an external etcd cluster to use instead
 	// of the embedded one (--etcd-servers).
 	EtcdServers []string

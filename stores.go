@@ -27,8 +27,11 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 	}
 	s.scheme = scheme
 	client := etcd.NewClient(s.etcd.Client())
-	compactor := etcd.NewCompactor(etcd.CompactorOptions{Client: s.etcd.Client(), Interval: opts.EtcdCompactionInterval})
-	s.wg.Go(func() { compactor.Run(ctx) })
+	compactor := opts.Compactor
+	if compactor == nil {
+		compactor = etcd.NewCompactor(etcd.CompactorOptions{Client: s.etcd.Client(), Interval: opts.EtcdCompactionInterval})
+		s.wg.Go(func() { compactor.Run(ctx) })
+	}
 	pb := protobuf.NewSerializer(scheme, scheme)
 	fields := registry.NewFieldManagers(scheme)
 	s.stores = map[string]*registry.Store{}
