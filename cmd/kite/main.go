@@ -34,6 +34,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newServerCommand(), newEtcdCommand())
+	root.AddCommand(newServerCommand(), newEtcdCommand(), newBenchCommand())
 	return root
 }

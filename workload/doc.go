@@ -1,0 +1,17 @@
+// Package workload holds the standard workloads of `kite bench`: each runs
+// against any API server through client-go, measures what a client sees
+// (throughput, latency percentiles, lost watch events, server memory) and
+// returns a Result. Run runs them all in order in a namespace of its own and
+// deletes it afterwards; WriteTable and WriteJSON print a Report.
+//
+// The workloads are the ones Kite is held to against kube-apiserver: create
+// N pods with C writers; list all from cache (RV "0") and consistent
+// (RV ""); list by spec.nodeName; paginate with limit 500; fan one write out
+// to W watchers (all namespaces, and one node each) and check that every
+// watcher saw every expected event exactly once, in resourceVersion order;
+// sync a client-go informer over the N pods.
+//
+// Figures measured on one machine include the client's own work (decoding
+// every event for every watcher, for instance), which competes with the
+// server for the same cores; compare runs on the same machine only.
+package workload

@@ -1,0 +1,222 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Scope is what each watcher of a fan-out watches.
+type Scope int
+
+const (
+	// AllNamespaces watchers watch every pod of the cluster, as a
+	// controller does; each expects every update.
+	AllNamespaces Scope = iota
+	// OneNode watchers watch spec.nodeName=X, as a kubelet does, watcher
+	// i the i-th node round robin; each expects its node's updates.
+	OneNode
+)
+
+func (s Scope) String() string {
+	if s == OneNode {
+		return "one node each"
+	}
+	return "all namespaces"
+}
+
+// maxRestarts is how often a watcher re-opens a watch that the server
+// ended before the watcher had its events. A client resumes from the last
+// resourceVersion it saw, so a correct server loses nothing across it.
+const maxRestarts = 5
+
+// FanOut opens opts.Watchers watches from the current resourceVersion, then
+// updates opts.Updates distinct pods (spread over the nodes) from
+// opts.Writers clients, and waits until every watcher has seen its events
+// or opts.DeliveryTimeout has passed since the last update. Each watcher's
+// events are checked with CheckDelivery; Result.Delivery sums them, and
+// Lost must be 0. Ops counts delivered events, Rate is deliveries/s from
+// the first update to the last receipt, and the percentiles are from an
+// update's start to its receipt by a watcher.
+func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scope Scope) (Result, error) {
+	opts, err := opts.ready()
+	if err != nil {
+		return Result{}, err
+	}
+	pods := client.CoreV1().Pods(opts.Namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return Result{}, fmt.Errorf("fan-out: resourceVersion to watch from: %w", err)
+	}
+
+	// Update k goes to pod k*Pods/Updates: distinct pods, spread over
+	// the nodes.
+	target := func(k int) int { return k * opts.Pods / opts.Updates }
+	perNode := make([]int, opts.Nodes)
+	for k := range opts.Updates {
+		perNode[target(k)%opts.Nodes]++
+	}
+
+	deliverCtx, stopDelivery := context.WithCancel(ctx)
+	defer stopDelivery()
+	watchers := make([]*watcher, opts.Watchers)
+	var opened, done sync.WaitGroup
+	openErrs := make([]error, opts.Watchers)
+	for i := range watchers {
+		w := &watcher{namespace: opts.Namespace, want: opts.Updates}
+		lo := metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true}
+		if scope == OneNode {
+			w.node = i % opts.Nodes
+			w.want = perNode[w.node]
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", opts.nodeName(w.node)).String()
+		}
+		watchers[i] = w
+		opened.Add(1)
+		done.Go(func() {
+			openErrs[i] = w.run(deliverCtx, client.CoreV1().Pods(metav1.NamespaceAll), lo, opened.Done)
+		})
+	}
+	opened.Wait()
+	if err := errors.Join(openErrs...); err != nil {
+		stopDelivery()
+		done.Wait()
+		return Result{}, fmt.Errorf("fan-out: open watches: %w", err)
+	}
+
+	written := make([]uint64, opts.Updates) // resourceVersion of update k
+	start := time.Now()
+	_, _, err = parallel(ctx, opts.Updates, opts.Writers, func(ctx context.Context, k int) error {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sentAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
+		p, err := pods.Patch(ctx, podName(target(k)), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("update pod %d: %w", target(k), err)
+		}
+		written[k], err = strconv.ParseUint(p.ResourceVersion, 10, 64)
+		return err
+	})
+	if err != nil {
+		stopDelivery()
+		done.Wait()
+		return Result{}, fmt.Errorf("fan-out: %w", err)
+	}
+	timer := time.AfterFunc(opts.DeliveryTimeout, stopDelivery)
+	done.Wait()
+	timer.Stop()
+
+	var total Delivery
+	var lat latencies
+	var last time.Time
+	restarts := 0
+	for _, w := range watchers {
+		var expected []uint64
+		for k, rv := range written {
+			if scope == AllNamespaces || target(k)%opts.Nodes == w.node {
+				expected = append(expected, rv)
+			}
+		}
+		total.add(CheckDelivery(expected, w.received))
+		lat = append(lat, w.latencies...)
+		if w.last.After(last) {
+			last = w.last
+		}
+		restarts += w.restarts
+	}
+	delivered := total.Received - total.Duplicates - total.Unexpected
+	r := Result{
+		Name:     fmt.Sprintf("watch fan-out, %s (%d watchers)", scope, opts.Watchers),
+		Ops:      delivered,
+		Items:    opts.Updates,
+		Duration: last.Sub(start),
+		Rate:     rate(delivered, last.Sub(start)),
+		Delivery: &total,
+		Note:     fmt.Sprintf("%d updates; lost %d, duplicates %d, out of order %d", opts.Updates, total.Lost, total.Duplicates, total.OutOfOrder),
+	}
+	if restarts > 0 {
+		r.Note += fmt.Sprintf("; %d watches re-opened", restarts)
+	}
+	lat.fill(&r)
+	return r, nil
+}
+
+// watcher is one watch of a fan-out and what it received.
+type watcher struct {
+	namespace string
+	node      int
+	want      int // distinct events to wait for
+
+	received  []uint64 // resourceVersions of the updates seen, in order
+	latencies latencies
+	last      time.Time // receipt of the last update seen
+	restarts  int
+}
+
+// podWatcher is the one method of a pods client a watcher needs.
+type podWatcher interface {
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// run opens the watch, calls opened once it is open (or failed to), and
+// records updates until it has want distinct ones or ctx ends. An error
+// is returned only if the first open fails.
+func (w *watcher) run(ctx context.Context, pods podWatcher, lo metav1.ListOptions, opened func()) error {
+	wi, err := pods.Watch(ctx, lo)
+	opened()
+	if err != nil {
+		return err
+	}
+	defer func() { wi.Stop() }()
+	distinct := make(map[uint64]bool, w.want)
+	for len(distinct) < w.want {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-wi.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				// Resume from the last resourceVersion seen, as a
+				// client does; a server that cannot (410) shows up
+				// as lost events.
+				wi.Stop()
+				if w.restarts++; w.restarts > maxRestarts || ctx.Err() != nil {
+					return nil
+				}
+				next, err := pods.Watch(ctx, lo)
+				if err != nil {
+					return nil
+				}
+				wi = next
+				continue
+			}
+			pod, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				continue
+			}
+			lo.ResourceVersion = pod.ResourceVersion
+			sent := pod.Annotations[sentAnnotation]
+			if ev.Type != watch.Modified || pod.Namespace != w.namespace || sent == "" {
+				continue
+			}
+			now := time.Now()
+			rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64)
+			if err != nil {
+				continue
+			}
+			if ns, err := strconv.ParseInt(sent, 10, 64); err == nil {
+				w.latencies = append(w.latencies, now.Sub(time.Unix(0, ns)))
+			}
+			w.received = append(w.received, rv)
+			distinct[rv] = true
+			w.last = now
+		}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes the report as indented JSON; durations are in
+// nanoseconds.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report as an aligned table, one workload a row,
+// then the memory figures.
+func WriteTable(w io.Writer, r *Report) error {
+	o := r.Options
+	fmt.Fprintf(w, "server %s, %s; %d pods on %d nodes, %d writers, %d watchers, %d updates, namespace %s\n\n",
+		r.Server, r.ContentType, o.Pods, o.Nodes, o.Writers, o.Watchers, o.Updates, o.Namespace)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tOPS\tITEMS\tTIME\tRATE/s\tP50\tP99\tLOST\tNOTE")
+	for _, res := range r.Results {
+		lost := "-"
+		if res.Delivery != nil {
+			lost = strconv.Itoa(res.Delivery.Lost)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.1f\t%s\t%s\t%s\t%s\n",
+			res.Name, res.Ops, res.Items, duration(res.Duration), res.Rate, duration(res.P50), duration(res.P99), lost, res.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if m := r.Memory; m != nil {
+		fmt.Fprintln(w)
+		if m.RSSAfter > 0 || m.HeapAfter > 0 {
+			fmt.Fprintf(w, "server memory, %d pods stored (from /metrics before and after the creates):\n", m.Pods)
+			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/pod\n", rssMetric, mib(m.RSSBefore), mib(m.RSSAfter), m.RSSPerPod)
+			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/pod\n", heapMetric, mib(m.HeapBefore), mib(m.HeapAfter), m.HeapPerPod)
+		}
+		if m.NotExposedNote != "" {
+			fmt.Fprintf(w, "server memory: not measured: %s\n", m.NotExposedNote)
+		}
+	}
+	return nil
+}
+
+// duration rounds d to three or four significant digits.
+func duration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
+
+func mib(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }

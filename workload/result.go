@@ -1,0 +1,60 @@
+package workload
+
+import "time"
+
+// Result is one workload's measurement.
+type Result struct {
+	// Name says what ran, e.g. "list all from cache (RV=0)".
+	Name string `json:"name"`
+	// Ops counts what Rate is a rate of: requests, or delivered events
+	// for a watch fan-out.
+	Ops int `json:"ops"`
+	// Items is how many objects each op returned or the workload covered.
+	Items int `json:"items,omitempty"`
+	// Duration is the wall time of the whole workload.
+	Duration time.Duration `json:"durationNs"`
+	// Rate is Ops per second of Duration.
+	Rate float64 `json:"ratePerSecond"`
+	// P50 and P99 are per-op latencies: a request's round trip, or for a
+	// watch, from the start of the write to the watcher's receipt.
+	P50 time.Duration `json:"p50Ns"`
+	P99 time.Duration `json:"p99Ns"`
+	// Delivery, for a watch fan-out, sums every watcher's check.
+	Delivery *Delivery `json:"delivery,omitempty"`
+	// Note is anything else worth a line in the table.
+	Note string `json:"note,omitempty"`
+}
+
+// Memory is what the server's /metrics said before the pods were created
+// and after, in bytes; a metric the server does not expose is 0.
+type Memory struct {
+	Pods           int     `json:"pods"`
+	RSSBefore      float64 `json:"processResidentMemoryBytesBefore"`
+	RSSAfter       float64 `json:"processResidentMemoryBytesAfter"`
+	HeapBefore     float64 `json:"goMemstatsHeapInuseBytesBefore"`
+	HeapAfter      float64 `json:"goMemstatsHeapInuseBytesAfter"`
+	RSSPerPod      float64 `json:"rssBytesPerPod"`
+	HeapPerPod     float64 `json:"heapInuseBytesPerPod"`
+	NotExposedNote string  `json:"note,omitempty"`
+}
+
+// Report is everything one Run measured.
+type Report struct {
+	Server      string    `json:"server"`
+	ContentType string    `json:"contentType"`
+	Options     Settings  `json:"options"`
+	Results     []Result  `json:"results"`
+	Memory      *Memory   `json:"memory,omitempty"`
+	Started     time.Time `json:"started"`
+}
+
+// Settings are the sizes a Report ran with.
+type Settings struct {
+	Namespace string `json:"namespace"`
+	Pods      int    `json:"pods"`
+	Nodes     int    `json:"nodes"`
+	Writers   int    `json:"writers"`
+	Watchers  int    `json:"watchers"`
+	Updates   int    `json:"updates"`
+	Repeats   int    `json:"repeats"`
+}
