@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/yaml"
 )
 
@@ -187,5 +188,59 @@ func TestWatchFromCompactedRevisionIsGone(t *testing.T) {
 	_, err = cms.List(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 		t.Errorf("exact list at a compacted RV: %v, want 410", err)
+	}
+}
+
+// TestMetadataOnlyClient uses client-go's metadata client, which asks for
+// PartialObjectMetadata(List) in get, list and watch.
+func TestMetadataOnlyClient(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ctx := t.Context()
+	ns := newNamespace(t, client)
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, testPod("m"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mc := metadata.NewForConfigOrDie(config(t)).Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(ns)
+	got, err := mc.Get(ctx, "m", metav1.GetOptions{})
+	if err != nil || got.Name != "m" || got.Labels["app"] != "web" {
+		t.Fatalf("metadata get: %v %+v", err, got)
+	}
+	list, err := mc.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || list.ResourceVersion == "" {
+		t.Fatalf("metadata list: %v %+v", err, list)
+	}
+	w, err := mc.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "m", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		p, ok := ev.Object.(*metav1.PartialObjectMetadata)
+		if ev.Type != watch.Deleted || !ok || p.Name != "m" {
+			t.Fatalf("metadata watch event %s %#v", ev.Type, ev.Object)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no metadata watch event")
+	}
+}
+
+// TestUnknownFieldsWarnByDefault: without fieldValidation, unknown fields
+// are dropped with a Warning header, as upstream's default (Warn).
+func TestUnknownFieldsWarnByDefault(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w"},"bogus":1}`)
+	code, _, hdr := raw(t, "POST", "/api/v1/namespaces/"+ns+"/configmaps", "application/json", "", body)
+	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"bogus\"`) {
+		t.Fatalf("got %d, Warning %q", code, hdr.Get("Warning"))
+	}
+	body = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"i"},"bogus":1}`)
+	code, _, hdr = raw(t, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Ignore", "application/json", "", body)
+	if code != 201 || hdr.Get("Warning") != "" {
+		t.Fatalf("Ignore: got %d, Warning %q", code, hdr.Get("Warning"))
 	}
 }

@@ -29,12 +29,18 @@ type output struct {
 	table *schema.GroupVersion
 	// discovery is set when the client asked for aggregated discovery.
 	discovery bool
+	// partial is set when the client asked for metadata only
+	// (PartialObjectMetadata or PartialObjectMetadataList, meta.k8s.io/v1).
+	partial string
 }
 
 // negotiation says which special forms a response may take.
 type negotiation struct {
 	table     bool
 	discovery bool
+	// partial is the metadata-only kind this endpoint can return:
+	// PartialObjectMetadata (get, watch) or PartialObjectMetadataList (list).
+	partial string
 }
 
 // negotiate picks the response form from the Accept header, in the
@@ -67,6 +73,12 @@ func (s *Server) negotiate(r *http.Request, allow negotiation) (output, error) {
 				continue
 			}
 			out.table = &schema.GroupVersion{Group: metav1.GroupName, Version: v}
+			return out, nil
+		case "PartialObjectMetadata", "PartialObjectMetadataList":
+			if as != allow.partial || clause.Params["g"] != metav1.GroupName || clause.Params["v"] != "v1" {
+				continue
+			}
+			out.partial = as
 			return out, nil
 		case "APIGroupDiscoveryList":
 			if !allow.discovery || clause.Params["g"] != "apidiscovery.k8s.io" || clause.Params["v"] != "v2" {

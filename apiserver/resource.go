@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
@@ -62,7 +63,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(w, r, methodNotAllowed(r.Method, info))
 		return
 	}
-	out, err := s.negotiate(r, negotiation{table: v == "get" || v == "list" || v == "watch"})
+	allow := negotiation{table: v == "get" || v == "list" || v == "watch"}
+	switch v {
+	case "get", "watch":
+		allow.partial = "PartialObjectMetadata"
+	case "list":
+		allow.partial = "PartialObjectMetadataList"
+	}
+	out, err := s.negotiate(r, allow)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -137,6 +145,16 @@ func (s *Server) result(c *call, code int, obj runtime.Object) error {
 	gv := c.strategy().Kind.GroupVersion()
 	if c.sub != nil && !c.sub.Kind.Empty() {
 		gv = c.sub.Kind.GroupVersion()
+	}
+	if c.out.partial != "" {
+		if _, isStatus := obj.(*metav1.Status); !isStatus {
+			partial, err := asPartial(obj)
+			if err != nil {
+				return err
+			}
+			s.writeObject(c.w, c.r, code, c.out, metav1.SchemeGroupVersion, partial)
+			return nil
+		}
 	}
 	if c.out.table != nil {
 		if _, isStatus := obj.(*metav1.Status); !isStatus {
@@ -451,4 +469,41 @@ func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersi
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", got, kind.Kind))
 	}
 	return obj, nil
+}
+
+// asPartial returns the metadata of an object (PartialObjectMetadata) or
+// of every item of a list (PartialObjectMetadataList), for metadata-only
+// clients such as client-go's metadata informers.
+func asPartial(obj runtime.Object) (runtime.Object, error) {
+	if !meta.IsListType(obj) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, notAcceptable([]string{mediaJSON, mediaProtobuf})
+		}
+		p := meta.AsPartialObjectMetadata(m)
+		p.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
+		return p, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadataList"))
+	if lm, err := meta.ListAccessor(obj); err == nil {
+		list.ResourceVersion = lm.GetResourceVersion()
+		list.Continue = lm.GetContinue()
+		list.RemainingItemCount = lm.GetRemainingItemCount()
+	}
+	list.Items = []metav1.PartialObjectMetadata{}
+	err := meta.EachListItem(obj, func(item runtime.Object) error {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return err
+		}
+		p := meta.AsPartialObjectMetadata(m)
+		p.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
+		list.Items = append(list.Items, *p)
+		return nil
+	})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return list, nil
 }

@@ -93,7 +93,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:   opts,
 		scheme: opts.Scheme,
-		codecs: serializer.NewCodecFactory(opts.Scheme, serializer.EnableStrict,
+		codecs: serializer.NewCodecFactory(opts.Scheme,
 			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf()),
 		routes:   map[schema.GroupVersion]map[string]*registry.Store{},
 		maxBody:  opts.MaxRequestBodyBytes,

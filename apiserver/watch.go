@@ -58,6 +58,9 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	if c.out.table != nil {
 		objects = s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, *c.out.table)
 	}
+	if c.out.partial != "" {
+		objects = s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, metav1.SchemeGroupVersion)
+	}
 	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
 	var buf bytes.Buffer
 	first := true
@@ -77,6 +80,13 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 					return nil // the stream has started: end it, the client re-watches
 				}
 				obj = table
+			}
+			if c.out.partial != "" && ev.Type != watch.Error {
+				partial, err := asPartial(obj)
+				if err != nil {
+					return nil
+				}
+				obj = partial
 			}
 			first = false
 			buf.Reset()

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // FieldManagers hands out one managedfields.FieldManager per kind and
@@ -37,15 +38,27 @@ func NewFieldManagers(scheme *runtime.Scheme) *FieldManagers {
 }
 
 // For returns the field manager of kind's subresource ("" = main), or nil
-// when the schema does not know the kind.
-func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string) *managedfields.FieldManager {
+// when the schema does not know the kind. Fields under reset (the
+// top-level fields a writer of this (sub)resource cannot change, e.g.
+// status for the main resource) are never owned by its writers.
+func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, reset ...string) *managedfields.FieldManager {
 	k := fieldManagerKey{kind, subresource}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if m, ok := f.managers[k]; ok {
 		return m
 	}
-	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, nil)
+	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
+	if len(reset) > 0 {
+		set := fieldpath.NewSet()
+		for _, name := range reset {
+			set.Insert(fieldpath.MakePathOrDie(name))
+		}
+		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(kind.GroupVersion().String()): fieldpath.NewExcludeSetFilter(set),
+		}
+	}
+	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
 	if err != nil {
 		// Unknown kinds keep working without managed fields.
 		m = nil

@@ -83,7 +83,18 @@ func (s *Store) FieldManager(subresource string) *managedfields.FieldManager {
 	if s.fields == nil {
 		return nil
 	}
-	return s.fields.For(s.strategy.Kind, subresource)
+	// As upstream's GetResetFields: with a status subresource, writers of
+	// the object do not own its status, and status writers not its spec.
+	var reset []string
+	if _, hasStatus := s.strategy.Subresources["status"]; hasStatus {
+		switch subresource {
+		case "":
+			reset = []string{"status"}
+		case "status":
+			reset = []string{"spec"}
+		}
+	}
+	return s.fields.For(s.strategy.Kind, subresource, reset...)
 }
 
 // ObjectKey returns the storage key of one object.
