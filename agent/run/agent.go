@@ -1,0 +1,277 @@
+// Package run assembles the node agent's pod pipeline from options: the
+// configured sources (file, http, api) feeding one config.PodConfig, the
+// mirror pods of static pods (package mirror), and one channel of
+// operations for the consumer (the sync loop), as upstream's kubelet does
+// in makePodSourceConfig and its mirror pod handling.
+//
+// Mirror pods come back through the api source like any pod bound to the
+// node. The Agent recognises them by their kubernetes.io/config.mirror
+// annotation, gives them to the mirror reconciler as the API's state, and
+// keeps them from the consumer: a mirror pod is never run, and deleting one
+// through the API never stops its static pod (the reconciler creates it
+// again).
+//
+// Without a REST config the agent is standalone: static pods only, no
+// mirror pods.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	nethttp "net/http"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/agent/config"
+	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/mirror"
+	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/source/api"
+	"github.com/kite-project/kite/agent/source/file"
+	"github.com/kite-project/kite/agent/source/http"
+)
+
+// Client defaults, the kubelet's (kubeAPIQPS, kubeAPIBurst, contentType).
+const (
+	DefaultQPS         = 50
+	DefaultBurst       = 100
+	DefaultContentType = "application/vnd.kubernetes.protobuf"
+)
+
+// Options configures an Agent.
+type Options struct {
+	// NodeName is the node the agent runs as. Required.
+	NodeName string
+	// StaticPodPath (--pod-manifest-path) turns the file source on.
+	StaticPodPath string
+	// FileCheckFrequency is the file source's rescan period; zero is its
+	// default.
+	FileCheckFrequency time.Duration
+	// StaticPodURL (--manifest-url) turns the http source on, with
+	// StaticPodURLHeader sent with each request.
+	StaticPodURL       string
+	StaticPodURLHeader nethttp.Header
+	// HTTPCheckFrequency is the http source's poll period; zero is its
+	// default.
+	HTTPCheckFrequency time.Duration
+	// RESTConfig reaches the API server (--kubeconfig) and turns the api
+	// source and mirror pods on; nil means standalone. Zero QPS, Burst and
+	// ContentType take the kubelet's defaults.
+	RESTConfig *rest.Config
+	// Reporter, if set, receives the problems sources and merge find.
+	Reporter kubetypes.ProblemReporter
+	// MirrorRetryInitial and MirrorRetryMax bound the mirror reconciler's
+	// backoff after failed calls; zero means mirror's defaults.
+	MirrorRetryInitial, MirrorRetryMax time.Duration
+}
+
+// FromOptions turns the command's options (flags and --config file, already
+// completed) into Options, loading the kubeconfig file if one is given.
+func FromOptions(o *options.Options) (Options, error) {
+	node, err := o.NodeName()
+	if err != nil {
+		return Options{}, err
+	}
+	opts := Options{
+		NodeName:           node,
+		StaticPodPath:      o.Config.StaticPodPath,
+		FileCheckFrequency: o.Config.FileCheckFrequency.Duration,
+		StaticPodURL:       o.Config.StaticPodURL,
+		StaticPodURLHeader: nethttp.Header(o.Config.StaticPodURLHeader),
+		HTTPCheckFrequency: o.Config.HTTPCheckFrequency.Duration,
+	}
+	if o.KubeConfig != "" {
+		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", o.KubeConfig); err != nil {
+			return Options{}, fmt.Errorf("--kubeconfig %s: %w", o.KubeConfig, err)
+		}
+	}
+	return opts, nil
+}
+
+// runner is a source, started with the merge's input channel.
+type runner interface {
+	Run(ctx context.Context, out chan<- kubetypes.PodUpdate)
+}
+
+// Agent is the pod pipeline of one node. Run it once; read Updates.
+type Agent struct {
+	opts      Options
+	pc        *config.PodConfig
+	sources   []runner
+	static    []string // the configured static sources
+	mirrors   *mirror.Reconciler
+	updates   chan kubetypes.PodUpdate
+	announced map[string]bool // sources whose first report the consumer got
+}
+
+// New builds the sources, the merge and, with a REST config, the mirror
+// reconciler; Run starts them.
+func New(opts Options) (*Agent, error) {
+	if opts.NodeName == "" {
+		return nil, errors.New("agent: no node name given")
+	}
+	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}}
+	var names []string
+	if opts.StaticPodPath != "" {
+		s, err := file.New(file.Options{Path: opts.StaticPodPath, NodeName: opts.NodeName, CheckFrequency: opts.FileCheckFrequency, Reporter: opts.Reporter})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		a.sources = append(a.sources, s)
+		names = append(names, kubetypes.FileSource)
+		a.static = append(a.static, kubetypes.FileSource)
+	}
+	if opts.StaticPodURL != "" {
+		s, err := http.New(http.Options{URL: opts.StaticPodURL, Header: opts.StaticPodURLHeader, NodeName: opts.NodeName, CheckFrequency: opts.HTTPCheckFrequency, Reporter: opts.Reporter})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		a.sources = append(a.sources, s)
+		names = append(names, kubetypes.HTTPSource)
+		a.static = append(a.static, kubetypes.HTTPSource)
+	}
+	if opts.RESTConfig != nil {
+		cs, err := kubernetes.NewForConfig(clientConfig(opts.RESTConfig))
+		if err != nil {
+			return nil, fmt.Errorf("agent: API client: %w", err)
+		}
+		s, err := api.New(api.Options{Client: cs.CoreV1().RESTClient(), NodeName: opts.NodeName})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		a.sources = append(a.sources, s)
+		names = append(names, kubetypes.APISource)
+		if a.mirrors, err = mirror.New(mirror.Options{Client: cs.CoreV1(), NodeName: opts.NodeName,
+			RetryInitial: opts.MirrorRetryInitial, RetryMax: opts.MirrorRetryMax}); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	pc, err := config.New(config.Options{Sources: names, Reporter: opts.Reporter})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a.pc = pc
+	return a, nil
+}
+
+// clientConfig is cfg with the kubelet's client defaults where cfg has none.
+func clientConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = DefaultQPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = DefaultBurst
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = DefaultContentType
+		cfg.AcceptContentTypes = DefaultContentType + ",application/json"
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kite-agent"
+	}
+	return cfg
+}
+
+// Updates is the stream of operations for the sync loop: the merge's,
+// without mirror pods. It is closed when Run returns.
+func (a *Agent) Updates() <-chan kubetypes.PodUpdate { return a.updates }
+
+// Seen says whether source has sent its first snapshot.
+func (a *Agent) Seen(source string) bool { return a.pc.Seen(source) }
+
+// SeenAllSources says whether every configured source has reported.
+func (a *Agent) SeenAllSources() bool { return a.pc.SeenAllSources() }
+
+// Run runs the sources, the merge and the mirror reconciler until ctx
+// ends, then closes Updates. It returns when all of them have stopped.
+func (a *Agent) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("node", a.opts.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	var wg sync.WaitGroup
+	defer close(a.updates)
+	defer wg.Wait()
+	wg.Go(func() { a.pc.Run(ctx) })
+	for _, s := range a.sources {
+		wg.Go(func() { s.Run(ctx, a.pc.Input()) })
+	}
+	if a.mirrors != nil {
+		wg.Go(func() { a.mirrors.Run(ctx) })
+	}
+	a.forward(ctx)
+}
+
+// forward passes the merge's operations on to the consumer, taking the
+// mirror pods out and giving the mirror reconciler what it needs.
+func (a *Agent) forward(ctx context.Context) {
+	v := newView()
+	for {
+		var u kubetypes.PodUpdate
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case u, ok = <-a.pc.Updates():
+			if !ok {
+				return
+			}
+		}
+		if a.mirrors != nil && v.apply(u) {
+			a.mirrors.Set(mirror.Input{
+				Static:     v.staticPods(),
+				Mirrors:    v.mirrorPods(),
+				APISeen:    a.pc.Seen(kubetypes.APISource),
+				StaticSeen: a.seenAll(a.static),
+			})
+		}
+		out, send := a.forConsumer(u)
+		if !send {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case a.updates <- out:
+		}
+	}
+}
+
+// forConsumer is u without mirror pods, and whether to send it: an update
+// of mirror pods only is dropped, except a source's first report, which
+// becomes the empty ADD that tells the consumer the source is ready.
+func (a *Agent) forConsumer(u kubetypes.PodUpdate) (kubetypes.PodUpdate, bool) {
+	out, send := u, true
+	if u.Source == kubetypes.APISource {
+		kept := make([]*v1.Pod, 0, len(u.Pods))
+		for _, p := range u.Pods {
+			if !kubetypes.IsMirrorPod(p) {
+				kept = append(kept, p)
+			}
+		}
+		if len(kept) < len(u.Pods) {
+			out.Pods = kept
+			send = len(kept) > 0 || (u.Op == kubetypes.ADD && !a.announced[u.Source])
+		}
+	}
+	if send {
+		a.announced[u.Source] = true
+	}
+	return out, send
+}
+
+// seenAll says whether every one of sources has reported.
+func (a *Agent) seenAll(sources []string) bool {
+	for _, s := range sources {
+		if !a.pc.Seen(s) {
+			return false
+		}
+	}
+	return true
+}

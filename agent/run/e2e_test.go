@@ -1,0 +1,125 @@
+package run
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/agent/kubetypes"
+)
+
+// Pods bound to the node, by spec.nodeName at creation or through the
+// binding subresource, arrive as ADD from the api source; unbound pods and
+// other nodes' do not; a graceful delete is a DELETE, the end of the pod a
+// REMOVE.
+func TestAPIPodsBoundToTheNodeArrive(t *testing.T) {
+	const node = "api-node"
+	cfg := shared.RESTConfig()
+	cs := clientset(t, cfg)
+	ctx := t.Context()
+	a, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg})
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, "")
+	if !a.SeenAllSources() {
+		t.Fatal("the api source reported but SeenAllSources is false")
+	}
+
+	pods := cs.CoreV1().Pods("default")
+	for _, p := range []*v1.Pod{newPod("default", "api-mine", node), newPod("default", "api-theirs", "other-node"), newPod("default", "api-unbound", "")} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/api-mine")
+	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "api-unbound"}, Target: v1.ObjectReference{Kind: "Node", Name: node}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/api-unbound")
+
+	if err := pods.Delete(ctx, "api-mine", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.wait(0, kubetypes.DELETE, kubetypes.APISource, "default/api-mine")
+	if p.DeletionTimestamp == nil {
+		t.Fatal("DELETE of a pod without deletionTimestamp")
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, "api-mine", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(0, kubetypes.REMOVE, kubetypes.APISource, "default/api-mine")
+	c.none("another node's pod arrived", func(_ kubetypes.PodUpdate, p *v1.Pod) bool { return p.Name == "api-theirs" })
+}
+
+// A static pod gets a mirror pod in the API server, which the consumer
+// never sees; a mirror deleted through the API is created again and the
+// static pod is not stopped; an edited manifest replaces the mirror; a
+// removed manifest deletes it.
+func TestStaticPodsHaveMirrorPods(t *testing.T) {
+	const node = "mirror-node"
+	cfg := shared.RESTConfig()
+	cs := clientset(t, cfg)
+	ctx := t.Context()
+	nodeObj := registerNode(t, cs, node)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "web.yaml")
+	writeAtomic(t, path, manifest("web", "image:1"))
+	_, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+
+	const name = "web-" + node
+	static, _ := c.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/"+name)
+	hash := static.Annotations[kubetypes.ConfigHashAnnotationKey]
+	m := waitAPIPod(t, cs, "default", name, "mirror created", func(p *v1.Pod) bool {
+		return p != nil && p.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash
+	})
+	if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].Kind != "Node" || m.OwnerReferences[0].UID != nodeObj.UID ||
+		m.OwnerReferences[0].Controller == nil || !*m.OwnerReferences[0].Controller {
+		t.Fatalf("mirror ownerReferences = %+v, want the Node %s as controller", m.OwnerReferences, nodeObj.UID)
+	}
+
+	// kubectl delete pod on the mirror: recreated, static pod untouched.
+	if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m2 := waitAPIPod(t, cs, "default", name, "deleted mirror recreated", func(p *v1.Pod) bool {
+		return p != nil && p.UID != m.UID && p.DeletionTimestamp == nil && p.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash
+	})
+	c.none("the static pod stopped because its mirror was deleted", func(u kubetypes.PodUpdate, p *v1.Pod) bool {
+		return (u.Op == kubetypes.REMOVE || u.Op == kubetypes.DELETE) && p.Name == name
+	})
+
+	// Edited manifest: new static pod (REMOVE + ADD), mirror replaced.
+	mark := len(c.all())
+	writeAtomic(t, path, manifest("web", "image:2"))
+	static2, _ := c.wait(mark, kubetypes.ADD, kubetypes.FileSource, "default/"+name)
+	hash2 := static2.Annotations[kubetypes.ConfigHashAnnotationKey]
+	if hash2 == hash {
+		t.Fatal("edited manifest kept its hash")
+	}
+	waitAPIPod(t, cs, "default", name, "outdated mirror replaced", func(p *v1.Pod) bool {
+		return p != nil && p.UID != m2.UID && p.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash2
+	})
+
+	// Removed manifest: the static pod goes, and so does its mirror.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(mark, kubetypes.REMOVE, kubetypes.FileSource, "default/"+name)
+	waitAPIPod(t, cs, "default", name, "mirror of a removed static pod deleted", func(p *v1.Pod) bool { return p == nil })
+
+	c.none("a mirror pod reached the consumer", func(_ kubetypes.PodUpdate, p *v1.Pod) bool { return kubetypes.IsMirrorPod(p) })
+}
+
+// Without a REST config the agent runs static pods alone.
+func TestStandaloneAgentRunsStaticPods(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "solo.yaml"), manifest("solo", "image"))
+	a, c := startAgent(t, Options{NodeName: "solo-node", StaticPodPath: dir})
+	c.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/solo-solo-node")
+	if !a.SeenAllSources() || a.Seen(kubetypes.APISource) {
+		t.Fatalf("standalone: SeenAllSources %v, Seen(api) %v; want true, false", a.SeenAllSources(), a.Seen(kubetypes.APISource))
+	}
+}
