@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,7 +276,7 @@ func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events,
 // how many watchers were ended (too slow) instead of served.
 func BenchmarkWatchFanout(b *testing.B) {
 	const events = 1000
-	for _, watchers := range []int{1000, 10_000} {
+	for _, watchers := range fanoutWatchers {
 		b.Run(fmt.Sprintf("Events=%d/Watchers=%d", events, watchers), func(b *testing.B) {
 			c := startEtcd(b)
 			seedPods(b, newKiteStore(b, c, corev1Pods), 1000)
@@ -319,6 +320,7 @@ func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, eve
 	arrivals := make([][]int64, watchers)
 	var wg sync.WaitGroup
 	var ended, delivered atomic.Int64
+	var why atomic.Value // the first watcher's reason to end early
 	for w := range watchers {
 		wi, err := cache.Watch(ctx, podPrefix, storage.ListOptions{ResourceVersion: rv, Recursive: true, Predicate: storage.Everything})
 		if err != nil {
@@ -335,6 +337,7 @@ func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, eve
 				switch ev.Type {
 				case watch.Error:
 					ended.Add(1)
+					why.CompareAndSwap(nil, fmt.Sprintf("error event after %d events: %v", n, ev.Object))
 					return
 				case watch.Added:
 					if i, ok := seq(ev.Object); ok && i < events && got[i] == 0 {
@@ -348,6 +351,7 @@ func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, eve
 				}
 			}
 			ended.Add(1) // closed before all events arrived
+			why.CompareAndSwap(nil, fmt.Sprintf("result channel closed after %d events", n))
 		}()
 	}
 	b.StartTimer()
@@ -361,6 +365,9 @@ func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, eve
 	}
 	b.StopTimer()
 	r := fanoutResult{deliveries: delivered.Load(), ended: int(ended.Load())}
+	if r.ended > 0 {
+		b.Logf("%d of %d watchers ended early; first: %v", r.ended, watchers, why.Load())
+	}
 	first := slices.Min(began)
 	var last int64
 	for i := range events {
@@ -459,3 +466,18 @@ func BenchmarkWriteToEvent(b *testing.B) {
 		}
 	}
 }
+
+// fanoutWatchers are the watcher counts of BenchmarkWatchFanout;
+// KITE_BENCH_WATCHERS (comma-separated) overrides them.
+var fanoutWatchers = func() []int {
+	var ws []int
+	for _, f := range strings.Split(os.Getenv("KITE_BENCH_WATCHERS"), ",") {
+		if w, err := strconv.Atoi(f); err == nil && w > 0 {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return []int{1000, 10_000}
+	}
+	return ws
+}()
