@@ -81,7 +81,7 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 		app.grow(len(resp.Kvs))
 		limitReached := false
 		for i, kv := range resp.Kvs {
-			if paging && int64(app.len()) >= pred.Limit {
+			if paging && int64(app.count()) >= pred.Limit {
 				limitReached = true
 				break
 			}
@@ -96,7 +96,7 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 			resp.Kvs[i] = nil
 		}
 		hasMore = more || limitReached
-		if limitReached || !more || (paging && int64(app.len()) >= pred.Limit) {
+		if limitReached || !more || (paging && int64(app.count()) >= pred.Limit) {
 			break
 		}
 		if limit < maxPageSize {
@@ -166,11 +166,10 @@ func newAppender(s *Store, listObj runtime.Object, items reflect.Value, pred sto
 		// Unstructured items keep the list's apiVersion.
 		apiVersion := ul.GetAPIVersion()
 		a.newItem = func() runtime.Object {
-			u := &unstructured.Unstructured{Object: map[string]interface{}{}}
-			if apiVersion != "" {
-				u.SetAPIVersion(apiVersion)
+			if apiVersion == "" {
+				return &unstructured.Unstructured{}
 			}
-			return u
+			return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": apiVersion}}
 		}
 		return a
 	}
@@ -185,7 +184,7 @@ func newAppender(s *Store, listObj runtime.Object, items reflect.Value, pred sto
 
 var runtimeObjectType = reflect.TypeFor[runtime.Object]()
 
-func (a *appender) len() int { return a.n }
+func (a *appender) count() int { return a.n }
 
 // add transforms and decodes one value and appends it if it matches.
 func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
@@ -214,7 +213,12 @@ func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
 	}
 	if obj != into {
 		// The codec returned another object (e.g. after conversion).
-		slot.Set(reflect.ValueOf(obj).Elem())
+		ov := reflect.ValueOf(obj)
+		if ov.Type() != slot.Addr().Type() {
+			slot.SetZero()
+			return storage.NewCorruptObjError(string(kv.Key), fmt.Errorf("decoded a %T, the list holds %s", obj, slot.Type()))
+		}
+		slot.Set(ov.Elem())
 	}
 	setRV(a.s.versioner, into, uint64(kv.ModRevision))
 	if a.matches(into) {

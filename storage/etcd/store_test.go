@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
@@ -349,5 +350,47 @@ func TestProtobufValuesUnderRegistryPrefix(t *testing.T) {
 	}
 	if len(list.Items) != 1 || list.Items[0].ResourceVersion != created.ResourceVersion {
 		t.Fatalf("list = %+v, want the one pod at rv %s", list.Items, created.ResourceVersion)
+	}
+}
+
+// Lists of unstructured objects (custom resources) decode each item as an
+// Unstructured keeping the list's apiVersion.
+func TestUnstructuredList(t *testing.T) {
+	_, _, client := testSetup(t)
+	s, err := New(Options{
+		Client:         client,
+		Codec:          unstructured.UnstructuredJSONScheme,
+		NewFunc:        func() runtime.Object { return &unstructured.Unstructured{} },
+		NewListFunc:    func() runtime.Object { return &unstructured.UnstructuredList{} },
+		Prefix:         "/registry",
+		ResourcePrefix: "/example.com/widgets",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"a", "b"} {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("example.com/v1")
+		obj.SetKind("Widget")
+		obj.SetNamespace("ns")
+		obj.SetName(name)
+		if err := s.Create(ctx, "/example.com/widgets/ns/"+name, obj, &unstructured.Unstructured{}, 0); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("example.com/v1")
+	if err := s.GetList(ctx, "/example.com/widgets/ns", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Fatalf("got %d items, want 2", len(list.Items))
+	}
+	for i, want := range []string{"a", "b"} {
+		item := list.Items[i]
+		if item.GetName() != want || item.GetAPIVersion() != "example.com/v1" || item.GetResourceVersion() == "" {
+			t.Errorf("item %d = %s %s rv %q, want %s example.com/v1 with an rv", i, item.GetName(), item.GetAPIVersion(), item.GetResourceVersion(), want)
+		}
 	}
 }

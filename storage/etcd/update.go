@@ -109,7 +109,7 @@ func (s *Store) GuaranteedUpdate(
 		if err != nil {
 			return err
 		}
-		var putOpts = kubernetes.PutOptions{GetOnFailure: true}
+		putOpts := kubernetes.PutOptions{GetOnFailure: true}
 		if ttl != 0 {
 			if putOpts.LeaseID, err = s.leases.Get(ctx, int64(ttl)); err != nil {
 				return err
