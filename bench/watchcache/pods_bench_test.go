@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,6 +186,7 @@ func BenchmarkCacheStart(b *testing.B) {
 					b.StopTimer()
 					after := heapAfterGC()
 					heap += float64(int64(after)-int64(before)) / float64(n)
+					writeHeapProfile(b, im.name)
 					cache.stop()
 					b.StartTimer()
 				}
@@ -192,6 +195,25 @@ func BenchmarkCacheStart(b *testing.B) {
 			})
 		}
 	})
+}
+
+// writeHeapProfile writes the live heap, with the cache just started, to
+// $KITE_BENCH_HEAPPROFILE/heap-<impl>.pprof when that variable names a
+// directory (go tool pprof -sample_index=inuse_space shows what each cache
+// keeps per pod).
+func writeHeapProfile(b *testing.B, name string) {
+	dir := os.Getenv("KITE_BENCH_HEAPPROFILE")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, "heap-"+name+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // now is a monotonic clock in nanoseconds since the process began.
