@@ -29,6 +29,9 @@ import (
 // first (copy on write) and drop the cached encodings, as upstream's
 // cachingObject does.
 type CachedObject struct {
+	// orig is the object as the cache received it, never changed: lists
+	// read it without a lock, whatever setters do to object.
+	orig       runtime.Object
 	mu         sync.RWMutex
 	object     metaObject
 	deepCopied bool
@@ -62,7 +65,7 @@ func NewCachedObject(obj runtime.Object) *CachedObject {
 	if !ok {
 		panic(fmt.Sprintf("watchcache: %T has no object metadata", obj))
 	}
-	return &CachedObject{object: m}
+	return &CachedObject{orig: obj, object: m}
 }
 
 // CacheEncode implements runtime.CacheableObject: it writes the bytes
@@ -130,13 +133,9 @@ func (o *CachedObject) GetObject() runtime.Object {
 	return o.object.DeepCopyObject()
 }
 
-// shared returns the wrapped object without copying; callers must not
-// change it.
-func (o *CachedObject) shared() runtime.Object {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return o.object
-}
+// shared returns the object as the cache received it, without copying;
+// callers must not change it.
+func (o *CachedObject) shared() runtime.Object { return o.orig }
 
 // GetObjectKind implements runtime.Object.
 func (o *CachedObject) GetObjectKind() schema.ObjectKind {
@@ -150,7 +149,8 @@ func (o *CachedObject) GetObjectKind() schema.ObjectKind {
 func (o *CachedObject) DeepCopyObject() runtime.Object {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	return &CachedObject{object: o.object.DeepCopyObject().(metaObject), deepCopied: true}
+	obj := o.object.DeepCopyObject().(metaObject)
+	return &CachedObject{orig: obj, object: obj, deepCopied: true}
 }
 
 // set applies a change unless it is a no-op, copying the shared object

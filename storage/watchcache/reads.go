@@ -208,7 +208,8 @@ func (c *Cache) fillFromTree(listObj runtime.Object, q listQuery, t tree, rv uin
 		}, -1)
 	}
 	total := -1
-	if q.limit > 0 && q.pred.Empty() {
+	if q.pred.Empty() {
+		// O(log n), and it sizes the result in one allocation.
 		total = t.CountPrefix(q.key, q.from)
 	}
 	return c.fill(listObj, q, rv, func(yield func(*element) bool) {
@@ -222,6 +223,13 @@ func (c *Cache) fillFromTree(listObj runtime.Object, q listQuery, t tree, rv uin
 // remainingItemCount).
 func (c *Cache) fill(listObj runtime.Object, q listQuery, rv uint64, walk func(func(*element) bool), total int) error {
 	var items []runtime.Object
+	if total >= 0 {
+		n := int64(total)
+		if q.limit > 0 {
+			n = min(n, q.limit)
+		}
+		items = make([]runtime.Object, 0, n)
+	}
 	var last string
 	more := false
 	walk(func(e *element) bool {
