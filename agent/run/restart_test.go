@@ -1,0 +1,110 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent/kubetypes"
+)
+
+// restartable is a Kite server that can be stopped and started again on
+// the same data directory and port, as an API server restarted under the
+// agent.
+type restartable struct {
+	t    *testing.T
+	opts kite.Options
+	srv  *kite.Server
+}
+
+func startRestartable(t *testing.T) *restartable {
+	t.Helper()
+	r := &restartable{t: t, opts: kite.Options{DataDir: t.TempDir(), EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"}}
+	r.start()
+	u, err := url.Parse(r.srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Start again on the port the first start picked.
+	if r.opts.SecurePort, err = strconv.Atoi(u.Port()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *restartable) start() {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := kite.Start(ctx, r.opts)
+	if err != nil {
+		r.t.Fatalf("start kite on %s port %d: %v", r.opts.DataDir, r.opts.SecurePort, err)
+	}
+	r.srv = srv
+}
+
+func (r *restartable) stop() {
+	if r.srv == nil {
+		return
+	}
+	if err := r.srv.Close(); err != nil {
+		r.t.Errorf("close kite: %v", err)
+	}
+	r.srv = nil
+}
+
+// An API server restarted under the agent (same data directory and port):
+// nothing is removed, the static pod's mirror is left as it was, and pods
+// bound after the server is back arrive.
+func TestAPIServerRestartedUnderTheAgent(t *testing.T) {
+	const node = "restart-node"
+	srv := startRestartable(t)
+	cfg := srv.srv.RESTConfig() // the CA and token live in the data directory
+	cs := clientset(t, cfg)
+	registerNode(t, cs, node)
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), newPod("default", "before", node), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "static.yaml"), manifest("static", "image"))
+	_, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/before")
+	static, _ := c.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/static-"+node)
+	hash := static.Annotations[kubetypes.ConfigHashAnnotationKey]
+	m := waitAPIPod(t, cs, "default", "static-"+node, "mirror created", func(p *v1.Pod) bool {
+		return p != nil && p.Annotations[kubetypes.ConfigMirrorAnnotationKey] == hash
+	})
+
+	for round := range 2 {
+		srv.stop()
+		time.Sleep(2 * time.Second) // the server stays down a while: the scenario, not synchronisation
+		srv.start()
+		back := time.Now()
+		name := fmt.Sprintf("after-%d", round)
+		if _, err := cs.CoreV1().Pods("default").Create(context.Background(), newPod("default", name, node), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("round %d: create %s: %v", round, name, err)
+		}
+		c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/"+name)
+		t.Logf("round %d: pod bound after the server was back arrived as ADD %v later", round, time.Since(back).Round(time.Millisecond))
+	}
+
+	c.none("a pod was removed or deleted across the restarts", func(u kubetypes.PodUpdate, _ *v1.Pod) bool {
+		return u.Op == kubetypes.REMOVE || u.Op == kubetypes.DELETE
+	})
+	after, err := cs.CoreV1().Pods("default").Get(context.Background(), "static-"+node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != m.UID {
+		t.Fatalf("mirror pod replaced across the restarts (uid %s → %s); want it left alone", m.UID, after.UID)
+	}
+}
