@@ -31,20 +31,22 @@ func TestPaginationUnderConcurrentWritesReturnsEachObjectOnce(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	startWriter := func() {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pods.Create(ctx, testPod(fmt.Sprintf("new-%04d", i)), metav1.CreateOptions{})
+				if p, err := pods.Get(ctx, fmt.Sprintf("p-%03d", i%n), metav1.GetOptions{}); err == nil {
+					p.Labels["round"] = fmt.Sprint(i)
+					pods.Update(ctx, p, metav1.UpdateOptions{})
+				}
 			}
-			pods.Create(ctx, testPod(fmt.Sprintf("new-%04d", i)), metav1.CreateOptions{})
-			if p, err := pods.Get(ctx, fmt.Sprintf("p-%03d", i%n), metav1.GetOptions{}); err == nil {
-				p.Labels["round"] = fmt.Sprint(i)
-				pods.Update(ctx, p, metav1.UpdateOptions{})
-			}
-		}
-	})
+		})
+	}
 	defer func() {
 		close(stop)
 		wg.Wait()
@@ -70,6 +72,10 @@ func TestPaginationUnderConcurrentWritesReturnsEachObjectOnce(t *testing.T) {
 		}
 		for _, p := range page.Items {
 			seen[p.Name]++
+		}
+		if pages == 1 {
+			// Write while the later pages are read.
+			startWriter()
 		}
 		if page.Continue == "" {
 			break

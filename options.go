@@ -52,10 +52,13 @@ type Options struct {
 	KubeconfigPath string
 	// Version is what /version reports; zero means DefaultVersion().
 	Version version.Info
-	// WrapStorage, if set, wraps each resource's etcd store: the seam
-	// where the watch cache goes in front of etcd. It gets the resource
-	// and the store, and returns what the registry uses; stop is called
-	// on Close and may be nil.
+	// DisableWatchCache serves every read from etcd (kube-apiserver's
+	// --watch-cache=false). By default each resource but events is read
+	// through a watch cache, as upstream.
+	DisableWatchCache bool
+	// WrapStorage, if set, wraps each resource's etcd store instead of the
+	// watch cache: it gets the resource and the store and returns what the
+	// registry uses; stop is called on Close and may be nil.
 	WrapStorage func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
 	// ReadyTimeout bounds how long Start waits for the API to answer;
 	// 0 means 60 s.

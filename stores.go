@@ -15,6 +15,7 @@ import (
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/registry/namespacedeleter"
 	"github.com/kite-project/kite/storage/etcd"
+	"github.com/kite-project/kite/storage/watchcache"
 )
 
 // buildStores makes one etcd store and one registry Store per resource.
@@ -54,7 +55,27 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		if err != nil {
 			return nil, fmt.Errorf("etcd store for %s: %w", gr, err)
 		}
-		if opts.WrapStorage != nil {
+		switch {
+		case opts.WrapStorage == nil && !opts.DisableWatchCache && gr.Resource != "events":
+			// Events are written often and read rarely: upstream keeps
+			// them out of the watch cache too.
+			c, err := watchcache.New(watchcache.Options{
+				Store:          st,
+				ResourcePrefix: "/" + strat.KeyPrefix(),
+				GroupResource:  gr,
+				KeyFunc:        strat.KeyFunc(),
+				NewFunc:        strat.New,
+				NewListFunc:    strat.NewList,
+				AttrFunc:       strat.GetAttrs,
+				Indexers:       strat.Indexers(),
+			})
+			if err != nil {
+				return nil, fmt.Errorf("watch cache of %s: %w", gr, err)
+			}
+			c.Start(ctx)
+			s.stops = append(s.stops, c.Stop)
+			st = c
+		case opts.WrapStorage != nil:
 			wrapped, stop, err := opts.WrapStorage(gr, st)
 			if err != nil {
 				return nil, fmt.Errorf("wrap storage of %s: %w", gr, err)

@@ -217,19 +217,26 @@ func (s *Store) isFieldLabel(name string) bool {
 // GetAttrs returns the labels and selectable fields of an object: the
 // storage.AttrFunc of the resource.
 func (s *Store) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	return s.strategy.GetAttrs(obj)
+}
+
+// GetAttrs returns the labels and selectable fields of an object of the
+// resource (always metadata.name, and metadata.namespace when
+// namespaced): the resource's storage.AttrFunc.
+func (s *Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read metadata of %T: %w", obj, err)
 	}
 	var set fields.Set
-	if s.strategy.SelectableFields != nil {
-		set = s.strategy.SelectableFields(obj)
+	if s.SelectableFields != nil {
+		set = s.SelectableFields(obj)
 	}
 	if set == nil {
 		set = fields.Set{}
 	}
 	set["metadata.name"] = m.GetName()
-	if s.strategy.Namespaced {
+	if s.Namespaced {
 		set["metadata.namespace"] = m.GetNamespace()
 	}
 	return labels.Set(m.GetLabels()), set, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // Strategy describes one resource to a Store. Only the identity fields and
@@ -114,6 +115,29 @@ func (s *Strategy) GroupResource() schema.GroupResource {
 // GroupVersionResource returns the strategy's group, version and resource.
 func (s *Strategy) GroupVersionResource() schema.GroupVersionResource {
 	return s.Kind.GroupVersion().WithResource(s.Resource)
+}
+
+// Indexers returns, for each of IndexFields, the function computing that
+// field's value: what a watch cache indexes and triggers on.
+func (s *Strategy) Indexers() storage.IndexerFuncs {
+	if len(s.IndexFields) == 0 || s.SelectableFields == nil {
+		return nil
+	}
+	idx := storage.IndexerFuncs{}
+	for _, f := range s.IndexFields {
+		idx[f] = func(obj runtime.Object) string { return s.SelectableFields(obj)[f] }
+	}
+	return idx
+}
+
+// KeyFunc returns the function computing an object's storage key under
+// "/<KeyPrefix>".
+func (s *Strategy) KeyFunc() func(runtime.Object) (string, error) {
+	prefix := "/" + s.storagePrefix() + "/"
+	if s.Namespaced {
+		return func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc(prefix, obj) }
+	}
+	return func(obj runtime.Object) (string, error) { return storage.NoNamespaceKeyFunc(prefix, obj) }
 }
 
 // KeyPrefix is the resource's key segment in storage ("pods",
