@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -251,5 +252,44 @@ func TestUnknownFieldsWarnByDefault(t *testing.T) {
 	code, _, hdr = raw(t, "POST", "/api/v1/namespaces/"+ns+"/configmaps?fieldValidation=Ignore", "application/json", "", body)
 	if code != 201 || hdr.Get("Warning") != "" {
 		t.Fatalf("Ignore: got %d, Warning %q", code, hdr.Get("Warning"))
+	}
+}
+
+// TestEventsAreOneResourceThroughBothAPIs: an event written through
+// events.k8s.io/v1 is a core/v1 event and back, as upstream.
+func TestEventsAreOneResourceThroughBothAPIs(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ctx := t.Context()
+	ns := newNamespace(t, client)
+	ev := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: "e1"},
+		EventTime:           metav1.NewMicroTime(time.Now()),
+		ReportingController: "test", ReportingInstance: "test-1", Action: "Testing", Reason: "Tested",
+		Type: "Normal", Note: "hello", Regarding: v1.ObjectReference{Kind: "Pod", Name: "p", Namespace: ns},
+	}
+	if _, err := client.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create through events.k8s.io: %v", err)
+	}
+	core, err := client.CoreV1().Events(ns).Get(ctx, "e1", metav1.GetOptions{})
+	if err != nil || core.Message != "hello" || core.InvolvedObject.Name != "p" || core.ReportingController != "test" {
+		t.Fatalf("read through core/v1: %v %+v", err, core)
+	}
+	core.Message = "changed"
+	if _, err := client.CoreV1().Events(ns).Update(ctx, core, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := client.EventsV1().Events(ns).Get(ctx, "e1", metav1.GetOptions{})
+	if err != nil || back.Note != "changed" {
+		t.Fatalf("read back through events.k8s.io: %v %+v", err, back)
+	}
+	list, err := client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=p"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("list by regarding.name: %v, %d", err, len(list.Items))
+	}
+	if err := client.EventsV1().Events(ns).Delete(ctx, "e1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Events(ns).Get(ctx, "e1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after delete through events.k8s.io: %v", err)
 	}
 }

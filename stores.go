@@ -38,8 +38,26 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 	s.stores = map[string]*registry.Store{}
 	var stores []*registry.Store
 	var namespaces *registry.Store
+	admit := func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
+		return builtin.NamespaceLifecycle(namespaces)(ctx, gr, namespace, name)
+	}
+	etcdStores := map[schema.GroupResource]storage.Interface{}
 	for _, strat := range builtin.All(time.Now) {
 		gr := strat.GroupResource()
+		if strat.Conversion != nil {
+			inner, ok := etcdStores[strat.StoredWith]
+			if !ok {
+				return nil, fmt.Errorf("%s is stored with %s, which has no storage", gr, strat.StoredWith)
+			}
+			store, err := registry.New(registry.Options{Strategy: strat, FieldManagers: fields, Admit: admit,
+				Storage: registry.ConvertingStorage(inner, *strat.Conversion, strat.GetAttrs)})
+			if err != nil {
+				return nil, err
+			}
+			s.stores[gr.String()] = store
+			stores = append(stores, store)
+			continue
+		}
 		codec := runtime.NewCodec(runtime.WithVersionEncoder{Version: strat.Kind.GroupVersion(), Encoder: pb, ObjectTyper: scheme}, pb)
 		var st storage.Interface
 		st, err := etcd.New(etcd.Options{
@@ -55,6 +73,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		if err != nil {
 			return nil, fmt.Errorf("etcd store for %s: %w", gr, err)
 		}
+		etcdStores[gr] = st
 		switch {
 		case opts.WrapStorage == nil && !opts.DisableWatchCache && gr.Resource != "events":
 			// Events are written often and read rarely: upstream keeps
@@ -87,9 +106,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		}
 		ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: fields}
 		if strat.Namespaced {
-			ro.Admit = func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-				return builtin.NamespaceLifecycle(namespaces)(ctx, gr, namespace, name)
-			}
+			ro.Admit = admit
 		}
 		store, err := registry.New(ro)
 		if err != nil {
@@ -98,11 +115,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		if gr.Resource == "namespaces" && gr.Group == "" {
 			namespaces = store
 		}
-		key := gr.Resource
-		if gr.Group != "" {
-			key += "." + gr.Group
-		}
-		s.stores[key] = store
+		s.stores[gr.String()] = store
 		stores = append(stores, store)
 	}
 	var contents []*registry.Store

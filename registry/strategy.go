@@ -31,6 +31,12 @@ type Strategy struct {
 	// StoragePrefix is the resource's key segment; "" means Resource.
 	StoragePrefix string
 
+	// StoredWith, when set, names another resource whose storage holds
+	// this resource's objects, converted by Conversion (events.k8s.io
+	// events live with core events, as upstream).
+	StoredWith schema.GroupResource
+	Conversion *Conversion
+
 	// New returns an empty object, NewList an empty list.
 	New     func() runtime.Object
 	NewList func() runtime.Object

@@ -65,20 +65,25 @@ func Events() *registry.Strategy {
 	}
 }
 
-// EventsV1 returns the strategy of events.k8s.io/v1 events. Upstream
-// stores both event APIs in one place and converts; Kite keeps the
-// events.k8s.io objects under their own key prefix, so an event written
-// through one API is not seen through the other.
+// EventsV1 returns the strategy of events.k8s.io/v1 events. As upstream,
+// they are the core/v1 events, seen through the newer API: stored with
+// them and converted field by field.
 func EventsV1() *registry.Strategy {
 	return &registry.Strategy{
-		Kind:          eventsv1.SchemeGroupVersion.WithKind("Event"),
-		Resource:      "events",
-		SingularName:  "event",
-		ShortNames:    []string{"ev"},
-		Namespaced:    true,
-		StoragePrefix: "events.k8s.io/events",
-		New:           func() runtime.Object { return &eventsv1.Event{} },
-		NewList:       func() runtime.Object { return &eventsv1.EventList{} },
+		Kind:         eventsv1.SchemeGroupVersion.WithKind("Event"),
+		Resource:     "events",
+		SingularName: "event",
+		ShortNames:   []string{"ev"},
+		Namespaced:   true,
+		StoredWith:   v1.Resource("events"),
+		Conversion: &registry.Conversion{
+			ToStored:      func(obj runtime.Object) (runtime.Object, error) { return eventToCore(obj.(*eventsv1.Event)), nil },
+			FromStored:    func(obj runtime.Object) (runtime.Object, error) { return eventFromCore(obj.(*v1.Event)), nil },
+			NewStored:     func() runtime.Object { return &v1.Event{} },
+			NewStoredList: func() runtime.Object { return &v1.EventList{} },
+		},
+		New:     func() runtime.Object { return &eventsv1.Event{} },
+		NewList: func() runtime.Object { return &eventsv1.EventList{} },
 		Validate: func(obj runtime.Object) field.ErrorList {
 			ev := obj.(*eventsv1.Event)
 			errs := field.ErrorList{}
@@ -114,4 +119,59 @@ func EventsV1() *registry.Strategy {
 		AllowUnconditionalUpdate: true,
 		TTL:                      func(runtime.Object) uint64 { return uint64(EventTTL / time.Second) },
 	}
+}
+
+// eventFromCore is upstream's conversion of a core event to
+// events.k8s.io/v1 (pkg/apis/events/v1/conversion.go).
+func eventFromCore(in *v1.Event) *eventsv1.Event {
+	out := &eventsv1.Event{
+		ObjectMeta:               *in.ObjectMeta.DeepCopy(),
+		EventTime:                in.EventTime,
+		ReportingController:      in.ReportingController,
+		ReportingInstance:        in.ReportingInstance,
+		Action:                   in.Action,
+		Reason:                   in.Reason,
+		Regarding:                in.InvolvedObject,
+		Note:                     in.Message,
+		Type:                     in.Type,
+		DeprecatedSource:         in.Source,
+		DeprecatedFirstTimestamp: in.FirstTimestamp,
+		DeprecatedLastTimestamp:  in.LastTimestamp,
+		DeprecatedCount:          in.Count,
+	}
+	if in.Related != nil {
+		related := *in.Related
+		out.Related = &related
+	}
+	if in.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+	return out
+}
+
+// eventToCore is the reverse of eventFromCore.
+func eventToCore(in *eventsv1.Event) *v1.Event {
+	out := &v1.Event{
+		ObjectMeta:          *in.ObjectMeta.DeepCopy(),
+		EventTime:           in.EventTime,
+		ReportingController: in.ReportingController,
+		ReportingInstance:   in.ReportingInstance,
+		Action:              in.Action,
+		Reason:              in.Reason,
+		InvolvedObject:      in.Regarding,
+		Message:             in.Note,
+		Type:                in.Type,
+		Source:              in.DeprecatedSource,
+		FirstTimestamp:      in.DeprecatedFirstTimestamp,
+		LastTimestamp:       in.DeprecatedLastTimestamp,
+		Count:               in.DeprecatedCount,
+	}
+	if in.Related != nil {
+		related := *in.Related
+		out.Related = &related
+	}
+	if in.Series != nil {
+		out.Series = &v1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+	return out
 }
