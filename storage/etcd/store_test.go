@@ -394,3 +394,65 @@ func TestUnstructuredList(t *testing.T) {
 		}
 	}
 }
+
+// RequestWatchProgress makes etcd send a progress notification, which a
+// watch opened with ProgressNotify delivers as a BOOKMARK, even though
+// etcd's periodic notifications (every 10 minutes) are far away.
+func TestRequestWatchProgressSendsBookmark(t *testing.T) {
+	ctx, s, client := testSetup(t)
+	p := mustCreate(ctx, t, s, newPod("ns", "a"))
+	// Move etcd past the watch's start: etcd sends no progress for a watch
+	// on a future revision.
+	current := increaseRVFunc(client.Client)(ctx, t)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.Watch(wctx, "/pods/", storage.ListOptions{Recursive: true, ResourceVersion: p.ResourceVersion, ProgressNotify: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	// The watch may not be registered with etcd yet when we ask: ask again
+	// until the bookmark comes.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Bookmark {
+				t.Fatalf("got %s event, want BOOKMARK", ev.Type)
+			}
+			rv, _ := strconv.ParseInt(ev.Object.(*example.Pod).ResourceVersion, 10, 64)
+			if rv < current {
+				t.Fatalf("bookmark at %d, want at least %d", rv, current)
+			}
+			return
+		case <-tick.C:
+			if err := s.RequestWatchProgress(wctx); err != nil {
+				t.Fatalf("RequestWatchProgress: %v", err)
+			}
+		case <-deadline:
+			t.Fatal("no bookmark within 30s")
+		}
+	}
+}
+
+// GetCurrentResourceVersion is etcd's current revision, whatever resource
+// the last write was for.
+func TestGetCurrentResourceVersion(t *testing.T) {
+	ctx, s, client := testSetup(t)
+	p := mustCreate(ctx, t, s, newPod("ns", "a"))
+	rv, err := s.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := strconv.ParseUint(p.ResourceVersion, 10, 64); rv != want {
+		t.Fatalf("after a create: %d, want the create's %d", rv, want)
+	}
+	other := increaseRVFunc(client.Client)(ctx, t)
+	if rv, err = s.GetCurrentResourceVersion(ctx); err != nil || rv != uint64(other) {
+		t.Fatalf("after a write elsewhere: %d, %v; want %d", rv, err, other)
+	}
+}
