@@ -74,7 +74,13 @@ func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop implements watch.Interface.
 func (w *watcher) Stop() {
-	w.stop.Do(func() { close(w.done) })
+	w.stop.Do(func() {
+		close(w.done)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // matches is the watcher's filter on an element: key scope then selector.
@@ -170,6 +176,13 @@ func (w *watcher) run(ctx context.Context, s start) {
 	defer w.c.wg.Done()
 	defer close(w.result)
 	defer w.c.forget(w)
+	// The end of ctx or of the cache stops the watcher, so that the loop
+	// waits on one channel: a four-way select per event costs more than
+	// the rest of a delivery.
+	stopOnCtx := context.AfterFunc(ctx, w.Stop)
+	defer stopOnCtx()
+	stopOnCache := context.AfterFunc(w.c.ctx, w.Stop)
+	defer stopOnCache()
 
 	pos := s.rv
 	switch {
@@ -177,7 +190,7 @@ func (w *watcher) run(ctx context.Context, s start) {
 		ok := true
 		visit := func(e *element) bool {
 			if w.matches(e) {
-				ok = w.send(ctx, watch.Event{Type: watch.Added, Object: e.obj})
+				ok = w.send(watch.Event{Type: watch.Added, Object: e.obj})
 			}
 			return ok
 		}
@@ -191,7 +204,7 @@ func (w *watcher) run(ctx context.Context, s start) {
 		}
 	default:
 		for _, ev := range s.events {
-			if e, ok := w.convert(ev); ok && !w.send(ctx, e) {
+			if e, ok := w.convert(ev); ok && !w.send(e) {
 				return
 			}
 			pos = max(pos, ev.rv)
@@ -199,24 +212,19 @@ func (w *watcher) run(ctx context.Context, s start) {
 	}
 	startPos := pos
 	if s.endBookmark {
-		if !w.send(ctx, watch.Event{Type: watch.Bookmark, Object: w.c.bookmarkObject(s.rv, true)}) {
+		if !w.send(watch.Event{Type: watch.Bookmark, Object: w.c.bookmarkObject(s.rv, true)}) {
 			return
 		}
 	}
 
 	for {
-		select {
-		case <-w.wake:
-		case <-w.done:
-			return
-		case <-ctx.Done():
-			return
-		case <-w.c.ctx.Done():
+		<-w.wake
+		if w.stopped() {
 			return
 		}
 		batch, err := w.take()
 		if err != nil {
-			w.send(ctx, watch.Event{Type: watch.Error, Object: errorObject(err)})
+			w.send(watch.Event{Type: watch.Error, Object: errorObject(err)})
 			return
 		}
 		for _, q := range batch {
@@ -227,7 +235,7 @@ func (w *watcher) run(ctx context.Context, s start) {
 			if q.rv < pos || q.rv <= startPos || (q.rv == pos && q.ev.Type != watch.Bookmark) {
 				continue
 			}
-			if !w.send(ctx, q.ev) {
+			if !w.send(q.ev) {
 				return
 			}
 			pos = q.rv
@@ -235,16 +243,26 @@ func (w *watcher) run(ctx context.Context, s start) {
 	}
 }
 
+func (w *watcher) stopped() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // send delivers one notification, or gives up when the watcher stops.
-func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
+func (w *watcher) send(ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	default:
+	}
 	select {
 	case w.result <- ev:
 		return true
 	case <-w.done:
-		return false
-	case <-ctx.Done():
-		return false
-	case <-w.c.ctx.Done():
 		return false
 	}
 }
