@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -25,19 +26,17 @@ var eventFieldLabels = []string{
 // EventTTL.
 func Events() *registry.Strategy {
 	return &registry.Strategy{
-		Kind:         v1.SchemeGroupVersion.WithKind("Event"),
-		Resource:     "events",
-		SingularName: "event",
-		ShortNames:   []string{"ev"},
-		Namespaced:   true,
-		New:          func() runtime.Object { return &v1.Event{} },
-		NewList:      func() runtime.Object { return &v1.EventList{} },
-		Validate: func(obj runtime.Object) field.ErrorList {
-			ev := obj.(*v1.Event)
-			if ev.InvolvedObject.Namespace != "" && ev.InvolvedObject.Namespace != ev.Namespace {
-				return field.ErrorList{field.Invalid(field.NewPath("involvedObject", "namespace"), ev.InvolvedObject.Namespace, "does not match event.namespace")}
-			}
-			return nil
+		Kind:              v1.SchemeGroupVersion.WithKind("Event"),
+		Resource:          "events",
+		SingularName:      "event",
+		ShortNames:        []string{"ev"},
+		Namespaced:        true,
+		New:               func() runtime.Object { return &v1.Event{} },
+		NewList:           func() runtime.Object { return &v1.EventList{} },
+		ValidatesMetadata: true,
+		Validate:          func(obj runtime.Object) field.ErrorList { return validation.ValidateEvent(obj.(*v1.Event)) },
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidateEventUpdate(obj.(*v1.Event), old.(*v1.Event))
 		},
 		SelectableFields: func(obj runtime.Object) fields.Set {
 			ev := obj.(*v1.Event)
@@ -82,27 +81,12 @@ func EventsV1() *registry.Strategy {
 			NewStored:     func() runtime.Object { return &v1.Event{} },
 			NewStoredList: func() runtime.Object { return &v1.EventList{} },
 		},
-		New:     func() runtime.Object { return &eventsv1.Event{} },
-		NewList: func() runtime.Object { return &eventsv1.EventList{} },
-		Validate: func(obj runtime.Object) field.ErrorList {
-			ev := obj.(*eventsv1.Event)
-			errs := field.ErrorList{}
-			if ev.EventTime.IsZero() {
-				errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
-			}
-			if ev.ReportingController == "" {
-				errs = append(errs, field.Required(field.NewPath("reportingController"), ""))
-			}
-			if ev.ReportingInstance == "" {
-				errs = append(errs, field.Required(field.NewPath("reportingInstance"), ""))
-			}
-			if ev.Action == "" {
-				errs = append(errs, field.Required(field.NewPath("action"), ""))
-			}
-			if ev.Reason == "" {
-				errs = append(errs, field.Required(field.NewPath("reason"), ""))
-			}
-			return errs
+		New:               func() runtime.Object { return &eventsv1.Event{} },
+		NewList:           func() runtime.Object { return &eventsv1.EventList{} },
+		ValidatesMetadata: true,
+		Validate:          func(obj runtime.Object) field.ErrorList { return validation.ValidateEventV1(obj.(*eventsv1.Event)) },
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidateEventV1Update(obj.(*eventsv1.Event), old.(*eventsv1.Event))
 		},
 		SelectableFields: func(obj runtime.Object) fields.Set {
 			ev := obj.(*eventsv1.Event)

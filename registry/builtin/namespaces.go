@@ -7,13 +7,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -35,18 +36,22 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 		ShortNames:   []string{"ns"},
 		New:          func() runtime.Object { return &v1.Namespace{} },
 		NewList:      func() runtime.Object { return &v1.NamespaceList{} },
-		ValidateName: apivalidation.ValidateNamespaceName,
+		Default:      func(obj runtime.Object) { defaults.Namespace(obj.(*v1.Namespace)) },
 		PrepareForCreate: func(obj runtime.Object) {
 			ns := obj.(*v1.Namespace)
-			ns.Status = v1.NamespaceStatus{Phase: v1.NamespaceActive}
+			defaults.NamespaceForCreate(ns)
 			ns.Spec.Finalizers = []v1.FinalizerName{FinalizerKubernetes}
-			setNamespaceNameLabel(ns)
 		},
 		PrepareForUpdate: func(obj, old runtime.Object) {
 			ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
 			ns.Spec.Finalizers = oldNs.Spec.Finalizers
 			ns.Status = oldNs.Status
-			setNamespaceNameLabel(ns)
+			defaults.Namespace(ns)
+		},
+		ValidatesMetadata: true,
+		Validate:          func(obj runtime.Object) field.ErrorList { return validation.ValidateNamespace(obj.(*v1.Namespace)) },
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidateNamespaceUpdate(obj.(*v1.Namespace), old.(*v1.Namespace))
 		},
 		SelectableFields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(obj.(*v1.Namespace).Status.Phase)}
@@ -55,10 +60,12 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 		Graceful:                 namespaceGraceful(now),
 		AllowUnconditionalUpdate: true,
 		Subresources: map[string]*registry.Subresource{
-			"status": {PrepareForUpdate: func(obj, old runtime.Object) {
-				ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
-				ns.Spec = oldNs.Spec
-			}},
+			"status": {
+				PrepareForUpdate: func(obj, old runtime.Object) { obj.(*v1.Namespace).Spec = old.(*v1.Namespace).Spec },
+				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+					return validation.ValidateNamespaceStatusUpdate(obj.(*v1.Namespace), old.(*v1.Namespace))
+				},
+			},
 			"finalize": {
 				PrepareForUpdate: func(obj, old runtime.Object) {
 					ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
@@ -67,25 +74,11 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 					ns.Spec.Finalizers = finalizers
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-					for i, f := range obj.(*v1.Namespace).Spec.Finalizers {
-						if errs := apivalidation.ValidateFinalizerName(string(f), field.NewPath("spec", "finalizers").Index(i)); len(errs) > 0 {
-							return errs
-						}
-					}
-					return nil
+					return validation.ValidateNamespaceFinalizeUpdate(obj.(*v1.Namespace), old.(*v1.Namespace))
 				},
 			},
 		},
 	}
-}
-
-// setNamespaceNameLabel keeps the kubernetes.io/metadata.name label, which
-// upstream sets on every namespace so selectors can name namespaces.
-func setNamespaceNameLabel(ns *v1.Namespace) {
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	ns.Labels[v1.LabelMetadataName] = ns.Name
 }
 
 func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {

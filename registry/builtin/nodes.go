@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -24,12 +26,11 @@ func Nodes() *registry.Strategy {
 		PrepareForUpdate: func(obj, old runtime.Object) {
 			obj.(*v1.Node).Status = old.(*v1.Node).Status
 		},
+		Default:           func(obj runtime.Object) { defaults.Node(obj.(*v1.Node)) },
+		ValidatesMetadata: true,
+		Validate:          func(obj runtime.Object) field.ErrorList { return validation.ValidateNode(obj.(*v1.Node)) },
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			node, oldNode := obj.(*v1.Node), old.(*v1.Node)
-			if oldNode.Spec.PodCIDR != "" && node.Spec.PodCIDR != oldNode.Spec.PodCIDR {
-				return field.ErrorList{field.Forbidden(field.NewPath("spec", "podCIDR"), "node updates may not change podCIDR except from \"\" to valid")}
-			}
-			return nil
+			return validation.ValidateNodeUpdate(obj.(*v1.Node), old.(*v1.Node))
 		},
 		SelectableFields: func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.unschedulable": boolString(obj.(*v1.Node).Spec.Unschedulable)}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/defaults"
 	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
@@ -87,7 +88,7 @@ func podSelectableFields(obj runtime.Object) fields.Set {
 func preparePodForCreate(obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	pod.Generation = 1
-	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qosClass(pod)}
+	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
 }
 
 func preparePodForUpdate(obj, old runtime.Object) {
@@ -210,33 +211,4 @@ func setPodCondition(pod *v1.Pod, c v1.PodCondition) {
 		}
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, c)
-}
-
-// qosClass is upstream's GetPodQOS, reduced to requests and limits of
-// cpu and memory on the pod's containers.
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
-	requests, limits := 0, 0
-	guaranteed := true
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq && !req.IsZero() {
-				requests++
-			}
-			if hasLim && !lim.IsZero() {
-				limits++
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case requests == 0 && limits == 0:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
 }
