@@ -212,6 +212,7 @@ func (a *Agent) Run(ctx context.Context) {
 // mirror pods out and giving the mirror reconciler what it needs.
 func (a *Agent) forward(ctx context.Context) {
 	v := newView()
+	var apiSeen, staticSeen bool
 	for {
 		var u kubetypes.PodUpdate
 		var ok bool
@@ -223,13 +224,15 @@ func (a *Agent) forward(ctx context.Context) {
 				return
 			}
 		}
-		if a.mirrors != nil && v.apply(u) {
-			a.mirrors.Set(mirror.Input{
-				Static:     v.staticPods(),
-				Mirrors:    v.mirrorPods(),
-				APISeen:    a.pc.Seen(kubetypes.APISource),
-				StaticSeen: a.seenAll(a.static),
-			})
+		if a.mirrors != nil {
+			// A source's first report can change the decisions without
+			// changing the pods (an api source reporting API pods only).
+			changed := v.apply(u)
+			nowAPI, nowStatic := a.pc.Seen(kubetypes.APISource), a.seenAll(a.static)
+			if changed || nowAPI != apiSeen || nowStatic != staticSeen {
+				apiSeen, staticSeen = nowAPI, nowStatic
+				a.mirrors.Set(mirror.Input{Static: v.staticPods(), Mirrors: v.mirrorPods(), APISeen: apiSeen, StaticSeen: staticSeen})
+			}
 		}
 		out, send := a.forConsumer(u)
 		if !send {

@@ -92,7 +92,7 @@ func TestViewFollowsStaticAndMirrorPods(t *testing.T) {
 		changed                bool
 		wantStatic, wantMirror []string
 	}{
-		{update(kubetypes.ADD, kubetypes.APISource), true, nil, nil},
+		{update(kubetypes.ADD, kubetypes.APISource), false, nil, nil},
 		{update(kubetypes.ADD, kubetypes.APISource, apiPod("a")), false, nil, nil},
 		{update(kubetypes.ADD, kubetypes.FileSource, apiPod("s")), true, []string{"s"}, nil},
 		{update(kubetypes.ADD, kubetypes.APISource, mirrorOf("s")), true, []string{"s"}, []string{"s"}},

@@ -44,9 +44,7 @@ func (v *view) apply(u kubetypes.PodUpdate) bool {
 			m[p.UID] = p
 		}
 	}
-	// A source's first report, even empty, can change what is decided
-	// (whether orphans may go, whether the API's state is known).
-	return changed || (u.Op == kubetypes.ADD && len(u.Pods) == 0)
+	return changed
 }
 
 func (v *view) staticPods() []*v1.Pod { return sorted(v.static) }
