@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
@@ -160,4 +163,33 @@ func checkOneLineFailure(t *testing.T, r Result, want string) {
 		t.Errorf("kite said it was ready:\n%s", r.Stdout)
 	}
 	t.Logf("stderr: %s", r.Stderr)
+}
+
+// TestRestartAfterKillKeepsAcknowledgedKeys kills kite without warning: the
+// kernel drops its lock, and every write etcd acknowledged (fsync on) is
+// there after the restart.
+func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	k := StartKite(t, "server", "--data-dir", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := EtcdClient(t, k.EtcdURL)
+	for i := range 50 {
+		if _, err := c.Put(ctx, fmt.Sprintf("/registry/e2e/%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _ := k.Stop(syscall.SIGKILL, shutdownLimit); code == 0 {
+		t.Fatal("killed kite exited with code 0")
+	}
+
+	k = StartKite(t, "server", "--data-dir", dir)
+	r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Count != 50 {
+		t.Fatalf("after kill and restart: %d keys, want 50", r.Count)
+	}
+	stopCleanly(t, k, syscall.SIGTERM)
 }
