@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,10 +125,24 @@ var corev1Pods = kind{
 	},
 }
 
-// A cache under test: its storage.Interface and how to stop it.
+// A cache under test: its storage.Interface, how to stop it, and the
+// store below it, which counts the lists that reach etcd.
 type underTest struct {
 	storage.Interface
-	stop func()
+	stop  func()
+	store *countingStore
+}
+
+// countingStore counts the lists that go past the cache to etcd (the
+// cache's own fill included).
+type countingStore struct {
+	storage.Interface
+	lists atomic.Int64
+}
+
+func (s *countingStore) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj kruntime.Object) error {
+	s.lists.Add(1)
+	return s.Interface.GetList(ctx, key, opts, listObj)
 }
 
 // impl builds one cache over an etcd client, waiting until it is ready.
@@ -147,7 +162,10 @@ var impls = []impl{
 
 // start builds the store and the cache of i, ready.
 func (i impl) start(b testing.TB, c *clientv3.Client, k kind) underTest {
-	return i.cache(b, i.store(b, c, k), k)
+	s := &countingStore{Interface: i.store(b, c, k)}
+	u := i.cache(b, s, k)
+	u.store = s
+	return u
 }
 
 // newKiteStore builds Kite's etcd store as the Kite server does.
@@ -207,7 +225,7 @@ func newKiteCache(b testing.TB, s storage.Interface, k kind) underTest {
 		}
 	}
 	b.Cleanup(stop)
-	return underTest{c, stop}
+	return underTest{Interface: c, stop: stop}
 }
 
 // newUpstreamStore builds upstream's etcd3 store as kube-apiserver does
@@ -268,7 +286,7 @@ func newUpstreamCache(b testing.TB, s storage.Interface, k kind) underTest {
 		}
 	}
 	b.Cleanup(stop)
-	return underTest{d, stop}
+	return underTest{Interface: d, stop: stop}
 }
 
 // startEtcd starts one embedded etcd (fsync off) for a benchmark.
