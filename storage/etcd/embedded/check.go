@@ -69,12 +69,17 @@ func checkMember(memberDir string) (err error) {
 // consistentIndex opens etcd's bbolt file read-only and returns the index of
 // the last raft entry applied to it.
 //
-// A missing file is index 0: etcd rebuilds the backend from the WAL.
+// A missing or empty file is index 0: etcd rebuilds the backend from the
+// WAL.
 func consistentIndex(path string) (index uint64, err error) {
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
+	}
+	if fi.Size() == 0 {
+		return 0, nil
 	}
 	// bbolt reads its file through mmap and trusts the page headers it
 	// finds: a file cut short or overwritten makes it fault or dereference

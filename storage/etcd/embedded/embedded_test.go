@@ -113,6 +113,9 @@ func TestCorruptDataDirIsErrCorrupt(t *testing.T) {
 		{"WAL replaced by random bytes", func(t *testing.T, dir string) {
 			overwrite(t, filepath.Join(dir, walFile), 0, []byte(strings.Repeat("\x17\x99garbage", 400)))
 		}, "WAL"},
+		{"WAL cut short", func(t *testing.T, dir string) {
+			must(t, os.Truncate(filepath.Join(dir, walFile), 1000))
+		}, "but the backend has applied entry"},
 		{"no WAL files", func(t *testing.T, dir string) {
 			must(t, os.Remove(filepath.Join(dir, walFile)))
 		}, "no WAL files"},
@@ -151,25 +154,37 @@ func TestCorruptDataDirIsErrCorrupt(t *testing.T) {
 	}
 }
 
-func TestBackendMissingIsRebuiltFromWAL(t *testing.T) {
-	dir := t.TempDir()
-	seed(t, dir, 5)
-	must(t, os.Remove(filepath.Join(dir, "etcd/member/snap/db")))
-	s := mustStart(t, dir)
-	defer s.Close()
-	c, err := s.Client()
-	if err != nil {
-		t.Fatal(err)
+func TestBackendMissingOrEmptyIsRebuiltFromWAL(t *testing.T) {
+	const dbFile = "etcd/member/snap/db"
+	tests := []struct {
+		name   string
+		damage func(dir string) error
+	}{
+		{"removed", func(dir string) error { return os.Remove(filepath.Join(dir, dbFile)) }},
+		{"empty", func(dir string) error { return os.Truncate(filepath.Join(dir, dbFile), 0) }},
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := c.Get(ctx, "/k/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Kvs) != 5 {
-		t.Fatalf("got %d keys after rebuilding the backend, want 5", len(r.Kvs))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			seed(t, dir, 5)
+			must(t, tt.damage(dir))
+			s := mustStart(t, dir)
+			defer s.Close()
+			c, err := s.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := c.Get(ctx, "/k/", clientv3.WithPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Kvs) != 5 {
+				t.Fatalf("got %d keys after rebuilding the backend, want 5", len(r.Kvs))
+			}
+		})
 	}
 }
 
