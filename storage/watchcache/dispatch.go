@@ -173,33 +173,42 @@ func (c *Cache) dispatch(ev *event) {
 	now := time.Now()
 	budget := c.opts.SlowWatcherBudget
 	var slow []*watcher
-	offer := func(set map[*watcher]struct{}) {
-		for w := range set {
-			if e, ok := w.convert(ev); ok {
-				if !w.enqueue(queued{ev: e, rv: ev.rv}, now, budget) {
-					slow = append(slow, w)
-				}
-			}
-		}
-	}
 	r := c.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	offer(r.byKey[ev.key])
+	r.candidatesLocked(ev, func(w *watcher) {
+		if e, ok := w.convert(ev); ok {
+			if !w.enqueue(queued{ev: e, rv: ev.rv}, now, budget) {
+				slow = append(slow, w)
+			}
+		}
+	})
+	for _, w := range slow {
+		c.endSlow(w)
+	}
+}
+
+// candidatesLocked calls fn for every watcher that may match ev: those
+// of its key, those of its objects' indexed values (new and previous),
+// and those that no index narrows. r.mu is held.
+func (r *registry) candidatesLocked(ev *event, fn func(*watcher)) {
+	each := func(set map[*watcher]struct{}) {
+		for w := range set {
+			fn(w)
+		}
+	}
+	each(r.byKey[ev.key])
 	for i := range r.byIndex {
 		var cur string
 		if ev.cur != nil {
 			cur = ev.cur.index[i]
-			offer(r.byIndex[i][cur])
+			each(r.byIndex[i][cur])
 		}
 		if ev.prev != nil && (ev.cur == nil || ev.prev.index[i] != cur) {
-			offer(r.byIndex[i][ev.prev.index[i]])
+			each(r.byIndex[i][ev.prev.index[i]])
 		}
 	}
-	offer(r.others)
-	for _, w := range slow {
-		c.endSlow(w)
-	}
+	each(r.others)
 }
 
 // endSlow ends a watcher that did not keep up; the registry lock is held.
@@ -217,16 +226,22 @@ func (c *Cache) endReached(diffs []*event, rv uint64) {
 	r := c.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for w := range r.all {
-		for _, ev := range diffs {
-			if _, ok := w.convert(ev); ok {
-				r.removeLocked(w)
-				w.end(apierrors.NewResourceExpired(fmt.Sprintf(
-					"watch of %s ended: the cache re-listed at resource version %d and this watch missed changes, re-list",
-					c.opts.GroupResource, rv)))
-				break
+	reached := map[*watcher]struct{}{}
+	for _, ev := range diffs {
+		r.candidatesLocked(ev, func(w *watcher) {
+			if _, done := reached[w]; done {
+				return
 			}
-		}
+			if _, ok := w.convert(ev); ok {
+				reached[w] = struct{}{}
+			}
+		})
+	}
+	for w := range reached {
+		r.removeLocked(w)
+		w.end(apierrors.NewResourceExpired(fmt.Sprintf(
+			"watch of %s ended: the cache re-listed at resource version %d and this watch missed changes, re-list",
+			c.opts.GroupResource, rv)))
 	}
 }
 
