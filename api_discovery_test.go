@@ -140,17 +140,25 @@ func TestMetricsEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := hc.Get(shared.URL() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	scrape := func() []byte {
+		resp, err := hc.Get(shared.URL() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return body
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_current_inflight_requests"} {
+	body := scrape()
+	for _, want := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_current_inflight_requests", "etcd_request_duration_seconds"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// Object counts are taken in the background at start.
+	eventually(t, "apiserver_resource_objects for namespaces", func() (bool, error) {
+		return bytes.Contains(scrape(), []byte(`apiserver_resource_objects{group="",resource="namespaces"}`)), nil
+	})
 }
 
 // TestManyWatchersLoseNothing opens 200 watches on one namespace and checks

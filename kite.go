@@ -55,6 +55,7 @@ type Server struct {
 	dataDir        string
 	removeDataDir  bool
 
+	metrics  *metrics.Metrics
 	etcd     *backend.Backend
 	ownEtcd  bool // opened by Start, closed by Close
 	http     *http.Server
@@ -109,6 +110,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			}
 		})
 	}
+	s.metrics = metrics.New(metrics.Options{RuntimeMetrics: true})
 	stores, err := s.buildStores(runCtx, opts)
 	if err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
 		Tables:        tableFunc(s.scheme),
-		Metrics:       metrics.New(metrics.Options{RuntimeMetrics: true}),
+		Metrics:       s.metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -74,6 +74,9 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 			return nil, fmt.Errorf("etcd store for %s: %w", gr, err)
 		}
 		etcdStores[gr] = st
+		if s.metrics != nil {
+			st = &instrumented{Interface: st, m: s.metrics, gr: gr}
+		}
 		switch {
 		case opts.WrapStorage == nil && !opts.DisableWatchCache && gr.Resource != "events":
 			// Events are written often and read rarely: upstream keeps
@@ -123,6 +126,9 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		if st.Strategy().Namespaced {
 			contents = append(contents, st)
 		}
+	}
+	if s.metrics != nil {
+		s.wg.Go(func() { countObjects(ctx, s.metrics, etcdStores, time.Minute) })
 	}
 	deleter := namespacedeleter.New(namespacedeleter.Options{Namespaces: namespaces, Contents: contents})
 	s.wg.Go(func() { deleter.Run(ctx) })
