@@ -10,6 +10,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
@@ -207,3 +209,6 @@ func tail(s []seen, from int) []seen {
 func isExpiredStatus(st *metav1.Status) bool {
 	return st != nil && apierrors.IsResourceExpired(&apierrors.StatusError{ErrStatus: *st})
 }
+
+func fieldsEverything() fields.Selector { return fields.Everything() }
+func labelsEverything() labels.Selector { return labels.Everything() }

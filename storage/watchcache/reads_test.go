@@ -150,3 +150,29 @@ func TestReadsBeforeTheFirstListGoToEtcd(t *testing.T) {
 	}
 	idle.Stop()
 }
+
+// TestQuietResourceResumesAfterCompaction: etcd compacts revisions of
+// other resources past a client's resourceVersion; this resource did not
+// change meanwhile, so the client's watch resumes instead of a 410.
+func TestQuietResourceResumesAfterCompaction(t *testing.T) {
+	ctx, c, env := testSetup(t)
+	w := &writer{c: c}
+	w.apply(ctx, t, "before", nil, &podState{node: "n"})
+	waitFor(t, 30*time.Second, func() bool { return c.ResourceVersion() >= w.lastRV() })
+	from := w.lastRV()
+	var rev int64
+	for range 3 {
+		rev = increaseRVFunc(env.etcd)(ctx, t)
+	}
+	compactStore(env)(ctx, t, strconv.FormatInt(rev, 10))
+
+	cons := consume(watchFrom(t, ctx, c, from, fieldsEverything(), labelsEverything()))
+	after := &writer{c: c}
+	after.apply(ctx, t, "after", nil, &podState{node: "n"})
+	barrier(t, c, after.lastRV(), []*consumer{cons})
+	got, _, st := cons.snapshot()
+	if st != nil {
+		t.Fatalf("watch from %d ended: %v", from, st.Message)
+	}
+	checkExactly(t, "watcher", got, expect(after.ops(), func(string, *podState) bool { return true }))
+}

@@ -73,9 +73,12 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 			from = c.st.rv
 		}
 		events, ok := c.st.hist.since(from)
-		if compacted := c.store.CompactRevision(); int64(from) < compacted {
-			// etcd compacted that history: a client resuming there must
-			// re-list, whatever the window still holds.
+		if compacted := c.store.CompactRevision(); ok && int64(from) < compacted && len(events) > 0 && int64(events[0].rv) <= compacted {
+			// etcd compacted changes of this resource after from: the
+			// cache says so as etcd would (clients re-list). When the
+			// resource did not change in between, resuming is the same as
+			// resuming at the compaction and the cache serves it, sparing
+			// quiet resources the 410s that etcd would cause.
 			ok = false
 		}
 		if !ok {
