@@ -93,7 +93,7 @@ type watcher struct {
 	recordTimes    bool
 	pred           storage.SelectionPredicate
 	filtering      bool
-	rev            int64 // last revision delivered (or the start point)
+	rev            int64 // the watch sends changes after this revision
 	initialEvents  bool
 	endBookmark    bool
 
