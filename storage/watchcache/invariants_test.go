@@ -172,6 +172,36 @@ func TestStuckWatcherIsEndedWithoutDelayingOthers(t *testing.T) {
 	checkExactly(t, "stuck watcher", got, want[:len(got)])
 }
 
+// TestFullWatcherDoesNotHoldUpOthers: with a budget too long to matter, a
+// watcher whose client does not read sits with a full buffer while the
+// readers get every event: nothing couples them but the dispatcher, which
+// never waits for a watcher.
+func TestFullWatcherDoesNotHoldUpOthers(t *testing.T) {
+	ctx, c, _ := testSetup(t, withOptions(func(o *Options) {
+		o.WatchBuffer = 10
+		o.SlowWatcherBudget = time.Hour
+	}))
+	start := c.ResourceVersion()
+	var readers []*consumer
+	for range 3 {
+		readers = append(readers, consume(watchFrom(t, ctx, c, start, fields.Everything(), labels.Everything())))
+	}
+	_ = watchFrom(t, ctx, c, start, fields.Everything(), labels.Everything()) // never read
+	w := &writer{c: c}
+	for i := range 200 {
+		w.apply(ctx, t, fmt.Sprintf("pod-%05d", i), nil, &podState{node: "n"})
+	}
+	barrier(t, c, w.lastRV(), readers)
+	want := expect(w.ops(), func(string, *podState) bool { return true })
+	for k, r := range readers {
+		got, _, _ := r.snapshot()
+		checkExactly(t, fmt.Sprintf("reader %d", k), got, want)
+	}
+	if n := c.SlowWatchersEnded(); n != 0 {
+		t.Fatalf("%d watchers ended; the budget is an hour", n)
+	}
+}
+
 // cuttingListerWatcher is the cache's view of the store with a handle to
 // end the current etcd watch, as a dropped connection or an etcd leader
 // change would.
