@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -123,6 +124,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 	real, err := pods.Create(t.Context(), testPod("real"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := pods.Create(t.Context(), testPod("real"), metav1.CreateOptions{DryRun: dry}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("dry-run create of an existing pod: %v, want AlreadyExists", err)
 	}
 	real.Labels["dry"] = "yes"
 	if _, err := pods.Update(t.Context(), real, metav1.UpdateOptions{DryRun: dry}); err != nil {

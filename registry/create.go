@@ -41,6 +41,11 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 		return nil, err
 	}
 	if isDryRun(opts.DryRun) {
+		// As upstream's dry-run storage: an existing object is still a
+		// conflict, so a dry run predicts the real create.
+		if err := s.storage.Get(ctx, s.ObjectKey(m.GetNamespace(), m.GetName()), storage.GetOptions{}, s.strategy.New()); err == nil {
+			return nil, s.alreadyExists(ctx, m.GetNamespace(), m.GetName())
+		}
 		return obj, nil
 	}
 	var ttl uint64
