@@ -259,9 +259,11 @@ func seq(obj any) (int, bool) {
 
 // writeEvents creates pods p-0..p-<events-1> in namespace ns through the
 // cache with the given number of parallel writers, recording when each
-// write began and ended.
-func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events, writers int) (began, ended []int64) {
+// write began and ended. rate > 0 paces the writes: write i begins no
+// earlier than i/rate seconds after the first.
+func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events, writers int, rate float64) (began, ended []int64) {
 	began, ended = make([]int64, events), make([]int64, events)
+	start := now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -277,6 +279,11 @@ func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events,
 				}
 				p := smallPod(i, ns, "p-"+strconv.Itoa(i), node)
 				key, _ := podKey(p)
+				if rate > 0 {
+					if d := start + int64(float64(i)/rate*1e9) - now(); d > 0 {
+						time.Sleep(time.Duration(d))
+					}
+				}
 				began[i] = now()
 				if err := cache.Create(context.Background(), key, p, out, 0); err != nil {
 					failed.Store(err)
@@ -293,7 +300,8 @@ func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events,
 	return began, ended
 }
 
-// BenchmarkWatchFanout writes 1 000 pods (16 parallel writers) while W
+// BenchmarkWatchFanout writes 1 000 pods (16 parallel writers, as fast as
+// they can or at KITE_BENCH_FANOUT_RATE events/s) while W
 // watchers of all pods (no selector: every event goes to every watcher)
 // consume their result channels, and reports deliveries/s (W x 1 000 over
 // the time from the first write to the last delivery), the p50/p99 of the
@@ -302,7 +310,11 @@ func writeEvents(b *testing.B, cache storage.Interface, ns, node string, events,
 func BenchmarkWatchFanout(b *testing.B) {
 	const events = 1000
 	for _, watchers := range fanoutWatchers {
-		b.Run(fmt.Sprintf("Events=%d/Watchers=%d", events, watchers), func(b *testing.B) {
+		name := fmt.Sprintf("Events=%d/Watchers=%d", events, watchers)
+		if fanoutRate > 0 {
+			name += fmt.Sprintf("/Rate=%g", fanoutRate)
+		}
+		b.Run(name, func(b *testing.B) {
 			c := startEtcd(b)
 			seedPods(b, newKiteStore(b, c, corev1Pods), 1000)
 			for _, im := range impls {
@@ -313,7 +325,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 					var deliveries, ended int64
 					var elapsed time.Duration
 					for round := range b.N {
-						r := fanoutRound(b, cache, fmt.Sprintf("fanout-%s-%d-%d-%d", im.name, watchers, round, time.Now().UnixNano()%1e6), watchers, events)
+						r := fanoutRound(b, cache, fmt.Sprintf("fanout-%s-%d-%d-%d", im.name, watchers, round, time.Now().UnixNano()%1e6), watchers, events, fanoutRate)
 						lat = append(lat, r.lastLatency...)
 						deliveries += r.deliveries
 						ended += int64(r.ended)
@@ -337,7 +349,7 @@ type fanoutResult struct {
 	elapsed     time.Duration // first write began -> last delivery
 }
 
-func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, events int) fanoutResult {
+func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, events int, rate float64) fanoutResult {
 	b.StopTimer()
 	rv := currentRV(b, cache)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -380,7 +392,7 @@ func fanoutRound(b *testing.B, cache storage.Interface, ns string, watchers, eve
 		}()
 	}
 	b.StartTimer()
-	began, _ := writeEvents(b, cache, ns, nodeName(0), events, 16)
+	began, _ := writeEvents(b, cache, ns, nodeName(0), events, 16, rate)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -463,7 +475,7 @@ func BenchmarkWriteToEvent(b *testing.B) {
 						done <- fmt.Errorf("watch closed after %d events", n)
 					}()
 					b.StartTimer()
-					began, ended := writeEvents(b, cache, node, node, events, 1)
+					began, ended := writeEvents(b, cache, node, node, events, 1, 0)
 					select {
 					case err := <-done:
 						if err != nil {
@@ -491,6 +503,11 @@ func BenchmarkWriteToEvent(b *testing.B) {
 		}
 	}
 }
+
+// fanoutRate paces BenchmarkWatchFanout's writes, in events per second;
+// 0 (the default) writes as fast as 16 writers can. KITE_BENCH_FANOUT_RATE
+// sets it.
+var fanoutRate, _ = strconv.ParseFloat(os.Getenv("KITE_BENCH_FANOUT_RATE"), 64)
 
 // fanoutWatchers are the watcher counts of BenchmarkWatchFanout;
 // KITE_BENCH_WATCHERS (comma-separated) overrides them.
