@@ -35,7 +35,7 @@ var (
 
 func (s strategy) NamespaceScoped() bool                                   { return s.namespaced }
 func (strategy) PrepareForCreate(context.Context, runtime.Object)          {}
-func (strategy) Validate(context.Context, runtime.Object) field.ErrorList { return nil }
+func (strategy) Validate(context.Context, runtime.Object) field.ErrorList  { return nil }
 func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
 func (strategy) Canonicalize(runtime.Object)                               {}
 func (strategy) AllowCreateOnUpdate(context.Context) bool                  { return false }
