@@ -21,12 +21,11 @@ import (
 // stay, so the node's set grows to b.N pods. Reports p50, p99 and max of
 // bind-to-ADD, and the p50 of the bind request alone (included in them).
 func BenchmarkBoundPodToAdd(b *testing.B) {
-	node := fmt.Sprintf("bench-node-%d", time.Now().UnixNano())
+	node := unique("bench-node")
 	cfg := shared.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 1000 // the client must not be what is measured
 	cs := clientset(b, cfg)
-	ns := node
-	createNamespace(b, cs, ns)
+	ns := createNamespace(b, cs, "bench")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -40,19 +41,30 @@ func newPod(namespace, name, nodeName, image string) *v1.Pod {
 	}
 }
 
-// createNamespace creates a namespace for the test.
-func createNamespace(t testing.TB, cs kubernetes.Interface, name string) {
+// unique returns base with a suffix of its own, so that tests run again
+// (-count) against the shared server do not meet their earlier objects.
+func unique(base string) string {
+	return fmt.Sprintf("%s-%x", base, time.Now().UnixNano()&0xffffffffff)
+}
+
+// createNamespace creates a namespace named after base for the test and
+// returns its name.
+func createNamespace(t testing.TB, cs kubernetes.Interface, base string) string {
 	t.Helper()
-	_, err := cs.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	name := unique(base)
+	_, err := cs.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
+	return name
 }
 
 // snapshots is what a source sent, read from its channel.
 type snapshots struct {
 	t  *testing.T
 	ch chan kubetypes.PodUpdate
+	// history holds the names of every SET read, in order.
+	history [][]string
 }
 
 // runSource runs an api source for node against the server behind cfg
@@ -78,21 +90,6 @@ func runSource(t *testing.T, cfg *rest.Config, node string) *snapshots {
 	return &snapshots{t: t, ch: out}
 }
 
-// next returns the next update, failing the test after waitTimeout.
-func (s *snapshots) next() kubetypes.PodUpdate {
-	s.t.Helper()
-	select {
-	case u := <-s.ch:
-		if u.Op != kubetypes.SET || u.Source != kubetypes.APISource {
-			s.t.Fatalf("got %s from %q, want SET from %q", u.Op, u.Source, kubetypes.APISource)
-		}
-		return u
-	case <-time.After(waitTimeout):
-		s.t.Fatalf("no update within %v", waitTimeout)
-		return kubetypes.PodUpdate{}
-	}
-}
-
 // names lists "namespace/name" of pods, sorted.
 func names(pods []*v1.Pod) []string {
 	out := make([]string, 0, len(pods))
@@ -103,16 +100,32 @@ func names(pods []*v1.Pod) []string {
 	return out
 }
 
-// expect reads the next update and checks that it holds exactly want
-// ("namespace/name"), in any order.
+// expect reads updates until one holds exactly want ("namespace/name"),
+// in any order, and returns it. Earlier ones may differ: a list at
+// resourceVersion "0" may be served by a watch cache a little behind, and
+// the watch then brings the rest.
 func (s *snapshots) expect(want ...string) kubetypes.PodUpdate {
 	s.t.Helper()
-	u := s.next()
 	slices.Sort(want)
-	if got := names(u.Pods); !slices.Equal(got, want) {
-		s.t.Fatalf("SET of [%s], want [%s]", strings.Join(got, " "), strings.Join(want, " "))
+	var seen []string
+	deadline := time.After(waitTimeout)
+	for {
+		select {
+		case u := <-s.ch:
+			if u.Op != kubetypes.SET || u.Source != kubetypes.APISource {
+				s.t.Fatalf("got %s from %q, want SET from %q", u.Op, u.Source, kubetypes.APISource)
+			}
+			got := names(u.Pods)
+			s.history = append(s.history, got)
+			if slices.Equal(got, want) {
+				return u
+			}
+			seen = append(seen, "["+strings.Join(got, " ")+"]")
+		case <-deadline:
+			s.t.Fatalf("no SET of [%s] within %v; got %v", strings.Join(want, " "), waitTimeout, seen)
+			return kubetypes.PodUpdate{}
+		}
 	}
-	return u
 }
 
 // quiet checks that nothing is sent for a while.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,5 +89,10 @@ func TestAPIServerRestartKeepsThePodsAndRecovers(t *testing.T) {
 		want = append(want, "default/"+name)
 		s.expect(want...)
 		t.Logf("round %d: pod bound %v after the server was back arrived", round, time.Since(back).Round(time.Millisecond))
+	}
+	for i, set := range s.history {
+		if !slices.Contains(set, "default/before") {
+			t.Errorf("SET %d of %d lost the pod bound before the restarts: %v", i, len(s.history), set)
+		}
 	}
 }
