@@ -3,6 +3,7 @@ package watchcache
 import (
 	"bytes"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/apis/example"
 	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
+	"k8s.io/apiserver/pkg/storage"
 )
 
 // TestCachedObjectEncodesOncePerFormat encodes one object from many
@@ -110,5 +113,50 @@ func TestCachedObjectCopiesOnWrite(t *testing.T) {
 	}
 	if gvk := co.GetObjectKind().GroupVersionKind(); gvk != (schema.GroupVersionKind{}) {
 		t.Fatalf("unexpected kind %v", gvk)
+	}
+}
+
+// TestListsAndWatchesShareEncodings: the object a watcher receives and the
+// item a list returns are the same CachedObject, so the bytes encoded for
+// one are reused by the other.
+func TestListsAndWatchesShareEncodings(t *testing.T) {
+	ctx, c, _ := testSetup(t)
+	start := c.ResourceVersion()
+	w := watchFrom(t, ctx, c, start, fieldsEverything(), labelsEverything())
+	wr := &writer{c: c}
+	wr.apply(ctx, t, "shared", nil, &podState{node: "n"})
+	ev := <-w.ResultChan()
+	fromWatch, ok := ev.Object.(*CachedObject)
+	if !ok {
+		t.Fatalf("watch event object is %T, want *CachedObject", ev.Object)
+	}
+	enc := codecs.EncoderForVersion(json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{}), examplev1.SchemeGroupVersion)
+	var first bytes.Buffer
+	if err := enc.Encode(fromWatch, &first); err != nil {
+		t.Fatal(err)
+	}
+
+	list, err := c.ListCached(ctx, podPrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0] != fromWatch {
+		t.Fatalf("list items %v do not share the watch event's object", list.Items)
+	}
+	var second bytes.Buffer
+	if err := enc.Encode(list.Items[0], &second); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) || fromWatch.Encodings() != 1 {
+		t.Fatalf("list and watch encodings differ or were made twice (%d encodings)", fromWatch.Encodings())
+	}
+
+	// GetList returns the same object, typed.
+	typed := &example.PodList{}
+	if err := c.GetList(ctx, podPrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything}, typed); err != nil {
+		t.Fatal(err)
+	}
+	if len(typed.Items) != 1 || typed.Items[0].Name != "shared" || typed.ResourceVersion != strconv.FormatUint(list.ResourceVersion, 10) {
+		t.Fatalf("GetList = %+v, ListCached at %d", typed, list.ResourceVersion)
 	}
 }

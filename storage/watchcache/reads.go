@@ -61,56 +61,120 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ou
 // Listed items share their nested maps and slices with the cache: treat
 // them as read-only.
 func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
-	if _, _, err := storage.ValidateListOptions(c.opts.ResourcePrefix, c.versioner, opts); err != nil {
+	res, err := c.list(ctx, key, opts)
+	if err != nil {
 		return err
 	}
-	if !c.Ready() {
+	if res == nil {
 		return c.store.GetList(ctx, key, opts, listObj)
+	}
+	objs := make([]runtime.Object, len(res.Items))
+	for i, o := range res.Items {
+		objs[i] = o.shared()
+	}
+	if err := setItems(listObj, objs); err != nil {
+		return err
+	}
+	return c.versioner.UpdateList(listObj, res.ResourceVersion, res.Continue, res.RemainingItemCount)
+}
+
+// CachedList is a list as the cache holds it: the items are the cache's
+// CachedObjects, so an encoder that writes them one by one (as a streaming
+// list encoder does) reuses each item's cached bytes across lists and
+// watches instead of encoding the whole list again.
+type CachedList struct {
+	Items              []*CachedObject
+	ResourceVersion    uint64
+	Continue           string
+	RemainingItemCount *int64
+}
+
+// ListCached is GetList for encoders: the same routing and results, with
+// the items as CachedObjects. When etcd answers (see GetList), the items
+// are wrapped fresh.
+func (c *Cache) ListCached(ctx context.Context, key string, opts storage.ListOptions) (*CachedList, error) {
+	res, err := c.list(ctx, key, opts)
+	if err != nil || res != nil {
+		return res, err
+	}
+	listObj := c.opts.NewListFunc()
+	if err := c.store.GetList(ctx, key, opts, listObj); err != nil {
+		return nil, err
+	}
+	lm, err := meta.ListAccessor(listObj)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := meta.ExtractList(listObj)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := c.versioner.ParseResourceVersion(lm.GetResourceVersion())
+	if err != nil {
+		return nil, err
+	}
+	out := &CachedList{ResourceVersion: rv, Continue: lm.GetContinue(), RemainingItemCount: lm.GetRemainingItemCount()}
+	out.Items = make([]*CachedObject, len(objs))
+	for i, o := range objs {
+		out.Items[i] = NewCachedObject(o)
+	}
+	return out, nil
+}
+
+// list answers a list from memory, or returns nil when etcd must.
+func (c *Cache) list(ctx context.Context, key string, opts storage.ListOptions) (*CachedList, error) {
+	if _, _, err := storage.ValidateListOptions(c.opts.ResourcePrefix, c.versioner, opts); err != nil {
+		return nil, err
+	}
+	if !c.Ready() {
+		return nil, nil
 	}
 	prepared, err := storage.PrepareKey(c.opts.ResourcePrefix, key, opts.Recursive)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rv, err := c.versioner.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
 	q := listQuery{key: prepared, recursive: opts.Recursive, pred: normalize(opts.Predicate)}
 	switch opts.ResourceVersionMatch {
 	case metav1.ResourceVersionMatchExact:
-		return c.listExact(ctx, key, opts, q, rv, listObj)
+		q.limit = opts.Predicate.Limit
+		return c.listExact(ctx, q, rv)
 	case metav1.ResourceVersionMatchNotOlderThan:
 		q.limit = opts.Predicate.Limit
-		return c.listLatest(ctx, q, rv, listObj)
+		return c.listLatest(ctx, q, rv)
 	case "":
 	default:
-		return c.store.GetList(ctx, key, opts, listObj)
+		return nil, nil
 	}
 	switch {
 	case opts.Predicate.Continue != "":
 		from, crv, err := storage.DecodeContinue(opts.Predicate.Continue, prepared)
 		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
 		q.from = from
-		if crv > 0 {
-			return c.listExact(ctx, key, opts, q, uint64(crv), listObj)
-		}
 		q.limit = opts.Predicate.Limit
-		return c.listConsistent(ctx, key, opts, q, listObj)
+		if crv > 0 {
+			return c.listExact(ctx, q, uint64(crv))
+		}
+		return c.listConsistent(ctx, q)
 	case opts.Predicate.Limit > 0 && opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 		// The legacy form of an exact read.
-		return c.listExact(ctx, key, opts, q, rv, listObj)
+		q.limit = opts.Predicate.Limit
+		return c.listExact(ctx, q, rv)
 	case opts.ResourceVersion == "":
 		q.limit = opts.Predicate.Limit
-		return c.listConsistent(ctx, key, opts, q, listObj)
+		return c.listConsistent(ctx, q)
 	default:
 		// RV "0" ignores the limit, as upstream (clients rely on getting
 		// everything at once from the cache).
 		if opts.ResourceVersion != "0" {
 			q.limit = opts.Predicate.Limit
 		}
-		return c.listLatest(ctx, q, rv, listObj)
+		return c.listLatest(ctx, q, rv)
 	}
 }
 
@@ -126,25 +190,25 @@ type listQuery struct {
 // listConsistent serves a consistent read from memory once the cache has
 // caught up with etcd's current revision; when it cannot (etcd unreachable
 // for the revision, or the cache does not catch up in time) etcd serves it.
-func (c *Cache) listConsistent(ctx context.Context, key string, opts storage.ListOptions, q listQuery, listObj runtime.Object) error {
+func (c *Cache) listConsistent(ctx context.Context, q listQuery) (*CachedList, error) {
 	rv, err := c.store.GetCurrentResourceVersion(ctx)
 	if err != nil {
-		return c.store.GetList(ctx, key, opts, listObj)
+		return nil, nil
 	}
 	if err := c.waitFresh(ctx, rv); err != nil {
 		if storage.IsTooLargeResourceVersion(err) {
-			return c.store.GetList(ctx, key, opts, listObj)
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
-	return c.listLatest(ctx, q, 0, listObj)
+	return c.listLatest(ctx, q, 0)
 }
 
 // listLatest lists the latest snapshot once the cache has reached minRV,
 // from an index when the selector pins an indexed field.
-func (c *Cache) listLatest(ctx context.Context, q listQuery, minRV uint64, listObj runtime.Object) error {
+func (c *Cache) listLatest(ctx context.Context, q listQuery, minRV uint64) (*CachedList, error) {
 	if err := c.waitFresh(ctx, minRV); err != nil {
-		return err
+		return nil, err
 	}
 	c.mu.RLock()
 	t, rv := c.st.tree, c.st.rv
@@ -160,7 +224,7 @@ func (c *Cache) listLatest(ctx context.Context, q listQuery, minRV uint64, listO
 	}
 	c.mu.RUnlock()
 	if used {
-		return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+		return c.collect(q, rv, func(yield func(*element) bool) {
 			for _, e := range indexed {
 				if !yield(e) {
 					return
@@ -168,40 +232,35 @@ func (c *Cache) listLatest(ctx context.Context, q listQuery, minRV uint64, listO
 			}
 		}, -1)
 	}
-	return c.fillFromTree(listObj, q, t, rv)
+	return c.collectTree(q, t, rv)
 }
 
 // listExact lists the snapshot at exactly rv; a rv the window no longer
-// covers goes to etcd, which answers or says Expired.
-func (c *Cache) listExact(ctx context.Context, key string, opts storage.ListOptions, q listQuery, rv uint64, listObj runtime.Object) error {
-	if !q.recursive {
-		return c.store.GetList(ctx, key, opts, listObj)
-	}
-	q.limit = opts.Predicate.Limit
-	if int64(rv) < c.store.CompactRevision() {
-		// etcd has compacted that revision away; it says so (410), as the
-		// cache must not serve what etcd no longer can.
-		return c.store.GetList(ctx, key, opts, listObj)
+// covers, or that etcd has compacted, goes to etcd, which answers or says
+// Expired.
+func (c *Cache) listExact(ctx context.Context, q listQuery, rv uint64) (*CachedList, error) {
+	if !q.recursive || int64(rv) < c.store.CompactRevision() {
+		return nil, nil
 	}
 	if err := c.waitFresh(ctx, rv); err != nil {
-		return err
+		return nil, err
 	}
 	c.mu.RLock()
 	t, err := c.st.snapshotAt(rv)
 	c.mu.RUnlock()
 	if err != nil {
 		if apierrors.IsResourceExpired(err) {
-			return c.store.GetList(ctx, key, opts, listObj)
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
-	return c.fillFromTree(listObj, q, t, rv)
+	return c.collectTree(q, t, rv)
 }
 
-func (c *Cache) fillFromTree(listObj runtime.Object, q listQuery, t tree, rv uint64) error {
+func (c *Cache) collectTree(q listQuery, t tree, rv uint64) (*CachedList, error) {
 	if !q.recursive {
 		e := t.Get(q.key)
-		return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+		return c.collect(q, rv, func(yield func(*element) bool) {
 			if e != nil {
 				yield(e)
 			}
@@ -212,56 +271,51 @@ func (c *Cache) fillFromTree(listObj runtime.Object, q listQuery, t tree, rv uin
 		// O(log n), and it sizes the result in one allocation.
 		total = t.CountPrefix(q.key, q.from)
 	}
-	return c.fill(listObj, q, rv, func(yield func(*element) bool) {
+	return c.collect(q, rv, func(yield func(*element) bool) {
 		t.AscendPrefix(q.key, q.from, yield)
 	}, total)
 }
 
-// fill puts the matching elements of a walk into listObj with the list's
+// collect gathers the matching elements of a walk, with the list's
 // resourceVersion and, when the limit cut it short, a continue token.
 // total is the number of elements the walk covers, when known (for
 // remainingItemCount).
-func (c *Cache) fill(listObj runtime.Object, q listQuery, rv uint64, walk func(func(*element) bool), total int) error {
-	var items []runtime.Object
+func (c *Cache) collect(q listQuery, rv uint64, walk func(func(*element) bool), total int) (*CachedList, error) {
+	res := &CachedList{ResourceVersion: rv}
 	if total >= 0 {
 		n := int64(total)
 		if q.limit > 0 {
 			n = min(n, q.limit)
 		}
-		items = make([]runtime.Object, 0, n)
+		res.Items = make([]*CachedObject, 0, n)
 	}
 	var last string
 	more := false
 	walk(func(e *element) bool {
-		if q.limit > 0 && int64(len(items)) == q.limit {
+		if q.limit > 0 && int64(len(res.Items)) == q.limit {
 			// Upstream's rule: another item in range, matching or not,
 			// means there may be more.
 			more = true
 			return false
 		}
 		if q.pred.MatchesObjectAttributes(e.labels, e.fields) {
-			items = append(items, e.obj.shared())
+			res.Items = append(res.Items, e.obj)
 			last = e.key
 		}
 		return true
 	})
-	if err := setItems(listObj, items); err != nil {
-		return err
-	}
-	var token string
-	var remaining *int64
 	if more {
-		var err error
-		token, err = storage.EncodeContinue(last+"\x00", q.key, int64(rv))
+		token, err := storage.EncodeContinue(last+"\x00", q.key, int64(rv))
 		if err != nil {
-			return err
+			return nil, err
 		}
+		res.Continue = token
 		if total >= 0 {
 			n := int64(total) - q.limit
-			remaining = &n
+			res.RemainingItemCount = &n
 		}
 	}
-	return c.versioner.UpdateList(listObj, rv, token, remaining)
+	return res, nil
 }
 
 // setItems sets a typed list's items to shallow copies of objs.

@@ -140,6 +140,10 @@ func TestReadsBeforeTheFirstListGoToEtcd(t *testing.T) {
 	if err := idle.GetList(ctx, podPrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything}, list); err != nil || len(list.Items) != 1 {
 		t.Fatalf("GetList: %d items, %v", len(list.Items), err)
 	}
+	cached, err := idle.ListCached(ctx, podPrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
+	if err != nil || len(cached.Items) != 1 || cached.Items[0].GetName() != "p" || cached.ResourceVersion == 0 {
+		t.Fatalf("ListCached from etcd: %+v, %v", cached, err)
+	}
 	wi, err := idle.Watch(ctx, podPrefix, storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
 	if err != nil {
 		t.Fatal(err)
