@@ -299,6 +299,9 @@ func (c *Cache) upsert(obj runtime.Object) error {
 	// of application.
 	c.pending.push(pendingItem{ev: ev})
 	c.mu.Unlock()
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(obj)
+	}
 	return nil
 }
 
@@ -332,6 +335,9 @@ func (c *Cache) remove(obj runtime.Object) error {
 	// of application.
 	c.pending.push(pendingItem{ev: ev})
 	c.mu.Unlock()
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(obj)
+	}
 	return nil
 }
 

@@ -24,6 +24,10 @@
 //
 // Every object and event object is a CachedObject: its encodings (JSON,
 // protobuf, ...) are made at most once and shared by all who send it.
+// Watch events carry them as their objects; ListCached returns a list's
+// items as them (GetList returns plain typed lists, as storage.Interface
+// requires), so that an item encoder reuses the bytes of watches and of
+// other lists.
 //
 // Usage:
 //

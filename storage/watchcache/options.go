@@ -91,6 +91,11 @@ type Options struct {
 	// consistent read and watched with progress notifications. Tests use
 	// it to interpose on the etcd watch.
 	ListerWatcher listwatch.ListerWatcher
+	// OnEvent, when set, is called with the object of every change the
+	// cache takes in from etcd, before it is dispatched (upstream's
+	// eventHandler; benchmarks measure write-to-cache latency with it). It
+	// must not block or change the object.
+	OnEvent func(obj runtime.Object)
 	// MinWatchTimeout and MaxWatchTimeout bound how long each watch of the
 	// ListerWatcher lasts before it is renewed (without a re-list); zero
 	// means the Reflector's defaults.
