@@ -131,23 +131,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// startResult is what embed.StartEtcd returned.
+type startResult struct {
+	e   *embed.Etcd
+	err error
+}
+
 // startEtcd runs embed.StartEtcd on its own goroutine, so that a Fatal
 // inside it (which our logger turns into runtime.Goexit) or a panic ends
 // only that goroutine, and waits for the server to be ready.
 func startEtcd(ctx context.Context, cfg *embed.Config, log *etcdLogger, timeout time.Duration) (*embed.Etcd, error) {
-	type result struct {
-		e   *embed.Etcd
-		err error
-	}
-	started := make(chan result, 1)
+	started := make(chan startResult, 1)
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				started <- result{err: fmt.Errorf("%w: %v", ErrCorrupt, r)}
+				started <- startResult{err: fmt.Errorf("%w: %v", ErrCorrupt, r)}
 			}
 		}()
 		e, err := embed.StartEtcd(cfg)
-		started <- result{e, err}
+		started <- startResult{e, err}
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -159,10 +161,14 @@ func startEtcd(ctx context.Context, cfg *embed.Config, log *etcdLogger, timeout 
 		}
 		e = r.e
 	case err := <-log.fatal:
+		// etcd gave up inside StartEtcd; its goroutine has ended, and
+		// whatever it had opened stays open until the process exits.
 		return nil, err
 	case <-timer.C:
+		go closeWhenStarted(started, log)
 		return nil, fmt.Errorf("etcd did not start within %s", timeout)
 	case <-ctx.Done():
+		go closeWhenStarted(started, log)
 		return nil, ctx.Err()
 	}
 	var err error
@@ -178,6 +184,18 @@ func startEtcd(ctx context.Context, cfg *embed.Config, log *etcdLogger, timeout 
 	}
 	closeBounded(e, log)
 	return nil, err
+}
+
+// closeWhenStarted closes an etcd whose start was given up on, once
+// StartEtcd returns (or etcd gives up by itself).
+func closeWhenStarted(started <-chan startResult, log *etcdLogger) {
+	select {
+	case r := <-started:
+		if r.e != nil {
+			closeBounded(r.e, log)
+		}
+	case <-log.fatal:
+	}
 }
 
 // closeBounded closes etcd quietly and waits at most closeTimeout.
