@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,12 @@ import (
 
 // waitTimeout is generous: the machine running the tests may be loaded.
 const waitTimeout = 20 * time.Second
+
+// unique returns base with a suffix of its own, so that tests run again
+// (-count) against the shared server do not meet their earlier objects.
+func unique(base string) string {
+	return fmt.Sprintf("%s-%x", base, time.Now().UnixNano()&0xffffffffff)
+}
 
 func clientset(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
@@ -108,10 +115,12 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 // when its static pod goes.
 func TestReconcilerKeepsTheMirrorPodInStep(t *testing.T) {
 	cs := clientset(t)
-	node := ensureNode(t, cs, "node1")
-	r := runReconciler(t, cs, "node1")
+	nodeName := unique("node")
+	node := ensureNode(t, cs, nodeName)
+	r := runReconciler(t, cs, nodeName)
 
-	v1pod := static("life", "hash-1")
+	name := unique("life")
+	v1pod := static(name, "hash-1")
 	r.Set(Input{Static: []*v1.Pod{v1pod}, APISeen: true, StaticSeen: true})
 	m := waitMirror(t, cs, v1pod, "mirror created", mirrors("hash-1"))
 	if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != node.UID || m.OwnerReferences[0].Kind != "Node" {
@@ -119,7 +128,7 @@ func TestReconcilerKeepsTheMirrorPodInStep(t *testing.T) {
 	}
 
 	// Edited manifest: a new hash. The old mirror is replaced.
-	v2pod := static("life", "hash-2")
+	v2pod := static(name, "hash-2")
 	r.Set(Input{Static: []*v1.Pod{v2pod}, Mirrors: []*v1.Pod{m}, APISeen: true, StaticSeen: true})
 	m2 := waitMirror(t, cs, v2pod, "outdated mirror replaced", mirrors("hash-2"))
 	if m2.UID == m.UID {
@@ -143,14 +152,15 @@ func TestReconcilerKeepsTheMirrorPodInStep(t *testing.T) {
 // created, and the Reconciler retries until the Node is registered.
 func TestReconcilerWaitsForTheNode(t *testing.T) {
 	cs := clientset(t)
-	r := runReconciler(t, cs, "late-node")
-	s := static("late", "hash-late")
+	nodeName := unique("late-node")
+	r := runReconciler(t, cs, nodeName)
+	s := static(unique("late"), "hash-late")
 	r.Set(Input{Static: []*v1.Pod{s}, APISeen: true, StaticSeen: true})
 	time.Sleep(300 * time.Millisecond) // several retries' worth: none may create
 	if _, err := cs.CoreV1().Pods(s.Namespace).Get(t.Context(), s.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("mirror created without a Node object (err %v)", err)
 	}
-	node := ensureNode(t, cs, "late-node")
+	node := ensureNode(t, cs, nodeName)
 	m := waitMirror(t, cs, s, "mirror created once the node exists", mirrors("hash-late"))
 	if m.OwnerReferences[0].UID != node.UID {
 		t.Fatalf("owner UID %s, want the node's %s", m.OwnerReferences[0].UID, node.UID)
