@@ -80,6 +80,8 @@ func TestBadInputGetsUpstreamStatus(t *testing.T) {
 		{name: "bad dryRun value", method: "POST", path: pods + "?dryRun=Some", contentType: "application/json", body: podJSON(`{"containers":[{"name":"c","image":"i"}]}`), code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "invalid resourceVersion", method: "GET", path: pods + "?resourceVersion=abc", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "get missing", method: "GET", path: pods + "/missing", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "bad timeout", method: "GET", path: pods + "?timeout=soon", code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "timeout passes", method: "GET", path: pods + "?resourceVersion=999999999&resourceVersionMatch=NotOlderThan&timeout=1ms", code: 504, reason: metav1.StatusReasonTimeout},
 		{name: "resourceVersion from the future", method: "GET", path: pods + "?resourceVersion=999999999&resourceVersionMatch=NotOlderThan", code: 504, reason: metav1.StatusReasonTimeout},
 		{name: "continue with resourceVersion", method: "GET", path: pods + "?continue=abc&resourceVersion=5", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "sendInitialEvents without watch", method: "GET", path: pods + "?sendInitialEvents=true&resourceVersionMatch=NotOlderThan", code: 422, reason: metav1.StatusReasonInvalid},

@@ -2,10 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +78,22 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	c.out = out
+	if v != "watch" {
+		// Every request but a watch ends within its timeout (kubectl's
+		// --request-timeout sends it), 60 s by default as upstream.
+		timeout := DefaultRequestTimeout
+		if q := r.URL.Query().Get("timeout"); q != "" {
+			d, err := time.ParseDuration(q)
+			if err != nil || d <= 0 {
+				s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout %q: %v", q, err)))
+				return
+			}
+			timeout = min(d, DefaultRequestTimeout)
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		c.r = r.WithContext(ctx)
+	}
 	if s.opts.Metrics == nil {
 		s.dispatch(c, v)
 		return
@@ -83,11 +101,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	s.opts.Metrics.Instrument(metrics.Request{
 		Verb: v, Group: info.GroupVersion.Group, Version: info.GroupVersion.Version,
 		Resource: info.Resource, Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name,
-	}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.w, c.r = w, r
+	}, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c.w = w
 		s.dispatch(c, v)
-	})).ServeHTTP(w, r)
+	})).ServeHTTP(w, c.r)
 }
+
+// DefaultRequestTimeout bounds every request but watches, as
+// kube-apiserver's --request-timeout.
+const DefaultRequestTimeout = 60 * time.Second
 
 // dispatch runs the verb's handler and writes its error, if any.
 func (s *Server) dispatch(c *call, v string) {
@@ -109,6 +131,9 @@ func (s *Server) dispatch(c *call, v string) {
 		err = s.deleteCollection(c)
 	}
 	if err != nil {
+		if errors.Is(c.r.Context().Err(), context.DeadlineExceeded) {
+			err = apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+		}
 		s.writeWarnings(c)
 		s.writeError(c.w, c.r, err)
 	}
