@@ -16,33 +16,34 @@ import (
 // other nodes' do not; a graceful delete is a DELETE, the end of the pod a
 // REMOVE.
 func TestAPIPodsBoundToTheNodeArrive(t *testing.T) {
-	const node = "api-node"
+	node := unique("api-node")
 	cfg := shared.RESTConfig()
 	cs := clientset(t, cfg)
 	ctx := t.Context()
+	ns := createNamespace(t, cs, "api")
 	a, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg})
 	c.wait(0, kubetypes.ADD, kubetypes.APISource, "")
 	if !a.SeenAllSources() {
 		t.Fatal("the api source reported but SeenAllSources is false")
 	}
 
-	pods := cs.CoreV1().Pods("default")
-	for _, p := range []*v1.Pod{newPod("default", "api-mine", node), newPod("default", "api-theirs", "other-node"), newPod("default", "api-unbound", "")} {
+	pods := cs.CoreV1().Pods(ns)
+	for _, p := range []*v1.Pod{newPod(ns, "api-mine", node), newPod(ns, "api-theirs", "other-node"), newPod(ns, "api-unbound", "")} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/api-mine")
-	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "api-unbound"}, Target: v1.ObjectReference{Kind: "Node", Name: node}}
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, ns+"/api-mine")
+	binding := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-unbound"}, Target: v1.ObjectReference{Kind: "Node", Name: node}}
 	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.wait(0, kubetypes.ADD, kubetypes.APISource, "default/api-unbound")
+	c.wait(0, kubetypes.ADD, kubetypes.APISource, ns+"/api-unbound")
 
 	if err := pods.Delete(ctx, "api-mine", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := c.wait(0, kubetypes.DELETE, kubetypes.APISource, "default/api-mine")
+	p, _ := c.wait(0, kubetypes.DELETE, kubetypes.APISource, ns+"/api-mine")
 	if p.DeletionTimestamp == nil {
 		t.Fatal("DELETE of a pod without deletionTimestamp")
 	}
@@ -50,7 +51,7 @@ func TestAPIPodsBoundToTheNodeArrive(t *testing.T) {
 	if err := pods.Delete(ctx, "api-mine", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	c.wait(0, kubetypes.REMOVE, kubetypes.APISource, "default/api-mine")
+	c.wait(0, kubetypes.REMOVE, kubetypes.APISource, ns+"/api-mine")
 	c.none("another node's pod arrived", func(_ kubetypes.PodUpdate, p *v1.Pod) bool { return p.Name == "api-theirs" })
 }
 
@@ -59,7 +60,7 @@ func TestAPIPodsBoundToTheNodeArrive(t *testing.T) {
 // static pod is not stopped; an edited manifest replaces the mirror; a
 // removed manifest deletes it.
 func TestStaticPodsHaveMirrorPods(t *testing.T) {
-	const node = "mirror-node"
+	node := unique("mirror-node")
 	cfg := shared.RESTConfig()
 	cs := clientset(t, cfg)
 	ctx := t.Context()
@@ -69,7 +70,7 @@ func TestStaticPodsHaveMirrorPods(t *testing.T) {
 	writeAtomic(t, path, manifest("web", "image:1"))
 	_, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
 
-	const name = "web-" + node
+	name := "web-" + node
 	static, _ := c.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/"+name)
 	hash := static.Annotations[kubetypes.ConfigHashAnnotationKey]
 	m := waitAPIPod(t, cs, "default", name, "mirror created", func(p *v1.Pod) bool {

@@ -32,6 +32,22 @@ func clientset(t testing.TB, cfg *rest.Config) *kubernetes.Clientset {
 	return cs
 }
 
+// unique returns base with a suffix of its own, so that tests run again
+// (-count) against the shared server do not meet their earlier objects.
+func unique(base string) string {
+	return fmt.Sprintf("%s-%x", base, time.Now().UnixNano()&0xffffffffff)
+}
+
+// createNamespace creates a namespace named after base and returns its name.
+func createNamespace(t testing.TB, cs kubernetes.Interface, base string) string {
+	t.Helper()
+	name := unique(base)
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
 // registerNode creates the Node object mirror pods are owned by.
 func registerNode(t testing.TB, cs kubernetes.Interface, name string) *v1.Node {
 	t.Helper()
