@@ -44,7 +44,9 @@ func TestKubectlGetRendersTables(t *testing.T) {
 				}},
 		},
 	}}
-	conv := table.New(table.Options{})
+	// A fixed clock: on a loaded machine a second may pass between
+	// building the pods and kubectl's request, which would print "4m1s".
+	conv := table.New(table.Options{Now: func() time.Time { return real }})
 	var sawTableAccept atomic.Bool
 	mux := http.NewServeMux()
 	writeJSON := func(w http.ResponseWriter, ct string, v any) {
