@@ -48,7 +48,7 @@ func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error
 	}
 	// The gRPC client only reports that its deadline passed; a plain dial
 	// first says why ("connection refused") and does not wait for it.
-	if err := dialAny(ctx, opts.Servers, timeout); err != nil {
+	if err := dialAny(ctx, opts.Servers, timeout, tlsConfig); err != nil {
 		return nil, fmt.Errorf("etcd at %v not reachable: %w", opts.Servers, err)
 	}
 	c, err := clientv3.New(clientv3.Config{
@@ -66,6 +66,9 @@ func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error
 	// only the connection. The key need not exist.
 	if _, err := c.Get(cctx, "kite-connectivity-check", clientv3.WithCountOnly()); err != nil {
 		c.Close()
+		if rerr := tlsRejection(ctx, opts.Servers, tlsConfig); rerr != nil {
+			err = rerr // "certificate required" says more than a deadline
+		}
 		return nil, fmt.Errorf("etcd at %v not reachable within %s: %w", opts.Servers, timeout, err)
 	}
 	return c, nil
@@ -86,17 +89,25 @@ func (o ExternalOptions) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// dialAny returns nil if a TCP connection to one of the servers opens, and
-// otherwise the first server's dial error.
-func dialAny(ctx context.Context, servers []string, timeout time.Duration) error {
+// dialAny returns nil if a connection (TCP, and TLS for https) to one of
+// the servers opens, and otherwise the first server's error.
+func dialAny(ctx context.Context, servers []string, timeout time.Duration, tlsConfig *tls.Config) error {
 	var first error
-	d := net.Dialer{Timeout: timeout}
+	d := &net.Dialer{Timeout: timeout}
 	for _, s := range servers {
 		u, err := url.Parse(s)
 		if err != nil {
 			return err
 		}
-		conn, err := d.DialContext(ctx, "tcp", u.Host)
+		var conn net.Conn
+		if u.Scheme == "https" {
+			// The handshake checks the server's certificate against the CA
+			// the user gave ("signed by unknown authority").
+			td := &tls.Dialer{NetDialer: d, Config: tlsConfig}
+			conn, err = td.DialContext(ctx, "tcp", u.Host)
+		} else {
+			conn, err = d.DialContext(ctx, "tcp", u.Host)
+		}
 		if err == nil {
 			conn.Close()
 			return nil
@@ -106,4 +117,31 @@ func dialAny(ctx context.Context, servers []string, timeout time.Duration) error
 		}
 	}
 	return first
+}
+
+// tlsRejection looks for the reason a TLS server refused us after the
+// handshake: with TLS 1.3 the server checks the client certificate only
+// after the client has finished, so a missing or unaccepted certificate
+// shows as an alert on the first read. It returns nil if no server says so.
+func tlsRejection(ctx context.Context, servers []string, tlsConfig *tls.Config) error {
+	const wait = time.Second
+	for _, s := range servers {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "https" {
+			continue
+		}
+		td := &tls.Dialer{NetDialer: &net.Dialer{Timeout: wait}, Config: tlsConfig}
+		conn, err := td.DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			return err
+		}
+		conn.SetReadDeadline(time.Now().Add(wait))
+		_, err = conn.Read(make([]byte, 1))
+		conn.Close()
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			return err
+		}
+	}
+	return nil
 }
