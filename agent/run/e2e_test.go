@@ -124,3 +124,39 @@ func TestStandaloneAgentRunsStaticPods(t *testing.T) {
 		t.Fatalf("standalone: SeenAllSources %v, Seen(api) %v; want true, false", a.SeenAllSources(), a.Seen(kubetypes.APISource))
 	}
 }
+
+// An agent started again finds the mirror pods of its last run: the mirror
+// of a static pod that did not change is left alone, and the mirror of a
+// static pod removed meanwhile is deleted once the file source reported.
+func TestRestartedAgentKeepsMirrorsAndDeletesOrphans(t *testing.T) {
+	node := unique("again-node")
+	cfg := shared.RESTConfig()
+	cs := clientset(t, cfg)
+	registerNode(t, cs, node)
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "a-kept.yaml"), manifest("a-kept", "image"))
+	writeAtomic(t, filepath.Join(dir, "z-gone.yaml"), manifest("z-gone", "image"))
+	// The reconciler works in name order: any (wrong) replacement of the
+	// kept mirror would come before the orphan's deletion that the test
+	// waits for.
+	isMirror := func(p *v1.Pod) bool { return p != nil && kubetypes.IsMirrorPod(p) }
+
+	_, first := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+	kept := waitAPIPod(t, cs, "default", "a-kept-"+node, "mirror of kept", isMirror)
+	waitAPIPod(t, cs, "default", "z-gone-"+node, "mirror of gone", isMirror)
+	first.stop()
+
+	if err := os.Remove(filepath.Join(dir, "z-gone.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, second := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+	second.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/a-kept-"+node)
+	waitAPIPod(t, cs, "default", "z-gone-"+node, "orphaned mirror deleted", func(p *v1.Pod) bool { return p == nil })
+	after, err := cs.CoreV1().Pods("default").Get(t.Context(), "a-kept-"+node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != kept.UID {
+		t.Fatalf("mirror of an unchanged static pod replaced by the restarted agent (uid %s → %s)", kept.UID, after.UID)
+	}
+}

@@ -92,6 +92,8 @@ type consumer struct {
 	mu   sync.Mutex
 	ops  []kubetypes.PodUpdate
 	done chan struct{}
+	// stop ends the agent and waits for it; the test's cleanup calls it too.
+	stop func()
 }
 
 // startAgent runs an Agent until the test ends and records its operations.
@@ -120,11 +122,15 @@ func startAgent(t *testing.T, opts Options) (*Agent, *consumer) {
 			c.mu.Unlock()
 		}
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-ran
-		<-c.done
-	})
+	var once sync.Once
+	c.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-ran
+			<-c.done
+		})
+	}
+	t.Cleanup(c.stop)
 	return a, c
 }
 
