@@ -2,17 +2,19 @@
 // kube-apiserver's own machinery for core/v1 pods and namespaces (the
 // k8s.io/apiserver generic server, the generic registry Store, the cacher
 // and the etcd3 store) over the same embedded etcd Kite uses, in one
-// process. It serves HTTPS on 127.0.0.1, lets every request in (no
-// authentication, AlwaysAllow authorization), writes a kubeconfig to
-// <data-dir>/kubeconfig, prints "ready", and runs until SIGINT or SIGTERM:
+// process. It serves HTTPS on 127.0.0.1 (self-signed), authenticates an
+// admin bearer token as Kite does, authorizes everything (AlwaysAllow),
+// writes a kubeconfig with the token to <data-dir>/kubeconfig, prints
+// "ready", and runs until SIGINT or SIGTERM:
 //
-//	go run ./refserver --data-dir /tmp/ref &
+//	(cd bench/refserver && go build -o /tmp/refserver .)
+//	/tmp/refserver --data-dir /tmp/ref &
 //	kite bench --kubeconfig /tmp/ref/kubeconfig
 //
 // What it leaves out of kube-apiserver, each of which would only make
 // upstream slower: admission, validation and defaulting (they live in
 // k8s.io/kubernetes), conversion to an internal version (the v1 types are
-// registered as internal), authentication, priority and fairness, audit.
+// registered as internal), RBAC, priority and fairness, audit.
 package main
 
 import (

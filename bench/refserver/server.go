@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -63,7 +67,16 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if err := secure.WithLoopback().ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return err
 	}
-	cfg.Authentication.Authenticator = anonymous.NewAuthenticator(nil)
+	// A bearer token, as Kite's admin has: upstream answers anonymous
+	// HTTP/2 requests with Connection: close (a DoS mitigation), which
+	// would make every request a new TLS handshake.
+	token, err := newToken()
+	if err != nil {
+		return err
+	}
+	cfg.Authentication.Authenticator = bearertoken.New(tokenfile.New(map[string]*user.DefaultInfo{
+		token: {Name: "admin", Groups: []string{user.SystemPrivilegedGroup}},
+	}))
 	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(getDefinitions(
 		&corev1.Pod{}, &corev1.PodList{}, &corev1.Namespace{}, &corev1.NamespaceList{},
@@ -100,7 +113,7 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	}
 
 	path := filepath.Join(opts.dataDir, "kubeconfig")
-	if err := writeKubeconfig(path, fmt.Sprintf("https://127.0.0.1:%d", secure.BindPort)); err != nil {
+	if err := writeKubeconfig(path, fmt.Sprintf("https://127.0.0.1:%d", secure.BindPort), token); err != nil {
 		return err
 	}
 	if err := server.AddPostStartHook("refserver-ready", func(genericapiserver.PostStartHookContext) error {
@@ -137,13 +150,22 @@ func (g restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Obj
 	}, nil
 }
 
-// writeKubeconfig writes a kubeconfig for server; the certificate is
-// self-signed, so the client does not verify it, and needs no credentials.
-func writeKubeconfig(path, server string) error {
+// newToken returns a random admin token.
+func newToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeKubeconfig writes a kubeconfig for server with the admin token; the
+// certificate is self-signed, so the client does not verify it.
+func writeKubeconfig(path, server, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["refserver"] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["anonymous"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["refserver"] = &clientcmdapi.Context{Cluster: "refserver", AuthInfo: "anonymous"}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["refserver"] = &clientcmdapi.Context{Cluster: "refserver", AuthInfo: "admin"}
 	cfg.CurrentContext = "refserver"
 	return clientcmd.WriteToFile(*cfg, path)
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,14 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Count connections: the server must keep them open across requests,
+	// or every request pays a TLS handshake and the figures measure that.
+	var dials atomic.Int64
+	var dialer net.Dialer
+	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dialer.DialContext(ctx, network, addr)
+	}
 	for _, contentType := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
 		cfg.ContentType = contentType
 		report, err := workload.Run(ctx, cfg, workload.Options{
@@ -59,5 +69,8 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 		if m := report.Memory; m == nil || m.RSSAfter <= 0 {
 			t.Errorf("%s: memory %+v, want process_resident_memory_bytes", contentType, m)
 		}
+	}
+	if n := dials.Load(); n > 4 {
+		t.Errorf("the client opened %d connections; want a few reused ones", n)
 	}
 }
