@@ -28,6 +28,9 @@ func newEtcdCommand() *cobra.Command {
 func runEtcd(ctx context.Context, out io.Writer, opts backend.Options) error {
 	b, err := backend.Open(ctx, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // a signal during the start asked us to stop
+		}
 		return err
 	}
 	defer b.Close()

@@ -5,6 +5,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/kite-project/kite/storage/etcd/backend"
+	"github.com/kite-project/kite/storage/etcd/embedded"
 )
 
 // TestFlagMistakesFailBeforeStarting checks flag combinations that make no
@@ -37,5 +40,17 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 				t.Fatalf("kite started:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestSignalDuringStartIsACleanExit: a signal that arrives while etcd is
+// still starting is a request to stop, not an error.
+func TestSignalDuringStartIsACleanExit(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	opts := serverOptions{etcd: backend.Options{Embedded: embedded.Options{DataDir: t.TempDir(), UnsafeNoFsync: true}}}
+	if err := runServer(ctx, &out, opts); err != nil {
+		t.Fatalf("runServer with a cancelled context: %v", err)
 	}
 }

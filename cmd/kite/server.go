@@ -48,6 +48,9 @@ func newServerCommand() *cobra.Command {
 func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	b, err := backend.Open(ctx, opts.etcd)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // a signal during the start asked us to stop
+		}
 		return err
 	}
 	defer b.Close()

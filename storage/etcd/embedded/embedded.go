@@ -75,6 +75,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("embedded etcd: no data directory given")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("embedded etcd: start: %w", err)
+	}
 	clientURL, err := parseURL(opts.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: client URL %q: %w", opts.ClientURL, err)
