@@ -2,6 +2,9 @@ package kite_test
 
 import (
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -123,6 +127,7 @@ func TestInformerSyncsWithAndWithoutWatchList(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			lists := podLists(t)
 			factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 			informer := factory.Core().V1().Pods().Informer()
 			var mu sync.Mutex
@@ -154,6 +159,13 @@ func TestInformerSyncsWithAndWithoutWatchList(t *testing.T) {
 			}
 			if n := len(informer.GetStore().List()); n != 10 {
 				t.Fatalf("informer synced with %d pods, want 10", n)
+			}
+			// With WatchList the informer must not have fallen back to a
+			// LIST (client-go does so silently when the stream fails).
+			if more := podLists(t) - lists; watchList && more != 0 {
+				t.Errorf("informer made %d LIST requests with WatchListClient on, want 0 (streaming list failed?)", more)
+			} else if !watchList && more == 0 {
+				t.Errorf("informer made no LIST request with WatchListClient off")
 			}
 			if _, err := client.CoreV1().Pods(ns).Create(ctx, testPod("late"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -192,3 +204,29 @@ func (g fixedGates) Enabled(f clientfeatures.Feature) bool {
 }
 
 var _ = watch.Added
+
+// podLists returns how many LIST requests for namespaced pods the server
+// has counted (apiserver_request_total).
+func podLists(t *testing.T) int {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(shared.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	total := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `verb="LIST"`) &&
+			strings.Contains(line, `resource="pods"`) && strings.Contains(line, `scope="namespace"`) {
+			fields := strings.Fields(line)
+			n, _ := strconv.Atoi(fields[len(fields)-1])
+			total += n
+		}
+	}
+	return total
+}

@@ -28,7 +28,7 @@ const gzipThreshold = 128 << 10
 // a larger one is streamed, gzipped when the client accepts gzip, so a
 // list of many objects is never held in memory twice.
 func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, out output, gv schema.GroupVersion, obj runtime.Object) {
-	enc := s.codecs.WithoutConversion().EncoderForVersion(out.info.Serializer, gv)
+	enc := s.encoderFor(out.info.Serializer, gv)
 	dw := &deferredWriter{w: w, r: r, code: code, contentType: out.mediaType}
 	if err := enc.Encode(obj, dw); err != nil {
 		if !dw.started {

@@ -54,12 +54,12 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	flusher.Flush()
 
 	gv := c.strategy().Kind.GroupVersion()
-	objects := s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, gv)
+	objects := s.encoderFor(c.out.info.Serializer, gv)
 	if c.out.table != nil {
-		objects = s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, *c.out.table)
+		objects = s.encoderFor(c.out.info.Serializer, *c.out.table)
 	}
 	if c.out.partial != "" {
-		objects = s.codecs.WithoutConversion().EncoderForVersion(c.out.info.Serializer, metav1.SchemeGroupVersion)
+		objects = s.encoderFor(c.out.info.Serializer, metav1.SchemeGroupVersion)
 	}
 	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
 	var buf bytes.Buffer
