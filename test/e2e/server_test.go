@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,4 +193,14 @@ func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 		t.Fatalf("after kill and restart: %d keys, want 50", r.Count)
 	}
 	stopCleanly(t, k, syscall.SIGTERM)
+}
+
+func TestClientPortInUseFailsWithOneLine(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := RunKite(t, failLimit, "server", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen-client-urls", "http://"+l.Addr().String())
+	checkOneLineFailure(t, r, "address already in use")
 }
