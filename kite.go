@@ -194,7 +194,33 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err := kubeconfig.Write(s.kubeconfigPath, kc); err != nil {
 		return nil, err
 	}
+	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// waitReady returns once every watch cache has filled (what /readyz
+// checks), so that the first requests of a caller are served from memory.
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := s.checkStorage(nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storage not ready after %s: %w", timeout, err)
+		case <-t.C:
+		}
+	}
 }
 
 // RESTConfig returns a client configuration for the admin user, without

@@ -60,7 +60,7 @@ type Options struct {
 	// watch cache: it gets the resource and the store and returns what the
 	// registry uses; stop is called on Close and may be nil.
 	WrapStorage func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
-	// ReadyTimeout bounds how long Start waits for the API to answer;
-	// 0 means 60 s.
+	// ReadyTimeout bounds how long Start waits for the storage to be
+	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration
 }
