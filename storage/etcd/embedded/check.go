@@ -168,31 +168,38 @@ func lastWALIndex(walDir string) (uint64, error) {
 		readers = append(readers, fileutil.NewFileReader(f))
 	}
 	dec := wal.NewDecoder(readers...)
-	var last uint64
+	// Only the last entry's index matters, so entries are kept as bytes
+	// and only the last one is unmarshalled: the records' CRCs are checked
+	// by the decoder either way.
+	var lastEntry []byte
+	var snapIndex uint64
 	rec := &walpb.Record{}
 	for {
 		err := dec.Decode(rec)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// A torn last record is what a crash leaves; etcd repairs it.
 			// Whether it cost applied entries is checked by the caller.
-			return last, nil
+			if lastEntry == nil {
+				return snapIndex, nil
+			}
+			var e raftpb.Entry
+			if err := proto.Unmarshal(lastEntry, &e); err != nil {
+				return 0, fmt.Errorf("last entry: %w", err)
+			}
+			return max(e.GetIndex(), snapIndex), nil
 		}
 		if err != nil {
 			return 0, err
 		}
 		switch rec.GetType() {
 		case wal.EntryType:
-			var e raftpb.Entry
-			if err := proto.Unmarshal(rec.Data, &e); err != nil {
-				return 0, fmt.Errorf("entry after index %d: %w", last, err)
-			}
-			last = e.GetIndex()
+			lastEntry = append(lastEntry[:0], rec.Data...)
 		case wal.SnapshotType:
 			var s walpb.Snapshot
 			if err := proto.Unmarshal(rec.Data, &s); err != nil {
-				return 0, fmt.Errorf("snapshot record after index %d: %w", last, err)
+				return 0, fmt.Errorf("snapshot record: %w", err)
 			}
-			last = max(last, s.GetIndex())
+			snapIndex = max(snapIndex, s.GetIndex())
 		case wal.CrcType:
 			if crc := dec.LastCRC(); crc != 0 && rec.Validate(crc) != nil {
 				return 0, wal.ErrCRCMismatch
