@@ -60,6 +60,7 @@ func Events() *registry.Strategy {
 		},
 		FieldLabels:              eventFieldLabels,
 		AllowUnconditionalUpdate: true,
+		AllowCreateOnUpdate:      true, // as upstream: recorders PUT events that may be gone
 		TTL:                      func(runtime.Object) uint64 { return uint64(EventTTL / time.Second) },
 	}
 }
@@ -101,6 +102,7 @@ func EventsV1() *registry.Strategy {
 		},
 		FieldLabels:              []string{"regarding.kind", "regarding.namespace", "regarding.name", "reason", "reportingController", "type"},
 		AllowUnconditionalUpdate: true,
+		AllowCreateOnUpdate:      true, // as upstream: recorders PUT events that may be gone
 		TTL:                      func(runtime.Object) uint64 { return uint64(EventTTL / time.Second) },
 	}
 }
