@@ -131,3 +131,15 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Errorf("configmaps left in the removed namespace: %v, %d", err, len(cms.Items))
 	}
 }
+
+func TestNewNamespaceGetsDefaultServiceAccount(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	eventually(t, "service account default in "+ns, func() (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(context.Background(), "default", metav1.GetOptions{})
+		return err == nil, err
+	})
+	if _, err := client.CoreV1().ServiceAccounts("kube-system").Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("kube-system has no default service account: %v", err)
+	}
+}

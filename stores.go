@@ -14,6 +14,7 @@ import (
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/registry/namespacedeleter"
+	"github.com/kite-project/kite/registry/serviceaccounts"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -132,5 +133,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 	}
 	deleter := namespacedeleter.New(namespacedeleter.Options{Namespaces: namespaces, Contents: contents})
 	s.wg.Go(func() { deleter.Run(ctx) })
+	accounts := serviceaccounts.New(serviceaccounts.Options{Namespaces: namespaces, ServiceAccounts: s.stores["serviceaccounts"]})
+	s.wg.Go(func() { accounts.Run(ctx) })
 	return stores, nil
 }
