@@ -84,6 +84,7 @@ type Store struct {
 	compactor      CompactRevisioner
 	leases         *leaseManager
 	watchInit      func(context.Context)
+	watchPageSize  int64 // page size of a watch's initial state; tests lower it
 	unsafeCorrupt  bool
 
 	// sizesMu guards sizes, the per-key size estimator that is nil until
@@ -136,6 +137,7 @@ func New(opts Options) (*Store, error) {
 		compactor:      opts.Compactor,
 		leases:         newLeaseManager(opts.Client.Client, opts.Lease),
 		watchInit:      opts.WatchInitialized,
+		watchPageSize:  maxPageSize,
 		unsafeCorrupt:  opts.UnsafeCorruptObjectDeletion,
 	}
 	if s.versioner == nil {

@@ -456,3 +456,50 @@ func TestGetCurrentResourceVersion(t *testing.T) {
 		t.Fatalf("after a write elsewhere: %d, %v; want %d", rv, err, other)
 	}
 }
+
+// A watch's initial state spanning several etcd pages arrives whole, in
+// key order, read at one revision, followed by the initial-events-end
+// bookmark and then by changes.
+func TestWatchInitialStateAcrossPages(t *testing.T) {
+	ctx, s, _ := testSetup(t)
+	s.watchPageSize = 2
+	var names []string
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		mustCreate(ctx, t, s, newPod("ns", name))
+		names = append(names, name)
+	}
+	pred := storage.Everything
+	pred.AllowWatchBookmarks = true
+	w, err := s.Watch(ctx, "/pods/ns", storage.ListOptions{Recursive: true, SendInitialEvents: ptr.To(true), Predicate: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func() watch.Event {
+		t.Helper()
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			return ev
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event within 30s")
+		}
+		return watch.Event{}
+	}
+	for _, name := range names {
+		if ev := next(); ev.Type != watch.Added || ev.Object.(*example.Pod).Name != name {
+			t.Fatalf("got %s %v, want ADDED %s", ev.Type, ev.Object, name)
+		}
+	}
+	if ev := next(); ev.Type != watch.Bookmark {
+		t.Fatalf("got %s, want the initial-events-end BOOKMARK", ev.Type)
+	} else if ok, _ := storage.HasInitialEventsEndBookmarkAnnotation(ev.Object); !ok {
+		t.Fatalf("bookmark lacks the initial-events-end annotation")
+	}
+	mustCreate(ctx, t, s, newPod("ns", "f"))
+	if ev := next(); ev.Type != watch.Added || ev.Object.(*example.Pod).Name != "f" {
+		t.Fatalf("got %s %v, want ADDED f", ev.Type, ev.Object)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,6 +24,10 @@ import (
 // bursts so that a briefly slow reader does not stall the etcd stream.
 const resultBufSize = 100
 
+// establishTimeout bounds how long Watch waits for etcd to confirm the
+// watch before returning anyway.
+const establishTimeout = 5 * time.Second
+
 // Watch implements storage.Interface.
 //
 // Where the watch starts (upstream etcd3 semantics, with WatchList on):
@@ -40,7 +45,9 @@ const resultBufSize = 100
 //
 // One goroutine per watch reads etcd, decodes and filters, and sends to the
 // result channel; it ends (closing the channel) with ctx, Stop or an error,
-// which is delivered as a single ERROR event.
+// which is delivered as a single ERROR event. Watch returns once etcd has
+// confirmed the watch (at most after establishTimeout), so that a change
+// the caller makes next is delivered without etcd's catch-up delay.
 func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	key, err := s.prepareKey(key, opts.Recursive)
 	if err != nil {
@@ -73,9 +80,20 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		initialEvents:  (opts.SendInitialEvents == nil && rv == 0) || sendInitial,
 		endBookmark:    sendInitial && opts.Predicate.AllowWatchBookmarks,
 		result:         make(chan watch.Event, resultBufSize),
+		established:    make(chan struct{}),
 	}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	go w.run()
+	// Return once etcd has the watch, so that the caller's next write is
+	// seen; but do not hang a caller on an unreachable etcd: the watch goes
+	// on trying, and fails with an ERROR event if it must.
+	t := time.NewTimer(establishTimeout)
+	select {
+	case <-w.established:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
 	if s.watchInit != nil {
 		// Like upstream, the watch counts as initialized at once: etcd
 		// gives no cheap way to know when it has caught up.
@@ -100,7 +118,14 @@ type watcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	result chan watch.Event
+
+	// established is closed once etcd has confirmed the watch (or the
+	// watch ended before that).
+	established     chan struct{}
+	establishedOnce sync.Once
 }
+
+func (w *watcher) markEstablished() { w.establishedOnce.Do(func() { close(w.established) }) }
 
 // Stop implements watch.Interface.
 func (w *watcher) Stop() { w.cancel() }
@@ -111,6 +136,7 @@ func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 func (w *watcher) run() {
 	defer close(w.result)
 	defer w.cancel()
+	defer w.markEstablished()
 	if err := w.watch(); err != nil && !isCancel(err) && w.ctx.Err() == nil {
 		w.sendError(err)
 	}
@@ -118,6 +144,9 @@ func (w *watcher) run() {
 
 // watch does the work of run; it returns when the watch must end.
 func (w *watcher) watch() error {
+	// The first page of the initial state fixes the revision the etcd
+	// watch starts after.
+	var page *clientv3.GetResponse
 	if w.initialEvents {
 		if w.rev > 0 {
 			cur, err := w.s.GetCurrentResourceVersion(w.ctx)
@@ -128,7 +157,40 @@ func (w *watcher) watch() error {
 				return storage.NewTooLargeResourceVersionError(uint64(w.rev), cur, int(wait.Jitter(time.Second, 3).Seconds()))
 			}
 		}
-		if err := w.sync(); err != nil {
+		var err error
+		if page, err = w.readPage(w.key, 0); err != nil {
+			return err
+		}
+		w.rev = page.Header.Revision
+	}
+
+	// Register the etcd watch before sending anything, and wait until etcd
+	// confirms it: then a change made after Watch returned (or after the
+	// reader saw the initial state) reaches the watch at once, instead of
+	// through etcd's catch-up loop for watches that start in the past.
+	opts := []clientv3.OpOption{clientv3.WithRev(w.rev + 1), clientv3.WithPrevKV(), clientv3.WithCreatedNotify()}
+	if w.recursive {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	if w.progressNotify {
+		opts = append(opts, clientv3.WithProgressNotify())
+	}
+	events := w.s.client.Watch(w.ctx, w.key, opts...)
+	select {
+	case resp, ok := <-events:
+		w.markEstablished()
+		if !ok {
+			return w.ctx.Err()
+		}
+		if err := w.process(resp); err != nil {
+			return err
+		}
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+
+	if w.initialEvents {
+		if err := w.sendInitial(page); err != nil {
 			return err
 		}
 	}
@@ -137,64 +199,69 @@ func (w *watcher) watch() error {
 			return err
 		}
 	}
-	opts := []clientv3.OpOption{clientv3.WithRev(w.rev + 1), clientv3.WithPrevKV()}
-	if w.recursive {
-		opts = append(opts, clientv3.WithPrefix())
-	}
-	if w.progressNotify {
-		opts = append(opts, clientv3.WithProgressNotify())
-	}
-	for resp := range w.s.client.Watch(w.ctx, w.key, opts...) {
-		if err := resp.Err(); err != nil {
+	for resp := range events {
+		if err := w.process(resp); err != nil {
 			return err
-		}
-		if resp.IsProgressNotify() {
-			if err := w.sendBookmark(resp.Header.GetRevision(), false); err != nil {
-				return err
-			}
-			continue
-		}
-		sizes := w.s.sizeEstimator()
-		for _, e := range resp.Events {
-			if sizes != nil {
-				if e.Type == clientv3.EventTypeDelete {
-					sizes.Delete(e.Kv)
-				} else {
-					sizes.Put(e.Kv)
-				}
-			}
-			if err := w.handle(e); err != nil {
-				return err
-			}
 		}
 	}
 	// The etcd channel closes when the context ends (or the client closes).
 	return w.ctx.Err()
 }
 
-// sync sends the current state as ADDED events, read in pages at one
-// revision, and moves the watch's start to that revision.
-func (w *watcher) sync() error {
-	opts := []clientv3.OpOption{}
-	if w.recursive {
-		opts = append(opts, clientv3.WithLimit(maxPageSize), clientv3.WithRange(clientv3.GetPrefixRangeEnd(w.key)))
+// process delivers what one etcd watch response says.
+func (w *watcher) process(resp clientv3.WatchResponse) error {
+	if err := resp.Err(); err != nil {
+		return err
 	}
-	from := w.key
-	var atRev int64
+	if resp.Created {
+		return nil
+	}
+	if resp.IsProgressNotify() {
+		return w.sendBookmark(resp.Header.GetRevision(), false)
+	}
+	sizes := w.s.sizeEstimator()
+	for _, e := range resp.Events {
+		if sizes != nil {
+			if e.Type == clientv3.EventTypeDelete {
+				sizes.Delete(e.Kv)
+			} else {
+				sizes.Put(e.Kv)
+			}
+		}
+		if err := w.handle(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readPage reads a page of the initial state from key on, at revision
+// atRev (0: the current one).
+func (w *watcher) readPage(from string, atRev int64) (*clientv3.GetResponse, error) {
+	var opts []clientv3.OpOption
+	if w.recursive {
+		opts = append(opts, clientv3.WithLimit(w.s.watchPageSize), clientv3.WithRange(clientv3.GetPrefixRangeEnd(w.key)))
+	}
+	if atRev != 0 {
+		opts = append(opts, clientv3.WithRev(atRev))
+	}
+	resp, err := w.s.client.KV.Get(w.ctx, from, opts...)
+	if err != nil {
+		return nil, interpretListError(err, true, from, w.key)
+	}
+	if len(resp.Kvs) == 0 && resp.More {
+		return nil, fmt.Errorf("watch %q: no results were found, but etcd indicated there were more values remaining", w.key)
+	}
+	return resp, nil
+}
+
+// sendInitial sends the initial state, from its first page on, as ADDED
+// events; further pages are read at the first page's revision, w.rev.
+func (w *watcher) sendInitial(page *clientv3.GetResponse) error {
 	for {
-		resp, err := w.s.client.KV.Get(w.ctx, from, opts...)
-		if err != nil {
-			return interpretListError(err, true, from, w.key)
-		}
-		if len(resp.Kvs) == 0 && resp.More {
-			return fmt.Errorf("watch %q: no results were found, but etcd indicated there were more values remaining", w.key)
-		}
-		if atRev == 0 {
-			atRev = resp.Header.Revision
-			w.rev = atRev
-			opts = append(opts, clientv3.WithRev(atRev))
-		}
-		for i, kv := range resp.Kvs {
+		var lastKey []byte
+		for i, kv := range page.Kvs {
+			lastKey = kv.Key
 			data, err := w.s.fromStorageKV(w.ctx, kv.Key, kv.Value)
 			if err != nil {
 				return err
@@ -203,7 +270,8 @@ func (w *watcher) sync() error {
 			if err != nil {
 				return err
 			}
-			resp.Kvs[i] = nil
+			// Let the value go early: a long initial state takes a while.
+			page.Kvs[i] = nil
 			if !w.matches(obj) {
 				continue
 			}
@@ -211,10 +279,13 @@ func (w *watcher) sync() error {
 				return err
 			}
 		}
-		if !resp.More {
+		if !page.More {
 			return nil
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		var err error
+		if page, err = w.readPage(string(lastKey)+"\x00", w.rev); err != nil {
+			return err
+		}
 	}
 }
 
