@@ -296,7 +296,8 @@ func startEtcd(b testing.TB) *clientv3.Client {
 }
 
 // smallPod is a realistic small pod (one container, labels, env, resources,
-// a status), about 700 bytes of protobuf: perf-anchors' "small pod".
+// a status): 535 bytes of protobuf (TestSmallPodSize), like perf-anchors'
+// 653-byte "small pod".
 func smallPod(i int, ns, name, node string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
