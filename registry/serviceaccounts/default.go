@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
@@ -100,7 +101,12 @@ func (c *Controller) follow(ctx context.Context, rv string) error {
 			if ev.Type != watch.Added && ev.Type != watch.Modified {
 				continue
 			}
-			if ns, ok := ev.Object.(*v1.Namespace); ok {
+			obj := ev.Object
+			if co, ok := obj.(runtime.CacheableObject); ok {
+				// The watch cache's events carry shared objects.
+				obj = co.GetObject()
+			}
+			if ns, ok := obj.(*v1.Namespace); ok {
 				if err := c.ensure(ctx, ns); err != nil {
 					return err
 				}
