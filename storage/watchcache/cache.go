@@ -48,8 +48,11 @@ type Cache struct {
 	reg     *registry
 	pending pending
 	// dispatchedRV is the resourceVersion up to which every change has
-	// been offered to the watchers; only the dispatcher goroutine uses it.
+	// been offered to the watchers; toWake are the watchers to wake at the
+	// end of the dispatcher's current batch. Only the dispatcher goroutine
+	// uses them.
 	dispatchedRV uint64
+	toWake       []*watcher
 
 	lastProgressRequest atomic.Int64 // unix nanoseconds
 	slowEnded           atomic.Int64

@@ -148,7 +148,15 @@ func (c *Cache) dispatchLoop(ctx context.Context) {
 			c.reg.mu.Unlock()
 			return
 		case <-c.pending.wake:
+			// Watchers are woken once per batch of events rather than per
+			// event (a wake-up costs more than the rest of a delivery),
+			// but at least every millisecond, so none waits on a long batch.
+			flushed := time.Now()
 			for _, it := range c.pending.take() {
+				if len(c.toWake) > 0 && time.Since(flushed) > time.Millisecond {
+					c.wakeAll()
+					flushed = time.Now()
+				}
 				switch {
 				case it.bookmarkAll:
 					c.bookmarkAll()
@@ -162,10 +170,20 @@ func (c *Cache) dispatchLoop(ctx context.Context) {
 					c.dispatchedRV = max(c.dispatchedRV, it.rv)
 				}
 			}
+			c.wakeAll()
 		case now := <-ticker.C:
 			c.tick(now)
 		}
 	}
+}
+
+// wakeAll wakes the watchers that got notifications since the last call.
+func (c *Cache) wakeAll() {
+	for i, w := range c.toWake {
+		w.wakeUp()
+		c.toWake[i] = nil
+	}
+	c.toWake = c.toWake[:0]
 }
 
 // dispatch offers one change to its candidate watchers.
@@ -178,7 +196,11 @@ func (c *Cache) dispatch(ev *event) {
 	defer r.mu.Unlock()
 	r.candidatesLocked(ev, func(w *watcher) {
 		if e, ok := w.convert(ev); ok {
-			if !w.enqueue(queued{ev: e, rv: ev.rv}, now, budget) {
+			needWake, ok := w.enqueue(queued{ev: e, rv: ev.rv}, now, budget)
+			if needWake {
+				c.toWake = append(c.toWake, w)
+			}
+			if !ok {
 				slow = append(slow, w)
 			}
 		}

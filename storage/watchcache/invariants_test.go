@@ -212,6 +212,7 @@ type cuttingListerWatcher struct {
 	gate    chan struct{} // when not nil, new watches wait for it to close
 	watches atomic.Int64
 	lists   atomic.Int64
+	waiting atomic.Int64 // watches waiting at the gate
 }
 
 // hold makes new watches wait until release, as an etcd that cannot be
@@ -239,6 +240,8 @@ func (l *cuttingListerWatcher) Watch(ctx context.Context, opts metav1.ListOption
 	gate := l.gate
 	l.mu.Unlock()
 	if gate != nil {
+		l.waiting.Add(1)
+		defer l.waiting.Add(-1)
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -246,14 +249,27 @@ func (l *cuttingListerWatcher) Watch(ctx context.Context, opts metav1.ListOption
 		}
 	}
 	w, err := l.inner.Watch(ctx, opts)
-
 	if err == nil {
 		l.watches.Add(1)
 		l.mu.Lock()
-		l.current = w
+		if gate == nil && l.gate != nil {
+			// A hold began while this watch was opening: it is cut at
+			// once, and the Reflector's next watch waits at the gate.
+			w.Stop()
+		} else {
+			l.current = w
+		}
 		l.mu.Unlock()
 	}
 	return w, err
+}
+
+// down holds new watches, cuts the current one and waits until the
+// Reflector waits at the gate: from then on the cache hears nothing.
+func (l *cuttingListerWatcher) down(t testing.TB) {
+	l.hold()
+	l.cut()
+	waitFor(t, 30*time.Second, func() bool { return l.waiting.Load() > 0 })
 }
 
 func (l *cuttingListerWatcher) cut() {
@@ -439,8 +455,7 @@ func TestRelistEndsOnlyTheWatchersThatMissedChanges(t *testing.T) {
 	node2 := consume(watchFrom(t, ctx, c, start, fields.OneTermEqualSelector("spec.nodeName", "node-2"), labels.Everything()))
 	all := consume(watchFrom(t, ctx, c, start, fields.Everything(), labels.Everything()))
 
-	lw.hold()
-	lw.cut()
+	lw.down(t)
 	missed := &writer{c: c}
 	missed.apply(ctx, t, "pod-0", &podState{node: "node-1"}, &podState{node: "node-1", label: "x"})
 	missed.apply(ctx, t, "pod-2", &podState{node: "node-1"}, nil)

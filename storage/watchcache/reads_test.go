@@ -98,8 +98,7 @@ func TestConsistentListFallsBackToEtcd(t *testing.T) {
 		lw = &cuttingListerWatcher{inner: &storeListerWatcher{store: o.Store, prefix: o.ResourcePrefix, newList: o.NewListFunc}}
 		o.ListerWatcher = lw
 	}))
-	lw.hold()
-	lw.cut()
+	lw.down(t)
 	t.Cleanup(lw.release)
 	w := &writer{c: c}
 	w.apply(ctx, t, "unseen", nil, &podState{node: "n"})

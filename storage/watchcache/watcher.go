@@ -111,27 +111,34 @@ func (w *watcher) convert(ev *event) (watch.Event, bool) {
 	return watch.Event{}, false
 }
 
-// enqueue appends a notification; it never blocks. It reports false when
-// the watcher has been full for longer than budget and must be ended.
-func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) bool {
+// enqueue appends a notification; it never blocks. needWake says the
+// queue was empty, so the goroutine must be woken (the dispatcher wakes
+// once per batch of events, not once per event). ok is false when the
+// watcher has been full for longer than budget and must be ended.
+func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWake, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended != nil {
-		return true
+		return false, true
 	}
+	needWake = len(w.queue) == 0
 	w.queue = append(w.queue, q)
 	if len(w.queue) >= w.bufSize {
 		if w.fullSince.IsZero() {
 			w.fullSince = now
 		} else if now.Sub(w.fullSince) > budget {
-			return false
+			return needWake, false
 		}
 	}
+	return needWake, true
+}
+
+// wakeUp makes the goroutine look at its queue.
+func (w *watcher) wakeUp() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // tooSlow reports whether the watcher has been full past budget.
