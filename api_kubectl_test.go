@@ -211,6 +211,10 @@ func TestKubectlGetWatch(t *testing.T) {
 				t.Fatal("kubectl get -w ended without showing the pod")
 			}
 			if strings.HasPrefix(line, "watched ") {
+				// Upstream's pod columns: NAME READY STATUS RESTARTS AGE.
+				if !strings.Contains(line, "0/1") || !strings.Contains(line, "Pending") {
+					t.Errorf("kubectl get -w printed %q, want the pod's READY and STATUS columns", line)
+				}
 				return
 			}
 		case <-tick.C:

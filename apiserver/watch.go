@@ -74,6 +74,12 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 				return nil
 			}
 			obj := ev.Object
+			if co, ok := obj.(runtime.CacheableObject); ok && (c.out.table != nil || c.out.partial != "") {
+				// Converting needs the object itself (a copy: cached
+				// objects are shared).
+				obj = co.GetObject()
+				ev.Object = obj
+			}
 			if c.out.table != nil && ev.Type != watch.Error {
 				table, err := s.watchTable(c, ev, !first)
 				if err != nil {
