@@ -114,7 +114,13 @@ func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *meta
 // NamespaceLifecycle plugin, with its errors).
 func NamespaceLifecycle(namespaces *registry.Store) func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
 	return func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
+		// Any cached state first (as upstream reads its informer); a miss
+		// is confirmed by a consistent read, so a namespace created just
+		// before is found.
+		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{ResourceVersion: "0"})
+		if apierrors.IsNotFound(err) {
+			obj, err = namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
+		}
 		if err != nil {
 			return err
 		}
