@@ -61,8 +61,9 @@ func (r *restartable) stop() {
 }
 
 // An API server restarted under the source (same data directory, same
-// port) never empties the set, and pods bound after it is back arrive
-// within about a second of its return.
+// port) never empties the set, and pods bound after it is back arrive.
+// The time they take is logged, not asserted (the machine may be loaded):
+// usually well under a second.
 func TestAPIServerRestartKeepsThePodsAndRecovers(t *testing.T) {
 	const node = "restart-node"
 	srv := startRestartable(t)
@@ -76,10 +77,12 @@ func TestAPIServerRestartKeepsThePodsAndRecovers(t *testing.T) {
 	s.expect("default/before")
 
 	want := []string{"default/before"}
-	for round := range 3 {
+	// Down for a while, then restarted at once: a client that has not
+	// noticed yet meets its dead connection rather than a refusal.
+	for round, down := range []time.Duration{2 * time.Second, 0, 0} {
 		srv.stop()
 		// Nothing may be sent while the server is down: no empty SET.
-		s.quiet(2 * time.Second)
+		s.quiet(down)
 		srv.start()
 		back := time.Now()
 		name := fmt.Sprintf("after-%d", round)
@@ -90,8 +93,14 @@ func TestAPIServerRestartKeepsThePodsAndRecovers(t *testing.T) {
 		s.expect(want...)
 		t.Logf("round %d: pod bound %v after the server was back arrived", round, time.Since(back).Round(time.Millisecond))
 	}
+	// The first list, at resourceVersion "0", may come from a watch cache
+	// still catching up; once the pod was there, it must stay.
+	had := false
 	for i, set := range s.history {
-		if !slices.Contains(set, "default/before") {
+		switch in := slices.Contains(set, "default/before"); {
+		case in:
+			had = true
+		case had:
 			t.Errorf("SET %d of %d lost the pod bound before the restarts: %v", i, len(s.history), set)
 		}
 	}
