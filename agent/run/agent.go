@@ -21,6 +21,7 @@ import (
 	"fmt"
 	nethttp "net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,6 +110,9 @@ type Agent struct {
 	mirrors   *mirror.Reconciler
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
+	// running guards against a second Run, which would start every part
+	// twice.
+	running atomic.Bool
 }
 
 // New builds the sources, the merge and, with a REST config, the mirror
@@ -191,9 +195,14 @@ func (a *Agent) Seen(source string) bool { return a.pc.Seen(source) }
 func (a *Agent) SeenAllSources() bool { return a.pc.SeenAllSources() }
 
 // Run runs the sources, the merge and the mirror reconciler until ctx
-// ends, then closes Updates. It returns when all of them have stopped.
+// ends, then closes Updates. It returns when all of them have stopped. An
+// Agent runs once: a second Run returns at once.
 func (a *Agent) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", a.opts.NodeName)
+	if !a.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Agent already ran; ignoring a second Run")
+		return
+	}
 	ctx = klog.NewContext(ctx, logger)
 	var wg sync.WaitGroup
 	defer close(a.updates)
