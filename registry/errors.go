@@ -2,7 +2,6 @@ package registry
 
 import (
 	"errors"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -68,11 +67,7 @@ func keyName(key string) string {
 	return key
 }
 
-func newBadRequest(msg string) error { return apierrors.NewBadRequest(msg) }
-
 // newInvalid is the 422 Invalid error for an object that failed validation.
 func (s *Store) newInvalid(name string, errs field.ErrorList) error {
 	return apierrors.NewInvalid(s.strategy.Kind.GroupKind(), name, errs)
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -188,7 +189,7 @@ func (s *Store) predicate(opts *metainternalversion.ListOptions) (storage.Select
 	}
 	for _, req := range field.Requirements() {
 		if !s.isFieldLabel(req.Field) {
-			return storage.SelectionPredicate{}, newBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			return storage.SelectionPredicate{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 		}
 	}
 	return storage.SelectionPredicate{
