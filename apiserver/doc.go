@@ -19,7 +19,11 @@
 // their apiVersion and kind (or be CacheableObjects), so that encoding
 // never has to set them.
 //
-// Every request goes through one short pipeline, Server.ServeHTTP, that
-// reads top to bottom: recover, authenticate, route, limit the body,
-// dispatch by verb. No lock is held while writing to a connection.
+// Every request goes through one short pipeline that reads top to bottom:
+// Server.ServeHTTP recovers from panics and authenticates; serve routes
+// (fixed paths, then resources); serveResource resolves the resource,
+// checks the verb, negotiates the response form, bounds the request by
+// its timeout (watches by timeoutSeconds) and counts it in the metrics;
+// dispatch runs the verb, whose handler reads the body (at most 3 MiB)
+// and calls the registry. No lock is held while writing to a connection.
 package apiserver
