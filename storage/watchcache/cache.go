@@ -126,6 +126,10 @@ func (c *Cache) Start(ctx context.Context) {
 // goroutines end, and it returns when they have.
 func (c *Cache) Stop() {
 	c.cancel()
+	// A Watch that saw the cache running has registered its goroutine
+	// under the lock by the time this returns.
+	c.mu.Lock()
+	c.mu.Unlock() //nolint:staticcheck // an empty critical section is the point
 	c.wg.Wait()
 }
 

@@ -88,12 +88,18 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		}
 		s = start{rv: from, events: events}
 	}
+	if c.ctx.Err() != nil {
+		c.mu.RUnlock()
+		return errorWatch(fmt.Errorf("watchcache %s: stopped", c.opts.GroupResource)), nil
+	}
 	// Registering under the lock that ingestion takes makes the start and
 	// the live events meet exactly: every later change is dispatched to w.
 	c.reg.add(w)
+	// Added under the lock: Stop, which takes it after cancelling, then
+	// waits for this watcher too.
+	c.wg.Add(1)
 	c.mu.RUnlock()
 
-	c.wg.Add(1)
 	go w.run(ctx, s)
 	return w, nil
 }
