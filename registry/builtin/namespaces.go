@@ -114,13 +114,10 @@ func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *meta
 // NamespaceLifecycle plugin, with its errors).
 func NamespaceLifecycle(namespaces *registry.Store) func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
 	return func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-		// Any cached state first (as upstream reads its informer); a miss
-		// is confirmed by a consistent read, so a namespace created just
-		// before is found.
-		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{ResourceVersion: "0"})
-		if apierrors.IsNotFound(err) {
-			obj, err = namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
-		}
+		// A consistent read: a namespace created or deleted just before
+		// is seen as it is (upstream's plugin reads an informer and can
+		// let a create into a namespace that has just begun terminating).
+		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
