@@ -132,6 +132,15 @@ func TestKubectl(t *testing.T) {
 	if out := kubectl(t, "version"); !strings.Contains(out, "Server Version: v1.37") {
 		t.Errorf("version:\n%s", out)
 	}
+	if out := kubectl(t, "auth", "can-i", "delete", "pods"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("auth can-i: %q", out)
+	}
+	if out := kubectl(t, "auth", "can-i", "--list"); !strings.Contains(out, "*.*") {
+		t.Errorf("auth can-i --list:\n%s", out)
+	}
+	if out := kubectl(t, "auth", "whoami"); !strings.Contains(out, "kite-admin") || !strings.Contains(out, "system:masters") {
+		t.Errorf("auth whoami:\n%s", out)
+	}
 
 	// wait for a condition the status writer sets.
 	got.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}

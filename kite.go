@@ -307,6 +307,9 @@ func (s *Server) checkEtcd(r *http.Request) error {
 
 func (s *Server) checkStorage(*http.Request) error {
 	for name, st := range s.stores {
+		if st.Storage() == nil {
+			continue // a virtual resource
+		}
 		if err := st.Storage().ReadinessCheck(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -329,9 +332,11 @@ func openAPI(stores []*registry.Store, version string) (*openapi.Service, error)
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 	for _, st := range stores {
 		strat := st.Strategy()
-		r := openapi.Resource{
-			GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: verbs,
-			Object: strat.New(), List: strat.NewList(),
+		r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: verbs, Object: strat.New()}
+		if strat.Virtual != nil {
+			r.Verbs = []string{"create"}
+		} else {
+			r.List = strat.NewList()
 		}
 		for name, sub := range strat.Subresources {
 			os := openapi.Subresource{Name: name, Verbs: []string{"get", "update", "patch"}}

@@ -45,6 +45,15 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 	etcdStores := map[schema.GroupResource]storage.Interface{}
 	for _, strat := range builtin.All(time.Now) {
 		gr := strat.GroupResource()
+		if strat.Virtual != nil {
+			store, err := registry.New(registry.Options{Strategy: strat})
+			if err != nil {
+				return nil, err
+			}
+			s.stores[gr.String()] = store
+			stores = append(stores, store)
+			continue
+		}
 		if strat.Conversion != nil {
 			inner, ok := etcdStores[strat.StoredWith]
 			if !ok {

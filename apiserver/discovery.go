@@ -51,6 +51,10 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			v = &apiVersion{gv: gv}
 			g.versions = append(g.versions, v)
 		}
+		verbs := resourceVerbs
+		if strat.Virtual != nil {
+			verbs = metav1.Verbs{"create"}
+		}
 		scope := apidiscoveryv2.ScopeCluster
 		if strat.Namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
@@ -60,7 +64,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			SingularName: strat.SingularName,
 			Namespaced:   strat.Namespaced,
 			Kind:         strat.Kind.Kind,
-			Verbs:        resourceVerbs,
+			Verbs:        verbs,
 			ShortNames:   strat.ShortNames,
 			Categories:   strat.Categories,
 		})
@@ -69,7 +73,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			ResponseKind:     &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: strat.Kind.Kind},
 			Scope:            scope,
 			SingularResource: strat.SingularName,
-			Verbs:            resourceVerbs,
+			Verbs:            verbs,
 			ShortNames:       strat.ShortNames,
 			Categories:       strat.Categories,
 		}

@@ -61,7 +61,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 	}
 	v := verb(r, info)
-	if !allowed(v, info, c.sub) {
+	if !allowed(v, info, c.sub, strat.Virtual != nil) {
 		s.writeError(w, r, methodNotAllowed(r.Method, info))
 		return
 	}
@@ -142,10 +142,12 @@ func (s *Server) dispatch(c *call, v string) {
 // allowed says whether a verb applies to the path's shape: creates go to
 // collections or to POST subresources (binding), updates and patches to
 // objects and their status-like subresources.
-func allowed(v string, info requestInfo, sub *registry.Subresource) bool {
+func allowed(v string, info requestInfo, sub *registry.Subresource, virtual bool) bool {
 	switch {
 	case v == "":
 		return false
+	case virtual:
+		return v == "create" && info.Name == "" && sub == nil
 	case sub != nil && sub.Create != nil:
 		return v == "create"
 	case sub != nil:

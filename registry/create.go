@@ -24,6 +24,9 @@ const maxGenerateNameAttempts = 8
 // resources) and returns it as stored. With opts.DryRun it returns what
 // would be stored and writes nothing.
 func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	if s.strategy.Virtual != nil {
+		return s.strategy.Virtual(ctx, obj)
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))

@@ -53,9 +53,9 @@ func New(opts Options) (*Store, error) {
 	switch {
 	case opts.Strategy == nil:
 		return nil, errors.New("registry: Options.Strategy is required")
-	case opts.Storage == nil:
+	case opts.Storage == nil && opts.Strategy.Virtual == nil:
 		return nil, fmt.Errorf("registry: Options.Storage is required for %s", opts.Strategy.Resource)
-	case opts.Strategy.New == nil || opts.Strategy.NewList == nil:
+	case opts.Strategy.New == nil || (opts.Strategy.NewList == nil && opts.Strategy.Virtual == nil):
 		return nil, fmt.Errorf("registry: Strategy.New and NewList are required for %s", opts.Strategy.Resource)
 	}
 	s := &Store{
@@ -75,7 +75,8 @@ func New(opts Options) (*Store, error) {
 // Strategy returns the resource's strategy.
 func (s *Store) Strategy() *Strategy { return s.strategy }
 
-// Storage returns the storage the Store writes to.
+// Storage returns the storage the Store writes to; nil for a virtual
+// resource.
 func (s *Store) Storage() storage.Interface { return s.storage }
 
 // FieldManager returns the field manager of the subresource ("" for the

@@ -37,6 +37,12 @@ type Strategy struct {
 	StoredWith schema.GroupResource
 	Conversion *Conversion
 
+	// Virtual, when set, makes the resource one that is not stored (the
+	// self reviews of authorization and authentication): POST runs it on
+	// the posted object and answers what it returns; no other verb is
+	// served, and the Store needs no storage.
+	Virtual func(ctx context.Context, obj runtime.Object) (runtime.Object, error)
+
 	// New returns an empty object, NewList an empty list.
 	New     func() runtime.Object
 	NewList func() runtime.Object

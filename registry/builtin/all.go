@@ -23,5 +23,8 @@ func All(now func() time.Time) []*registry.Strategy {
 		Events(),
 		EventsV1(),
 		Leases(),
+		SelfSubjectAccessReviews(),
+		SelfSubjectRulesReviews(),
+		SelfSubjectReviews(),
 	}
 }
