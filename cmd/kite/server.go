@@ -9,42 +9,85 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/run"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
 )
 
-// serverOptions are what kite server runs with.
+// serverOptions are what kite server and kite apiserver run with.
 type serverOptions struct {
 	etcd backend.Options
 	// compactionInterval is kube-apiserver's --etcd-compaction-interval:
 	// 0 turns compaction off.
 	compactionInterval time.Duration
+	// api configures the API server; Backend and Compactor are filled in
+	// by runServer with the etcd it opened.
+	api kite.Options
+	// agent, when set, runs the node agent for this host against the
+	// in-process API (its RESTConfig is filled in by runServer).
+	agent *run.Options
+	// log receives the agent's log lines.
+	log logr.Logger
 }
 
 func newServerCommand() *cobra.Command {
-	var flags etcdFlags
+	var etcd etcdFlags
+	var api apiFlags
 	var compaction time.Duration
+	var verbosity int
+	agent := options.New()
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run the control plane: etcd (embedded unless --etcd-servers) and, as they land, the API server and agent",
-		Args:  cobra.NoArgs,
+		Short: "Run the control plane and the node agent for this host: etcd (embedded unless --etcd-servers), the API server, the agent",
+		Long: `Run etcd (embedded unless --etcd-servers), the Kubernetes API server over it
+(as kite apiserver), and the node agent for this host (as kite agent) on the
+in-process API. The agent registers its Node and reads static pods from
+--pod-manifest-path and --manifest-url; it does not run containers yet: it
+logs each pod operation it would hand to a runtime.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			etcd, err := flags.options(cmd.Flags())
+			etcdOpts, err := etcd.options(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			return runServer(cmd.Context(), cmd.OutOrStdout(), serverOptions{etcd: etcd, compactionInterval: compaction})
+			out := &syncWriter{w: cmd.OutOrStdout()}
+			agentOpts, err := completeAgent(cmd.Flags(), out, agent)
+			if err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), out, serverOptions{
+				etcd:               etcdOpts,
+				compactionInterval: compaction,
+				api:                api.options(etcd.embedded.dataDir),
+				agent:              &agentOpts,
+				log:                newLogger(out, verbosity),
+			})
 		},
 	}
-	flags.add(cmd.Flags())
-	cmd.Flags().DurationVar(&compaction, "etcd-compaction-interval", storageetcd.DefaultCompactionInterval, "interval of compaction requests to etcd; 0 turns compaction off")
+	etcd.add(cmd.Flags())
+	api.add(cmd.Flags())
+	addCompactionFlag(cmd.Flags(), &compaction)
+	addVerbosityFlag(cmd.Flags(), &verbosity)
+	// The agent's flags but --kubeconfig: this agent uses the API next to it.
+	agentFlags := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	agent.AddFlags(agentFlags)
+	agentFlags.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "kubeconfig" {
+			cmd.Flags().AddFlag(f)
+		}
+	})
 	return cmd
 }
 
-// runServer runs until ctx ends or etcd fails. It prints where etcd is and
-// then "kite: ready" on out.
+// runServer runs etcd, the compactor, the API server and, if configured,
+// the agent, until ctx ends or etcd or the API server fails. It prints
+// where etcd and the API are, then "kite: ready" on out.
 func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	b, err := backend.Open(ctx, opts.etcd)
 	if err != nil {
@@ -64,14 +107,52 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { compactor.Run(runCtx) })
+	// The compactor stops after the API server, which reads from it.
 	defer wg.Wait()
 	defer cancel()
 
-	// The API server (kite.Start) starts here, on b.Client() and the
-	// compactor, once it exists; "ready" then means it serves.
+	apiOpts := opts.api
+	apiOpts.Backend, apiOpts.Compactor = b, compactor
+	srv, err := kite.Start(ctx, apiOpts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("API server: %w", err)
+	}
+	defer srv.Close()
+	printAPI(out, srv)
 
+	if opts.agent != nil {
+		agentOpts := *opts.agent
+		agentOpts.RESTConfig = srv.RESTConfig()
+		// The Node is registered before the agent starts, so that mirror
+		// pods of static pods are created at once rather than after the
+		// mirror reconciler's backoff.
+		if err := registerNode(ctx, agentOpts.RESTConfig, agentOpts.NodeName); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("register node %s: %w", agentOpts.NodeName, err)
+		}
+		stop, err := startAgent(runCtx, out, opts.log, agentOpts, false)
+		if err != nil {
+			return err
+		}
+		// Runs before srv.Close: the agent's watch ends with the agent,
+		// not with a refused connection.
+		defer stop()
+	}
 	fmt.Fprintln(out, "kite: ready")
-	return wait(ctx, out, b)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "kite: shutting down")
+		return nil
+	case err := <-b.Err():
+		return err
+	case err := <-srv.Err():
+		return err
+	}
 }
 
 // wait blocks until ctx ends (a clean shutdown) or etcd fails.
@@ -96,4 +177,17 @@ func printBackend(out io.Writer, b *backend.Backend, opts backend.Options) {
 		dir = opts.Embedded.DataDir
 	}
 	fmt.Fprintf(out, "kite: embedded etcd listening on %s, data dir %s\n", urls, dir)
+}
+
+// syncWriter serialises writes to out: the agent's log lines come from its
+// goroutines while the command prints its own.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -28,7 +28,7 @@ func TestRestartKeepsWrittenKeys(t *testing.T) {
 		args []string
 		sig  syscall.Signal
 	}{
-		{"kite server, SIGTERM", []string{"server"}, syscall.SIGTERM},
+		{"kite server, SIGTERM", []string{"server", "--secure-port=0"}, syscall.SIGTERM},
 		{"kite etcd, SIGINT", []string{"etcd"}, syscall.SIGINT},
 	}
 	for _, tt := range tests {
@@ -85,7 +85,7 @@ func TestUnusableDataDirFailsWithOneLine(t *testing.T) {
 	}{
 		{"locked by a running kite", func(t *testing.T) string {
 			dir := t.TempDir()
-			StartKite(t, "server", "--data-dir", dir)
+			StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
 			return dir
 		}, "in use by another process"},
 		{"under a regular file", func(t *testing.T) string {
@@ -128,12 +128,14 @@ func TestExternalEtcd(t *testing.T) {
 	url := srv.ClientURLs()[0]
 	dir := filepath.Join(t.TempDir(), "data")
 
-	k := StartKite(t, "server", "--etcd-servers", url, "--data-dir", dir)
+	k := StartKite(t, "server", "--secure-port=0", "--etcd-servers", url, "--data-dir", dir)
 	if k.EtcdURL != url || strings.Contains(k.Stdout(), "embedded") {
 		t.Fatalf("kite did not use the external etcd %s:\n%s", url, k.Stdout())
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("data dir %s exists (err %v): something was embedded", dir, err)
+	// The data dir holds the API server's certificates and kubeconfig,
+	// but no etcd.
+	if _, err := os.Stat(filepath.Join(dir, "etcd")); !os.IsNotExist(err) {
+		t.Errorf("%s exists (err %v): something was embedded", filepath.Join(dir, "etcd"), err)
 	}
 	// Kite's compactor keeps its key in the cluster it was given.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -171,7 +173,7 @@ func checkOneLineFailure(t *testing.T, r Result, want string) {
 // there after the restart.
 func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	k := StartKite(t, "server", "--data-dir", dir)
+	k := StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := EtcdClient(t, k.EtcdURL)
@@ -184,7 +186,7 @@ func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 		t.Fatal("killed kite exited with code 0")
 	}
 
-	k = StartKite(t, "server", "--data-dir", dir)
+	k = StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
 	r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)

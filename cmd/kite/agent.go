@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/run"
+)
+
+func newAgentCommand() *cobra.Command {
+	o := options.New()
+	var verbosity int
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent alone: static pods from files and URLs, and the pods bound to its node through --kubeconfig",
+		Long: `Run the node agent for one node (--hostname-override, default the host name
+lowercased). Its pods come from --pod-manifest-path (a directory or one file),
+--manifest-url and, with --kubeconfig, the API server (pods whose
+spec.nodeName is the node; the agent then registers its Node and keeps a
+mirror pod for each static pod). Flags are the kubelet's; --config reads a
+KubeletConfiguration file and flags given override it.
+
+The agent does not run containers yet: it logs each operation (ADD, UPDATE,
+DELETE, REMOVE, RECONCILE) with the full names of its pods, one line each.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := &syncWriter{w: cmd.OutOrStdout()}
+			opts, err := completeAgent(cmd.Flags(), out, o)
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), out, newLogger(out, verbosity), opts)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	addVerbosityFlag(cmd.Flags(), &verbosity)
+	return cmd
+}
+
+// completeAgent loads --config under the flags, validates, and turns the
+// result into the agent's Options (reading --kubeconfig if given).
+func completeAgent(fs *pflag.FlagSet, out io.Writer, o *options.Options) (run.Options, error) {
+	warnings, err := o.Complete(fs)
+	for _, w := range warnings {
+		fmt.Fprintf(out, "kite: agent: %s\n", w)
+	}
+	if err != nil {
+		return run.Options{}, err
+	}
+	return run.FromOptions(o)
+}
+
+// runAgent runs the agent alone until ctx ends. With an API server it
+// registers the Node in the background, retrying, as the kubelet does: an
+// API server that is not up yet does not stop the static pods.
+func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options) error {
+	stop, err := startAgent(ctx, out, log, opts, opts.RESTConfig != nil)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintln(out, "kite: ready")
+	<-ctx.Done()
+	fmt.Fprintln(out, "kite: shutting down")
+	return nil
+}
+
+// startAgent starts the agent and the consumer of its operations, and, if
+// register, the registration of its Node. stop ends them and waits.
+func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options, register bool) (stop func(), err error) {
+	a, err := run.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "kite: agent for node %s, pod sources: %s\n", opts.NodeName, strings.Join(sourceNames(opts), ", "))
+	ctx, cancel := context.WithCancel(klog.NewContext(ctx, log))
+	var wg sync.WaitGroup
+	if register {
+		wg.Go(func() { keepRegistering(ctx, opts.RESTConfig, opts.NodeName) })
+	}
+	wg.Go(func() { a.Run(ctx) })
+	wg.Go(func() { logOperations(log.WithValues("node", opts.NodeName), a.Updates()) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}, nil
+}
+
+// logOperations stands in for the sync loop until the agent has a
+// container runtime: one line per operation, with its pods' full names
+// (name_namespace, as the kubelet names them). It returns when updates is
+// closed.
+func logOperations(log logr.Logger, updates <-chan kubetypes.PodUpdate) {
+	for u := range updates {
+		names := make([]string, len(u.Pods))
+		for i, p := range u.Pods {
+			names[i] = kubetypes.PodFullName(p)
+		}
+		log.Info("Pod operation", "op", u.Op.String(), "source", u.Source, "pods", names)
+	}
+}
+
+func sourceNames(opts run.Options) []string {
+	var names []string
+	if opts.StaticPodPath != "" {
+		names = append(names, kubetypes.FileSource+" "+opts.StaticPodPath)
+	}
+	if opts.StaticPodURL != "" {
+		names = append(names, kubetypes.HTTPSource+" "+opts.StaticPodURL)
+	}
+	if opts.RESTConfig != nil {
+		names = append(names, kubetypes.APISource+" "+opts.RESTConfig.Host)
+	}
+	if len(names) == 0 {
+		return []string{"none"}
+	}
+	return names
+}
+
+// newLogger writes klog-style text lines to out. It is handed to the
+// agent through its context, not installed as klog's global logger.
+func newLogger(out io.Writer, verbosity int) logr.Logger {
+	return textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(verbosity)))
+}
+
+func addVerbosityFlag(fs *pflag.FlagSet, v *int) {
+	fs.IntVarP(v, "v", "v", 0, "log level of the agent (the kubelet's -v): 1 says what each source watches, 2 and more add detail")
+}

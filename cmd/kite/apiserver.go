@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kite-project/kite"
+	storageetcd "github.com/kite-project/kite/storage/etcd"
+)
+
+// apiFlags are the API server's flags, named as kube-apiserver's.
+type apiFlags struct {
+	bindAddress string
+	securePort  int
+}
+
+func (f *apiFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.bindAddress, "bind-address", "127.0.0.1", "address the API server listens on for HTTPS")
+	fs.IntVar(&f.securePort, "secure-port", kite.DefaultSecurePort, "port the API server serves HTTPS on; 0 picks a free port (the kubeconfig names it)")
+}
+
+func newAPIServerCommand() *cobra.Command {
+	var etcd etcdFlags
+	var api apiFlags
+	var compaction time.Duration
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run etcd (embedded unless --etcd-servers) and the API server, without the node agent",
+		Long: `Run etcd (embedded unless --etcd-servers) and the Kubernetes API server over
+it, on --bind-address:--secure-port (HTTPS). The CA, serving certificate and
+admin token are generated under --data-dir/pki and reused on restart; the
+admin kubeconfig is written to --data-dir/kubeconfig.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			etcdOpts, err := etcd.options(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			out := &syncWriter{w: cmd.OutOrStdout()}
+			return runServer(cmd.Context(), out, serverOptions{
+				etcd:               etcdOpts,
+				compactionInterval: compaction,
+				api:                api.options(etcd.embedded.dataDir),
+			})
+		},
+	}
+	etcd.add(cmd.Flags())
+	api.add(cmd.Flags())
+	addCompactionFlag(cmd.Flags(), &compaction)
+	return cmd
+}
+
+func (f *apiFlags) options(dataDir string) kite.Options {
+	return kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort}
+}
+
+func addCompactionFlag(fs *pflag.FlagSet, interval *time.Duration) {
+	fs.DurationVar(interval, "etcd-compaction-interval", storageetcd.DefaultCompactionInterval, "interval of compaction requests to etcd; 0 turns compaction off")
+}
+
+// printAPI says where the API is and how to reach it with kubectl: the
+// kubeconfig path is absolute so the line can be pasted anywhere.
+func printAPI(out io.Writer, srv *kite.Server) {
+	path, err := filepath.Abs(srv.KubeconfigPath())
+	if err != nil {
+		path = srv.KubeconfigPath()
+	}
+	fmt.Fprintf(out, "kite: API server listening on %s; kubectl --kubeconfig %s get pods\n", srv.URL(), path)
+}

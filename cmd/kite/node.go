@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite"
+)
+
+// The Ready condition the agent reports while it has no container
+// runtime: the node exists (mirror pods need it, their ownerReference
+// names its UID) but must not look able to run pods.
+const (
+	notReadyReason  = "NoContainerRuntime"
+	notReadyMessage = "kite's agent does not run containers yet"
+)
+
+// registerNode creates the Node, or refreshes the status of the one a
+// previous run created, as the kubelet registers its node at start.
+func registerNode(ctx context.Context, cfg *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("API client: %w", err)
+	}
+	nodes := cs.CoreV1().Nodes()
+	now := metav1.Now()
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1.LabelHostname:   name,
+			v1.LabelOSStable:   runtime.GOOS,
+			v1.LabelArchStable: runtime.GOARCH,
+		}},
+		Status: nodeStatus(name, now, nil),
+	}
+	_, err = nodes.Create(ctx, node, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		old, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		old.Status = nodeStatus(name, now, old.Status.Conditions)
+		_, err = nodes.UpdateStatus(ctx, old, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// nodeStatus is what the agent knows of its node. The Ready condition keeps
+// its transition time from old when its status does not change.
+func nodeStatus(name string, now metav1.Time, old []v1.NodeCondition) v1.NodeStatus {
+	ready := v1.NodeCondition{
+		Type:               v1.NodeReady,
+		Status:             v1.ConditionFalse,
+		Reason:             notReadyReason,
+		Message:            notReadyMessage,
+		LastHeartbeatTime:  now,
+		LastTransitionTime: now,
+	}
+	for _, c := range old {
+		if c.Type == v1.NodeReady && c.Status == ready.Status {
+			ready.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	return v1.NodeStatus{
+		Conditions: []v1.NodeCondition{ready},
+		Addresses:  []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
+		NodeInfo: v1.NodeSystemInfo{
+			KubeletVersion:  kite.DefaultVersion().GitVersion,
+			OperatingSystem: runtime.GOOS,
+			Architecture:    runtime.GOARCH,
+		},
+	}
+}
+
+// keepRegistering registers the Node, retrying with backoff until it
+// succeeds or ctx ends: an agent may start before its API server.
+func keepRegistering(ctx context.Context, cfg *rest.Config, name string) {
+	log := klog.FromContext(ctx)
+	wait := 500 * time.Millisecond
+	for {
+		err := registerNode(ctx, cfg, name)
+		if err == nil {
+			log.Info("Registered node", "node", name)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "Cannot register node, retrying", "node", name, "after", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}

@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestAgentAgainstAPIServer runs "kite apiserver" (no agent: no node
+// registers) and "kite agent --kubeconfig" pointing at it: the agent
+// registers its node, and a pod bound to that node reaches it as an ADD.
+func TestAgentAgainstAPIServer(t *testing.T) {
+	needKubectl(t)
+	dir := filepath.Join(t.TempDir(), "data")
+	api := StartKite(t, "apiserver", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync")
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if strings.Contains(api.Stdout(), "agent") {
+		t.Errorf("kite apiserver started an agent:\n%s", api.Stdout())
+	}
+	if out := kubectl(t, kubeconfig, "get", "nodes", "-o", "name"); strings.TrimSpace(out) != "" && !strings.Contains(out, "No resources") {
+		t.Errorf("kite apiserver registered a node:\n%s", out)
+	}
+
+	const node = "e2e-agent"
+	agent := StartKite(t, "agent", "--kubeconfig", kubeconfig, "--hostname-override", node)
+	podFile := filepath.Join(t.TempDir(), "bound.yaml")
+	writeFile(t, podFile, podYAML("bound", node))
+	kubectl(t, kubeconfig, "apply", "-f", podFile)
+	eventually(t, "the agent logged no ADD of the bound pod", func() bool {
+		return loggedOperation(agent, "ADD", "api", "bound_default")
+	})
+	eventually(t, "the agent registered no node "+node, func() bool {
+		out, err := tryKubectl(t, kubeconfig, "get", "node", node, "-o", "name")
+		return err == nil && strings.Contains(out, "node/"+node)
+	})
+	stopCleanly(t, agent, syscall.SIGTERM)
+	stopCleanly(t, api, syscall.SIGTERM)
+}
