@@ -108,7 +108,8 @@ func New(opts Options) (*Cache, error) {
 func (c *Cache) Start(ctx context.Context) {
 	c.start.Do(func() {
 		stop := context.AfterFunc(ctx, c.cancel)
-		c.wg.Add(3)
+		c.wg.Add(4)
+		go c.progressLoop(c.ctx)
 		go func() {
 			defer c.wg.Done()
 			<-c.ctx.Done()
@@ -218,6 +219,25 @@ func (c *Cache) waitFresh(ctx context.Context, rv uint64) error {
 			return fmt.Errorf("watchcache %s: stopped", c.opts.GroupResource)
 		}
 		t.Stop()
+	}
+}
+
+// progressLoop asks etcd for progress notifications while the cache has
+// watchers: the Reflector passes them on as resourceVersions, and the
+// watchers' bookmarks move on with etcd even on a quiet resource.
+func (c *Cache) progressLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.opts.ProgressInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if c.Ready() && c.reg.Len() > 0 {
+				c.requestProgress(ctx)
+			}
+		}
 	}
 }
 

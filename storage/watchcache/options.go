@@ -38,6 +38,10 @@ const (
 	// DefaultFreshnessTimeout is how long a read waits for the cache to
 	// reach a resourceVersion (upstream's blockTimeout).
 	DefaultFreshnessTimeout = 3 * time.Second
+	// DefaultProgressInterval is how often a cache with watchers asks
+	// etcd for its current revision (kube-apiserver runs etcd with 5 s
+	// progress notifications).
+	DefaultProgressInterval = 5 * time.Second
 	// progressRequestPeriod is how often etcd is asked for a progress
 	// notification while reads wait.
 	progressRequestPeriod = 100 * time.Millisecond
@@ -87,6 +91,11 @@ type Options struct {
 	// FreshnessTimeout bounds waits for a resourceVersion; 0 means the
 	// default.
 	FreshnessTimeout time.Duration
+	// ProgressInterval is how often, while the cache has watchers, it asks
+	// etcd for a progress notification, so that bookmarks carry etcd's
+	// revision even when the resource does not change; 0 means
+	// DefaultProgressInterval.
+	ProgressInterval time.Duration
 	// ListerWatcher fills the cache; nil means the Store, listed with a
 	// consistent read and watched with progress notifications. Tests use
 	// it to interpose on the etcd watch.
@@ -143,6 +152,9 @@ func (o *Options) complete() error {
 	}
 	if o.FreshnessTimeout <= 0 {
 		o.FreshnessTimeout = DefaultFreshnessTimeout
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = DefaultProgressInterval
 	}
 	return nil
 }

@@ -179,3 +179,22 @@ func TestQuietResourceResumesAfterCompaction(t *testing.T) {
 	}
 	checkExactly(t, "watcher", got, expect(after.ops(), func(string, *podState) bool { return true }))
 }
+
+// TestQuietResourceBookmarksFollowEtcd: nothing of the resource changes,
+// other keys do; the watchers' bookmarks still move on to etcd's revision
+// (the cache asks etcd for progress notifications while it has watchers).
+func TestQuietResourceBookmarksFollowEtcd(t *testing.T) {
+	ctx, c, env := testSetup(t, withOptions(func(o *Options) {
+		o.BookmarkInterval = 200 * time.Millisecond
+		o.ProgressInterval = 50 * time.Millisecond
+	}))
+	cons := consume(watchFrom(t, ctx, c, c.ResourceVersion(), fieldsEverything(), labelsEverything()))
+	rev := uint64(increaseRVFunc(env.etcd)(ctx, t))
+	waitFor(t, 30*time.Second, func() bool {
+		_, bm, _ := cons.snapshot()
+		return bm >= rev
+	})
+	if got, _, st := cons.snapshot(); len(got) != 0 || st != nil {
+		t.Fatalf("quiet watcher got %v, %v", got, st)
+	}
+}
