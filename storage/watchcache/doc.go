@@ -34,7 +34,7 @@
 //	c, err := watchcache.New(watchcache.Options{
 //		Store:          etcdStore,
 //		ResourcePrefix: "/pods",
-//		KeyFunc:        func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc("/pods", obj) },
+//		KeyFunc:        func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc("/pods/", obj) },
 //		NewFunc:        func() runtime.Object { return &v1.Pod{} },
 //		NewListFunc:    func() runtime.Object { return &v1.PodList{} },
 //		AttrFunc:       podAttrs,
