@@ -36,7 +36,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) (_ *Report, err er
 	}
 	report := &Report{Server: cfg.Host, ContentType: cfg.ContentType, Started: time.Now()}
 	if report.ContentType == "" {
-		report.ContentType = "application/json"
+		// client-go's typed clients ask for protobuf when no content
+		// type is set.
+		report.ContentType = "application/vnd.kubernetes.protobuf (client-go default)"
 	}
 
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}

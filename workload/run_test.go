@@ -19,7 +19,7 @@ import (
 // lost anything, the memory figures were read, and the namespace is gone
 // afterwards.
 func TestRunSmall(t *testing.T) {
-	for _, contentType := range []string{"", "application/vnd.kubernetes.protobuf"} {
+	for _, contentType := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
 		t.Run("contentType="+contentType, func(t *testing.T) {
 			cfg := shared.RESTConfig()
 			cfg.ContentType = contentType
