@@ -118,10 +118,26 @@ func consistentIndex(path string) (index uint64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := checkSize(db, fi.Size()); err != nil {
+		return 0, err
+	}
 	if err := checkPages(db); err != nil {
 		return 0, err
 	}
 	return index, nil
+}
+
+// checkSize refuses a file shorter than its meta page says. It must run
+// before checkPages: bbolt's Check walks the pages in a goroutine of its
+// own, where SetPanicOnFault does not reach, so a page past the end of a
+// truncated file would kill the process with SIGBUS instead of failing.
+func checkSize(db *bolt.DB, fileSize int64) error {
+	return db.View(func(tx *bolt.Tx) error {
+		if want := tx.Size(); fileSize < want {
+			return fmt.Errorf("file is %d bytes but its pages reach %d: cut short", fileSize, want)
+		}
+		return nil
+	})
 }
 
 // checkPages runs bbolt's consistency check, which visits every page: this
