@@ -33,6 +33,7 @@ import (
 	"github.com/kite-project/kite/agent/config"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/mirror"
+	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/source/api"
 	"github.com/kite-project/kite/agent/source/file"
@@ -108,6 +109,7 @@ type Agent struct {
 	sources   []runner
 	static    []string // the configured static sources
 	mirrors   *mirror.Reconciler
+	events    *nodeevents.Recorder // nil when standalone
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
 	// running guards against a second Run, which would start every part
@@ -122,6 +124,19 @@ func New(opts Options) (*Agent, error) {
 		return nil, errors.New("agent: no node name given")
 	}
 	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}}
+	var cs *kubernetes.Clientset
+	if opts.RESTConfig != nil {
+		var err error
+		if cs, err = kubernetes.NewForConfig(clientConfig(opts.RESTConfig)); err != nil {
+			return nil, fmt.Errorf("agent: API client: %w", err)
+		}
+		// Problems also become Warning events on the Node, as the
+		// kubelet reports a bad manifest.
+		if a.events, err = nodeevents.New(nodeevents.Options{Client: cs.CoreV1(), NodeName: opts.NodeName}); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		opts.Reporter = bothReporters(opts.Reporter, a.events)
+	}
 	var names []string
 	if opts.StaticPodPath != "" {
 		s, err := file.New(file.Options{Path: opts.StaticPodPath, NodeName: opts.NodeName, CheckFrequency: opts.FileCheckFrequency, Reporter: opts.Reporter})
@@ -141,11 +156,7 @@ func New(opts Options) (*Agent, error) {
 		names = append(names, kubetypes.HTTPSource)
 		a.static = append(a.static, kubetypes.HTTPSource)
 	}
-	if opts.RESTConfig != nil {
-		cs, err := kubernetes.NewForConfig(clientConfig(opts.RESTConfig))
-		if err != nil {
-			return nil, fmt.Errorf("agent: API client: %w", err)
-		}
+	if cs != nil {
 		s, err := api.New(api.Options{Client: cs.CoreV1().RESTClient(), NodeName: opts.NodeName})
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
@@ -213,6 +224,9 @@ func (a *Agent) Run(ctx context.Context) {
 	}
 	if a.mirrors != nil {
 		wg.Go(func() { a.mirrors.Run(ctx) })
+	}
+	if a.events != nil {
+		wg.Go(func() { a.events.Run(ctx) })
 	}
 	a.forward(ctx)
 }
@@ -286,4 +300,15 @@ func (a *Agent) seenAll(sources []string) bool {
 		}
 	}
 	return true
+}
+
+// bothReporters reports to a and b; a may be nil.
+func bothReporters(a, b kubetypes.ProblemReporter) kubetypes.ProblemReporter {
+	if a == nil {
+		return b
+	}
+	return kubetypes.ProblemReporterFunc(func(p kubetypes.Problem) {
+		a.ReportProblem(p)
+		b.ReportProblem(p)
+	})
 }

@@ -3,7 +3,9 @@ package run
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,5 +160,37 @@ func TestRestartedAgentKeepsMirrorsAndDeletesOrphans(t *testing.T) {
 	}
 	if after.UID != kept.UID {
 		t.Fatalf("mirror of an unchanged static pod replaced by the restarted agent (uid %s → %s)", kept.UID, after.UID)
+	}
+}
+
+// A manifest that does not parse is reported as a Warning event on the
+// Node (what `kubectl describe node` shows), and the good manifest beside
+// it still runs.
+func TestBadManifestIsAWarningEventOnTheNode(t *testing.T) {
+	node := unique("events-node")
+	cfg := shared.RESTConfig()
+	cs := clientset(t, cfg)
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "good.yaml"), manifest("good", "image"))
+	writeAtomic(t, filepath.Join(dir, "broken.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: [not, a, map\n")
+	_, c := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+	c.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/good-"+node)
+
+	sel := "involvedObject.kind=Node,involvedObject.name=" + node
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		list, err := cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Type == v1.EventTypeWarning && e.Reason == kubetypes.ReasonFailedToParse && strings.Contains(e.Message, "broken.yaml") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no FailedToParse Warning event naming broken.yaml on node %s; events: %+v", node, list.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
