@@ -24,6 +24,13 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"unknown flag", []string{"server", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{"positional argument", []string{"etcd", "extra"}, `unknown command "extra"`},
 		{"malformed interval", []string{"server", "--etcd-compaction-interval", "often"}, "invalid argument"},
+		{"malformed port", []string{"apiserver", "--secure-port", "https"}, "invalid argument"},
+		{"the server's agent uses the API next to it", []string{"server", "--kubeconfig", "kubeconfig"}, "unknown flag: --kubeconfig"},
+		{"malformed manifest header", []string{"agent", "--manifest-url", "http://127.0.0.1:1/pods", "--manifest-url-header", "no-colon"}, "--manifest-url-header"},
+		{"header without URL", []string{"server", "--manifest-url-header", "A:b"}, "without staticPodURL (--manifest-url)"},
+		{"invalid node name", []string{"agent", "--hostname-override", "Not_A_Node"}, "--hostname-override"},
+		{"missing config file", []string{"agent", "--config", "/nonexistent/kubelet.yaml"}, "agent config file"},
+		{"missing kubeconfig", []string{"agent", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig /nonexistent/kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/agent/options"
@@ -126,6 +128,12 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	if opts.agent != nil {
 		agentOpts := *opts.agent
 		agentOpts.RESTConfig = srv.RESTConfig()
+		// The agent's connections are closed when it stops: the API
+		// server's graceful shutdown would otherwise wait for them to go
+		// idle (about a second).
+		conns := connrotation.NewDialer((&net.Dialer{}).DialContext)
+		agentOpts.RESTConfig.Dial = conns.DialContext
+		defer conns.CloseAll()
 		// The Node is registered before the agent starts, so that mirror
 		// pods of static pods are created at once rather than after the
 		// mirror reconciler's backoff.
