@@ -2,11 +2,13 @@ package listwatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,10 +76,14 @@ type Options struct {
 	// to a list for that attempt, as in client-go.
 	StreamingList bool
 	// RefusedMaxWait, when set, caps the wait after a connection refused
-	// (the server is not listening, so a retry costs it nothing) to a
-	// random time in [RefusedMaxWait/2, RefusedMaxWait), so that the
-	// Reflector is back within that time of the server's return. The node
-	// agent uses 1 s. Other failures keep the exponential backoff.
+	// (the server is not listening, so a retry costs it nothing) or a
+	// connection lost under the request (reset, broken pipe, EOF before
+	// an answer: a client that still held a connection to a server that
+	// restarted meets it this way first) to a random time in
+	// [RefusedMaxWait/2, RefusedMaxWait), so that the Reflector is back
+	// within that time of the server's return. The node agent uses 1 s.
+	// Failures the server answered (429, 500, ...) keep the exponential
+	// backoff.
 	RefusedMaxWait time.Duration
 }
 
@@ -295,10 +301,17 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 // most a jittered RefusedMaxWait.
 func (r *Reflector) delayAfter(err error) time.Duration {
 	d := r.backoff.Next()
-	if r.refusedMax > 0 && utilnet.IsConnectionRefused(err) {
+	if r.refusedMax > 0 && connectionLost(err) {
 		d = min(d, r.refusedMax/2+time.Duration(r.rand()*float64(r.refusedMax/2)))
 	}
 	return d
+}
+
+// connectionLost says whether err is the server not being there (refused)
+// or a connection that broke before an answer, rather than an answer.
+func connectionLost(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		errors.Is(err, syscall.EPIPE) || utilnet.IsProbableEOF(err)
 }
 
 // wait sleeps d on the Reflector's clock, or until ctx ends.

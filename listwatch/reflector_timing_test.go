@@ -198,12 +198,19 @@ func TestReflectorWatchRecovery(t *testing.T) {
 
 var errTestFailure = errors.New("scripted failure")
 
-func TestReflectorCapsWaitsAfterConnectionRefused(t *testing.T) {
+func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
 		Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
 	}}
+	lost := func(errno syscall.Errno) error {
+		return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/pods", Err: &net.OpError{
+			Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno),
+		}}
+	}
 	slow := apierrors.NewTooManyRequests("slow down", 0)
-	lw := &stepLW{listRV: "10", watchErrs: []error{refused, refused, refused, refused, refused, slow}}
+	// A restarted server: refused while it is down, and a broken pipe or
+	// reset on the connection the client still held.
+	lw := &stepLW{listRV: "10", watchErrs: []error{refused, lost(syscall.EPIPE), refused, lost(syscall.ECONNRESET), refused, slow}}
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	r, err := NewReflector(Options{
 		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
@@ -218,8 +225,9 @@ func TestReflectorCapsWaitsAfterConnectionRefused(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	watches := func() int { _, w := lw.counts(); return w }
 
-	// Refused five times: each wait is half a second (RefusedMaxWait with
-	// no jitter), though the backoff underneath has grown to 25.6 s.
+	// Refused or cut five times: each wait is half a second
+	// (RefusedMaxWait with no jitter), though the backoff underneath has
+	// grown to 25.6 s.
 	for i := range 5 {
 		waitFor(t, "a backoff timer", func() bool { return watches() == i+1 && clk.Waiters() == 1 })
 		stepUntil(t, clk, 500*time.Millisecond, watches)
