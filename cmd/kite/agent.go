@@ -65,7 +65,7 @@ func completeAgent(fs *pflag.FlagSet, out io.Writer, o *options.Options) (run.Op
 // registers the Node in the background, retrying, as the kubelet does: an
 // API server that is not up yet does not stop the static pods.
 func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options) error {
-	stop, err := startAgent(ctx, out, log, opts, opts.RESTConfig != nil)
+	_, stop, err := startAgent(ctx, out, log, opts, opts.RESTConfig != nil)
 	if err != nil {
 		return err
 	}
@@ -78,10 +78,10 @@ func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Opti
 
 // startAgent starts the agent and the consumer of its operations, and, if
 // register, the registration of its Node. stop ends them and waits.
-func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options, register bool) (stop func(), err error) {
+func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options, register bool) (_ *run.Agent, stop func(), err error) {
 	a, err := run.New(opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Fprintf(out, "kite: agent for node %s, pod sources: %s\n", opts.NodeName, strings.Join(sourceNames(opts), ", "))
 	ctx, cancel := context.WithCancel(klog.NewContext(ctx, log))
@@ -91,7 +91,7 @@ func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Op
 	}
 	wg.Go(func() { a.Run(ctx) })
 	wg.Go(func() { logOperations(log.WithValues("node", opts.NodeName), a.Updates()) })
-	return func() {
+	return a, func() {
 		cancel()
 		wg.Wait()
 	}, nil

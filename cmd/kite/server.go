@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/connrotation"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/run"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
@@ -143,13 +144,17 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 			}
 			return fmt.Errorf("register node %s: %w", agentOpts.NodeName, err)
 		}
-		stop, err := startAgent(runCtx, out, opts.log, agentOpts, false)
+		agent, stop, err := startAgent(runCtx, out, opts.log, agentOpts, false)
 		if err != nil {
 			return err
 		}
 		// Runs before srv.Close: the agent's watch ends with the agent,
 		// not with a refused connection.
 		defer stop()
+		// Ready once the agent has read its pods from the API, so that its
+		// connection is up: a stop right after the start then does not cut
+		// a TLS handshake short (the API server logs those on stderr).
+		waitSeen(ctx, agent, kubetypes.APISource, agentSeenTimeout)
 	}
 	fmt.Fprintln(out, "kite: ready")
 	select {
@@ -160,6 +165,25 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 		return err
 	case err := <-srv.Err():
 		return err
+	}
+}
+
+// agentSeenTimeout bounds how long the start waits for the agent's first
+// read of the in-process API; it takes milliseconds.
+const agentSeenTimeout = 10 * time.Second
+
+// waitSeen returns once a has heard from source, ctx ends or timeout passes.
+func waitSeen(ctx context.Context, a *run.Agent, source string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for !a.Seen(source) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
