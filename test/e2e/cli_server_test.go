@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -100,7 +101,9 @@ func checkAnonymous(t *testing.T, kubeconfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hc.CloseIdleConnections()
+	// client-go wraps the transport: close through the wrappers, so that
+	// the server's graceful stop does not wait for this connection.
+	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	for path, want := range map[string]int{"/api/v1/pods": http.StatusUnauthorized, "/readyz": http.StatusOK} {
 		resp, err := hc.Get(cfg.Host + path)
 		if err != nil {
