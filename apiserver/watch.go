@@ -62,6 +62,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 		objects = s.encoderFor(c.out.info.Serializer, metav1.SchemeGroupVersion)
 	}
 	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
+	// JSON watch frames are the bare event objects, one a line (the JSON
+	// framer writes through), so ADDED, MODIFIED and DELETED events are
+	// framed by hand; bookmarks and errors take the encoder.
+	jsonFrames := c.out.info.MediaType == mediaJSON
 	var buf bytes.Buffer
 	first := true
 	results := w.ResultChan()
@@ -96,15 +100,33 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			}
 			first = false
 			buf.Reset()
+			var prefix string
+			if jsonFrames {
+				prefix = jsonEventPrefix(ev.Type)
+			}
+			buf.WriteString(prefix)
 			if err := objects.Encode(obj, &buf); err != nil {
 				return nil
 			}
-			out := &metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: buf.Bytes()}}
-			if err := events.Encode(out); err != nil {
-				return nil // the client went away
+			size := buf.Len() - len(prefix)
+			if prefix != "" && size > 0 {
+				// The object's JSON (for a watch-cache object the bytes
+				// cached once for every watcher) is already compact:
+				// close the frame around it by hand instead of having
+				// encoding/json re-scan it in a WatchEvent per watcher.
+				finishJSONEvent(&buf)
+				if _, err := c.w.Write(buf.Bytes()); err != nil {
+					return nil // the client went away
+				}
+			} else {
+				raw := buf.Bytes()[len(prefix):]
+				out := &metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}}
+				if err := events.Encode(out); err != nil {
+					return nil // the client went away
+				}
 			}
 			if s.opts.Metrics != nil {
-				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, buf.Len())
+				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, size)
 			}
 			if len(results) == 0 {
 				flusher.Flush()
@@ -126,4 +148,32 @@ func (s *Server) watchTable(c *call, ev watch.Event, noHeaders bool) (runtime.Ob
 	}
 	include := metav1.IncludeObjectPolicy(c.r.URL.Query().Get("includeObject"))
 	return s.opts.Tables(ev.Object, include, noHeaders, *c.out.table)
+}
+
+// jsonEventPrefix is the start of a JSON watch event of type t, up to its
+// object, as encoding/json writes a metav1.WatchEvent; "" for the types
+// that keep the encoder (bookmarks, errors).
+func jsonEventPrefix(t watch.EventType) string {
+	switch t {
+	case watch.Added:
+		return `{"type":"ADDED","object":`
+	case watch.Modified:
+		return `{"type":"MODIFIED","object":`
+	case watch.Deleted:
+		return `{"type":"DELETED","object":`
+	}
+	return ""
+}
+
+// finishJSONEvent ends a JSON watch event in buf, which holds
+// jsonEventPrefix and then the object as the JSON serializer encodes it:
+// compact, HTML-escaped (encoding/json's Encoder), with a newline at the
+// end. That is what encoding/json makes of the event's RawExtension
+// (it compacts the raw bytes, which drops the newline), so the frame is
+// byte for byte what the streaming encoder writes.
+func finishJSONEvent(buf *bytes.Buffer) {
+	if b := buf.Bytes(); len(b) > 0 && b[len(b)-1] == '\n' {
+		buf.Truncate(len(b) - 1)
+	}
+	buf.WriteString("}\n")
 }
