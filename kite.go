@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
@@ -167,7 +168,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		TLSConfig:         bundle.TLSConfig.Clone(),
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
-		ErrorLog:          nil,
+		ErrorLog:          serverErrorLog(klog.FromContext(ctx)),
 	}
 	s.wg.Go(func() {
 		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
