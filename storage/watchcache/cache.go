@@ -261,5 +261,9 @@ func (c *Cache) bookmarkObject(rv uint64, initialEventsEnd bool) runtime.Object 
 	if initialEventsEnd {
 		_ = storage.AnnotateInitialEventsEndBookmark(obj)
 	}
-	return NewCachedObject(obj)
+	// A bookmark is the resource's own type, as upstream sends it: a
+	// consumer of storage.Interface (upstream's own suites among them)
+	// checks event types, and a bookmark is made for one watcher, so
+	// there is no encoding to share.
+	return obj
 }

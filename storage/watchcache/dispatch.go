@@ -271,7 +271,6 @@ func (c *Cache) endReached(diffs []*event, rv uint64) {
 // without a new event to notice it.
 func (c *Cache) tick(now time.Time) {
 	rv := c.dispatchedRV
-	var bookmark watch.Event
 	r := c.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -283,9 +282,10 @@ func (c *Cache) tick(now time.Time) {
 		if !w.bookmarks || w.nextBookmark.IsZero() || now.Before(w.nextBookmark) || rv == 0 {
 			continue
 		}
-		if bookmark.Object == nil {
-			bookmark = watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(rv, false)}
-		}
+		// Each watcher gets its own bookmark object: encoders set the
+		// kind on the object they write, so one object must not be
+		// encoded by several watchers at once.
+		bookmark := watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(rv, false)}
 		if w.offerBookmark(queued{ev: bookmark, rv: rv}) {
 			w.nextBookmark = c.nextBookmark(now, w.deadline)
 		}
@@ -336,7 +336,6 @@ func (c *Cache) bookmarkAll() {
 	if c.dispatchedRV == 0 {
 		return
 	}
-	bookmark := watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(c.dispatchedRV, false)}
 	r := c.reg
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -344,6 +343,8 @@ func (c *Cache) bookmarkAll() {
 		if !w.bookmarks {
 			continue
 		}
+		// One object per watcher, as in offerBookmarks.
+		bookmark := watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(c.dispatchedRV, false)}
 		w.mu.Lock()
 		if w.ended == nil {
 			w.queue = append(w.queue, queued{ev: bookmark, rv: c.dispatchedRV})
