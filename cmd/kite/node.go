@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,6 +24,8 @@ import (
 const (
 	notReadyReason  = "NoContainerRuntime"
 	notReadyMessage = "kite's agent does not run containers yet"
+	// maxPods is the kubelet's default --max-pods.
+	maxPods = 110
 )
 
 // registerNode creates the Node, or refreshes the status of the one a
@@ -73,9 +76,21 @@ func nodeStatus(name string, now metav1.Time, old []v1.NodeCondition) v1.NodeSta
 			ready.LastTransitionTime = c.LastTransitionTime
 		}
 	}
+	// Capacity as the kubelet reports it (allocatable = capacity, with no
+	// reservations configured): without it kubectl describe node divides
+	// by zero, and schedulers see a node that fits nothing.
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:  *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourcePods: *resource.NewQuantity(maxPods, resource.DecimalSI),
+	}
+	if mem := hostMemory(); mem > 0 {
+		capacity[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
 	return v1.NodeStatus{
-		Conditions: []v1.NodeCondition{ready},
-		Addresses:  []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
+		Capacity:    capacity,
+		Allocatable: capacity.DeepCopy(),
+		Conditions:  []v1.NodeCondition{ready},
+		Addresses:   []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
 		NodeInfo: v1.NodeSystemInfo{
 			KubeletVersion:  kite.DefaultVersion().GitVersion,
 			OperatingSystem: runtime.GOOS,

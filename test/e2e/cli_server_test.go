@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,6 +50,10 @@ func TestServerAsAUser(t *testing.T) {
 	}
 	if out := kubectl(t, kubeconfig, "get", "node", node); !strings.Contains(out, "NotReady") {
 		t.Errorf("the agent's node should be registered NotReady (no container runtime):\n%s", out)
+	}
+	// Capacity as a kubelet reports it (kubectl describe node divides by it).
+	if out := kubectl(t, kubeconfig, "get", "node", node, "-o", "jsonpath={.status.capacity.pods} {.status.allocatable.cpu}"); strings.TrimSpace(out) != fmt.Sprintf("110 %d", runtime.NumCPU()) {
+		t.Errorf("node capacity pods and allocatable cpu = %q, want \"110 %d\"", out, runtime.NumCPU())
 	}
 	checkAnonymous(t, kubeconfig)
 
