@@ -3,72 +3,24 @@ package run
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/kitetest"
 )
-
-// restartable is a Kite server that can be stopped and started again on
-// the same data directory and port, as an API server restarted under the
-// agent.
-type restartable struct {
-	t    *testing.T
-	opts kite.Options
-	srv  *kite.Server
-}
-
-func startRestartable(t *testing.T) *restartable {
-	t.Helper()
-	r := &restartable{t: t, opts: kite.Options{DataDir: t.TempDir(), EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"}}
-	r.start()
-	u, err := url.Parse(r.srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Start again on the port the first start picked.
-	if r.opts.SecurePort, err = strconv.Atoi(u.Port()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := kite.Start(ctx, r.opts)
-	if err != nil {
-		r.t.Fatalf("start kite on %s port %d: %v", r.opts.DataDir, r.opts.SecurePort, err)
-	}
-	r.srv = srv
-}
-
-func (r *restartable) stop() {
-	if r.srv == nil {
-		return
-	}
-	if err := r.srv.Close(); err != nil {
-		r.t.Errorf("close kite: %v", err)
-	}
-	r.srv = nil
-}
 
 // An API server restarted under the agent (same data directory and port):
 // nothing is removed, the static pod's mirror is left as it was, and pods
 // bound after the server is back arrive.
 func TestAPIServerRestartedUnderTheAgent(t *testing.T) {
 	const node = "restart-node"
-	srv := startRestartable(t)
-	cfg := srv.srv.RESTConfig() // the CA and token live in the data directory
+	srv := kitetest.StartRestartable(t)
+	cfg := srv.Server().RESTConfig() // the CA and token live in the data directory
 	cs := clientset(t, cfg)
 	registerNode(t, cs, node)
 	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), newPod("default", "before", node), metav1.CreateOptions{}); err != nil {
@@ -85,9 +37,9 @@ func TestAPIServerRestartedUnderTheAgent(t *testing.T) {
 	})
 
 	for round := range 2 {
-		srv.stop()
+		srv.Stop()
 		time.Sleep(2 * time.Second) // the server stays down a while: the scenario, not synchronisation
-		srv.start()
+		srv.Start()
 		back := time.Now()
 		name := fmt.Sprintf("after-%d", round)
 		if _, err := cs.CoreV1().Pods("default").Create(context.Background(), newPod("default", name, node), metav1.CreateOptions{}); err != nil {
