@@ -265,6 +265,11 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 	// is the normal end of a long watch, not a server that refuses every
 	// watch, and the re-list need not wait.
 	progressed := false
+	// reconnected: the last failure was the server being away (refused,
+	// connection lost). A 410 that follows is a restarted server whose
+	// cache starts after our resourceVersion, not a server that refuses
+	// every watch, so the re-list need not wait either.
+	reconnected := false
 	for ctx.Err() == nil {
 		start := r.clock.Now()
 		events, err := r.watch(ctx, first)
@@ -284,7 +289,7 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 			r.wait(ctx, r.backoff.Next())
 		case isExpired(err) || isTooLargeResourceVersion(err):
 			logger.V(4).Info("Watch resourceVersion unusable, re-listing", "resourceVersion", r.LastSyncResourceVersion(), "err", err)
-			if !progressed {
+			if !progressed && !reconnected {
 				r.wait(ctx, r.backoff.Next())
 			}
 			*needList = true
@@ -293,6 +298,7 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 			logger.V(2).Info("Watch failed, backing off", "resourceVersion", r.LastSyncResourceVersion(), "err", err)
 			r.wait(ctx, r.delayAfter(err))
 		}
+		reconnected = err != nil && connectionLost(err)
 	}
 }
 

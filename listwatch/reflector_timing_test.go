@@ -239,3 +239,37 @@ func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 		t.Fatalf("%d lists, want 1: refused watches resume without a list", lists)
 	}
 }
+
+// An API server restarted under the Reflector: refused while it is down,
+// then a 410 because the new server's cache starts after our
+// resourceVersion. The re-list comes at once, not after the backoff that
+// the refusals grew (the agent saw 20 s and more).
+func TestReflectorRelistsAtOnceAfterRestartedServerSays410(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
+		Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
+	}}
+	gone := apierrors.NewResourceExpired("too old resource version: 10 (12)")
+	lw := &stepLW{listRV: "10", watchErrs: []error{refused, refused, refused, refused, gone}}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	r, err := NewReflector(Options{
+		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
+		Clock: clk, Rand: func() float64 { return 0 }, RefusedMaxWait: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	watches := func() int { _, w := lw.counts(); return w }
+	for i := range 3 {
+		waitFor(t, "a backoff timer", func() bool { return watches() == i+1 && clk.Waiters() == 1 })
+		stepUntil(t, clk, 500*time.Millisecond, watches)
+	}
+	// The fourth wait ends; the fifth watch gets the 410, and the re-list
+	// (and the watch after it) follow with no further clock step.
+	waitFor(t, "the fourth backoff timer", func() bool { return watches() == 4 && clk.Waiters() == 1 })
+	clk.Step(500 * time.Millisecond)
+	waitFor(t, "the re-list after the 410", func() bool { n, _ := lw.counts(); return n == 2 })
+}
