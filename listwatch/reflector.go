@@ -117,6 +117,15 @@ type Reflector struct {
 	backoff  *Backoff
 	// refusedMax is Options.RefusedMaxWait.
 	refusedMax time.Duration
+	// away says the server was lately away: set by a connection-level
+	// failure (delayAfter), cleared by a failure the server answered or a
+	// watch that worked. While it is
+	// set, what a restarting server does (end watches at once as it shuts
+	// down, answer 410 as its new cache starts after our resourceVersion)
+	// is not a misbehaving server, so it costs at most the RefusedMaxWait
+	// cap, not the backoff that the refusals grew. Only Run's goroutine
+	// touches it.
+	away bool
 	synced     chan struct{}
 	syncOnce   sync.Once
 	typeLabel  string
@@ -265,11 +274,6 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 	// is the normal end of a long watch, not a server that refuses every
 	// watch, and the re-list need not wait.
 	progressed := false
-	// reconnected: the last failure was the server being away (refused,
-	// connection lost). A 410 that follows is a restarted server whose
-	// cache starts after our resourceVersion, not a server that refuses
-	// every watch, so the re-list need not wait either.
-	reconnected := false
 	for ctx.Err() == nil {
 		start := r.clock.Now()
 		events, err := r.watch(ctx, first)
@@ -280,16 +284,17 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 		short := events == 0 && r.clock.Since(start) < shortWatch
 		if !short {
 			progressed = true
+			r.away = false
 		}
 		switch {
 		case err == nil && !short:
 			logger.V(4).Info("Watch closed, resuming", "resourceVersion", r.LastSyncResourceVersion(), "events", events)
 		case err == nil:
 			logger.V(4).Info("Very short watch, backing off", "resourceVersion", r.LastSyncResourceVersion())
-			r.wait(ctx, r.backoff.Next())
+			r.wait(ctx, r.capIfAway(r.backoff.Next()))
 		case isExpired(err) || isTooLargeResourceVersion(err):
 			logger.V(4).Info("Watch resourceVersion unusable, re-listing", "resourceVersion", r.LastSyncResourceVersion(), "err", err)
-			if !progressed && !reconnected {
+			if !progressed && !r.away {
 				r.wait(ctx, r.backoff.Next())
 			}
 			*needList = true
@@ -298,7 +303,6 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 			logger.V(2).Info("Watch failed, backing off", "resourceVersion", r.LastSyncResourceVersion(), "err", err)
 			r.wait(ctx, r.delayAfter(err))
 		}
-		reconnected = err != nil && connectionLost(err)
 	}
 }
 
@@ -306,8 +310,15 @@ func (r *Reflector) runWatches(ctx context.Context, first *liveWatch, needList *
 // when the server refused the connection and RefusedMaxWait is set, at
 // most a jittered RefusedMaxWait.
 func (r *Reflector) delayAfter(err error) time.Duration {
-	d := r.backoff.Next()
-	if r.refusedMax > 0 && connectionLost(err) {
+	// A failure the server answered (429, 500, ...) says it is there.
+	r.away = connectionLost(err)
+	return r.capIfAway(r.backoff.Next())
+}
+
+// capIfAway is d, or at most a jittered RefusedMaxWait while the server
+// was lately away and RefusedMaxWait is set.
+func (r *Reflector) capIfAway(d time.Duration) time.Duration {
+	if r.away && r.refusedMax > 0 {
 		d = min(d, r.refusedMax/2+time.Duration(r.rand()*float64(r.refusedMax/2)))
 	}
 	return d

@@ -272,4 +272,23 @@ func TestReflectorRelistsAtOnceAfterRestartedServerSays410(t *testing.T) {
 	waitFor(t, "the fourth backoff timer", func() bool { return watches() == 4 && clk.Waiters() == 1 })
 	clk.Step(500 * time.Millisecond)
 	waitFor(t, "the re-list after the 410", func() bool { n, _ := lw.counts(); return n == 2 })
+
+	// The server goes down again at once: the new watch ends cleanly with
+	// nothing in it. While the server was lately away that costs the
+	// capped wait, not the backoff the refusals grew.
+	waitFor(t, "the watch after the re-list", func() bool { return watches() == 6 && lw.watcher() != nil })
+	lw.watcher().Stop()
+	// The watch's own deadline timer is a waiter too, so step in small
+	// increments: the next watch must come within the cap (0.5 s here),
+	// far below the grown backoff (25.6 s and more).
+	for stepped := time.Duration(0); watches() < 7; stepped += 100 * time.Millisecond {
+		if stepped > 5*time.Second {
+			t.Fatalf("no watch %v after a short watch while the server was lately away", stepped)
+		}
+		clk.Step(100 * time.Millisecond)
+		deadline := time.Now().Add(50 * time.Millisecond)
+		for watches() < 7 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
