@@ -125,10 +125,10 @@ type Reflector struct {
 	// is not a misbehaving server, so it costs at most the RefusedMaxWait
 	// cap, not the backoff that the refusals grew. Only Run's goroutine
 	// touches it.
-	away bool
-	synced     chan struct{}
-	syncOnce   sync.Once
-	typeLabel  string
+	away      bool
+	synced    chan struct{}
+	syncOnce  sync.Once
+	typeLabel string
 	// running guards against a second Run.
 	running atomic.Bool
 
