@@ -9,6 +9,7 @@ import (
 
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
+	"github.com/kite-project/kite/storage/watchcache"
 )
 
 // DefaultSecurePort is kube-apiserver's port; the command uses it by
@@ -52,6 +53,11 @@ type Options struct {
 	KubeconfigPath string
 	// Version is what /version reports; zero means DefaultVersion().
 	Version version.Info
+	// WatchCacheSizes are --watch-cache-sizes and --default-watch-cache-size:
+	// per resource, 0 serves it from etcd alone and a positive size bounds
+	// its event window. Nil caches every resource but events with the
+	// default window.
+	WatchCacheSizes *watchcache.Sizes
 	// DisableWatchCache serves every read from etcd (kube-apiserver's
 	// --watch-cache=false). By default each resource but events is read
 	// through a watch cache, as upstream.

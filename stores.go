@@ -87,11 +87,20 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		if s.metrics != nil {
 			st = &instrumented{Interface: st, m: s.metrics, gr: gr}
 		}
+		maxEvents, cached := watchcache.DefaultMaxEvents, gr.Resource != "events"
+		if sz := opts.WatchCacheSizes; sz != nil {
+			// Events stay uncached unless named, as upstream's default
+			// sizes say "events#0".
+			if _, named := sz.PerResource[gr]; named || cached {
+				maxEvents, cached = sz.For(gr)
+			}
+		}
 		switch {
-		case opts.WrapStorage == nil && !opts.DisableWatchCache && gr.Resource != "events":
+		case opts.WrapStorage == nil && !opts.DisableWatchCache && cached:
 			// Events are written often and read rarely: upstream keeps
-			// them out of the watch cache too.
+			// them out of the watch cache too (unless a size is given).
 			c, err := watchcache.New(watchcache.Options{
+				MaxEvents:      maxEvents,
 				Store:          st,
 				ResourcePrefix: "/" + strat.KeyPrefix(),
 				GroupResource:  gr,

@@ -11,17 +11,22 @@ import (
 
 	"github.com/kite-project/kite"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
+	"github.com/kite-project/kite/storage/watchcache"
 )
 
 // apiFlags are the API server's flags, named as kube-apiserver's.
 type apiFlags struct {
-	bindAddress string
-	securePort  int
+	bindAddress           string
+	securePort            int
+	watchCacheSizes       []string
+	defaultWatchCacheSize int
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bindAddress, "bind-address", "127.0.0.1", "address the API server listens on for HTTPS")
 	fs.IntVar(&f.securePort, "secure-port", kite.DefaultSecurePort, "port the API server serves HTTPS on; 0 picks a free port (the kubeconfig names it)")
+	fs.StringSliceVar(&f.watchCacheSizes, "watch-cache-sizes", nil, "watch cache size per resource, resource[.group]#size: 0 serves the resource from etcd alone, a positive size bounds its event window (which keeps at least 75 s of history when the bound allows)")
+	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
 }
 
 func newAPIServerCommand() *cobra.Command {
@@ -41,11 +46,15 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 			if err != nil {
 				return err
 			}
+			apiOpts, err := api.options(etcd.embedded.dataDir)
+			if err != nil {
+				return err
+			}
 			out := &syncWriter{w: cmd.OutOrStdout()}
 			return runServer(cmd.Context(), out, serverOptions{
 				etcd:               etcdOpts,
 				compactionInterval: compaction,
-				api:                api.options(etcd.embedded.dataDir),
+				api:                apiOpts,
 			})
 		},
 	}
@@ -55,8 +64,16 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 	return cmd
 }
 
-func (f *apiFlags) options(dataDir string) kite.Options {
-	return kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort}
+func (f *apiFlags) options(dataDir string) (kite.Options, error) {
+	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort}
+	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
+		per, err := watchcache.ParseSizes(f.watchCacheSizes)
+		if err != nil {
+			return kite.Options{}, fmt.Errorf("--watch-cache-sizes: %w", err)
+		}
+		opts.WatchCacheSizes = &watchcache.Sizes{Default: f.defaultWatchCacheSize, PerResource: per}
+	}
+	return opts, nil
 }
 
 func addCompactionFlag(fs *pflag.FlagSet, interval *time.Duration) {

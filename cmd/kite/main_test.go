@@ -8,6 +8,9 @@ import (
 
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
+	"github.com/kite-project/kite/storage/watchcache"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestFlagMistakesFailBeforeStarting checks flag combinations that make no
@@ -31,6 +34,7 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"invalid node name", []string{"agent", "--hostname-override", "Not_A_Node"}, "--hostname-override"},
 		{"missing config file", []string{"agent", "--config", "/nonexistent/kubelet.yaml"}, "agent config file"},
 		{"missing kubeconfig", []string{"agent", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig /nonexistent/kubeconfig"},
+		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,5 +63,51 @@ func TestSignalDuringStartIsACleanExit(t *testing.T) {
 	opts := serverOptions{etcd: backend.Options{Embedded: embedded.Options{DataDir: t.TempDir(), UnsafeNoFsync: true}}}
 	if err := runServer(ctx, &out, opts); err != nil {
 		t.Fatalf("runServer with a cancelled context: %v", err)
+	}
+}
+
+// TestWatchCacheSizeFlags checks what --watch-cache-sizes and
+// --default-watch-cache-size ask of the watch caches.
+func TestWatchCacheSizeFlags(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	leases := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	tests := []struct {
+		name       string
+		args       []string
+		wantNil    bool
+		gr         schema.GroupResource
+		wantEvents int
+		wantCached bool
+	}{
+		{"no flags: Kite's defaults", nil, true, pods, 0, false},
+		{"pods off", []string{"--watch-cache-sizes", "pods#0"}, false, pods, 0, false},
+		{"pods bounded", []string{"--watch-cache-sizes", "pods#5000"}, false, pods, 5000, true},
+		{"others keep the default window", []string{"--watch-cache-sizes", "pods#0"}, false, leases, watchcache.DefaultMaxEvents, true},
+		{"default off", []string{"--default-watch-cache-size", "0", "--watch-cache-sizes", "leases.coordination.k8s.io#100"}, false, pods, 0, false},
+		{"named under default off", []string{"--default-watch-cache-size", "0", "--watch-cache-sizes", "leases.coordination.k8s.io#100"}, false, leases, 100, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f apiFlags
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			f.add(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := f.options(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantNil {
+				if opts.WatchCacheSizes != nil {
+					t.Fatalf("WatchCacheSizes = %+v, want nil", opts.WatchCacheSizes)
+				}
+				return
+			}
+			events, cached := opts.WatchCacheSizes.For(tt.gr)
+			if events != tt.wantEvents || cached != tt.wantCached {
+				t.Fatalf("For(%s) = %d, %v; want %d, %v", tt.gr, events, cached, tt.wantEvents, tt.wantCached)
+			}
+		})
 	}
 }

@@ -59,6 +59,10 @@ logs each pod operation it would hand to a runtime.`,
 			if err != nil {
 				return err
 			}
+			apiOpts, err := api.options(etcd.embedded.dataDir)
+			if err != nil {
+				return err
+			}
 			out := &syncWriter{w: cmd.OutOrStdout()}
 			agentOpts, err := completeAgent(cmd.Flags(), out, agent)
 			if err != nil {
@@ -67,7 +71,7 @@ logs each pod operation it would hand to a runtime.`,
 			return runServer(cmd.Context(), out, serverOptions{
 				etcd:               etcdOpts,
 				compactionInterval: compaction,
-				api:                api.options(etcd.embedded.dataDir),
+				api:                apiOpts,
 				agent:              &agentOpts,
 				log:                newLogger(out, verbosity),
 			})
