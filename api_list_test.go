@@ -1,13 +1,22 @@
 package kite_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	jsonserializer "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	protobufserializer "k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // TestPaginationUnderConcurrentWritesReturnsEachObjectOnce pages through
@@ -144,5 +153,114 @@ func TestPodFieldSelectors(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// getBody GETs path from the shared server accepting mediaType and returns
+// the (decompressed) body.
+func getBody(t *testing.T, path, mediaType string) []byte {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, shared.URL()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", mediaType)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v: %.200s", path, resp.StatusCode, err, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != mediaType {
+		t.Fatalf("GET %s: Content-Type %q, want %q", path, ct, mediaType)
+	}
+	return body
+}
+
+// TestListBodiesAreUpstreamsEncoding lists pods over HTTP in JSON and
+// protobuf (from the cache at RV 0, consistent, one page, a field
+// selector) and checks that each body decodes to the pods created, that
+// JSON items carry no kind or apiVersion (as kube-apiserver writes them),
+// and that each body is byte for byte what apimachinery's streaming
+// encoders make of the decoded list.
+func TestListBodiesAreUpstreamsEncoding(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	for i := range 3 {
+		p := testPod(fmt.Sprintf("p-%d", i))
+		p.Annotations = map[string]string{"note": `<b>&</b> é ✓` + "\u2028"}
+		p.Spec.NodeName = fmt.Sprintf("node-%d", i%2)
+		if _, err := client.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	encoders := map[string]runtime.Encoder{
+		"application/json": jsonserializer.NewSerializerWithOptions(jsonserializer.DefaultMetaFactory, scheme, scheme,
+			jsonserializer.SerializerOptions{StreamingCollectionsEncoding: true}),
+		"application/vnd.kubernetes.protobuf": protobufserializer.NewSerializerWithOptions(scheme, scheme,
+			protobufserializer.SerializerOptions{StreamingCollectionsEncoding: true}),
+	}
+	decoder := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	base := "/api/v1/namespaces/" + ns + "/pods"
+	queries := []struct {
+		query string
+		names []string
+	}{
+		{"?resourceVersion=0", []string{"p-0", "p-1", "p-2"}},
+		{"", []string{"p-0", "p-1", "p-2"}},
+		{"?limit=2", []string{"p-0", "p-1"}},
+		{"?fieldSelector=spec.nodeName%3Dnode-1", []string{"p-1"}},
+	}
+	t.Run("application/yaml", func(t *testing.T) {
+		body := getBody(t, base, "application/yaml")
+		if !bytes.Contains(body, []byte("kind: PodList\n")) || bytes.Contains(body, []byte("kind: Pod\n")) {
+			t.Errorf("YAML list: want kind PodList and items without a kind:\n%.400s", body)
+		}
+	})
+	for mediaType, upstream := range encoders {
+		for _, q := range queries {
+			t.Run(mediaType+q.query, func(t *testing.T) {
+				body := getBody(t, base+q.query, mediaType)
+				obj, _, err := decoder.Decode(body, nil, nil)
+				if err != nil {
+					t.Fatalf("decode: %v: %.200q", err, body)
+				}
+				list, ok := obj.(*v1.PodList)
+				if !ok {
+					t.Fatalf("decoded %T, want *v1.PodList", obj)
+				}
+				var names []string
+				for _, p := range list.Items {
+					names = append(names, p.Name)
+					if p.Kind != "" || p.APIVersion != "" {
+						t.Errorf("item %s carries kind %q apiVersion %q; upstream's items carry none", p.Name, p.Kind, p.APIVersion)
+					}
+				}
+				if fmt.Sprint(names) != fmt.Sprint(q.names) {
+					t.Errorf("items %v, want %v", names, q.names)
+				}
+				if q.query == "?limit=2" && (list.Continue == "" || list.RemainingItemCount == nil || *list.RemainingItemCount != 1) {
+					t.Errorf("page: continue %q remainingItemCount %v, want a token and 1", list.Continue, list.RemainingItemCount)
+				}
+				var want bytes.Buffer
+				if err := upstream.Encode(list, &want); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(body, want.Bytes()) {
+					t.Errorf("body differs from upstream's encoding of the same list:\n got %.300q\nwant %.300q", body, want.Bytes())
+				}
+			})
+		}
 	}
 }

@@ -246,21 +246,6 @@ func listOptions(c *call) (*metainternalversion.ListOptions, error) {
 	return opts, nil
 }
 
-func (s *Server) list(c *call) error {
-	opts, err := listOptions(c)
-	if err != nil {
-		return err
-	}
-	if opts.Watch {
-		return s.watch(c, opts)
-	}
-	obj, err := c.store.List(c.ctx(), c.info.Namespace, opts)
-	if err != nil {
-		return err
-	}
-	return s.result(c, http.StatusOK, obj)
-}
-
 func (s *Server) create(c *call) error {
 	var opts metav1.CreateOptions
 	if err := decodeParams(c.r, &opts); err != nil {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -324,11 +325,14 @@ func (r *Reflector) capIfAway(d time.Duration) time.Duration {
 	return d
 }
 
-// connectionLost says whether err is the server not being there (refused)
-// or a connection that broke before an answer, rather than an answer.
+// connectionLost says whether err is the server not being there (refused),
+// a connection that broke before an answer, or a server that says it is
+// unavailable (503: shutting down or not yet serving, as during a
+// restart), rather than an answer about the request.
 func connectionLost(err error) bool {
 	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
-		errors.Is(err, syscall.EPIPE) || utilnet.IsProbableEOF(err)
+		errors.Is(err, syscall.EPIPE) || utilnet.IsProbableEOF(err) ||
+		apierrors.IsServiceUnavailable(err)
 }
 
 // wait sleeps d on the Reflector's clock, or until ctx ends.

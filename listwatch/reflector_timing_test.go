@@ -208,9 +208,11 @@ func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 		}}
 	}
 	slow := apierrors.NewTooManyRequests("slow down", 0)
-	// A restarted server: refused while it is down, and a broken pipe or
-	// reset on the connection the client still held.
-	lw := &stepLW{listRV: "10", watchErrs: []error{refused, lost(syscall.EPIPE), refused, lost(syscall.ECONNRESET), refused, slow}}
+	// A restarted server: refused while it is down, a broken pipe or
+	// reset on the connection the client still held, and a 503 from a
+	// server that is shutting down (its watch cache has stopped).
+	unavailable := apierrors.NewServiceUnavailable("watchcache pods: stopped")
+	lw := &stepLW{listRV: "10", watchErrs: []error{refused, lost(syscall.EPIPE), unavailable, lost(syscall.ECONNRESET), refused, slow}}
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	r, err := NewReflector(Options{
 		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
@@ -225,7 +227,7 @@ func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	watches := func() int { _, w := lw.counts(); return w }
 
-	// Refused or cut five times: each wait is half a second
+	// Refused, cut or unavailable five times: each wait is half a second
 	// (RefusedMaxWait with no jitter), though the backoff underneath has
 	// grown to 25.6 s.
 	for i := range 5 {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/storage/watchcache"
 )
 
 // Options configure a Store.
@@ -127,22 +129,64 @@ func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.Ge
 // List returns the objects of a namespace ("" = all namespaces) that match
 // opts, one page of them when opts.Limit is set.
 func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {
-	pred, err := s.predicate(opts)
+	key, storageOpts, err := s.listOptions(namespace, opts)
 	if err != nil {
 		return nil, err
 	}
-	key, recursive := s.listKey(namespace, pred)
 	list := s.strategy.NewList()
-	err = s.storage.GetList(ctx, key, storage.ListOptions{
+	if err := s.storage.GetList(ctx, key, storageOpts, list); err != nil {
+		return nil, s.interpret(err, "")
+	}
+	return list, nil
+}
+
+// cachedLister is a storage that answers lists with objects that keep
+// their encodings: the watch cache.
+type cachedLister interface {
+	ListCached(ctx context.Context, key string, opts storage.ListOptions) (*watchcache.CachedList, error)
+}
+
+// ListCached is List for encoders: the same objects, as CachedObjects
+// that keep their encoded bytes, so a response writes each item's bytes
+// instead of encoding it again. Over the watch cache these are the cache's
+// own objects, shared with every list and watch; over plain storage each
+// item is wrapped fresh.
+func (s *Store) ListCached(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (*watchcache.CachedList, error) {
+	key, storageOpts, err := s.listOptions(namespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	if cl, ok := s.storage.(cachedLister); ok {
+		list, err := cl.ListCached(ctx, key, storageOpts)
+		if err != nil {
+			return nil, s.interpret(err, "")
+		}
+		return list, nil
+	}
+	list := s.strategy.NewList()
+	if err := s.storage.GetList(ctx, key, storageOpts, list); err != nil {
+		return nil, s.interpret(err, "")
+	}
+	out, err := watchcache.NewCachedList(list)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", s.prefix, err)
+	}
+	return out, nil
+}
+
+// listOptions turns list options into a storage key and options.
+func (s *Store) listOptions(namespace string, opts *metainternalversion.ListOptions) (string, storage.ListOptions, error) {
+	pred, err := s.predicate(opts)
+	if err != nil {
+		return "", storage.ListOptions{}, err
+	}
+	key, recursive := s.listKey(namespace, pred)
+	return key, storage.ListOptions{
 		ResourceVersion:      opts.ResourceVersion,
 		ResourceVersionMatch: opts.ResourceVersionMatch,
 		Predicate:            pred,
 		Recursive:            recursive,
-	}, list)
-	if err != nil {
-		return nil, s.interpret(err, "")
-	}
-	return list, nil
+	}, nil
 }
 
 // Watch streams changes of the objects of a namespace ("" = all) that

@@ -71,23 +71,32 @@ func NewCachedObject(obj runtime.Object) *CachedObject {
 // CacheEncode implements runtime.CacheableObject: it writes the bytes
 // cached for id, encoding them first if this is the first use of id.
 func (o *CachedObject) CacheEncode(id runtime.Identifier, encode func(runtime.Object, io.Writer) error, w io.Writer) error {
+	// Encoders may set the kind on the object they are given while they
+	// work: Encoded gives them a copy, never the shared object.
+	raw, err := o.Encoded(id, encode)
+	if err != nil {
+		return err
+	}
+	if s, ok := w.(runtime.Splice); ok {
+		s.Splice(raw)
+		return nil
+	}
+	_, err = w.Write(raw)
+	return err
+}
+
+// Encoded returns the bytes cached for id, encoding them first if this is
+// the first use of id, for writers that frame the bytes themselves (a list
+// writer must know every item's size before it writes the first). The
+// slice is shared: callers must not change it.
+func (o *CachedObject) Encoded(id runtime.Identifier, encode func(runtime.Object, io.Writer) error) ([]byte, error) {
 	enc := o.encoding(id)
 	enc.once.Do(func() {
 		var buf bytes.Buffer
-		// Encoders may set the kind on the object they are given while
-		// they work: give them a copy, never the shared object.
 		enc.err = encode(o.GetObject(), &buf)
 		enc.raw = buf.Bytes()
 	})
-	if enc.err != nil {
-		return enc.err
-	}
-	if s, ok := w.(runtime.Splice); ok {
-		s.Splice(enc.raw)
-		return nil
-	}
-	_, err := w.Write(enc.raw)
-	return err
+	return enc.raw, enc.err
 }
 
 func (o *CachedObject) encoding(id runtime.Identifier) *encoding {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -101,6 +102,12 @@ func (c *Cache) ListCached(ctx context.Context, key string, opts storage.ListOpt
 	if err := c.store.GetList(ctx, key, opts, listObj); err != nil {
 		return nil, err
 	}
+	return NewCachedList(listObj)
+}
+
+// NewCachedList wraps the items of a typed list, which the caller gives
+// up, as CachedObjects.
+func NewCachedList(listObj runtime.Object) (*CachedList, error) {
 	lm, err := meta.ListAccessor(listObj)
 	if err != nil {
 		return nil, err
@@ -109,9 +116,9 @@ func (c *Cache) ListCached(ctx context.Context, key string, opts storage.ListOpt
 	if err != nil {
 		return nil, err
 	}
-	rv, err := c.versioner.ParseResourceVersion(lm.GetResourceVersion())
+	rv, err := strconv.ParseUint(lm.GetResourceVersion(), 10, 64)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list resourceVersion %q: %w", lm.GetResourceVersion(), err)
 	}
 	out := &CachedList{ResourceVersion: rv, Continue: lm.GetContinue(), RemainingItemCount: lm.GetRemainingItemCount()}
 	out.Items = make([]*CachedObject, len(objs))

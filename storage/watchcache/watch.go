@@ -90,7 +90,10 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	}
 	if c.ctx.Err() != nil {
 		c.mu.RUnlock()
-		return errorWatch(fmt.Errorf("watchcache %s: stopped", c.opts.GroupResource)), nil
+		// As upstream's cacher: the request fails with 503, which a client
+		// takes for a server going away (it is: the cache stops with the
+		// server) rather than an error event of a watch that worked.
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("watchcache %s: stopped", c.opts.GroupResource))
 	}
 	// Registering under the lock that ingestion takes makes the start and
 	// the live events meet exactly: every later change is dispatched to w.
