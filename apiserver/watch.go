@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kite-project/kite/storage/watchcache"
 )
 
 // watch streams events over chunked HTTP until the timeout, the client
@@ -62,12 +64,17 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 		objects = s.encoderFor(c.out.info.Serializer, metav1.SchemeGroupVersion)
 	}
 	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
-	// JSON watch frames are the bare event objects, one a line (the JSON
-	// framer writes through), so ADDED, MODIFIED and DELETED events are
-	// framed by hand; bookmarks and errors take the encoder.
-	jsonFrames := c.out.info.MediaType == mediaJSON
-	var buf bytes.Buffer
-	first := true
+	// Objects of the watch cache go out as frames around their cached
+	// list bytes (see cachedFrames); Tables and metadata are built per
+	// event.
+	var frames *cachedFrames
+	if c.out.table == nil && c.out.partial == "" && (c.out.info.MediaType == mediaJSON || c.out.info.MediaType == mediaProtobuf) {
+		if frames, err = newCachedFrames(c.out.info.MediaType == mediaProtobuf, c.strategy().Kind); err != nil {
+			return nil // the stream has started: end it, the client re-watches
+		}
+	}
+	ew := &eventWriter{s: s, c: c, frames: frames, objects: objects, events: events,
+		jsonFrames: c.out.info.MediaType == mediaJSON}
 	results := w.ResultChan()
 	for {
 		select {
@@ -77,53 +84,9 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			if !ok {
 				return nil
 			}
-			obj := ev.Object
-			if co, ok := obj.(runtime.CacheableObject); ok && (c.out.table != nil || c.out.partial != "") {
-				// Converting needs the object itself (a copy: cached
-				// objects are shared).
-				obj = co.GetObject()
-				ev.Object = obj
-			}
-			if c.out.table != nil && ev.Type != watch.Error {
-				table, err := s.watchTable(c, ev, !first)
-				if err != nil {
-					return nil // the stream has started: end it, the client re-watches
-				}
-				obj = table
-			}
-			if c.out.partial != "" && ev.Type != watch.Error {
-				partial, err := asPartial(obj)
-				if err != nil {
-					return nil
-				}
-				obj = partial
-			}
-			first = false
-			buf.Reset()
-			var prefix string
-			if jsonFrames {
-				prefix = jsonEventPrefix(ev.Type)
-			}
-			buf.WriteString(prefix)
-			if err := objects.Encode(obj, &buf); err != nil {
-				return nil
-			}
-			size := buf.Len() - len(prefix)
-			if prefix != "" && size > 0 {
-				// The object's JSON (for a watch-cache object the bytes
-				// cached once for every watcher) is already compact:
-				// close the frame around it by hand instead of having
-				// encoding/json re-scan it in a WatchEvent per watcher.
-				finishJSONEvent(&buf)
-				if _, err := c.w.Write(buf.Bytes()); err != nil {
-					return nil // the client went away
-				}
-			} else {
-				raw := buf.Bytes()[len(prefix):]
-				out := &metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}}
-				if err := events.Encode(out); err != nil {
-					return nil // the client went away
-				}
+			size, err := ew.write(ev)
+			if err != nil {
+				return nil // the stream has started (or the client went away): end it, the client re-watches
 			}
 			if s.opts.Metrics != nil {
 				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, size)
@@ -133,6 +96,80 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			}
 		}
 	}
+}
+
+// eventWriter writes the events of one watch in its negotiated form.
+type eventWriter struct {
+	s *Server
+	c *call
+	// frames writes objects of the watch cache (nil for Tables and
+	// metadata); objects encodes the others, and events frames them.
+	frames  *cachedFrames
+	objects runtime.Encoder
+	events  streaming.Encoder
+	// jsonFrames: JSON watch frames are the bare event objects, one a
+	// line (the JSON framer writes through), so ADDED, MODIFIED and
+	// DELETED events are framed by hand; bookmarks and errors take the
+	// encoder.
+	jsonFrames bool
+	buf        bytes.Buffer
+	started    bool // an event has been written (Tables: headers sent)
+}
+
+// write writes one event and returns the size of its object.
+func (e *eventWriter) write(ev watch.Event) (int, error) {
+	c := e.c
+	e.buf.Reset()
+	if co, ok := ev.Object.(*watchcache.CachedObject); ok && e.frames != nil && jsonEventPrefix(ev.Type) != "" {
+		size, err := e.frames.appendEvent(&e.buf, ev.Type, co)
+		if err != nil {
+			return 0, err
+		}
+		e.started = true
+		_, err = c.w.Write(e.buf.Bytes())
+		return size, err
+	}
+	obj := ev.Object
+	if co, ok := obj.(runtime.CacheableObject); ok && (c.out.table != nil || c.out.partial != "") {
+		// Converting needs the object itself (a copy: cached objects are
+		// shared).
+		obj = co.GetObject()
+		ev.Object = obj
+	}
+	if c.out.table != nil && ev.Type != watch.Error {
+		table, err := e.s.watchTable(c, ev, e.started)
+		if err != nil {
+			return 0, err
+		}
+		obj = table
+	}
+	if c.out.partial != "" && ev.Type != watch.Error {
+		partial, err := asPartial(obj)
+		if err != nil {
+			return 0, err
+		}
+		obj = partial
+	}
+	e.started = true
+	var prefix string
+	if e.jsonFrames {
+		prefix = jsonEventPrefix(ev.Type)
+	}
+	e.buf.WriteString(prefix)
+	if err := e.objects.Encode(obj, &e.buf); err != nil {
+		return 0, err
+	}
+	size := e.buf.Len() - len(prefix)
+	if prefix != "" && size > 0 {
+		// The object's JSON is already compact: close the frame around
+		// it by hand instead of having encoding/json re-scan it in a
+		// WatchEvent.
+		finishJSONEvent(&e.buf)
+		_, err := c.w.Write(e.buf.Bytes())
+		return size, err
+	}
+	raw := e.buf.Bytes()[len(prefix):]
+	return size, e.events.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: raw}})
 }
 
 // watchTable is one watch event as a Table (kubectl get -w): column
