@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,7 +46,8 @@ const maxRestarts = 5
 // events are checked with CheckDelivery; Result.Delivery sums them, and
 // Lost must be 0. Ops counts delivered events, Rate is deliveries/s from
 // the first update to the last receipt, and the percentiles are from an
-// update's start to its receipt by a watcher.
+// update's start to its receipt by a watcher. opts.WatchDecode says how the
+// watchers read their events; everything else is the same in both modes.
 func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scope Scope) (Result, error) {
 	opts, err := opts.ready()
 	if err != nil {
@@ -67,6 +67,11 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 		perNode[target(k)%opts.Nodes]++
 	}
 
+	var watches watchOpener = rawWatches{client.CoreV1().RESTClient()}
+	if opts.WatchDecode == ClientGoDecode {
+		watches = typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}
+	}
+
 	deliverCtx, stopDelivery := context.WithCancel(ctx)
 	defer stopDelivery()
 	watchers := make([]*watcher, opts.Watchers)
@@ -83,7 +88,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 		watchers[i] = w
 		opened.Add(1)
 		done.Go(func() {
-			openErrs[i] = w.run(deliverCtx, client.CoreV1().Pods(metav1.NamespaceAll), lo, opened.Done)
+			openErrs[i] = w.run(deliverCtx, watches, lo, opened.Done)
 		})
 	}
 	opened.Wait()
@@ -117,6 +122,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 	var lat latencies
 	var last time.Time
 	restarts := 0
+	var ended error
 	for _, w := range watchers {
 		var expected []uint64
 		for k, rv := range written {
@@ -130,6 +136,9 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 			last = w.last
 		}
 		restarts += w.restarts
+		if ended == nil {
+			ended = w.ended
+		}
 	}
 	delivered := total.Received - total.Duplicates - total.Unexpected
 	r := Result{
@@ -142,7 +151,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 		Note:     fmt.Sprintf("%d updates; lost %d, duplicates %d, out of order %d", opts.Updates, total.Lost, total.Duplicates, total.OutOfOrder),
 	}
 	if restarts > 0 {
-		r.Note += fmt.Sprintf("; %d watches re-opened", restarts)
+		r.Note += fmt.Sprintf("; %d watches re-opened (the first after: %v)", restarts, ended)
 	}
 	lat.fill(&r)
 	return r, nil
@@ -158,65 +167,58 @@ type watcher struct {
 	latencies latencies
 	last      time.Time // receipt of the last update seen
 	restarts  int
-}
-
-// podWatcher is the one method of a pods client a watcher needs.
-type podWatcher interface {
-	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	ended     error // what ended the first watch that was re-opened
 }
 
 // run opens the watch, calls opened once it is open (or failed to), and
 // records updates until it has want distinct ones or ctx ends. An error
 // is returned only if the first open fails.
-func (w *watcher) run(ctx context.Context, pods podWatcher, lo metav1.ListOptions, opened func()) error {
-	wi, err := pods.Watch(ctx, lo)
+func (w *watcher) run(ctx context.Context, watches watchOpener, lo metav1.ListOptions, opened func()) error {
+	s, err := watches.open(ctx, lo)
 	opened()
 	if err != nil {
 		return err
 	}
-	defer func() { wi.Stop() }()
+	defer func() { s.stop() }()
 	distinct := make(map[uint64]bool, w.want)
 	for len(distinct) < w.want {
-		select {
-		case <-ctx.Done():
+		ev, err := s.next()
+		if ctx.Err() != nil {
 			return nil
-		case ev, ok := <-wi.ResultChan():
-			if !ok || ev.Type == watch.Error {
-				// Resume from the last resourceVersion seen, as a
-				// client does; a server that cannot (410) shows up
-				// as lost events.
-				wi.Stop()
-				if w.restarts++; w.restarts > maxRestarts || ctx.Err() != nil {
-					return nil
-				}
-				next, err := pods.Watch(ctx, lo)
-				if err != nil {
-					return nil
-				}
-				wi = next
-				continue
-			}
-			pod, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				continue
-			}
-			lo.ResourceVersion = pod.ResourceVersion
-			sent := pod.Annotations[sentAnnotation]
-			if ev.Type != watch.Modified || pod.Namespace != w.namespace || sent == "" {
-				continue
-			}
-			now := time.Now()
-			rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64)
-			if err != nil {
-				continue
-			}
-			if ns, err := strconv.ParseInt(sent, 10, 64); err == nil {
-				w.latencies = append(w.latencies, now.Sub(time.Unix(0, ns)))
-			}
-			w.received = append(w.received, rv)
-			distinct[rv] = true
-			w.last = now
 		}
+		if err != nil {
+			// Closed, an ERROR event or a malformed event: resume from
+			// the last resourceVersion seen, as a client does; a server
+			// that cannot (410) shows up as lost events.
+			s.stop()
+			if w.ended == nil {
+				w.ended = err
+			}
+			if w.restarts++; w.restarts > maxRestarts {
+				return nil
+			}
+			next, err := watches.open(ctx, lo)
+			if err != nil {
+				return nil
+			}
+			s = next
+			continue
+		}
+		lo.ResourceVersion = ev.rv
+		if ev.typ != watch.Modified || ev.namespace != w.namespace || ev.sent == "" {
+			continue
+		}
+		now := time.Now()
+		rv, err := strconv.ParseUint(ev.rv, 10, 64)
+		if err != nil {
+			continue
+		}
+		if ns, err := strconv.ParseInt(ev.sent, 10, 64); err == nil {
+			w.latencies = append(w.latencies, now.Sub(time.Unix(0, ns)))
+		}
+		w.received = append(w.received, rv)
+		distinct[rv] = true
+		w.last = now
 	}
 	return nil
 }

@@ -37,9 +37,30 @@ type Options struct {
 	// after the last update was acknowledged (default 2 minutes); what
 	// has not arrived by then counts as lost.
 	DeliveryTimeout time.Duration
+	// WatchDecode is how the fan-out watchers read their events (default
+	// RawDecode).
+	WatchDecode WatchDecode
 	// Log, if set, gets one line as each workload starts.
 	Log io.Writer
 }
+
+// WatchDecode is how fan-out watchers read their events.
+type WatchDecode string
+
+const (
+	// RawDecode reads the watch stream's frames and decodes of each event
+	// only what the delivery check needs: its type and the pod's
+	// namespace, resourceVersion and sent annotation. The bench client
+	// shares the machine with the server; decoding every pod in full for
+	// every watcher would make the fan-out measure the client's decoder.
+	RawDecode WatchDecode = "raw"
+	// ClientGoDecode watches with client-go's typed client, which decodes
+	// every event into a *v1.Pod, as a controller does.
+	ClientGoDecode WatchDecode = "client-go"
+)
+
+// Valid reports whether d is one of the modes.
+func (d WatchDecode) Valid() bool { return d == RawDecode || d == ClientGoDecode }
 
 // withDefaults fills the zero fields and checks the rest.
 func (o Options) withDefaults() (Options, error) {
@@ -56,6 +77,12 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.Repeats, 5)
 	if o.DeliveryTimeout == 0 {
 		o.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if o.WatchDecode == "" {
+		o.WatchDecode = RawDecode
+	}
+	if !o.WatchDecode.Valid() {
+		return o, fmt.Errorf("workload: watch decode %q: want %q or %q", o.WatchDecode, RawDecode, ClientGoDecode)
 	}
 	if o.Pods < 0 || o.Nodes < 0 || o.Writers < 0 || o.Watchers < 0 || o.Updates < 0 || o.Repeats < 0 {
 		return o, errors.New("workload: sizes must not be negative")

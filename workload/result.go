@@ -57,4 +57,6 @@ type Settings struct {
 	Watchers  int    `json:"watchers"`
 	Updates   int    `json:"updates"`
 	Repeats   int    `json:"repeats"`
+	// WatchDecode is how the fan-out watchers read their events.
+	WatchDecode WatchDecode `json:"watchDecode"`
 }

@@ -15,15 +15,24 @@ import (
 )
 
 // TestRunSmall runs every workload at a tiny size against a real Kite, in
-// JSON and in protobuf, and checks that the counts add up, no watcher
-// lost anything, the memory figures were read, and the namespace is gone
-// afterwards.
+// JSON and in protobuf with the raw watchers (the default), and in
+// protobuf with client-go's, and checks that the counts add up, no
+// watcher lost anything, the memory figures were read, the report says
+// how the watchers decoded, and the namespace is gone afterwards.
 func TestRunSmall(t *testing.T) {
-	for _, contentType := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
-		t.Run("contentType="+contentType, func(t *testing.T) {
+	for _, tt := range []struct {
+		contentType string
+		decode      workload.WatchDecode // "" for the default
+		want        workload.WatchDecode
+	}{
+		{"application/json", "", workload.RawDecode},
+		{"application/vnd.kubernetes.protobuf", "", workload.RawDecode},
+		{"application/vnd.kubernetes.protobuf", workload.ClientGoDecode, workload.ClientGoDecode},
+	} {
+		t.Run("contentType="+tt.contentType+"/watchDecode="+string(tt.want), func(t *testing.T) {
 			cfg := shared.RESTConfig()
-			cfg.ContentType = contentType
-			opts := workload.Options{Pods: 50, Nodes: 5, Writers: 4, Watchers: 6, Updates: 12, Repeats: 2, DeliveryTimeout: time.Minute}
+			cfg.ContentType = tt.contentType
+			opts := workload.Options{Pods: 50, Nodes: 5, Writers: 4, Watchers: 6, Updates: 12, Repeats: 2, DeliveryTimeout: time.Minute, WatchDecode: tt.decode}
 			report, err := workload.Run(t.Context(), cfg, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +86,10 @@ func TestRunSmall(t *testing.T) {
 			if err := workload.WriteTable(&table, report); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes"} {
+			if report.Options.WatchDecode != tt.want {
+				t.Errorf("report says watch decode %q, want %q", report.Options.WatchDecode, tt.want)
+			}
+			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes", "watch decode " + string(tt.want)} {
 				if !strings.Contains(table.String(), want) {
 					t.Errorf("table lacks %q:\n%s", want, table.String())
 				}
