@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -106,28 +107,24 @@ func TestCachedListIsUpstreamsStreamingEncoding(t *testing.T) {
 // kube-apiserver's list conversion leaves them.
 func typedList(t *testing.T, kind schema.GroupVersionKind, items []runtime.Object) runtime.Object {
 	t.Helper()
-	switch kind.Kind {
-	case "Pod":
-		l := &v1.PodList{Items: []v1.Pod{}}
-		for _, o := range items {
-			p := o.DeepCopyObject().(*v1.Pod)
-			p.TypeMeta = metav1.TypeMeta{}
-			l.Items = append(l.Items, *p)
-		}
-		l.SetGroupVersionKind(kind.GroupVersion().WithKind("PodList"))
-		return l
-	case "Lease":
-		l := &coordinationv1.LeaseList{Items: []coordinationv1.Lease{}}
-		for _, o := range items {
-			p := o.DeepCopyObject().(*coordinationv1.Lease)
-			p.TypeMeta = metav1.TypeMeta{}
-			l.Items = append(l.Items, *p)
-		}
-		l.SetGroupVersionKind(kind.GroupVersion().WithKind("LeaseList"))
-		return l
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no list for %v", kind)
-	return nil
+	list, err := scheme.New(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := make([]runtime.Object, len(items))
+	for i, o := range items {
+		bare[i] = o.DeepCopyObject()
+		bare[i].GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
+	if err := meta.SetList(list, bare); err != nil {
+		t.Fatal(err)
+	}
+	list.GetObjectKind().SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+	return list
 }
 
 // TestCachedListEncodesEachItemOnce writes one list of 1 000 cached pods

@@ -52,15 +52,7 @@ func TestJSONWatchFrameIsTheEncodersFrame(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, typ := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
-			var object bytes.Buffer
-			if err := tc.encoder.Encode(tc.obj, &object); err != nil {
-				t.Fatal(err)
-			}
-			var want bytes.Buffer
-			enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&want), info.StreamSerializer.Serializer)
-			if err := enc.Encode(&metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: object.Bytes()}}); err != nil {
-				t.Fatal(err)
-			}
+			want, _ := encoderFrame(t, info, tc.encoder, tc.obj, typ)
 
 			var got bytes.Buffer
 			prefix := jsonEventPrefix(typ)
@@ -69,8 +61,8 @@ func TestJSONWatchFrameIsTheEncodersFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			finishJSONEvent(&got)
-			if !bytes.Equal(got.Bytes(), want.Bytes()) {
-				t.Errorf("%s %s:\n got %q\nwant %q", tc.name, typ, got.Bytes(), want.Bytes())
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("%s %s:\n got %q\nwant %q", tc.name, typ, got.Bytes(), want)
 			}
 		}
 	}
@@ -127,4 +119,22 @@ func BenchmarkJSONWatchFrame(b *testing.B) {
 		}
 		b.SetBytes(int64(buf.Len()))
 	})
+}
+
+// encoderFrame is the watch frame of an event of type typ for obj as the
+// encoders write it: obj through encoder, then a metav1.WatchEvent
+// through the streaming encoder of info. It also returns the object's
+// bytes.
+func encoderFrame(t *testing.T, info runtime.SerializerInfo, encoder runtime.Encoder, obj runtime.Object, typ watch.EventType) (frame, object []byte) {
+	t.Helper()
+	var o bytes.Buffer
+	if err := encoder.Encode(obj, &o); err != nil {
+		t.Fatal(err)
+	}
+	var f bytes.Buffer
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&f), info.StreamSerializer.Serializer)
+	if err := enc.Encode(&metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: o.Bytes()}}); err != nil {
+		t.Fatal(err)
+	}
+	return f.Bytes(), o.Bytes()
 }

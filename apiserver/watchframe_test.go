@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kite-project/kite/storage/watchcache"
@@ -46,25 +45,17 @@ func TestCachedFramesAreTheEncodersFrames(t *testing.T) {
 				name := mediaType + "/" + kind.Kind + "/" + obj.(metav1.Object).GetName() + "/" + string(typ)
 				// Separate objects: the encoder's encoding must not be the
 				// frames' source.
-				var object bytes.Buffer
-				if err := encoder.Encode(watchcache.NewCachedObject(obj.DeepCopyObject()), &object); err != nil {
-					t.Fatal(err)
-				}
-				var want bytes.Buffer
-				enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&want), info.StreamSerializer.Serializer)
-				if err := enc.Encode(&metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: object.Bytes()}}); err != nil {
-					t.Fatal(err)
-				}
+				want, object := encoderFrame(t, info, encoder, watchcache.NewCachedObject(obj.DeepCopyObject()), typ)
 
 				var got bytes.Buffer
 				size, err := frames.appendEvent(&got, typ, watchcache.NewCachedObject(obj.DeepCopyObject()))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(got.Bytes(), want.Bytes()) {
-					t.Errorf("%s:\n got %q\nwant %q", name, got.Bytes(), want.Bytes())
+				if !bytes.Equal(got.Bytes(), want) {
+					t.Errorf("%s:\n got %q\nwant %q", name, got.Bytes(), want)
 				}
-				if wantSize := len(bytes.TrimSuffix(object.Bytes(), []byte("\n"))); size != wantSize {
+				if wantSize := len(bytes.TrimSuffix(object, []byte("\n"))); size != wantSize {
 					t.Errorf("%s: object size %d, want %d", name, size, wantSize)
 				}
 			}
