@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
+	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
 var mediaTypes = []string{"application/json", "application/vnd.kubernetes.protobuf"}
@@ -20,7 +21,7 @@ var mediaTypes = []string{"application/json", "application/vnd.kubernetes.protob
 // encodeWatch is a watch response body of the events, as an API server
 // writes it: each object encoded as v1, wrapped in a metav1.WatchEvent and
 // framed by the media type's stream serializer.
-func encodeWatch(t *testing.T, mediaType string, events ...watch.Event) []byte {
+func encodeWatch(t testing.TB, mediaType string, events ...watch.Event) []byte {
 	t.Helper()
 	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
@@ -245,6 +246,60 @@ func TestRawStreamCutAnywhere(t *testing.T) {
 				}
 				if !errors.Is(err, errMalformedEvent) {
 					t.Fatalf("cut at %d of %d: %v, want an errMalformedEvent", cut, len(body), err)
+				}
+			}
+		})
+	}
+}
+
+// endless is a watch body that never ends: its frames over and over.
+type endless struct {
+	b []byte
+	i int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := copy(p, e.b[e.i:])
+	e.i = (e.i + n) % len(e.b)
+	return n, nil
+}
+
+func (e *endless) Close() error { return nil }
+
+// BenchmarkWatchEventDecode is the client's cost of one fan-out update
+// event (a bench pod with its sent annotation and managedFields) in each
+// decode mode and format: the raw reader against client-go's watch
+// decoder, as its typed watch uses it.
+func BenchmarkWatchEventDecode(b *testing.B) {
+	p := (Options{Namespace: "bench", Nodes: 100}).newPod(42)
+	p.ResourceVersion = "123456"
+	p.Annotations = map[string]string{sentAnnotation: "1700000000000000001"}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kite", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:bench.kite.io/sent":{}}}}`)}}}
+	for _, mediaType := range mediaTypes {
+		body := encodeWatch(b, mediaType, watch.Event{Type: watch.Modified, Object: p})
+		b.Run("raw/"+mediaType, func(b *testing.B) {
+			s := newRawStream(&endless{b: body})
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if ev, err := s.next(); err != nil || ev.sent == "" {
+					b.Fatal(ev, err)
+				}
+			}
+		})
+		b.Run("client-go/"+mediaType, func(b *testing.B) {
+			negotiator := runtime.NewClientNegotiator(scheme.Codecs.WithoutConversion(), v1.SchemeGroupVersion)
+			objects, stream, framer, err := negotiator.StreamDecoder(mediaType, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(&endless{b: body}), stream), objects)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, obj, err := d.Decode(); err != nil || obj.(*v1.Pod).Annotations[sentAnnotation] == "" {
+					b.Fatal(obj, err)
 				}
 			}
 		})
