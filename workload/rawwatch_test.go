@@ -305,3 +305,22 @@ func BenchmarkWatchEventDecode(b *testing.B) {
 		})
 	}
 }
+
+// FuzzRawStream feeds the raw reader any bytes: it must end with io.EOF,
+// an errMalformedEvent or an ERROR event's Status, and never panic.
+func FuzzRawStream(f *testing.F) {
+	pod := (Options{Namespace: "bench", Nodes: 1}).newPod(0)
+	pod.Annotations = map[string]string{sentAnnotation: `1"\☃`}
+	for _, mediaType := range mediaTypes {
+		f.Add(encodeWatch(f, mediaType,
+			watch.Event{Type: watch.Modified, Object: pod},
+			watch.Event{Type: watch.Error, Object: &apierrors.NewResourceExpired("gone").ErrStatus}))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := readAll(body)
+		var status apierrors.APIStatus
+		if !errors.Is(err, io.EOF) && !errors.Is(err, errMalformedEvent) && !errors.As(err, &status) {
+			t.Fatalf("stream ended with %v (%T)", err, err)
+		}
+	})
+}
