@@ -32,8 +32,9 @@ func (r rawWatches) open(ctx context.Context, lo metav1.ListOptions) (eventStrea
 	lo.Watch = true
 	// UseProtobufAsDefault as client-go's typed pods client does, so that
 	// the Accept header is the one its watch sends: the configured content
-	// type (then */*), or protobuf then JSON when none is configured.
-	body, err := r.rest.Get().UseProtobufAsDefault().Resource("pods").
+	// type (then */*), or protobuf then JSON when none is configured. And
+	// no client-side rate limit, which client-go's Watch skips too.
+	body, err := r.rest.Get().UseProtobufAsDefault().Throttle(nil).Resource("pods").
 		VersionedParams(&lo, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
 		return nil, err

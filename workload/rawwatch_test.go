@@ -2,9 +2,15 @@ package workload
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
@@ -323,4 +331,63 @@ func FuzzRawStream(f *testing.F) {
 			t.Fatalf("stream ended with %v (%T)", err, err)
 		}
 	})
+}
+
+// TestRawWatchSendsClientGosRequest opens a typed client-go watch and then
+// raw watches through the same client against an HTTP server that records
+// the requests and answers in the format asked for: the raw watches must
+// send the same path, query and Accept header (for every configured
+// content type, and none), read the event, and not wait for the client's
+// rate limiter (a burst of one, then a token every 11 days), as client-go's
+// Watch does not.
+func TestRawWatchSendsClientGosRequest(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", ResourceVersion: "11", Annotations: map[string]string{sentAnnotation: "5"}}}
+	want := event{typ: watch.Modified, namespace: "a", rv: "11", sent: "5"}
+	for _, contentType := range []string{"", "application/json", "application/vnd.kubernetes.protobuf"} {
+		t.Run("contentType="+contentType, func(t *testing.T) {
+			var mu sync.Mutex
+			var requests []*http.Request
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				requests = append(requests, r)
+				mu.Unlock()
+				mediaType, streamType := "application/json", "application/json"
+				if strings.HasPrefix(r.Header.Get("Accept"), "application/vnd.kubernetes.protobuf") {
+					mediaType, streamType = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf;stream=watch"
+				}
+				w.Header().Set("Content-Type", streamType)
+				w.Write(encodeWatch(t, mediaType, watch.Event{Type: watch.Modified, Object: pod}))
+			}))
+			defer srv.Close()
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}, QPS: 1e-6, Burst: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a throttled open would wait for days
+			defer cancel()
+			lo := metav1.ListOptions{ResourceVersion: "10", AllowWatchBookmarks: true, FieldSelector: "spec.nodeName=n1"}
+			raw := rawWatches{client.CoreV1().RESTClient()}
+			for i, watches := range []watchOpener{typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}, raw, raw} {
+				s, err := watches.open(ctx, lo)
+				if err != nil {
+					t.Fatalf("open %d: %v", i, err)
+				}
+				ev, err := s.next()
+				s.stop()
+				if err != nil || ev != want {
+					t.Fatalf("watch %d: %+v, %v; want %+v", i, ev, err, want)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			typed := requests[0]
+			for _, r := range requests[1:] {
+				if r.URL.RequestURI() != typed.URL.RequestURI() || r.Header.Get("Accept") != typed.Header.Get("Accept") {
+					t.Errorf("raw watch sent %s, Accept %q; client-go sent %s, Accept %q",
+						r.URL.RequestURI(), r.Header.Get("Accept"), typed.URL.RequestURI(), typed.Header.Get("Accept"))
+				}
+			}
+			t.Logf("%s, Accept %q", typed.URL.RequestURI(), typed.Header.Get("Accept"))
+		})
+	}
 }
