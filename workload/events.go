@@ -50,7 +50,7 @@ var _ watchOpener = typedWatches{}
 func (t typedWatches) open(ctx context.Context, lo metav1.ListOptions) (eventStream, error) {
 	w, err := t.pods.Watch(ctx, lo)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watch pods %q from resourceVersion %s: %w", lo.FieldSelector, lo.ResourceVersion, err)
 	}
 	return typedStream{ctx: ctx, w: w}, nil
 }

@@ -37,7 +37,7 @@ func (r rawWatches) open(ctx context.Context, lo metav1.ListOptions) (eventStrea
 	body, err := r.rest.Get().UseProtobufAsDefault().Throttle(nil).Resource("pods").
 		VersionedParams(&lo, scheme.ParameterCodec).Stream(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watch pods %q from resourceVersion %s: %w", lo.FieldSelector, lo.ResourceVersion, err)
 	}
 	return newRawStream(body), nil
 }
