@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/kite-project/kite/apis/core/defaults"
 )
 
 // The generic apiserver decodes requests into an internal version and
@@ -46,6 +48,14 @@ func newScheme() (*runtime.Scheme, serializer.CodecFactory, error) {
 	if err := scheme.AddFieldLabelConversionFunc(corev1.SchemeGroupVersion.WithKind("Pod"), podFieldLabel); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}
+	// kube-apiserver defaults a v1 object as it decodes it, before the
+	// field manager and the registry see it, so stored pods carry every
+	// default (and managedFields name them). Without this the reference
+	// stored pods half the size of Kite's (1.3 KB of JSON against 2.3 KB)
+	// and every list, watch and memory figure favoured it. The defaults
+	// are Kite's, which follow upstream's v1 defaulting (tested there).
+	scheme.AddTypeDefaultingFunc(&corev1.Pod{}, func(obj any) { defaults.Pod(obj.(*corev1.Pod)) })
+	scheme.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj any) { defaults.Namespace(obj.(*corev1.Namespace)) })
 	if err := scheme.SetVersionPriority(corev1.SchemeGroupVersion); err != nil {
 		return nil, serializer.CodecFactory{}, err
 	}

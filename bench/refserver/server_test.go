@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kite-project/kite/workload"
@@ -69,6 +72,27 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 		if m := report.Memory; m == nil || m.RSSAfter <= 0 {
 			t.Errorf("%s: memory %+v, want process_resident_memory_bytes", contentType, m)
 		}
+	}
+	// Pods are stored as kube-apiserver stores them: defaulted at decode
+	// (and managedFields name the defaults), status set on create.
+	client := kubernetes.NewForConfigOrDie(cfg)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "defaulted", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}}},
+	}
+	got, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := got.Spec.Containers[0]
+	if got.Spec.RestartPolicy != corev1.RestartPolicyAlways || got.Spec.DNSPolicy != corev1.DNSClusterFirst ||
+		c.TerminationMessagePath != corev1.TerminationMessagePathDefault || c.ImagePullPolicy != corev1.PullIfNotPresent ||
+		got.Status.Phase != corev1.PodPending || got.Status.QOSClass != corev1.PodQOSBestEffort {
+		t.Errorf("stored pod not defaulted as upstream: restartPolicy %q dnsPolicy %q terminationMessagePath %q imagePullPolicy %q phase %q qos %q",
+			got.Spec.RestartPolicy, got.Spec.DNSPolicy, c.TerminationMessagePath, c.ImagePullPolicy, got.Status.Phase, got.Status.QOSClass)
+	}
+	if len(got.ManagedFields) != 1 || !strings.Contains(string(got.ManagedFields[0].FieldsV1.Raw), `"f:dnsPolicy"`) {
+		t.Errorf("managedFields %v, want one entry that names the defaulted dnsPolicy", got.ManagedFields)
 	}
 	if n := dials.Load(); n > 4 {
 		t.Errorf("the client opened %d connections; want a few reused ones", n)

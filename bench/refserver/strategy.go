@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kite-project/kite/apis/core/defaults"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,9 +20,9 @@ import (
 )
 
 // strategy is the create/update/delete policy of one resource: upstream's
-// registry machinery with no validation or defaulting of its own (those
-// live in k8s.io/kubernetes). Kite validates and defaults every pod, so
-// this favours upstream slightly.
+// registry machinery with no validation of its own (that lives in
+// k8s.io/kubernetes; Kite validates every pod, so this favours upstream
+// slightly). Defaulting happens at decode, as upstream's (see newScheme).
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
@@ -33,8 +35,15 @@ var (
 	_ rest.RESTDeleteStrategy = strategy{}
 )
 
-func (s strategy) NamespaceScoped() bool                                   { return s.namespaced }
-func (strategy) PrepareForCreate(context.Context, runtime.Object)          {}
+func (s strategy) NamespaceScoped() bool { return s.namespaced }
+
+// PrepareForCreate sets a new pod's status as upstream's pod strategy
+// does: Pending, with its QoS class.
+func (strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
+	}
+}
 func (strategy) Validate(context.Context, runtime.Object) field.ErrorList  { return nil }
 func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
 func (strategy) Canonicalize(runtime.Object)                               {}
