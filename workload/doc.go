@@ -13,9 +13,9 @@
 //
 // Figures measured on one machine include the client's own work, which
 // competes with the server for the same cores; compare runs on the same
-// machine only. The fan-out's watchers keep theirs small: by default
-// (RawDecode) they read the watch stream's frames and decode of each event
-// only its type and the pod's namespace, resourceVersion and sent
-// annotation, where client-go (ClientGoDecode) decodes every pod in full
-// for every watcher.
+// machine only. Lists and the fan-out's watchers keep theirs small: by
+// default (RawDecode) they read list bodies and watch frames and decode only
+// what the checks need (the items' names and the continue token; an
+// event's type and the pod's namespace, resourceVersion and sent
+// annotation), where client-go (ClientGoDecode) decodes every pod in full.
 package workload

@@ -46,7 +46,7 @@ const maxRestarts = 5
 // events are checked with CheckDelivery; Result.Delivery sums them, and
 // Lost must be 0. Ops counts delivered events, Rate is deliveries/s from
 // the first update to the last receipt, and the percentiles are from an
-// update's start to its receipt by a watcher. opts.WatchDecode says how the
+// update's start to its receipt by a watcher. opts.Decode says how the
 // watchers read their events; everything else is the same in both modes.
 func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scope Scope) (Result, error) {
 	opts, err := opts.ready()
@@ -68,7 +68,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 	}
 
 	var watches watchOpener = rawWatches{client.CoreV1().RESTClient()}
-	if opts.WatchDecode == ClientGoDecode {
+	if opts.Decode == ClientGoDecode {
 		watches = typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}
 	}
 

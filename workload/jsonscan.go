@@ -16,7 +16,7 @@ type jsonScan struct {
 
 // errorf is a malformed-event error at the current position.
 func (s *jsonScan) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: JSON at byte %d: %s", errMalformedEvent, s.i, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: JSON at byte %d: %s", errMalformed, s.i, fmt.Sprintf(format, args...))
 }
 
 // unexpected says what was found where want was expected.
@@ -88,7 +88,7 @@ func unquote(q []byte, escaped bool) (string, error) {
 	}
 	var v string
 	if err := json.Unmarshal(q, &v); err != nil {
-		return "", fmt.Errorf("%w: JSON string %s: %w", errMalformedEvent, q, err)
+		return "", fmt.Errorf("%w: JSON string %s: %w", errMalformed, q, err)
 	}
 	return v, nil
 }
@@ -189,4 +189,26 @@ func (s *jsonScan) null() bool {
 		return true
 	}
 	return false
+}
+
+// array consumes an array element by element: element must consume each.
+func (s *jsonScan) array(element func() error) error {
+	if !s.eat('[') {
+		return s.unexpected("an array")
+	}
+	if s.eat(']') {
+		return nil
+	}
+	for {
+		if err := element(); err != nil {
+			return err
+		}
+		if s.eat(',') {
+			continue
+		}
+		if s.eat(']') {
+			return nil
+		}
+		return s.unexpected("',' or ']'")
+	}
 }

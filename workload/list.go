@@ -22,19 +22,19 @@ func ListAll(ctx context.Context, client kubernetes.Interface, opts Options, res
 	if resourceVersion != "" {
 		name = fmt.Sprintf("list all from cache (RV=%s)", resourceVersion)
 	}
-	pods := client.CoreV1().Pods(opts.Namespace)
+	pods := newPodLister(client, opts.Decode)
 	if resourceVersion == "0" {
 		if err := catchUp(ctx, client, opts.Namespace); err != nil {
 			return Result{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	lat, elapsed, err := parallel(ctx, opts.Repeats, 1, func(ctx context.Context, _ int) error {
-		list, err := pods.List(ctx, metav1.ListOptions{ResourceVersion: resourceVersion})
+		list, err := pods.list(ctx, opts.Namespace, metav1.ListOptions{ResourceVersion: resourceVersion})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if len(list.Items) != opts.Pods {
-			return fmt.Errorf("%s: %d pods, want %d", name, len(list.Items), opts.Pods)
+		if len(list.names) != opts.Pods {
+			return fmt.Errorf("%s: %d pods, want %d", name, len(list.names), opts.Pods)
 		}
 		return nil
 	})
@@ -54,21 +54,21 @@ func ListByNode(ctx context.Context, client kubernetes.Interface, opts Options) 
 	if err != nil {
 		return Result{}, err
 	}
-	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	pods := newPodLister(client, opts.Decode)
 	if err := catchUp(ctx, client, opts.Namespace); err != nil {
 		return Result{}, fmt.Errorf("list pods by node: %w", err)
 	}
 	lat, elapsed, err := parallel(ctx, opts.Nodes, 1, func(ctx context.Context, n int) error {
 		node := opts.nodeName(n)
-		list, err := pods.List(ctx, metav1.ListOptions{
+		list, err := pods.list(ctx, metav1.NamespaceAll, metav1.ListOptions{
 			ResourceVersion: "0",
 			FieldSelector:   fields.OneTermEqualSelector("spec.nodeName", node).String(),
 		})
 		if err != nil {
 			return fmt.Errorf("list pods of %s: %w", node, err)
 		}
-		if want := opts.podsOnNode(n); len(list.Items) != want {
-			return fmt.Errorf("list pods of %s: %d pods, want %d", node, len(list.Items), want)
+		if want := opts.podsOnNode(n); len(list.names) != want {
+			return fmt.Errorf("list pods of %s: %d pods, want %d", node, len(list.names), want)
 		}
 		return nil
 	})
@@ -93,7 +93,7 @@ func Paginate(ctx context.Context, client kubernetes.Interface, opts Options, li
 	if err != nil {
 		return Result{}, err
 	}
-	pods := client.CoreV1().Pods(opts.Namespace)
+	pods := newPodLister(client, opts.Decode)
 	var lat latencies
 	start := time.Now()
 	for range opts.Repeats {
@@ -101,18 +101,18 @@ func Paginate(ctx context.Context, client kubernetes.Interface, opts Options, li
 		lo := metav1.ListOptions{Limit: limit}
 		for {
 			t := time.Now()
-			list, err := pods.List(ctx, lo)
+			list, err := pods.list(ctx, opts.Namespace, lo)
 			if err != nil {
 				return Result{}, fmt.Errorf("paginate: %w", err)
 			}
 			lat = append(lat, time.Since(t))
-			for _, p := range list.Items {
-				if seen[p.Name] {
-					return Result{}, fmt.Errorf("paginate: pod %s returned twice", p.Name)
+			for _, name := range list.names {
+				if seen[name] {
+					return Result{}, fmt.Errorf("paginate: pod %s returned twice", name)
 				}
-				seen[p.Name] = true
+				seen[name] = true
 			}
-			if lo.Continue = list.Continue; lo.Continue == "" {
+			if lo.Continue = list.cont; lo.Continue == "" {
 				break
 			}
 		}

@@ -37,30 +37,32 @@ type Options struct {
 	// after the last update was acknowledged (default 2 minutes); what
 	// has not arrived by then counts as lost.
 	DeliveryTimeout time.Duration
-	// WatchDecode is how the fan-out watchers read their events (default
-	// RawDecode).
-	WatchDecode WatchDecode
+	// Decode is how lists and fan-out watchers read the server's answers
+	// (default RawDecode). The informer sync always decodes in full: it
+	// is client-go's informer.
+	Decode Decode
 	// Log, if set, gets one line as each workload starts.
 	Log io.Writer
 }
 
-// WatchDecode is how fan-out watchers read their events.
-type WatchDecode string
+// Decode is how the bench client reads list responses and watch events.
+type Decode string
 
 const (
-	// RawDecode reads the watch stream's frames and decodes of each event
-	// only what the delivery check needs: its type and the pod's
-	// namespace, resourceVersion and sent annotation. The bench client
-	// shares the machine with the server; decoding every pod in full for
-	// every watcher would make the fan-out measure the client's decoder.
-	RawDecode WatchDecode = "raw"
-	// ClientGoDecode watches with client-go's typed client, which decodes
-	// every event into a *v1.Pod, as a controller does.
-	ClientGoDecode WatchDecode = "client-go"
+	// RawDecode reads list bodies and watch frames and decodes only what
+	// the checks need: of a list its items' names and the continue token,
+	// of a watch event its type and the pod's namespace, resourceVersion
+	// and sent annotation. The bench client shares the machine with the
+	// server; decoding every pod in full would make the figures measure
+	// the client's decoder.
+	RawDecode Decode = "raw"
+	// ClientGoDecode lists and watches with client-go's typed client,
+	// which decodes every pod into a *v1.Pod, as a controller does.
+	ClientGoDecode Decode = "client-go"
 )
 
 // Valid reports whether d is one of the modes.
-func (d WatchDecode) Valid() bool { return d == RawDecode || d == ClientGoDecode }
+func (d Decode) Valid() bool { return d == RawDecode || d == ClientGoDecode }
 
 // withDefaults fills the zero fields and checks the rest.
 func (o Options) withDefaults() (Options, error) {
@@ -78,11 +80,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DeliveryTimeout == 0 {
 		o.DeliveryTimeout = DefaultDeliveryTimeout
 	}
-	if o.WatchDecode == "" {
-		o.WatchDecode = RawDecode
+	if o.Decode == "" {
+		o.Decode = RawDecode
 	}
-	if !o.WatchDecode.Valid() {
-		return o, fmt.Errorf("workload: watch decode %q: want %q or %q", o.WatchDecode, RawDecode, ClientGoDecode)
+	if !o.Decode.Valid() {
+		return o, fmt.Errorf("workload: decode %q: want %q or %q", o.Decode, RawDecode, ClientGoDecode)
 	}
 	if o.Pods < 0 || o.Nodes < 0 || o.Writers < 0 || o.Watchers < 0 || o.Updates < 0 || o.Repeats < 0 {
 		return o, errors.New("workload: sizes must not be negative")

@@ -21,8 +21,8 @@ func WriteJSON(w io.Writer, r *Report) error {
 // then the memory figures.
 func WriteTable(w io.Writer, r *Report) error {
 	o := r.Options
-	fmt.Fprintf(w, "server %s, %s; %d pods on %d nodes, %d writers, %d watchers (watch decode %s), %d updates, namespace %s\n\n",
-		r.Server, r.ContentType, o.Pods, o.Nodes, o.Writers, o.Watchers, o.WatchDecode, o.Updates, o.Namespace)
+	fmt.Fprintf(w, "server %s, %s; %d pods on %d nodes, %d writers, %d watchers (decode %s), %d updates, namespace %s\n\n",
+		r.Server, r.ContentType, o.Pods, o.Nodes, o.Writers, o.Watchers, o.Decode, o.Updates, o.Namespace)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tOPS\tITEMS\tTIME\tRATE/s\tP50\tP99\tLOST\tNOTE")
 	for _, res := range r.Results {

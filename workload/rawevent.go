@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// errMalformedEvent is wrapped by every error about a watch event that
-// cannot be read.
-var errMalformedEvent = errors.New("malformed watch event")
+// errMalformed is wrapped by every error about a watch event or list
+// body that cannot be read.
+var errMalformed = errors.New("malformed response")
 
 // parseJSONEvent reads one JSON watch event ({"type":...,"object":{...}})
 // down to what a watcher needs. A server writes the type first and the
@@ -48,15 +48,15 @@ func parseJSONEvent(b []byte) (event, error) {
 	case err != nil:
 		return event{}, err
 	case ev.typ == "":
-		return event{}, fmt.Errorf("%w: JSON event without a type", errMalformedEvent)
+		return event{}, fmt.Errorf("%w: JSON event without a type", errMalformed)
 	case parsed:
 		return ev, nil
 	case object == nil:
-		return event{}, fmt.Errorf("%w: JSON %s event without an object", errMalformedEvent, ev.typ)
+		return event{}, fmt.Errorf("%w: JSON %s event without an object", errMalformed, ev.typ)
 	case ev.typ == watch.Error:
 		var status metav1.Status
 		if err := json.Unmarshal(object, &status); err != nil {
-			return event{}, fmt.Errorf("%w: JSON ERROR event's Status: %w", errMalformedEvent, err)
+			return event{}, fmt.Errorf("%w: JSON ERROR event's Status: %w", errMalformed, err)
 		}
 		return event{}, fmt.Errorf("watch ERROR event: %w", apierrors.FromObject(&status))
 	}
@@ -75,7 +75,7 @@ func podJSON(s *jsonScan, ev *event) error {
 		return true, metaJSON(s, ev)
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("%w: JSON %s event: object without metadata", errMalformedEvent, ev.typ)
+		err = fmt.Errorf("%w: JSON %s event: object without metadata", errMalformed, ev.typ)
 	}
 	return err
 }
@@ -158,11 +158,11 @@ func parseProtobufEvent(b []byte) (event, error) {
 	case err != nil:
 		return event{}, fmt.Errorf("protobuf event: %w", err)
 	case ev.typ == "":
-		return event{}, fmt.Errorf("%w: protobuf event without a type", errMalformedEvent)
+		return event{}, fmt.Errorf("%w: protobuf event without a type", errMalformed)
 	case !hasRaw:
-		return event{}, fmt.Errorf("%w: protobuf %s event without an object", errMalformedEvent, ev.typ)
+		return event{}, fmt.Errorf("%w: protobuf %s event without an object", errMalformed, ev.typ)
 	case !bytes.HasPrefix(raw, protobufMagic):
-		return event{}, fmt.Errorf("%w: protobuf %s event: object does not start with %q", errMalformedEvent, ev.typ, protobufMagic)
+		return event{}, fmt.Errorf("%w: protobuf %s event: object does not start with %q", errMalformed, ev.typ, protobufMagic)
 	}
 	var object []byte // Unknown.raw: the Pod or Status message
 	err = protoFields(raw[len(protobufMagic):], func(num protowire.Number, v []byte) error {
@@ -177,7 +177,7 @@ func parseProtobufEvent(b []byte) (event, error) {
 	if ev.typ == watch.Error {
 		var status metav1.Status
 		if err := status.Unmarshal(object); err != nil {
-			return event{}, fmt.Errorf("%w: protobuf ERROR event's Status: %w", errMalformedEvent, err)
+			return event{}, fmt.Errorf("%w: protobuf ERROR event's Status: %w", errMalformed, err)
 		}
 		return event{}, fmt.Errorf("watch ERROR event: %w", apierrors.FromObject(&status))
 	}
@@ -216,7 +216,7 @@ func parseProtobufEvent(b []byte) (event, error) {
 		return event{}, fmt.Errorf("protobuf %s event's pod: %w", ev.typ, err)
 	}
 	if !found {
-		return event{}, fmt.Errorf("%w: protobuf %s event: object without metadata", errMalformedEvent, ev.typ)
+		return event{}, fmt.Errorf("%w: protobuf %s event: object without metadata", errMalformed, ev.typ)
 	}
 	return ev, nil
 }
@@ -227,19 +227,19 @@ func protoFields(b []byte, f func(num protowire.Number, v []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return fmt.Errorf("%w: field tag: %w", errMalformedEvent, protowire.ParseError(n))
+			return fmt.Errorf("%w: field tag: %w", errMalformed, protowire.ParseError(n))
 		}
 		b = b[n:]
 		if typ != protowire.BytesType {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return fmt.Errorf("%w: field %d: %w", errMalformedEvent, num, protowire.ParseError(n))
+				return fmt.Errorf("%w: field %d: %w", errMalformed, num, protowire.ParseError(n))
 			}
 			b = b[n:]
 			continue
 		}
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return fmt.Errorf("%w: field %d: %w", errMalformedEvent, num, protowire.ParseError(n))
+			return fmt.Errorf("%w: field %d: %w", errMalformed, num, protowire.ParseError(n))
 		}
 		b = b[n:]
 		if err := f(num, v); err != nil {

@@ -79,7 +79,7 @@ func (s *rawStream) next() (event, error) {
 		case 0:
 			s.frame, s.parse = s.protobufFrame, parseProtobufEvent
 		default:
-			return event{}, fmt.Errorf("%w: the watch stream starts with byte %#x, neither a JSON event nor a protobuf frame", errMalformedEvent, first[0])
+			return event{}, fmt.Errorf("%w: the watch stream starts with byte %#x, neither a JSON event nor a protobuf frame", errMalformed, first[0])
 		}
 	}
 	b, err := s.frame()
@@ -101,12 +101,12 @@ func (s *rawStream) jsonLine() ([]byte, error) {
 			s.buf = append(s.buf, line...)
 		}
 		if len(s.buf) > maxFrame {
-			return nil, fmt.Errorf("%w: a JSON event of more than %d bytes", errMalformedEvent, maxFrame)
+			return nil, fmt.Errorf("%w: a JSON event of more than %d bytes", errMalformed, maxFrame)
 		}
 		line = s.buf
 	}
 	if errors.Is(err, io.EOF) && len(line) > 0 {
-		return nil, fmt.Errorf("%w: a JSON event of %d bytes without its newline: %w", errMalformedEvent, len(line), io.ErrUnexpectedEOF)
+		return nil, fmt.Errorf("%w: a JSON event of %d bytes without its newline: %w", errMalformed, len(line), io.ErrUnexpectedEOF)
 	}
 	return line, err
 }
@@ -116,13 +116,13 @@ func (s *rawStream) jsonLine() ([]byte, error) {
 func (s *rawStream) protobufFrame() ([]byte, error) {
 	if _, err := io.ReadFull(s.r, s.hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%w: a protobuf frame's length cut short: %w", errMalformedEvent, err)
+			return nil, fmt.Errorf("%w: a protobuf frame's length cut short: %w", errMalformed, err)
 		}
 		return nil, err // io.EOF between frames: the server ended the watch
 	}
 	n := binary.BigEndian.Uint32(s.hdr[:])
 	if n > maxFrame {
-		return nil, fmt.Errorf("%w: a protobuf frame of %d bytes, more than %d", errMalformedEvent, n, maxFrame)
+		return nil, fmt.Errorf("%w: a protobuf frame of %d bytes, more than %d", errMalformed, n, maxFrame)
 	}
 	if cap(s.buf) < int(n) {
 		s.buf = make([]byte, n)
@@ -130,7 +130,7 @@ func (s *rawStream) protobufFrame() ([]byte, error) {
 	s.buf = s.buf[:n]
 	if _, err := io.ReadFull(s.r, s.buf); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("%w: a protobuf frame of %d bytes cut short: %w", errMalformedEvent, n, io.ErrUnexpectedEOF)
+			return nil, fmt.Errorf("%w: a protobuf frame of %d bytes cut short: %w", errMalformed, n, io.ErrUnexpectedEOF)
 		}
 		return nil, fmt.Errorf("read a protobuf frame of %d bytes: %w", n, err)
 	}

@@ -174,7 +174,7 @@ func TestRawJSONInAnyMemberOrder(t *testing.T) {
 }
 
 // TestRawStreamRefusesMalformedEvents checks that what no server should
-// send ends the stream with an errMalformedEvent, never a panic or a
+// send ends the stream with an errMalformed, never a panic or a
 // half-read event.
 func TestRawStreamRefusesMalformedEvents(t *testing.T) {
 	good := func(mediaType string) []byte {
@@ -226,15 +226,15 @@ func TestRawStreamRefusesMalformedEvents(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := readAll(tt.body)
-			if !errors.Is(err, errMalformedEvent) {
-				t.Fatalf("stream ended with %v, want an errMalformedEvent", err)
+			if !errors.Is(err, errMalformed) {
+				t.Fatalf("stream ended with %v, want an errMalformed", err)
 			}
 		})
 	}
 }
 
 // TestRawStreamCutAnywhere cuts a stream of two events at every byte:
-// whatever is cut short is an errMalformedEvent, a cut between events
+// whatever is cut short is an errMalformed, a cut between events
 // ends the stream cleanly after the events before it.
 func TestRawStreamCutAnywhere(t *testing.T) {
 	a := watch.Event{Type: watch.Modified, Object: (Options{Namespace: "a", Nodes: 1}).newPod(1)}
@@ -252,8 +252,8 @@ func TestRawStreamCutAnywhere(t *testing.T) {
 					}
 					continue
 				}
-				if !errors.Is(err, errMalformedEvent) {
-					t.Fatalf("cut at %d of %d: %v, want an errMalformedEvent", cut, len(body), err)
+				if !errors.Is(err, errMalformed) {
+					t.Fatalf("cut at %d of %d: %v, want an errMalformed", cut, len(body), err)
 				}
 			}
 		})
@@ -315,7 +315,7 @@ func BenchmarkWatchEventDecode(b *testing.B) {
 }
 
 // FuzzRawStream feeds the raw reader any bytes: it must end with io.EOF,
-// an errMalformedEvent or an ERROR event's Status, and never panic.
+// an errMalformed or an ERROR event's Status, and never panic.
 func FuzzRawStream(f *testing.F) {
 	pod := (Options{Namespace: "bench", Nodes: 1}).newPod(0)
 	pod.Annotations = map[string]string{sentAnnotation: `1"\☃`}
@@ -327,7 +327,7 @@ func FuzzRawStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, err := readAll(body)
 		var status apierrors.APIStatus
-		if !errors.Is(err, io.EOF) && !errors.Is(err, errMalformedEvent) && !errors.As(err, &status) {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, errMalformed) && !errors.As(err, &status) {
 			t.Fatalf("stream ended with %v (%T)", err, err)
 		}
 	})

@@ -57,6 +57,6 @@ type Settings struct {
 	Watchers  int    `json:"watchers"`
 	Updates   int    `json:"updates"`
 	Repeats   int    `json:"repeats"`
-	// WatchDecode is how the fan-out watchers read their events.
-	WatchDecode WatchDecode `json:"watchDecode"`
+	// Decode is how lists and fan-out watchers read responses.
+	Decode Decode `json:"decode"`
 }

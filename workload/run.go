@@ -52,7 +52,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) (_ *Report, err er
 	opts.Namespace = ns.Name
 	report.Options = Settings{
 		Namespace: opts.Namespace, Pods: opts.Pods, Nodes: opts.Nodes, Writers: opts.Writers,
-		Watchers: opts.Watchers, Updates: opts.Updates, Repeats: opts.Repeats, WatchDecode: opts.WatchDecode,
+		Watchers: opts.Watchers, Updates: opts.Updates, Repeats: opts.Repeats, Decode: opts.Decode,
 	}
 	defer func() {
 		// Clean up also after a failure or an interrupt, on a context

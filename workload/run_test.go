@@ -22,17 +22,17 @@ import (
 func TestRunSmall(t *testing.T) {
 	for _, tt := range []struct {
 		contentType string
-		decode      workload.WatchDecode // "" for the default
-		want        workload.WatchDecode
+		decode      workload.Decode // "" for the default
+		want        workload.Decode
 	}{
 		{"application/json", "", workload.RawDecode},
 		{"application/vnd.kubernetes.protobuf", "", workload.RawDecode},
 		{"application/vnd.kubernetes.protobuf", workload.ClientGoDecode, workload.ClientGoDecode},
 	} {
-		t.Run("contentType="+tt.contentType+"/watchDecode="+string(tt.want), func(t *testing.T) {
+		t.Run("contentType="+tt.contentType+"/decode="+string(tt.want), func(t *testing.T) {
 			cfg := shared.RESTConfig()
 			cfg.ContentType = tt.contentType
-			opts := workload.Options{Pods: 50, Nodes: 5, Writers: 4, Watchers: 6, Updates: 12, Repeats: 2, DeliveryTimeout: time.Minute, WatchDecode: tt.decode}
+			opts := workload.Options{Pods: 50, Nodes: 5, Writers: 4, Watchers: 6, Updates: 12, Repeats: 2, DeliveryTimeout: time.Minute, Decode: tt.decode}
 			report, err := workload.Run(t.Context(), cfg, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -86,10 +86,10 @@ func TestRunSmall(t *testing.T) {
 			if err := workload.WriteTable(&table, report); err != nil {
 				t.Fatal(err)
 			}
-			if report.Options.WatchDecode != tt.want {
-				t.Errorf("report says watch decode %q, want %q", report.Options.WatchDecode, tt.want)
+			if report.Options.Decode != tt.want {
+				t.Errorf("report says decode %q, want %q", report.Options.Decode, tt.want)
 			}
-			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes", "watch decode " + string(tt.want)} {
+			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes", "decode " + string(tt.want)} {
 				if !strings.Contains(table.String(), want) {
 					t.Errorf("table lacks %q:\n%s", want, table.String())
 				}

@@ -102,7 +102,7 @@ func TestWatcherDetectsAMissedEvent(t *testing.T) {
 		}{
 			{"closed", func(err error) bool { return errors.Is(err, io.EOF) }},
 			{"error", apierrors.IsResourceExpired},
-			{"malformed", func(err error) bool { return errors.Is(err, errMalformedEvent) }},
+			{"malformed", func(err error) bool { return errors.Is(err, errMalformed) }},
 		} {
 			if tt.end == "malformed" && source == "client-go" {
 				continue // client-go's decoder is not ours to test

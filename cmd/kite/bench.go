@@ -15,7 +15,7 @@ type benchFlags struct {
 	kubeconfig  string
 	contentType string
 	output      string
-	watchDecode string
+	decode string
 	opts        workload.Options
 }
 
@@ -33,10 +33,10 @@ node each) check that they see every update exactly once; sync a client-go
 informer; and read the server's memory from /metrics before and after the
 creates. The client runs on the same machine as the server when the
 server is local: compare figures of the same machine only. So that the
-watchers' own work does not swamp the server's, they read the watch
-stream's frames and decode of each event only what the check needs
-(--watch-decode raw); --watch-decode client-go decodes every pod in full,
-as client-go's typed watch does.`,
+client's own work does not swamp the server's, lists and watchers read
+the response bodies and watch frames and decode only what the checks need
+(--decode raw); --decode client-go decodes every pod in full, as
+client-go's typed clients do. The informer sync is client-go's either way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			contentType, err := mediaType(f.contentType)
@@ -46,9 +46,9 @@ as client-go's typed watch does.`,
 			if f.output != "table" && f.output != "json" {
 				return fmt.Errorf("--output must be table or json, not %q", f.output)
 			}
-			decode := workload.WatchDecode(f.watchDecode)
+			decode := workload.Decode(f.decode)
 			if !decode.Valid() {
-				return fmt.Errorf("--watch-decode must be %s or %s, not %q", workload.RawDecode, workload.ClientGoDecode, f.watchDecode)
+				return fmt.Errorf("--decode must be %s or %s, not %q", workload.RawDecode, workload.ClientGoDecode, f.decode)
 			}
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.ExplicitPath = f.kubeconfig
@@ -58,7 +58,7 @@ as client-go's typed watch does.`,
 			}
 			cfg.ContentType = contentType
 			opts := f.opts
-			opts.WatchDecode = decode
+			opts.Decode = decode
 			opts.Log = cmd.ErrOrStderr()
 			report, err := workload.Run(cmd.Context(), cfg, opts)
 			if err != nil {
@@ -81,7 +81,7 @@ as client-go's typed watch does.`,
 	fs.IntVar(&f.opts.Watchers, "watchers", 500, "watches of each fan-out")
 	fs.IntVar(&f.opts.Updates, "updates", 500, "pod updates of each fan-out")
 	fs.IntVar(&f.opts.Repeats, "repeats", 5, "runs of each list and informer sync")
-	fs.StringVar(&f.watchDecode, "watch-decode", string(workload.RawDecode), "how fan-out watchers read events: raw (decode only type, namespace, resourceVersion and the sent annotation, so the figures measure the server) or client-go (its typed watch, every pod decoded in full)")
+	fs.StringVar(&f.decode, "decode", string(workload.RawDecode), "how lists and fan-out watchers read responses: raw (decode only what the checks need: item names, continue token; event type, namespace, resourceVersion, sent annotation; so the figures measure the server) or client-go (its typed client, every pod decoded in full)")
 	fs.DurationVar(&f.opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
 	return cmd
 }

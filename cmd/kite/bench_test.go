@@ -31,7 +31,7 @@ func TestBenchAgainstKite(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatalf("output is not a JSON report (%v):\n%s", err, out.String())
 	}
-	if report.ContentType != "application/vnd.kubernetes.protobuf" || report.Options.Pods != 20 || report.Options.WatchDecode != workload.RawDecode || len(report.Results) == 0 {
+	if report.ContentType != "application/vnd.kubernetes.protobuf" || report.Options.Pods != 20 || report.Options.Decode != workload.RawDecode || len(report.Results) == 0 {
 		t.Fatalf("report %+v", report)
 	}
 	for _, r := range report.Results {
@@ -53,8 +53,8 @@ func TestBenchFlagMistakes(t *testing.T) {
 	}{
 		{[]string{"bench", "--content-type", "yaml"}, "--content-type must be json or protobuf"},
 		{[]string{"bench", "-o", "wide"}, "--output must be table or json"},
-		{[]string{"bench", "--watch-decode", "fast"}, "--watch-decode must be raw or client-go"},
-		{[]string{"bench", "--watch-decode", ""}, "--watch-decode must be raw or client-go"},
+		{[]string{"bench", "--decode", "fast"}, "--decode must be raw or client-go"},
+		{[]string{"bench", "--decode", ""}, "--decode must be raw or client-go"},
 		{[]string{"bench", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig"},
 	} {
 		root := newRootCommand()
