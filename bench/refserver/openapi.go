@@ -1,12 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kite-project/kite/apiserver/openapi"
 )
 
 // The generic apiserver needs OpenAPI definitions of what it serves: it
@@ -14,8 +19,9 @@ import (
 // kube-apiserver's are generated into k8s.io/kubernetes, which is not a
 // library, so these are derived from the Go types by reflection: struct
 // fields by their json tags, types that name their own OpenAPI type
-// (Time, Quantity, IntOrString) as that type. No list-type markers, so
-// managedFields treat lists as atomic; the work per write is the same kind.
+// (Time, Quantity, IntOrString) as that type; the types pods and
+// namespaces reach come from Kite's definitions instead (see
+// getDefinitions).
 
 // openAPISchemaTyper is what apimachinery types implement to name their
 // OpenAPI type.
@@ -30,15 +36,67 @@ type definitions struct {
 }
 
 // getDefinitions returns the definitions of roots and of every named struct
-// type they reach.
-func getDefinitions(roots ...any) common.GetOpenAPIDefinitions {
+// type they reach. Where Kite's OpenAPI document has a definition (every
+// type pods and namespaces reach), it is taken from there: Kite's carry
+// upstream's list markers (x-kubernetes-list-type, -list-map-keys), so
+// managedFields come out as kube-apiserver's (containers keyed by name,
+// ports by containerPort and protocol); without them every list was
+// atomic and the reference's managedFields were a third of upstream's
+// size, which flattered it in every figure.
+func getDefinitions(roots ...any) (common.GetOpenAPIDefinitions, error) {
+	kite, err := openapi.New(openapi.Options{Resources: []openapi.Resource{
+		{GVK: corev1.SchemeGroupVersion.WithKind("Pod"), Plural: "pods", Namespaced: true, Verbs: []string{"get", "list"}, Object: &corev1.Pod{}, List: &corev1.PodList{}},
+		{GVK: corev1.SchemeGroupVersion.WithKind("Namespace"), Plural: "namespaces", Verbs: []string{"get", "list"}, Object: &corev1.Namespace{}, List: &corev1.NamespaceList{}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("Kite's OpenAPI definitions: %w", err)
+	}
+	marked := kite.Definitions()
 	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		d := &definitions{ref: ref, defs: map[string]common.OpenAPIDefinition{}}
 		for _, r := range roots {
 			d.define(reflect.TypeOf(r).Elem())
 		}
+		for name, s := range marked {
+			def := common.OpenAPIDefinition{Schema: *s}
+			for dep := range refs(s) {
+				def.Dependencies = append(def.Dependencies, dep)
+			}
+			d.defs[name] = def
+		}
 		return d.defs
+	}, nil
+}
+
+// refs returns the names of the definitions s refers to.
+func refs(s *spec.Schema) map[string]bool {
+	out := map[string]bool{}
+	var walk func(s *spec.Schema)
+	walk = func(s *spec.Schema) {
+		if s == nil {
+			return
+		}
+		if u := s.Ref.String(); u != "" {
+			out[u[strings.LastIndex(u, "/")+1:]] = true
+		}
+		for _, p := range s.Properties {
+			walk(&p)
+		}
+		if s.Items != nil {
+			walk(s.Items.Schema)
+			for i := range s.Items.Schemas {
+				walk(&s.Items.Schemas[i])
+			}
+		}
+		if s.AdditionalProperties != nil {
+			walk(s.AdditionalProperties.Schema)
+		}
+		for i := range s.AllOf {
+			walk(&s.AllOf[i])
+		}
 	}
+	walk(s)
+	return out
 }
 
 // typeName is the name the OpenAPI builder looks a type up by: the

@@ -78,11 +78,15 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		token: {Name: "admin", Groups: []string{user.SystemPrivilegedGroup}},
 	}))
 	cfg.Authorization.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
-	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(getDefinitions(
+	defs, err := getDefinitions(
 		&corev1.Pod{}, &corev1.PodList{}, &corev1.Namespace{}, &corev1.NamespaceList{},
 		&metav1.Status{}, &metav1.DeleteOptions{}, &metav1.WatchEvent{}, &metav1.Patch{},
 		&metav1.APIResourceList{}, &metav1.APIGroupList{}, &metav1.APIVersions{},
-	), openapinamer.NewDefinitionNamer(scheme))
+	)
+	if err != nil {
+		return err
+	}
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, openapinamer.NewDefinitionNamer(scheme))
 	cfg.SkipOpenAPIInstallation = true
 
 	storageCodec, err := storageCodec(codecs)

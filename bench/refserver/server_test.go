@@ -91,8 +91,11 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 		t.Errorf("stored pod not defaulted as upstream: restartPolicy %q dnsPolicy %q terminationMessagePath %q imagePullPolicy %q phase %q qos %q",
 			got.Spec.RestartPolicy, got.Spec.DNSPolicy, c.TerminationMessagePath, c.ImagePullPolicy, got.Status.Phase, got.Status.QOSClass)
 	}
-	if len(got.ManagedFields) != 1 || !strings.Contains(string(got.ManagedFields[0].FieldsV1.Raw), `"f:dnsPolicy"`) {
-		t.Errorf("managedFields %v, want one entry that names the defaulted dnsPolicy", got.ManagedFields)
+	// Containers are a map list keyed by name, as upstream's OpenAPI
+	// markers say: managedFields name each container's fields.
+	if len(got.ManagedFields) != 1 || !strings.Contains(string(got.ManagedFields[0].FieldsV1.Raw), `"f:dnsPolicy"`) ||
+		!strings.Contains(string(got.ManagedFields[0].FieldsV1.Raw), `"k:{\"name\":\"c\"}":{".":{},"f:image":{}`) {
+		t.Errorf("managedFields %s, want one entry that names the defaulted dnsPolicy and container c's fields", got.ManagedFields[0].FieldsV1.Raw)
 	}
 	if n := dials.Load(); n > 4 {
 		t.Errorf("the client opened %d connections; want a few reused ones", n)
