@@ -3,6 +3,7 @@ package kite_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -128,6 +130,28 @@ func TestLargeListIsGzipped(t *testing.T) {
 	plain, err := io.ReadAll(zr)
 	if err != nil || !bytes.Contains(plain, []byte(`"kind":"ConfigMapList"`)) {
 		t.Fatalf("gunzipped body: %v %.100s", err, plain)
+	}
+
+	// Without gzip the same list comes streamed, whole.
+	req, _ = http.NewRequestWithContext(t.Context(), "GET", shared.URL()+"/api/v1/namespaces/"+ns+"/configmaps", nil)
+	req.Header.Set("Accept-Encoding", "identity")
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	identity, err := io.ReadAll(resp.Body)
+	if err != nil || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("identity body: %v, Content-Encoding %q", err, resp.Header.Get("Content-Encoding"))
+	}
+	var list v1.ConfigMapList
+	if err := json.Unmarshal(identity, &list); err != nil || len(list.Items) != 3 || len(list.Items[2].Data["k"]) != len(big) {
+		t.Fatalf("identity body: %v, %d items", err, len(list.Items))
+	}
+	// The items (the list's resourceVersion may have moved on).
+	items := func(b []byte) []byte { return b[bytes.Index(b, []byte(`"items":`)):] }
+	if !bytes.Equal(items(identity), items(plain)) {
+		t.Errorf("the items differ with and without gzip")
 	}
 }
 

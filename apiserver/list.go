@@ -67,7 +67,7 @@ func (s *Server) writeCachedList(c *call, list *watchcache.CachedList) error {
 		id = listItemProtobuf
 	}
 	s.writeWarnings(c)
-	dw := &deferredWriter{w: c.w, r: c.r, code: http.StatusOK, contentType: c.out.mediaType}
+	dw := s.deferred(c.w, c.r, http.StatusOK, c.out.mediaType)
 	if err := writeList(dw, id, c.strategy().Kind, list); err != nil && !dw.started {
 		return err
 	}

@@ -78,6 +78,8 @@ type Server struct {
 	routes   map[schema.GroupVersion]map[string]*registry.Store
 	maxBody  int64
 	minWatch time.Duration
+	// gzips recycles the compressors of large responses.
+	gzips gzipWriters
 	// shuttingDown makes /readyz fail while the server drains.
 	shuttingDown atomic.Bool
 }
