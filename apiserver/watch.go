@@ -1,9 +1,11 @@
 package apiserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -63,7 +65,17 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	if c.out.partial != "" {
 		objects = s.encoderFor(c.out.info.Serializer, metav1.SchemeGroupVersion)
 	}
-	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(c.w), stream.Serializer)
+	// A streaming list (sendInitialEvents) sends the whole state before
+	// its initial-events-end bookmark, and the client waits for that
+	// bookmark: those events go out in 64 KiB writes with no flush per
+	// event; live events are flushed as they come.
+	out := &switchWriter{w: c.w}
+	var initial *bufio.Writer
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		initial = bufio.NewWriterSize(c.w, largeWriteSize)
+		out.w = initial
+	}
+	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(out), stream.Serializer)
 	// Objects of the watch cache go out as frames around their cached
 	// list bytes (see cachedFrames); Tables and metadata are built per
 	// event.
@@ -73,8 +85,15 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			return nil // the stream has started: end it, the client re-watches
 		}
 	}
-	ew := &eventWriter{s: s, c: c, frames: frames, objects: objects, events: events,
+	ew := &eventWriter{s: s, c: c, out: out, frames: frames, objects: objects, events: events,
 		jsonFrames: c.out.info.MediaType == mediaJSON}
+	defer func() {
+		if initial != nil {
+			// The watch ended during its initial events (an error, the
+			// timeout): what was written still goes out.
+			initial.Flush()
+		}
+	}()
 	results := w.ResultChan()
 	for {
 		select {
@@ -91,17 +110,31 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			if s.opts.Metrics != nil {
 				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, size)
 			}
-			if len(results) == 0 {
+			if initial != nil && ev.Type == watch.Bookmark {
+				// The initial-events-end bookmark (the first bookmark of
+				// a streaming list): from here on, events are live.
+				if err := initial.Flush(); err != nil {
+					return nil
+				}
+				initial, out.w = nil, c.w
+			}
+			if initial == nil && len(results) == 0 {
 				flusher.Flush()
 			}
 		}
 	}
 }
 
+// switchWriter writes to w, which the watch loop changes once.
+type switchWriter struct{ w io.Writer }
+
+func (s *switchWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
+
 // eventWriter writes the events of one watch in its negotiated form.
 type eventWriter struct {
-	s *Server
-	c *call
+	s   *Server
+	c   *call
+	out io.Writer
 	// frames writes objects of the watch cache (nil for Tables and
 	// metadata); objects encodes the others, and events frames them.
 	frames  *cachedFrames
@@ -126,7 +159,7 @@ func (e *eventWriter) write(ev watch.Event) (int, error) {
 			return 0, err
 		}
 		e.started = true
-		_, err = c.w.Write(e.buf.Bytes())
+		_, err = e.out.Write(e.buf.Bytes())
 		return size, err
 	}
 	obj := ev.Object
@@ -165,7 +198,7 @@ func (e *eventWriter) write(ev watch.Event) (int, error) {
 		// it by hand instead of having encoding/json re-scan it in a
 		// WatchEvent.
 		finishJSONEvent(&e.buf)
-		_, err := c.w.Write(e.buf.Bytes())
+		_, err := e.out.Write(e.buf.Bytes())
 		return size, err
 	}
 	raw := e.buf.Bytes()[len(prefix):]
