@@ -46,6 +46,19 @@ type watcher struct {
 	fullSince time.Time
 	ended     error // set when the cache ends the watcher
 	wake      chan struct{}
+	// idle says the goroutine has sent its start and everything queued,
+	// and waits for a wake-up. While it is idle the dispatcher sends a
+	// notification straight into the result channel when there is room
+	// (deliver), saving the goroutine's wake-up, which costs more than
+	// the rest of a delivery; order holds because nothing is queued.
+	idle bool
+	// pos and startPos are the goroutine's position (the resourceVersion
+	// of the last notification sent) and where its start left it; the
+	// dispatcher reads and moves pos only while the goroutine is idle.
+	pos, startPos uint64
+	// closed is set, under mu, before the result channel is closed, so
+	// that the dispatcher never sends on a closed channel.
+	closed bool
 
 	// nextBookmark is owned by the dispatcher; zero means never.
 	nextBookmark time.Time
@@ -121,6 +134,9 @@ func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWa
 	if w.ended != nil {
 		return false, true
 	}
+	if w.deliver(q) {
+		return false, true
+	}
 	needWake = len(w.queue) == 0
 	w.queue = append(w.queue, q)
 	if len(w.queue) >= w.bufSize {
@@ -131,6 +147,35 @@ func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWa
 		}
 	}
 	return needWake, true
+}
+
+// deliver sends q straight to the result channel if the goroutine is
+// idle, nothing is queued and the channel has room; it reports whether q
+// is dealt with (sent, or dropped as older than the position). w.mu is
+// held.
+func (w *watcher) deliver(q queued) bool {
+	if !w.idle || w.closed || len(w.queue) > 0 {
+		return false
+	}
+	if stale(q, w.pos, w.startPos) {
+		return true
+	}
+	select {
+	case w.result <- q.ev:
+		w.pos = q.rv
+		return true
+	default:
+		return false
+	}
+}
+
+// stale says whether q is behind a watcher at pos that started at
+// startPos. The watcher may have been registered while events it already
+// has from its start were still being dispatched: never go back. A
+// bookmark may repeat the last event's resourceVersion (it says nothing
+// newer happened), never the start's.
+func stale(q queued, pos, startPos uint64) bool {
+	return q.rv < pos || q.rv <= startPos || (q.rv == pos && q.ev.Type != watch.Bookmark)
 }
 
 // wakeUp makes the goroutine look at its queue.
@@ -163,25 +208,46 @@ func (w *watcher) end(err error) {
 	}
 }
 
-// take returns the queued notifications, or the error that ends the
-// watcher.
-func (w *watcher) take() ([]queued, error) {
+// take records the goroutine's position and returns the queued
+// notifications, or the error that ends the watcher. With nothing queued
+// the goroutine goes idle (see idle) and take returns the position, which
+// the dispatcher moves on by what it delivers.
+func (w *watcher) take(pos uint64) ([]queued, uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended != nil {
-		return nil, w.ended
+		return nil, pos, w.ended
 	}
+	w.pos = pos
 	batch := w.queue
 	w.queue = nil
 	w.fullSince = time.Time{}
-	return batch, nil
+	w.idle = len(batch) == 0
+	return batch, pos, nil
+}
+
+// busy ends the goroutine's idleness and returns its position.
+func (w *watcher) busy() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.idle = false
+	return w.pos
+}
+
+// closeResult closes the result channel once the dispatcher can no
+// longer send on it.
+func (w *watcher) closeResult() {
+	w.mu.Lock()
+	w.closed, w.idle = true, false
+	w.mu.Unlock()
+	close(w.result)
 }
 
 // run sends the start, then live notifications, until the client stops,
 // ctx ends or the cache ends the watcher. It closes the result channel.
 func (w *watcher) run(ctx context.Context, s start) {
 	defer w.c.wg.Done()
-	defer close(w.result)
+	defer w.closeResult()
 	defer w.c.forget(w)
 	// The end of ctx or of the cache stops the watcher, so that the loop
 	// waits on one channel: a four-way select per event costs more than
@@ -224,22 +290,28 @@ func (w *watcher) run(ctx context.Context, s start) {
 		}
 	}
 
+	w.mu.Lock()
+	w.startPos = startPos
+	w.mu.Unlock()
 	for {
-		<-w.wake
-		if w.stopped() {
-			return
-		}
-		batch, err := w.take()
+		batch, at, err := w.take(pos)
 		if err != nil {
 			w.send(watch.Event{Type: watch.Error, Object: errorObject(err)})
 			return
 		}
+		if len(batch) == 0 {
+			// Idle: the dispatcher delivers while the channel has room,
+			// and wakes the goroutine once it queues.
+			<-w.wake
+			if w.stopped() {
+				return
+			}
+			pos = w.busy()
+			continue
+		}
+		pos = at
 		for _, q := range batch {
-			// The watcher may have been registered while events it already
-			// has from its start were still being dispatched: never go
-			// back. A bookmark may repeat the last event's resourceVersion
-			// (it says nothing newer happened), never the start's.
-			if q.rv < pos || q.rv <= startPos || (q.rv == pos && q.ev.Type != watch.Bookmark) {
+			if stale(q, pos, startPos) {
 				continue
 			}
 			if !w.send(q.ev) {
