@@ -202,6 +202,63 @@ func TestFullWatcherDoesNotHoldUpOthers(t *testing.T) {
 	}
 }
 
+// TestWatcherReadInBurstsGetsEveryEventInOrder reads watchers with pauses,
+// so that their result channels fill (notifications queue and the
+// watcher's goroutine sends them) and drain (the goroutine idles and the
+// dispatcher delivers straight into the channel) many times over: each
+// gets every event once, in order, across the switches between the two.
+func TestWatcherReadInBurstsGetsEveryEventInOrder(t *testing.T) {
+	ctx, c, _ := testSetup(t, withOptions(func(o *Options) {
+		o.SlowWatcherBudget = time.Hour
+	}))
+	start := c.ResourceVersion()
+	var readers []*consumer
+	for k := range 4 {
+		readers = append(readers, consume(paced(watchFrom(t, ctx, c, start, fields.Everything(), labels.Everything()), 7+k*5, 5*time.Millisecond)))
+	}
+	w := &writer{c: c}
+	state := map[string]*podState{}
+	for i := range 300 {
+		name := fmt.Sprintf("pod-%03d", i%40)
+		old := state[name]
+		var next *podState
+		if old == nil || i%7 != 0 { // every seventh write to a pod deletes it
+			next = &podState{node: "n", label: fmt.Sprint(i)}
+		}
+		w.apply(ctx, t, name, old, next)
+		state[name] = next
+	}
+	barrier(t, c, w.lastRV(), readers)
+	want := expect(w.ops(), func(string, *podState) bool { return true })
+	for k, r := range readers {
+		got, _, _ := r.snapshot()
+		checkExactly(t, fmt.Sprintf("reader %d", k), got, want)
+	}
+}
+
+// paced forwards w's events, pausing for pause after every every-th.
+func paced(w watch.Interface, every int, pause time.Duration) watch.Interface {
+	p := &pacedWatch{Interface: w, ch: make(chan watch.Event)}
+	go func() {
+		defer close(p.ch)
+		i := 0
+		for ev := range w.ResultChan() {
+			if i++; i%every == 0 {
+				time.Sleep(pause)
+			}
+			p.ch <- ev
+		}
+	}()
+	return p
+}
+
+type pacedWatch struct {
+	watch.Interface
+	ch chan watch.Event
+}
+
+func (p *pacedWatch) ResultChan() <-chan watch.Event { return p.ch }
+
 // cuttingListerWatcher is the cache's view of the store with a handle to
 // end the current etcd watch, as a dropped connection or an etcd leader
 // change would.
