@@ -94,6 +94,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			initial.Flush()
 		}
 	}()
+	var recordEvent func(size int)
+	if s.opts.Metrics != nil {
+		recordEvent = s.opts.Metrics.WatchEvents(gv.Group, gv.Version, c.info.Resource).Record
+	}
 	results := w.ResultChan()
 	for {
 		select {
@@ -107,8 +111,8 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			if err != nil {
 				return nil // the stream has started (or the client went away): end it, the client re-watches
 			}
-			if s.opts.Metrics != nil {
-				s.opts.Metrics.WatchEvent(gv.Group, gv.Version, c.info.Resource, size)
+			if recordEvent != nil {
+				recordEvent(size)
 			}
 			if initial != nil && ev.Type == watch.Bookmark {
 				// The initial-events-end bookmark (the first bookmark of

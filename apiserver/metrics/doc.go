@@ -20,7 +20,8 @@
 //	handler = m.TrackInflight(handler, isLongRunning)    // outermost, after authn
 //	// per resource request, once routing has found what it is:
 //	m.Instrument(metrics.Request{Verb: "list", Version: "v1", Resource: "pods", Namespace: ns}, h).ServeHTTP(w, r)
-//	// from the watch handler, per event written:  m.WatchEvent("", "v1", "pods", len(frame))
+//	// from the watch handler, once per watch:      rec := m.WatchEvents("", "v1", "pods")
+//	// and per event written:                     rec.Record(len(frame))
 //	// from the etcd store, per call:              m.EtcdRequest("get", "", "pods", start, err)
 //	// from the watch cache, on change:            m.SetObjectCount("", "pods", n)
 package metrics

@@ -3,14 +3,35 @@ package metrics
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // WatchEvent records one event written to a watch client, size being
 // the bytes of its frame.
 func (m *Metrics) WatchEvent(group, version, resource string, size int) {
-	m.watchEvents.WithLabelValues(group, version, resource).Inc()
-	m.watchEventSizes.WithLabelValues(group, version, resource).Observe(float64(size))
+	m.WatchEvents(group, version, resource).Record(size)
+}
+
+// WatchEvents returns the recorder of one watch's events: the labels are
+// resolved once per watch rather than hashed again for every event.
+func (m *Metrics) WatchEvents(group, version, resource string) WatchEventRecorder {
+	return WatchEventRecorder{
+		count: m.watchEvents.WithLabelValues(group, version, resource),
+		sizes: m.watchEventSizes.WithLabelValues(group, version, resource),
+	}
+}
+
+// WatchEventRecorder records the events of one resource's watch.
+type WatchEventRecorder struct {
+	count prometheus.Counter
+	sizes prometheus.Observer
+}
+
+// Record records one event of size bytes.
+func (r WatchEventRecorder) Record(size int) {
+	r.count.Inc()
+	r.sizes.Observe(float64(size))
 }
 
 // SetObjectCount records how many objects of a resource are stored; -1
