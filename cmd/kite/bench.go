@@ -15,7 +15,7 @@ type benchFlags struct {
 	kubeconfig  string
 	contentType string
 	output      string
-	decode string
+	decode      string
 	opts        workload.Options
 }
 
