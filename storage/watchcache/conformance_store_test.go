@@ -28,17 +28,14 @@ package watchcache
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/apitesting"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
 	storagetesting "k8s.io/apiserver/pkg/storage/testing"
-	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 // noCheck stands for upstream's checkStorageInvariants and
@@ -108,52 +105,22 @@ func TestDeleteWithConflict(t *testing.T) {
 	storagetesting.RunTestDeleteWithConflict(ctx, t, c)
 }
 
-// failingTransformer and failingCodec fail reads on demand, as upstream's
-// testTransformer and testCodec.
-type failingTransformer struct {
-	value.Transformer
-	fail atomic.Bool
-}
-
-func (f *failingTransformer) setFailing(b bool) { f.fail.Store(b) }
-
-func (f *failingTransformer) TransformFromStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, bool, error) {
-	if f.fail.Load() {
-		return nil, false, errors.New("synthetic error")
-	}
-	return f.Transformer.TransformFromStorage(ctx, data, dataCtx)
-}
-
-type failingCodec struct {
-	runtime.Codec
-	fail atomic.Bool
-}
-
-func (f *failingCodec) setFailing(b bool) { f.fail.Store(b) }
-
-func (f *failingCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if f.fail.Load() {
-		return nil, nil, errors.New("synthetic error")
-	}
-	return f.Codec.Decode(data, defaults, into)
-}
-
 func TestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(t *testing.T) {
-	transformer := &failingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
+	transformer := &etcdtest.FailingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
 	ctx, c, _ := testSetup(t, withTransformer(transformer), withUnsafeCorruptObjectDeletion)
-	storagetesting.RunTestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(ctx, t, c, transformer.setFailing)
+	storagetesting.RunTestDeleteWithConflictAndMissingExpectedTransformOrDecodeError(ctx, t, c, transformer.SetFailing)
 }
 
 func TestDeleteWithConflictAndExpectedTransformError(t *testing.T) {
-	transformer := &failingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
+	transformer := &etcdtest.FailingTransformer{Transformer: identity.NewEncryptCheckTransformer()}
 	ctx, c, _ := testSetup(t, withTransformer(transformer), withUnsafeCorruptObjectDeletion)
-	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, transformer.setFailing)
+	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, transformer.SetFailing)
 }
 
 func TestDeleteWithConflictAndExpectedDecodeError(t *testing.T) {
-	codec := &failingCodec{Codec: apitesting.TestCodec(codecs, examplev1.SchemeGroupVersion)}
+	codec := &etcdtest.FailingCodec{Codec: apitesting.TestCodec(codecs, examplev1.SchemeGroupVersion)}
 	ctx, c, _ := testSetup(t, withCodec(codec), withUnsafeCorruptObjectDeletion)
-	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, codec.setFailing)
+	storagetesting.RunTestDeleteExpectedTransformOrDecodeError(ctx, t, c, codec.SetFailing)
 }
 
 func TestDeleteWithSuggestionAndMissingExpectedTransformOrDecodeError(t *testing.T) {
