@@ -123,7 +123,7 @@ func TestListPaging(t *testing.T) {
 
 func TestGetListNonRecursive(t *testing.T) {
 	ctx, store, client := testSetup(t)
-	storagetesting.RunTestGetListNonRecursive(ctx, t, increaseRVFunc(client.Client), store)
+	storagetesting.RunTestGetListNonRecursive(ctx, t, etcdtest.IncreaseRV(client.Client), store)
 }
 
 func TestGetListRecursivePrefix(t *testing.T) {
@@ -185,12 +185,12 @@ func TestList(t *testing.T) {
 
 func TestConsistentList(t *testing.T) {
 	ctx, store, client := testSetup(t)
-	storagetesting.RunTestConsistentList(ctx, t, store, increaseRVFunc(client.Client), false, true, false)
+	storagetesting.RunTestConsistentList(ctx, t, store, etcdtest.IncreaseRV(client.Client), false, true, false)
 }
 
 func TestCompactRevision(t *testing.T) {
 	ctx, store, client := testSetup(t)
-	storagetesting.RunTestCompactRevision(ctx, t, store, increaseRVFunc(client.Client), compactStorage(store, client.Client))
+	storagetesting.RunTestCompactRevision(ctx, t, store, etcdtest.IncreaseRV(client.Client), compactStorage(store, client.Client))
 }
 
 // checkStorageCallsInvariants counts values read and etcd range calls: a

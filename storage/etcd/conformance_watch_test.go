@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	storagetesting "k8s.io/apiserver/pkg/storage/testing"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 func TestWatch(t *testing.T) {
@@ -68,7 +70,7 @@ func TestWatch(t *testing.T) {
 	})
 	t.Run("ProgressNotify", func(t *testing.T) {
 		ctx, store, client := testSetup(t, withEtcd(startEtcdWithProgressNotify))
-		storagetesting.RunOptionalTestProgressNotify(ctx, t, store, increaseRVFunc(client.Client))
+		storagetesting.RunOptionalTestProgressNotify(ctx, t, store, etcdtest.IncreaseRV(client.Client))
 	})
 	t.Run("WatchWithUnsafeDelete", func(t *testing.T) {
 		ctx, store, _ := testSetup(t, withUnsafeCorruptObjectDeletion())

@@ -170,16 +170,6 @@ func compactStorage(s *Store, client *clientv3.Client) storagetesting.Compaction
 	}
 }
 
-func increaseRVFunc(client *clientv3.Client) storagetesting.IncreaseRVFunc {
-	return func(ctx context.Context, t *testing.T) int64 {
-		resp, err := client.KV.Put(ctx, "increaseRV", "ok")
-		if err != nil {
-			t.Fatalf("Could not update increaseRV: %v", err)
-		}
-		return resp.Header.Revision
-	}
-}
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/storage/etcd/embedded"
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 func newPod(ns, name string) *example.Pod {
@@ -403,7 +404,7 @@ func TestRequestWatchProgressSendsBookmark(t *testing.T) {
 	p := mustCreate(ctx, t, s, newPod("ns", "a"))
 	// Move etcd past the watch's start: etcd sends no progress for a watch
 	// on a future revision.
-	current := increaseRVFunc(client.Client)(ctx, t)
+	current := etcdtest.IncreaseRV(client.Client)(ctx, t)
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -451,7 +452,7 @@ func TestGetCurrentResourceVersion(t *testing.T) {
 	if want, _ := strconv.ParseUint(p.ResourceVersion, 10, 64); rv != want {
 		t.Fatalf("after a create: %d, want the create's %d", rv, want)
 	}
-	other := increaseRVFunc(client.Client)(ctx, t)
+	other := etcdtest.IncreaseRV(client.Client)(ctx, t)
 	if rv, err = s.GetCurrentResourceVersion(ctx); err != nil || rv != uint64(other) {
 		t.Fatalf("after a write elsewhere: %d, %v; want %d", rv, err, other)
 	}

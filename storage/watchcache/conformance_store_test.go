@@ -150,17 +150,17 @@ func TestLists(t *testing.T) {
 	})
 	t.Run("ConsistentList", func(t *testing.T) {
 		ctx, c, env := testSetup(t)
-		storagetesting.RunTestConsistentList(ctx, t, c, increaseRVFunc(env.etcd), true, true, true)
+		storagetesting.RunTestConsistentList(ctx, t, c, etcdtest.IncreaseRV(env.etcd), true, true, true)
 	})
 	t.Run("GetListNonRecursive", func(t *testing.T) {
 		ctx, c, env := testSetup(t)
-		storagetesting.RunTestGetListNonRecursive(ctx, t, increaseRVFunc(env.etcd), c)
+		storagetesting.RunTestGetListNonRecursive(ctx, t, etcdtest.IncreaseRV(env.etcd), c)
 	})
 }
 
 func TestCompactRevision(t *testing.T) {
 	ctx, c, env := testSetup(t)
-	storagetesting.RunTestCompactRevision(ctx, t, c, increaseRVFunc(env.etcd), compactStore(env))
+	storagetesting.RunTestCompactRevision(ctx, t, c, etcdtest.IncreaseRV(env.etcd), compactStore(env))
 }
 
 func TestGetListRecursivePrefix(t *testing.T) {

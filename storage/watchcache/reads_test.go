@@ -12,6 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 	storagetesting "k8s.io/apiserver/pkg/storage/testing"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 // etcdLists runs a GetList and returns the etcd list requests it made.
@@ -165,7 +167,7 @@ func TestQuietResourceResumesAfterCompaction(t *testing.T) {
 	from := w.lastRV()
 	var rev int64
 	for range 3 {
-		rev = increaseRVFunc(env.etcd)(ctx, t)
+		rev = etcdtest.IncreaseRV(env.etcd)(ctx, t)
 	}
 	compactStore(env)(ctx, t, strconv.FormatInt(rev, 10))
 
@@ -189,7 +191,7 @@ func TestQuietResourceBookmarksFollowEtcd(t *testing.T) {
 		o.ProgressInterval = 50 * time.Millisecond
 	}))
 	cons := consume(watchFrom(t, ctx, c, c.ResourceVersion(), fieldsEverything(), labelsEverything()))
-	rev := uint64(increaseRVFunc(env.etcd)(ctx, t))
+	rev := uint64(etcdtest.IncreaseRV(env.etcd)(ctx, t))
 	waitFor(t, 30*time.Second, func() bool {
 		_, bm, _ := cons.snapshot()
 		return bm >= rev

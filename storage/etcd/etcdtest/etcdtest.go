@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	storagetesting "k8s.io/apiserver/pkg/storage/testing"
 
 	"github.com/kite-project/kite/storage/etcd/embedded"
 )
@@ -30,4 +31,16 @@ func Start(t testing.TB) (*embedded.Server, *clientv3.Client) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return s, c
+}
+
+// IncreaseRV is the conformance suites' way to move etcd's revision on:
+// it writes a key outside every resource's prefix.
+func IncreaseRV(client *clientv3.Client) storagetesting.IncreaseRVFunc {
+	return func(ctx context.Context, t *testing.T) int64 {
+		resp, err := client.KV.Put(ctx, "increaseRV", "ok")
+		if err != nil {
+			t.Fatalf("Could not update increaseRV: %v", err)
+		}
+		return resp.Header.Revision
+	}
 }
