@@ -29,10 +29,35 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
 }
 
+// controlPlaneFlags are the flags kite server and kite apiserver share:
+// which etcd, its compaction, and the API server.
+type controlPlaneFlags struct {
+	etcd       etcdFlags
+	api        apiFlags
+	compaction time.Duration
+}
+
+func (f *controlPlaneFlags) add(fs *pflag.FlagSet) {
+	f.etcd.add(fs)
+	f.api.add(fs)
+	addCompactionFlag(fs, &f.compaction)
+}
+
+// options turns the flags into the control plane's part of serverOptions.
+func (f *controlPlaneFlags) options(fs *pflag.FlagSet) (serverOptions, error) {
+	etcdOpts, err := f.etcd.options(fs)
+	if err != nil {
+		return serverOptions{}, err
+	}
+	apiOpts, err := f.api.options(f.etcd.embedded.dataDir)
+	if err != nil {
+		return serverOptions{}, err
+	}
+	return serverOptions{etcd: etcdOpts, compactionInterval: f.compaction, api: apiOpts}, nil
+}
+
 func newAPIServerCommand() *cobra.Command {
-	var etcd etcdFlags
-	var api apiFlags
-	var compaction time.Duration
+	var flags controlPlaneFlags
 	cmd := &cobra.Command{
 		Use:   "apiserver",
 		Short: "Run etcd (embedded unless --etcd-servers) and the API server, without the node agent",
@@ -42,25 +67,14 @@ admin token are generated under --data-dir/pki and reused on restart; the
 admin kubeconfig is written to --data-dir/kubeconfig.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			etcdOpts, err := etcd.options(cmd.Flags())
+			opts, err := flags.options(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			apiOpts, err := api.options(etcd.embedded.dataDir)
-			if err != nil {
-				return err
-			}
-			out := &syncWriter{w: cmd.OutOrStdout()}
-			return runServer(cmd.Context(), out, serverOptions{
-				etcd:               etcdOpts,
-				compactionInterval: compaction,
-				api:                apiOpts,
-			})
+			return runServer(cmd.Context(), &syncWriter{w: cmd.OutOrStdout()}, opts)
 		},
 	}
-	etcd.add(cmd.Flags())
-	api.add(cmd.Flags())
-	addCompactionFlag(cmd.Flags(), &compaction)
+	flags.add(cmd.Flags())
 	return cmd
 }
 

@@ -40,9 +40,7 @@ type serverOptions struct {
 }
 
 func newServerCommand() *cobra.Command {
-	var etcd etcdFlags
-	var api apiFlags
-	var compaction time.Duration
+	var flags controlPlaneFlags
 	var verbosity int
 	agent := options.New()
 	cmd := &cobra.Command{
@@ -55,11 +53,7 @@ in-process API. The agent registers its Node and reads static pods from
 logs each pod operation it would hand to a runtime.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			etcdOpts, err := etcd.options(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			apiOpts, err := api.options(etcd.embedded.dataDir)
+			opts, err := flags.options(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -68,18 +62,11 @@ logs each pod operation it would hand to a runtime.`,
 			if err != nil {
 				return err
 			}
-			return runServer(cmd.Context(), out, serverOptions{
-				etcd:               etcdOpts,
-				compactionInterval: compaction,
-				api:                apiOpts,
-				agent:              &agentOpts,
-				log:                newLogger(out, verbosity),
-			})
+			opts.agent, opts.log = &agentOpts, newLogger(out, verbosity)
+			return runServer(cmd.Context(), out, opts)
 		},
 	}
-	etcd.add(cmd.Flags())
-	api.add(cmd.Flags())
-	addCompactionFlag(cmd.Flags(), &compaction)
+	flags.add(cmd.Flags())
 	addVerbosityFlag(cmd.Flags(), &verbosity)
 	// The agent's flags but --kubeconfig: this agent uses the API next to it.
 	agentFlags := pflag.NewFlagSet("agent", pflag.ContinueOnError)
