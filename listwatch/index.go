@@ -241,11 +241,7 @@ func (x *Indexer[T]) List() []T {
 func (x *Indexer[T]) SortedList() []T {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	keys := make([]string, 0, len(x.items))
-	for k := range x.items {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := x.sortedKeysLocked()
 	out := make([]T, len(keys))
 	for i, k := range keys {
 		out[i] = x.items[k]
@@ -257,6 +253,11 @@ func (x *Indexer[T]) SortedList() []T {
 func (x *Indexer[T]) Keys() []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	return x.sortedKeysLocked()
+}
+
+// sortedKeysLocked returns every key, sorted; x.mu is held.
+func (x *Indexer[T]) sortedKeysLocked() []string {
 	keys := make([]string, 0, len(x.items))
 	for k := range x.items {
 		keys = append(keys, k)
