@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
-	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,11 +80,7 @@ func (s *Server) patch(c *call) error {
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	return s.result(c, code, out)
+	return s.updated(c, out, created)
 }
 
 // applyPatch applies a non-apply patch to existing and decodes the result.

@@ -306,11 +306,16 @@ func (s *Server) update(c *call) error {
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
+	return s.updated(c, out, created)
+}
+
+// updated writes the result of an update or patch: 201 when it created
+// the object, 200 otherwise.
+func (s *Server) updated(c *call, out runtime.Object, created bool) error {
 	if created {
-		code = http.StatusCreated
+		return s.result(c, http.StatusCreated, out)
 	}
-	return s.result(c, code, out)
+	return s.result(c, http.StatusOK, out)
 }
 
 func (s *Server) delete(c *call) error {
