@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/source/sourcetest"
 )
 
 // waitTimeout is generous: the machine running the tests may be loaded.
@@ -62,7 +62,7 @@ func createNamespace(t testing.TB, cs kubernetes.Interface, base string) string 
 // snapshots is what a source sent, read from its channel.
 type snapshots struct {
 	t  *testing.T
-	ch chan kubetypes.PodUpdate
+	ch <-chan kubetypes.PodUpdate
 	// history holds the names of every SET read, in order.
 	history [][]string
 }
@@ -75,19 +75,7 @@ func runSource(t *testing.T, cfg *rest.Config, node string) *snapshots {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	_, logCtx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(logCtx)
-	out := make(chan kubetypes.PodUpdate)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, out)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return &snapshots{t: t, ch: out}
+	return &snapshots{t: t, ch: sourcetest.Run(t, s)}
 }
 
 // names lists "namespace/name" of pods, sorted.

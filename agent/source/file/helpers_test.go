@@ -1,20 +1,18 @@
 package file
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/source/sourcetest"
 )
 
 const (
@@ -50,37 +48,14 @@ func writeAtomic(t testing.TB, path, content string) {
 }
 
 // recorder collects reported problems.
-type recorder struct {
-	mu       sync.Mutex
-	problems []kubetypes.Problem
-}
+type recorder struct{ sourcetest.Recorder }
 
-func (r *recorder) ReportProblem(p kubetypes.Problem) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.problems = append(r.problems, p)
-}
-
-func (r *recorder) list() []kubetypes.Problem {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]kubetypes.Problem(nil), r.problems...)
-}
+func (r *recorder) list() []kubetypes.Problem { return r.List() }
 
 // waitProblem waits for a problem with the reason about where.
 func (r *recorder) waitProblem(t *testing.T, reason, where string) kubetypes.Problem {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		for _, p := range r.list() {
-			if p.Reason == reason && p.Where == where {
-				return p
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // polling, not synchronisation
-	}
-	t.Fatalf("no %s problem about %s; got %v", reason, where, r.list())
-	return kubetypes.Problem{}
+	return r.WaitProblem(t, reason, where, waitTimeout)
 }
 
 // runSource runs a file source until the test ends.
@@ -95,34 +70,13 @@ func runSource(t *testing.T, opts Options) (<-chan kubetypes.PodUpdate, *recorde
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
-	ctx, cancel := context.WithCancel(logCtx)
-	out := make(chan kubetypes.PodUpdate)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, out)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return out, rec
+	return sourcetest.Run(t, s), rec
 }
 
 // next returns the next update, failing after waitTimeout.
 func next(t *testing.T, ch <-chan kubetypes.PodUpdate) kubetypes.PodUpdate {
 	t.Helper()
-	select {
-	case u := <-ch:
-		if u.Op != kubetypes.SET || u.Source != kubetypes.FileSource {
-			t.Fatalf("got %s from %q, want SET from file", u.Op, u.Source)
-		}
-		return u
-	case <-time.After(waitTimeout):
-		t.Fatal("no update from the file source")
-	}
-	return kubetypes.PodUpdate{}
+	return sourcetest.Next(t, ch, kubetypes.FileSource, waitTimeout)
 }
 
 // quiet checks that no update comes for a short while. It can only miss an

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/source/sourcetest"
 )
 
 const (
@@ -69,22 +69,9 @@ func status(code int) nethttp.HandlerFunc {
 }
 
 // recorder collects reported problems.
-type recorder struct {
-	mu       sync.Mutex
-	problems []kubetypes.Problem
-}
+type recorder struct{ sourcetest.Recorder }
 
-func (r *recorder) ReportProblem(p kubetypes.Problem) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.problems = append(r.problems, p)
-}
-
-func (r *recorder) list() []kubetypes.Problem {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]kubetypes.Problem(nil), r.problems...)
-}
+func (r *recorder) list() []kubetypes.Problem { return r.List() }
 
 func runSource(t *testing.T, opts Options) (<-chan kubetypes.PodUpdate, *recorder) {
 	t.Helper()
@@ -98,34 +85,13 @@ func runSource(t *testing.T, opts Options) (<-chan kubetypes.PodUpdate, *recorde
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	_, logCtx := ktesting.NewTestContext(t) // logs go to the test's output
-	ctx, cancel := context.WithCancel(logCtx)
-	out := make(chan kubetypes.PodUpdate)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Run(ctx, out)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return out, rec
+	return sourcetest.Run(t, s), rec
 }
 
 // next returns the next update, failing after waitTimeout.
 func next(t *testing.T, ch <-chan kubetypes.PodUpdate) kubetypes.PodUpdate {
 	t.Helper()
-	select {
-	case u := <-ch:
-		if u.Op != kubetypes.SET || u.Source != kubetypes.HTTPSource {
-			t.Fatalf("got %s from %q, want SET from http", u.Op, u.Source)
-		}
-		return u
-	case <-time.After(waitTimeout):
-		t.Fatal("no update from the http source")
-	}
-	return kubetypes.PodUpdate{}
+	return sourcetest.Next(t, ch, kubetypes.HTTPSource, waitTimeout)
 }
 
 // noUpdateFor waits until the server has had n more requests and fails if
