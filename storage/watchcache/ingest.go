@@ -65,15 +65,7 @@ func (c *Cache) upsert(obj runtime.Object) error {
 	if prev := c.st.tree.Get(e.key); prev != nil {
 		ev.typ, ev.prev = watch.Modified, prev
 	}
-	c.st.apply(ev)
-	c.notifyLocked()
-	// Handing over under the lock keeps the dispatcher's order the order
-	// of application.
-	c.pending.push(pendingItem{ev: ev})
-	c.mu.Unlock()
-	if c.opts.OnEvent != nil {
-		c.opts.OnEvent(obj)
-	}
+	c.applyAndUnlock(ev, obj)
 	return nil
 }
 
@@ -101,15 +93,7 @@ func (c *Cache) remove(obj runtime.Object) error {
 		return nil
 	}
 	ev := &event{typ: watch.Deleted, key: key, rv: rv, prev: prev, goneFrom: obj, received: time.Now()}
-	c.st.apply(ev)
-	c.notifyLocked()
-	// Handing over under the lock keeps the dispatcher's order the order
-	// of application.
-	c.pending.push(pendingItem{ev: ev})
-	c.mu.Unlock()
-	if c.opts.OnEvent != nil {
-		c.opts.OnEvent(obj)
-	}
+	c.applyAndUnlock(ev, obj)
 	return nil
 }
 
@@ -202,4 +186,18 @@ func diff(old tree, sorted []*element, rv uint64, now time.Time) []*event {
 		out = append(out, &event{typ: watch.Added, key: sorted[i].key, rv: rv, cur: sorted[i], received: now})
 	}
 	return out
+}
+
+// applyAndUnlock applies ev, hands it to the dispatcher and releases c.mu,
+// which the caller holds; obj is the object the change came with.
+func (c *Cache) applyAndUnlock(ev *event, obj runtime.Object) {
+	c.st.apply(ev)
+	c.notifyLocked()
+	// Handing over under the lock keeps the dispatcher's order the order
+	// of application.
+	c.pending.push(pendingItem{ev: ev})
+	c.mu.Unlock()
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(obj)
+	}
 }
