@@ -387,6 +387,22 @@ func seedPods(b testing.TB, store storage.Interface, n int) {
 	}
 }
 
+// settledHeap is the live heap once it stops shrinking: a stopped cache's
+// goroutines (upstream's end some time after Stop) may keep it reachable
+// for a while. It waits at most two seconds.
+func settledHeap() uint64 {
+	prev := heapAfterGC()
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		h := heapAfterGC()
+		if float64(h) >= 0.99*float64(prev) {
+			return h
+		}
+		prev = h
+	}
+	return prev
+}
+
 // heapAfterGC is the live heap after two full collections.
 func heapAfterGC() uint64 {
 	runtime.GC()

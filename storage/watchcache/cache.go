@@ -24,6 +24,7 @@ type Cache struct {
 	indexNames []string
 	indexFuncs []storage.IndexerFunc
 	reflector  *listwatch.Reflector
+	layouts    fieldLayouts // elements' field names, shared
 
 	// ctx ends when the cache stops; every goroutine of the cache, the
 	// watchers' included, ends with it. wg joins them.

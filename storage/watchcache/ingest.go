@@ -47,7 +47,7 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 	for i, fn := range c.indexFuncs {
 		idx[i] = fn(obj)
 	}
-	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: f, index: idx}, nil
+	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: c.layouts.compact(f), index: idx}, nil
 }
 
 func (c *Cache) upsert(obj runtime.Object) error {

@@ -305,7 +305,7 @@ func (c *Cache) collect(q listQuery, rv uint64, walk func(func(*element) bool), 
 			more = true
 			return false
 		}
-		if q.pred.MatchesObjectAttributes(e.labels, e.fields) {
+		if matchAttributes(&q.pred, e.labels, e.fields) {
 			res.Items = append(res.Items, e.obj)
 			last = e.key
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -24,7 +23,7 @@ type element struct {
 	obj    *CachedObject
 	rv     uint64
 	labels labels.Set
-	fields fields.Set
+	fields fieldSet
 	index  []string // one value per state.indexNames
 }
 

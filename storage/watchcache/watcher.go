@@ -105,7 +105,7 @@ func (w *watcher) matches(e *element) bool {
 	} else if e.key != w.key {
 		return false
 	}
-	return w.pred.MatchesObjectAttributes(e.labels, e.fields)
+	return matchAttributes(&w.pred, e.labels, e.fields)
 }
 
 // convert turns a change into what this watcher must see, by whether the

@@ -1,0 +1,127 @@
+package watchcache
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// fieldSet is an element's selectable fields, kept compactly: a pod's ten
+// fields as a fields.Set map take ~650 bytes, as a shared list of names
+// and the object's own value strings ~170. Every object of a resource has
+// the same field names, so the names are stored once per cache.
+type fieldSet struct {
+	names  *fieldNames
+	values []string // values[i] is the value of names.sorted[i]
+}
+
+var _ fields.Fields = fieldSet{}
+
+// Has implements fields.Fields.
+func (f fieldSet) Has(name string) bool {
+	_, ok := f.names.index(name)
+	return ok
+}
+
+// Get implements fields.Fields.
+func (f fieldSet) Get(name string) string {
+	if i, ok := f.names.index(name); ok {
+		return f.values[i]
+	}
+	return ""
+}
+
+// fieldNames is one sorted list of field names, shared and never changed.
+type fieldNames struct{ sorted []string }
+
+func (n *fieldNames) index(name string) (int, bool) {
+	if n == nil {
+		return 0, false
+	}
+	// Resources have about ten selectable fields: a linear scan beats a
+	// binary search's unpredictable branches at that size.
+	for i, s := range n.sorted {
+		if s == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// matches reports whether set has exactly these names.
+func (n *fieldNames) matches(set fields.Set) bool {
+	if len(set) != len(n.sorted) {
+		return false
+	}
+	for _, name := range n.sorted {
+		if _, ok := set[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// maxLayouts bounds how many distinct name lists a cache shares.
+const maxLayouts = 64
+
+// fieldLayouts turns fields.Sets into fieldSets, sharing name lists. It
+// is safe for concurrent use: elements are built outside the cache's
+// lock.
+type fieldLayouts struct {
+	// last is the most recently used list: with one resource's objects
+	// it is nearly always the one wanted, found without the lock.
+	last atomic.Pointer[fieldNames]
+	mu   sync.Mutex
+	all  []*fieldNames // guarded by mu; every list handed out
+}
+
+// compact returns set as a fieldSet. The values are set's strings, not
+// copies.
+func (l *fieldLayouts) compact(set fields.Set) fieldSet {
+	names := l.last.Load()
+	if names == nil || !names.matches(set) {
+		names = l.lookup(set)
+	}
+	values := make([]string, len(names.sorted))
+	for i, name := range names.sorted {
+		values[i] = set[name]
+	}
+	return fieldSet{names: names, values: values}
+}
+
+func (l *fieldLayouts) lookup(set fields.Set) *fieldNames {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.all {
+		if n.matches(set) {
+			l.last.Store(n)
+			return n
+		}
+	}
+	sorted := make([]string, 0, len(set))
+	for name := range set {
+		sorted = append(sorted, name)
+	}
+	slices.Sort(sorted)
+	n := &fieldNames{sorted: sorted}
+	// An attribute function whose names vary per object would grow the
+	// list without end: past maxLayouts, lists are no longer shared.
+	if len(l.all) < maxLayouts {
+		l.all = append(l.all, n)
+		l.last.Store(n)
+	}
+	return n
+}
+
+// matchAttributes is storage.SelectionPredicate.MatchesObjectAttributes
+// over a fieldSet; p must be normalized (both selectors set).
+func matchAttributes(p *storage.SelectionPredicate, l labels.Set, f fieldSet) bool {
+	if p.Label.Empty() && p.Field.Empty() {
+		return true
+	}
+	return p.Label.Matches(l) && p.Field.Matches(f)
+}
