@@ -65,6 +65,10 @@ type Server struct {
 // ErrDataDirLocked is returned when another process holds the data directory.
 var ErrDataDirLocked = errors.New("embedded etcd: data directory is in use by another process")
 
+// catchUpEntries is how many applied raft entries the member keeps in
+// memory (etcd's --snapshot-catchup-entries).
+const catchUpEntries = 100
+
 // closeTimeout bounds how long a failed start waits for etcd to release
 // what it opened; a half-started etcd can block in Close forever.
 const closeTimeout = 5 * time.Second
@@ -109,6 +113,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		lock.unlock()
 		return nil, err
 	}
+	// etcd keeps the last 5 000 raft entries in memory for slow followers
+	// to catch up from; one member has no followers, and 5 000 pod writes
+	// are ~8 MB of heap held for nothing.
+	cfg.SnapshotCatchUpEntries = catchUpEntries
 	cfg.UnsafeNoFsync = opts.UnsafeNoFsync
 	cfg.MaxRequestBytes = opts.MaxRequestBytes
 	if cfg.MaxRequestBytes == 0 {
