@@ -109,6 +109,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 				NewListFunc:    strat.NewList,
 				AttrFunc:       strat.GetAttrs,
 				Indexers:       strat.Indexers(),
+				Intern:         strat.Intern,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("watch cache of %s: %w", gr, err)

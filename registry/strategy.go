@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/storage/intern"
 )
 
 // Strategy describes one resource to a Store. Only the identity fields and
@@ -78,6 +80,11 @@ type Strategy struct {
 	// IndexFields are the selectable fields worth indexing (pods:
 	// spec.nodeName); the watch cache uses the first as its trigger.
 	IndexFields []string
+	// Intern, if set, shares through t the parts of a cached object that
+	// objects of this resource tend to have in common, beyond the
+	// metadata the watch cache interns for every resource (see
+	// watchcache.Options.Intern).
+	Intern func(t *intern.Table, obj runtime.Object)
 
 	// Graceful decides what DELETE does to an existing object. It returns
 	// nil to remove the object now, or a func that marks it instead

@@ -48,6 +48,7 @@ func Pods(now func() time.Time) *registry.Strategy {
 		SelectableFields:         podSelectableFields,
 		FieldLabels:              podFieldLabels,
 		IndexFields:              []string{"spec.nodeName"},
+		Intern:                   InternPod,
 		Graceful:                 podGraceful(now),
 		AllowUnconditionalUpdate: true,
 		ReturnDeletedObject:      true,

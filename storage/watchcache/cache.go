@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kite-project/kite/listwatch"
+	"github.com/kite-project/kite/storage/intern"
 )
 
 // Cache is the watch cache of one resource: a storage.Interface that
@@ -25,6 +26,7 @@ type Cache struct {
 	indexFuncs []storage.IndexerFunc
 	reflector  *listwatch.Reflector
 	layouts    fieldLayouts // elements' field names, shared
+	interns    *intern.Table
 
 	// ctx ends when the cache stops; every goroutine of the cache, the
 	// watchers' included, ends with it. wg joins them.
@@ -74,6 +76,7 @@ func New(opts Options) (*Cache, error) {
 		readyCh:    make(chan struct{}),
 		pending:    pending{wake: make(chan struct{}, 1)},
 		jitter:     rand.Float64,
+		interns:    intern.New(intern.Options{}),
 	}
 	if c.versioner == nil {
 		c.versioner = storage.APIObjectVersioner{}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -29,8 +30,15 @@ func (s sink) Replace(objs []runtime.Object, rv string) error {
 }
 func (s sink) UpdateResourceVersion(rv string) { s.c.progress(rv) }
 
-// newElement computes once what filtering an object needs.
+// newElement computes once what filtering an object needs, after sharing
+// the parts it has in common with the objects already cached.
 func (c *Cache) newElement(obj runtime.Object) (*element, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		c.interns.Meta(m)
+	}
+	if c.opts.Intern != nil {
+		c.opts.Intern(c.interns, obj)
+	}
 	key, err := c.opts.KeyFunc(obj)
 	if err != nil {
 		return nil, fmt.Errorf("key of %T: %w", obj, err)

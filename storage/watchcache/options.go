@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kite-project/kite/listwatch"
+	"github.com/kite-project/kite/storage/intern"
 )
 
 // Defaults, matching kube-apiserver's where they are observable.
@@ -75,6 +76,13 @@ type Options struct {
 	// (upstream's trigger functions). Each function must agree with the
 	// field of the same name that AttrFunc returns.
 	Indexers storage.IndexerFuncs
+	// Intern, if set, shares through t the parts of each object the cache
+	// takes in that objects of this resource tend to have in common
+	// (pods: resource lists, images), beyond the labels, annotations and
+	// managedFields the cache interns for every resource. It may change
+	// obj, which no one else holds yet, and must keep every encoding of
+	// it the same.
+	Intern func(t *intern.Table, obj runtime.Object)
 	// HistoryWindow is the least history kept; 0 means
 	// DefaultHistoryWindow. Less than the default is refused, as upstream.
 	HistoryWindow time.Duration

@@ -1,0 +1,142 @@
+package intern
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+func sameBytes(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+func TestEqualValuesShareTheFirstCopy(t *testing.T) {
+	tbl := New(Options{})
+	b1, b2 := []byte(`{"f:metadata":{}}`), []byte(`{"f:metadata":{}}`)
+	if got := tbl.Bytes(b1); !sameBytes(got, b1) {
+		t.Error("first slice is not canonical")
+	}
+	if got := tbl.Bytes(b2); !sameBytes(got, b1) {
+		t.Error("equal slice not shared")
+	}
+	m1, m2 := map[string]string{"app": "web", "tier": "front"}, map[string]string{"tier": "front", "app": "web"}
+	tbl.Map(m1)
+	if got := tbl.Map(m2); !sameMap(got, m1) {
+		t.Error("equal map not shared")
+	}
+	l1 := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	l2 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi"), corev1.ResourceCPU: resource.MustParse("0.1")}
+	tbl.ResourceList(l1)
+	if got := tbl.ResourceList(l2); !sameMap(got, l1) {
+		t.Error("resource lists that print the same are not shared")
+	}
+	s1 := string([]byte("registry.example.com/web:1.0"))
+	s2 := string([]byte("registry.example.com/web:1.0"))
+	tbl.String(s1)
+	if got := tbl.String(s2); unsafe.StringData(got) != unsafe.StringData(s1) {
+		t.Error("equal string not shared")
+	}
+}
+
+func TestDifferentValuesStayApart(t *testing.T) {
+	tbl := New(Options{})
+	cases := []struct {
+		name string
+		a, b map[string]string
+	}{
+		{"value differs", map[string]string{"app": "web"}, map[string]string{"app": "db"}},
+		{"key differs", map[string]string{"app": "web"}, map[string]string{"ap": "pweb"}},
+		{"split point differs", map[string]string{"a": "bc"}, map[string]string{"ab": "c"}},
+		{"extra key", map[string]string{"a": "b"}, map[string]string{"a": "b", "c": ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tbl.Map(tc.a)
+			if got := tbl.Map(tc.b); sameMap(got, tc.a) || !reflect.DeepEqual(got, tc.b) {
+				t.Errorf("Map(%v) = %v, shared with %v", tc.b, got, tc.a)
+			}
+		})
+	}
+	l1 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	l2 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1073741824")}
+	tbl.ResourceList(l1)
+	if got := tbl.ResourceList(l2); sameMap(got, l1) {
+		t.Error("1Gi and 1073741824 print differently but were shared")
+	}
+}
+
+func TestBudgetBoundsWhatIsKept(t *testing.T) {
+	tbl := New(Options{Budget: 100})
+	known := []byte("0123456789012345678901234567890123456789") // 40 bytes
+	tbl.Bytes(known)
+	for i := range 10 {
+		b := []byte(fmt.Sprintf("%040d", i))
+		tbl.Bytes(b)
+	}
+	if tbl.used > 100 {
+		t.Errorf("table holds %d bytes of keys, budget 100", tbl.used)
+	}
+	again := []byte("0123456789012345678901234567890123456789")
+	if got := tbl.Bytes(again); !sameBytes(got, known) {
+		t.Error("a value kept before the budget ran out is no longer shared")
+	}
+	late := []byte(fmt.Sprintf("%040d", 9))
+	if got := tbl.Bytes(late); !sameBytes(got, late) || string(got) != string(late) {
+		t.Error("a value past the budget did not come back unchanged")
+	}
+}
+
+func TestMetaSharesLabelsAnnotationsAndManagedFields(t *testing.T) {
+	tbl := New(Options{})
+	mk := func(name string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{"app": "web"},
+			Annotations: map[string]string{"note": "x"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: string([]byte("kubectl")), Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)},
+			}},
+		}
+	}
+	a, b := mk("a"), mk("b")
+	tbl.Meta(a)
+	tbl.Meta(b)
+	if !sameMap(a.Labels, b.Labels) || !sameMap(a.Annotations, b.Annotations) {
+		t.Error("labels or annotations not shared")
+	}
+	if !sameBytes(a.ManagedFields[0].FieldsV1.Raw, b.ManagedFields[0].FieldsV1.Raw) {
+		t.Error("managedFields field sets not shared")
+	}
+	if a.Name != "a" || b.Name != "b" {
+		t.Error("names changed")
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	tbl := New(Options{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				v := fmt.Sprint(i % 50)
+				if got := tbl.Map(map[string]string{"k": v}); got["k"] != v {
+					t.Errorf("goroutine %d: Map gave %v for %q", g, got, v)
+					return
+				}
+				tbl.String(v + "-string")
+			}
+		}()
+	}
+	wg.Wait()
+}
