@@ -31,8 +31,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kite-project/kite/registry/builtin"
 	kiteetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/etcdtest"
+	"github.com/kite-project/kite/storage/intern"
 	kitecache "github.com/kite-project/kite/storage/watchcache"
 )
 
@@ -69,6 +71,10 @@ type kind struct {
 	newList  func() kruntime.Object
 	attrs    storage.AttrFunc
 	nodeName func(obj kruntime.Object) string
+	// intern is what the kind's registry strategy shares in the cache
+	// (Strategy.Intern); nil for the example pods, which Kite does not
+	// serve.
+	intern func(t *intern.Table, obj kruntime.Object)
 }
 
 var examplePods = kind{
@@ -97,6 +103,7 @@ var examplePods = kind{
 }
 
 var corev1Pods = kind{
+	intern:  builtin.InternPod,
 	codec:   corev1Codec,
 	newObj:  func() kruntime.Object { return &corev1.Pod{} },
 	newList: func() kruntime.Object { return &corev1.PodList{} },
@@ -204,6 +211,7 @@ func newKiteCache(b testing.TB, s storage.Interface, k kind) underTest {
 		NewListFunc:    k.newList,
 		AttrFunc:       k.attrs,
 		Indexers:       storage.IndexerFuncs{"spec.nodeName": k.nodeName},
+		Intern:         k.intern,
 	})
 	if err != nil {
 		b.Fatal(err)

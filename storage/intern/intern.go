@@ -14,7 +14,6 @@ package intern
 import (
 	"encoding/binary"
 	"slices"
-	"sync"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,16 +24,19 @@ import (
 // keys of values seen only once can cost at most.
 const DefaultBudget = 4 << 20
 
-// Table is a set of canonical values. It is safe for concurrent use.
+// Table is a set of canonical values. It is not safe for concurrent use:
+// its owner (the watch cache's ingest goroutine) is the one goroutine that
+// interns, which spares a lock per value.
 type Table struct {
-	mu     sync.Mutex
 	budget int
-	used   int // guarded by mu, like everything below
+	used   int
 	bytes  map[string][]byte
 	str    map[string]string
 	maps   map[string]map[string]string
 	lists  map[string]corev1.ResourceList
-	key    []byte // scratch for building map keys
+	// scratch for building keys
+	key   []byte
+	names []string
 }
 
 // Options configure a Table.
@@ -74,8 +76,6 @@ func (t *Table) Bytes(b []byte) []byte {
 	if len(b) == 0 {
 		return b
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if c, ok := t.bytes[string(b)]; ok {
 		return c
 	}
@@ -90,12 +90,6 @@ func (t *Table) String(s string) string {
 	if s == "" {
 		return s
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.stringLocked(s)
-}
-
-func (t *Table) stringLocked(s string) string {
 	if c, ok := t.str[s]; ok {
 		return c
 	}
@@ -110,10 +104,8 @@ func (t *Table) Map(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.key = t.key[:0]
-	for _, k := range sortedKeys(m) {
+	for _, k := range t.sortedKeys(m) {
 		t.key = appendField(appendField(t.key, k), m[k])
 	}
 	if c, ok := t.maps[string(t.key)]; ok {
@@ -132,15 +124,13 @@ func (t *Table) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return l
 	}
-	names := make([]string, 0, len(l))
+	t.names = t.names[:0]
 	for name := range l {
-		names = append(names, string(name))
+		t.names = append(t.names, string(name))
 	}
-	slices.Sort(names)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	slices.Sort(t.names)
 	t.key = t.key[:0]
-	for _, name := range names {
+	for _, name := range t.names {
 		q := l[corev1.ResourceName(name)]
 		t.key = appendField(appendField(t.key, name), q.String())
 	}
@@ -182,13 +172,14 @@ func (t *Table) ManagedFields(entries []metav1.ManagedFieldsEntry) {
 	}
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns m's keys, sorted, in the Table's scratch slice.
+func (t *Table) sortedKeys(m map[string]string) []string {
+	t.names = t.names[:0]
 	for k := range m {
-		keys = append(keys, k)
+		t.names = append(t.names, k)
 	}
-	slices.Sort(keys)
-	return keys
+	slices.Sort(t.names)
+	return t.names
 }
 
 // appendField appends s with its length, so that no two different maps

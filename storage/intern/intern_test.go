@@ -3,7 +3,6 @@ package intern
 import (
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -119,24 +118,4 @@ func TestMetaSharesLabelsAnnotationsAndManagedFields(t *testing.T) {
 	if a.Name != "a" || b.Name != "b" {
 		t.Error("names changed")
 	}
-}
-
-func TestConcurrentUse(t *testing.T) {
-	tbl := New(Options{})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 500 {
-				v := fmt.Sprint(i % 50)
-				if got := tbl.Map(map[string]string{"k": v}); got["k"] != v {
-					t.Errorf("goroutine %d: Map gave %v for %q", g, got, v)
-					return
-				}
-				tbl.String(v + "-string")
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -25,8 +25,11 @@ type Cache struct {
 	indexNames []string
 	indexFuncs []storage.IndexerFunc
 	reflector  *listwatch.Reflector
-	layouts    fieldLayouts // elements' field names, shared
-	interns    *intern.Table
+	// layouts and interns share what elements have in common; only the
+	// goroutine taking in changes (the Reflector's, through sink) uses
+	// them.
+	layouts fieldLayouts
+	interns *intern.Table
 
 	// ctx ends when the cache stops; every goroutine of the cache, the
 	// watchers' included, ends with it. wg joins them.

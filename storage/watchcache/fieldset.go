@@ -2,8 +2,6 @@ package watchcache
 
 import (
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -69,20 +67,18 @@ func (n *fieldNames) matches(set fields.Set) bool {
 const maxLayouts = 64
 
 // fieldLayouts turns fields.Sets into fieldSets, sharing name lists. It
-// is safe for concurrent use: elements are built outside the cache's
-// lock.
+// is not safe for concurrent use; the cache's ingest goroutine owns it.
 type fieldLayouts struct {
 	// last is the most recently used list: with one resource's objects
-	// it is nearly always the one wanted, found without the lock.
-	last atomic.Pointer[fieldNames]
-	mu   sync.Mutex
-	all  []*fieldNames // guarded by mu; every list handed out
+	// it is nearly always the one wanted.
+	last *fieldNames
+	all  []*fieldNames // every list shared so far
 }
 
 // compact returns set as a fieldSet. The values are set's strings, not
 // copies.
 func (l *fieldLayouts) compact(set fields.Set) fieldSet {
-	names := l.last.Load()
+	names := l.last
 	if names == nil || !names.matches(set) {
 		names = l.lookup(set)
 	}
@@ -94,11 +90,9 @@ func (l *fieldLayouts) compact(set fields.Set) fieldSet {
 }
 
 func (l *fieldLayouts) lookup(set fields.Set) *fieldNames {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for _, n := range l.all {
 		if n.matches(set) {
-			l.last.Store(n)
+			l.last = n
 			return n
 		}
 	}
@@ -112,7 +106,7 @@ func (l *fieldLayouts) lookup(set fields.Set) *fieldNames {
 	// list without end: past maxLayouts, lists are no longer shared.
 	if len(l.all) < maxLayouts {
 		l.all = append(l.all, n)
-		l.last.Store(n)
+		l.last = n
 	}
 	return n
 }
