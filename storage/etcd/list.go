@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	etcdrpc "go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -80,6 +83,12 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 
 		app.grow(len(resp.Kvs))
 		limitReached := false
+		if n := len(resp.Kvs); !paging && n > 0 {
+			last := resp.Kvs[n-1].Key
+			if app.addParallel(ctx, resp.Kvs) {
+				lastKey, resp.Kvs = last, nil
+			}
+		}
 		for i, kv := range resp.Kvs {
 			if paging && int64(app.count()) >= pred.Limit {
 				limitReached = true
@@ -235,6 +244,68 @@ func (a *appender) matches(obj runtime.Object) bool {
 	}
 	ok, err := a.pred.Matches(obj)
 	return err == nil && ok
+}
+
+// parallelDecodeMin is the smallest page whose items are decoded by
+// several goroutines: decoding dominates large lists (a cache's first
+// list of 100k pods spends ~1 s in it on one core).
+const parallelDecodeMin = 1024
+
+// addParallel decodes and appends every one of kvs using up to GOMAXPROCS
+// goroutines, each filling its own run of slots, and reports whether it
+// did. It does only what needs no order: typed lists without a filter. If
+// any item fails, it appends nothing and returns false, so that the caller
+// decodes the page one by one and reports the failure as it always does.
+// kvs' entries are set to nil as they are decoded, to let their values go
+// early; on false they are left as they were.
+func (a *appender) addParallel(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
+	workers := min(goruntime.GOMAXPROCS(0), len(kvs)/parallelDecodeMin*2, 8)
+	if !a.inPlace || a.filter || workers < 2 || ctx.Err() != nil {
+		return false
+	}
+	start := a.n
+	a.items.SetLen(start + len(kvs)) // grow made room for the page
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	chunk := (len(kvs) + workers - 1) / workers
+	for lo := 0; lo < len(kvs); lo += chunk {
+		hi := min(lo+chunk, len(kvs))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi && !failed.Load(); i++ {
+				if !a.decodeInto(ctx, kvs[i], a.items.Index(start+i)) {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		for i := range kvs {
+			a.items.Index(start + i).SetZero()
+		}
+		a.items.SetLen(start)
+		return false
+	}
+	a.n += len(kvs)
+	clear(kvs)
+	return true
+}
+
+// decodeInto decodes kv into slot, reporting whether it could.
+func (a *appender) decodeInto(ctx context.Context, kv *mvccpb.KeyValue, slot reflect.Value) bool {
+	data, err := a.s.fromStorageKV(ctx, kv.Key, kv.Value)
+	if err != nil {
+		return false
+	}
+	into := slot.Addr().Interface().(runtime.Object)
+	obj, _, err := a.s.codec.Decode(data, nil, into)
+	if err != nil || obj != into {
+		return false
+	}
+	setRV(a.s.versioner, into, uint64(kv.ModRevision))
+	return true
 }
 
 // reserve makes room for one more element past a.n, growing capacity

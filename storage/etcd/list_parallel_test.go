@@ -1,0 +1,82 @@
+package etcd
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// A page large enough to be decoded by several goroutines gives what the
+// one-by-one decoding of small pages gives: every item, in key order, with
+// its resourceVersion; and a corrupt value is reported the same way.
+func TestLargeListDecodesInParallelAsOneByOne(t *testing.T) {
+	const pods = 2*parallelDecodeMin + 50
+	ctx, s, client := testSetup(t, withUnsafeCorruptObjectDeletion())
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < pods; i += 8 {
+				p := newPod("ns", fmt.Sprintf("p%05d", i))
+				if err := s.Create(ctx, "/pods/ns/"+p.Name, p, &example.Pod{}, 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	all := storage.ListOptions{Recursive: true, Predicate: storage.Everything}
+	whole := &example.PodList{}
+	if err := s.GetList(ctx, "/pods/", all, whole); err != nil {
+		t.Fatal(err)
+	}
+	var paged []example.Pod
+	for cont := ""; ; {
+		p := storage.Everything
+		p.Limit, p.Continue = 500, cont
+		page := &example.PodList{}
+		if err := s.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: p}, page); err != nil {
+			t.Fatal(err)
+		}
+		paged = append(paged, page.Items...)
+		if cont = page.Continue; cont == "" {
+			break
+		}
+	}
+	if len(whole.Items) != pods || len(paged) != pods {
+		t.Fatalf("got %d items in one page and %d paged, want %d", len(whole.Items), len(paged), pods)
+	}
+	for i := range whole.Items {
+		w, p := whole.Items[i], paged[i]
+		if want := fmt.Sprintf("p%05d", i); w.Name != want || w.Name != p.Name || w.ResourceVersion != p.ResourceVersion || w.ResourceVersion == "" || w.Spec.NodeName != p.Spec.NodeName {
+			t.Fatalf("item %d: %s@%s, paged %s@%s, want %s", i, w.Name, w.ResourceVersion, p.Name, p.ResourceVersion, want)
+		}
+	}
+
+	const bad = "/pods/ns/p01000x" // sorts in the middle
+	if _, err := client.Client.KV.Put(ctx, bad, defaultTestPrefix+"\x00\xffnot an object"); err != nil {
+		t.Fatal(err)
+	}
+	list := &example.PodList{}
+	err := s.GetList(ctx, "/pods/", all, list)
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Reason != metav1.StatusReasonStoreReadError || len(st.Status().Details.Causes) != 1 || st.Status().Details.Causes[0].Field != bad {
+		t.Fatalf("list with a corrupt value: %v, want a StoreReadError naming %s", err, bad)
+	}
+	if len(list.Items) != pods {
+		t.Errorf("list with a corrupt value has %d items, want the %d good ones", len(list.Items), pods)
+	}
+}
