@@ -68,3 +68,16 @@ func memoryDelta(pods int, rss0, heap0, rss1, heap1 float64) *Memory {
 	}
 	return m
 }
+
+// atEnd adds a scrape taken after the workloads.
+func (m *Memory) atEnd(rss, heap float64) {
+	m.RSSEnd, m.HeapEnd = rss, heap
+	if m.Pods > 0 {
+		if m.RSSBefore > 0 && rss > 0 {
+			m.RSSEndPerPod = (rss - m.RSSBefore) / float64(m.Pods)
+		}
+		if m.HeapBefore > 0 && heap > 0 {
+			m.HeapEndPerPod = (heap - m.HeapBefore) / float64(m.Pods)
+		}
+	}
+}

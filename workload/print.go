@@ -43,6 +43,11 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/pod\n", rssMetric, mib(m.RSSBefore), mib(m.RSSAfter), m.RSSPerPod)
 			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/pod\n", heapMetric, mib(m.HeapBefore), mib(m.HeapAfter), m.HeapPerPod)
 		}
+		if m.RSSEnd > 0 || m.HeapEnd > 0 {
+			fmt.Fprintln(w, "at the end (lists, watches and informer done, pods still stored):")
+			fmt.Fprintf(w, "  %s: %s, %.0f B/pod\n", rssMetric, mib(m.RSSEnd), m.RSSEndPerPod)
+			fmt.Fprintf(w, "  %s: %s, %.0f B/pod\n", heapMetric, mib(m.HeapEnd), m.HeapEndPerPod)
+		}
 		if m.NotExposedNote != "" {
 			fmt.Fprintf(w, "server memory: not measured: %s\n", m.NotExposedNote)
 		}

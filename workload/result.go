@@ -25,8 +25,11 @@ type Result struct {
 	Note string `json:"note,omitempty"`
 }
 
-// Memory is what the server's /metrics said before the pods were created
-// and after, in bytes; a metric the server does not expose is 0.
+// Memory is what the server's /metrics said before the pods were created,
+// after, and at the end (the lists, watches and informer done, the pods
+// still stored), in bytes; a metric the server does not expose is 0. The
+// end figures show what serving the pods added, such as encodings a server
+// keeps for them.
 type Memory struct {
 	Pods           int     `json:"pods"`
 	RSSBefore      float64 `json:"processResidentMemoryBytesBefore"`
@@ -35,6 +38,10 @@ type Memory struct {
 	HeapAfter      float64 `json:"goMemstatsHeapInuseBytesAfter"`
 	RSSPerPod      float64 `json:"rssBytesPerPod"`
 	HeapPerPod     float64 `json:"heapInuseBytesPerPod"`
+	RSSEnd         float64 `json:"processResidentMemoryBytesEnd,omitempty"`
+	HeapEnd        float64 `json:"goMemstatsHeapInuseBytesEnd,omitempty"`
+	RSSEndPerPod   float64 `json:"rssBytesPerPodEnd,omitempty"`
+	HeapEndPerPod  float64 `json:"heapInuseBytesPerPodEnd,omitempty"`
 	NotExposedNote string  `json:"note,omitempty"`
 }
 

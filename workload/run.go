@@ -92,6 +92,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) (_ *Report, err er
 		{"watch fan-out, all namespaces", func() (Result, error) { return FanOut(ctx, client, opts, AllNamespaces) }},
 		{"watch fan-out, one node each", func() (Result, error) { return FanOut(ctx, client, opts, OneNode) }},
 		{"informer sync", func() (Result, error) { return SyncInformer(ctx, client, opts) }},
+		{"memory at the end", func() (Result, error) {
+			if m := report.Memory; m != nil && m.NotExposedNote == "" {
+				if rss, heap, err := scrapeMemory(ctx, client); err == nil {
+					m.atEnd(rss, heap)
+				}
+			}
+			return Result{}, nil
+		}},
 	}
 	for _, step := range steps {
 		fmt.Fprintf(opts.Log, "kite bench: %s\n", step.name)

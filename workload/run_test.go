@@ -73,8 +73,8 @@ func TestRunSmall(t *testing.T) {
 			if len(report.Results) != len(wantOps) {
 				t.Errorf("%d results, want %d", len(report.Results), len(wantOps))
 			}
-			if m := report.Memory; m == nil || m.RSSAfter <= 0 || m.HeapAfter <= 0 {
-				t.Errorf("memory %+v, want both metrics read from /metrics", m)
+			if m := report.Memory; m == nil || m.RSSAfter <= 0 || m.HeapAfter <= 0 || m.RSSEnd <= 0 || m.HeapEnd <= 0 {
+				t.Errorf("memory %+v, want both metrics read from /metrics after the creates and at the end", m)
 			}
 
 			client := kubernetes.NewForConfigOrDie(cfg)
@@ -89,7 +89,7 @@ func TestRunSmall(t *testing.T) {
 			if report.Options.Decode != tt.want {
 				t.Errorf("report says decode %q, want %q", report.Options.Decode, tt.want)
 			}
-			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes", "decode " + string(tt.want)} {
+			for _, want := range []string{"WORKLOAD", "watch fan-out, one node each", "process_resident_memory_bytes", "at the end", "decode " + string(tt.want)} {
 				if !strings.Contains(table.String(), want) {
 					t.Errorf("table lacks %q:\n%s", want, table.String())
 				}
