@@ -29,6 +29,15 @@
 // requires), so that an item encoder reuses the bytes of watches and of
 // other lists.
 //
+// Objects of one resource repeat themselves: the pods of a Deployment have
+// the same labels, managedFields, images and resource lists. The cache
+// interns what it takes in (package intern; labels, annotations and
+// managedFields for every resource, more through Options.Intern), so that
+// each such part is held once, not once per object: a cached pod made from
+// a template costs about half what it costs decoded alone. Interned parts
+// are shared between objects, one more reason that nothing may change an
+// object the cache handed out.
+//
 // Usage:
 //
 //	c, err := watchcache.New(watchcache.Options{
