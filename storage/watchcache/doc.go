@@ -33,8 +33,8 @@
 // the same labels, managedFields, images and resource lists. The cache
 // interns what it takes in (package intern; labels, annotations and
 // managedFields for every resource, more through Options.Intern), so that
-// each such part is held once, not once per object: a cached pod made from
-// a template costs about half what it costs decoded alone. Interned parts
+// each such part is held once, not once per object (kite bench's pods: 3.3
+// KB of heap each instead of 6.1 KB). Interned parts
 // are shared between objects, one more reason that nothing may change an
 // object the cache handed out.
 //
