@@ -3,20 +3,20 @@ package apiserver
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/apiserver/pargzip"
 )
 
 // gzipThreshold is upstream's: responses smaller than this are not worth
@@ -55,26 +55,6 @@ func (s *Server) deferred(w http.ResponseWriter, r *http.Request, code int, cont
 	return &deferredWriter{w: w, r: r, code: code, contentType: contentType, gzips: &s.gzips}
 }
 
-// gzipWriters recycles gzip writers: each holds several hundred KiB of
-// compressor state, too much to allocate per response. They compress at
-// level 1, as upstream's: most of the size reduction for a fraction of
-// the CPU of the default level (kubernetes/kubernetes#112296).
-type gzipWriters struct{ pool sync.Pool }
-
-func (g *gzipWriters) get(w io.Writer) *gzip.Writer {
-	if z, ok := g.pool.Get().(*gzip.Writer); ok {
-		z.Reset(w)
-		return z
-	}
-	z, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		panic(err) // BestSpeed is a valid level
-	}
-	return z
-}
-
-func (g *gzipWriters) put(z *gzip.Writer) { g.pool.Put(z) }
-
 // deferredWriter holds the first gzipThreshold bytes of a response: if
 // the body ends there it goes out in one piece, otherwise it is streamed
 // (gzipped if the client accepts gzip), as upstream's
@@ -87,8 +67,8 @@ type deferredWriter struct {
 	buf         bytes.Buffer
 	started     bool
 	out         io.Writer
-	gz          *gzip.Writer
-	gzips       *gzipWriters
+	gz          *pargzip.Writer
+	gzips       *pargzip.Pool
 	bw          *bufio.Writer // large bodies only
 }
 
@@ -125,7 +105,9 @@ func (d *deferredWriter) start(large bool) {
 	case large && acceptsGzip(d.r):
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-		d.gz = d.gzips.get(d.bw)
+		// Level 1, as upstream's (kubernetes/kubernetes#112296), spread
+		// over the cores.
+		d.gz = pargzip.NewWriter(d.bw, d.gzips, 0)
 		d.out = d.gz
 	case !large:
 		h.Set("Content-Length", strconv.Itoa(d.buf.Len()))
@@ -148,7 +130,6 @@ func (d *deferredWriter) Close() {
 	}
 	if d.gz != nil {
 		d.gz.Close()
-		d.gzips.put(d.gz)
 	}
 	d.bw.Flush()
 }

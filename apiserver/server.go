@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/pargzip"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -79,7 +80,7 @@ type Server struct {
 	maxBody  int64
 	minWatch time.Duration
 	// gzips recycles the compressors of large responses.
-	gzips gzipWriters
+	gzips pargzip.Pool
 	// shuttingDown makes /readyz fail while the server drains.
 	shuttingDown atomic.Bool
 }
