@@ -97,7 +97,6 @@ func (z *Writer) Write(p []byte) (int, error) {
 	if z.err != nil {
 		return 0, z.err
 	}
-	z.crc = crc32.Update(z.crc, crc32.IEEETable, p)
 	z.size += uint32(len(p))
 	n := len(p)
 	for len(p) > 0 {
@@ -120,6 +119,7 @@ func (z *Writer) Write(p []byte) (int, error) {
 
 // handOut starts deflating the buffered input on a goroutine of its own.
 func (z *Writer) handOut() {
+	z.sum()
 	c := &chunk{in: z.in, out: z.pool.buffer(), done: make(chan struct{})}
 	z.in = z.pool.buffer()
 	z.pending = append(z.pending, c)
@@ -127,6 +127,13 @@ func (z *Writer) handOut() {
 		defer close(c.done)
 		deflate(z.pool, c.out, c.in.Bytes())
 	}()
+}
+
+// sum adds the buffered input to the checksum. A chunk at a time, not a
+// Write at a time: list writers write items, tags and lengths of a few
+// bytes, and CRC-32 is many times faster over large buffers.
+func (z *Writer) sum() {
+	z.crc = crc32.Update(z.crc, crc32.IEEETable, z.in.Bytes())
 }
 
 // deflate writes data as raw deflate blocks ending in a sync flush, so
@@ -179,6 +186,7 @@ func (z *Writer) Close() error {
 	z.closed = true
 	if len(z.pending) == 0 {
 		// A body of one chunk or less: no goroutine is worth starting.
+		z.sum()
 		out := z.pool.buffer()
 		deflate(z.pool, out, z.in.Bytes())
 		z.write(out.Bytes())
