@@ -2,12 +2,15 @@
 // several goroutines: the input is cut into chunks, each chunk is deflated
 // on its own goroutine, and the compressed chunks are written in order.
 //
-// A list of 10 000 pods is 20 MB of JSON; deflating it at level 1 takes
-// ~40 ms of one core, most of what the API server spends on the list once
-// its items' bytes are cached. With the work spread over the cores, the
+// A list of 10 000 pods is 20 MB of JSON; deflating it at level 1 with
+// compress/flate takes ~31 ms of one core, most of what the API server
+// spends on the list once its items' bytes are cached. The chunks are
+// deflated with github.com/klauspost/compress/flate, which does level 1
+// in half that time with slightly smaller output (16 ms, 787 KB against
+// 816 KB for that list), and with the work spread over the cores the
 // first compressed bytes leave sooner and the whole body is done in a
-// fraction of the time. The price is a little ratio: each 256 KiB chunk
-// starts with an empty window (~5 % larger output for lists of pods).
+// fraction of the time. Each 256 KiB chunk starts with an empty window,
+// which costs ~5 % of output against one stream.
 //
 // The output is a single standard gzip member (RFC 1952), readable by any
 // gzip reader: the chunks are raw deflate blocks ended by a sync flush,
@@ -17,13 +20,14 @@ package pargzip
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
 	"runtime"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // ChunkSize is how much input each goroutine deflates at a time.
