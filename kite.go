@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,6 +35,18 @@ import (
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
 )
+
+// profiles serves Go's runtime profiles, as kube-apiserver's
+// /debug/pprof/ does.
+func profiles() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
 
 // DefaultVersion is the Kubernetes version Kite reports: the version of
 // the k8s.io modules whose API it serves.
@@ -140,8 +153,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	extra := map[string]http.Handler{"/openapi/": oa}
+	if opts.Profiling {
+		extra["/debug/pprof/"] = profiles()
+	}
 	s.api, err = apiserver.New(apiserver.Options{
-		Extra:         map[string]http.Handler{"/openapi/": oa},
+		Extra:         extra,
 		Stores:        stores,
 		Scheme:        s.scheme,
 		Version:       v,

@@ -66,6 +66,10 @@ type Options struct {
 	// watch cache: it gets the resource and the store and returns what the
 	// registry uses; stop is called on Close and may be nil.
 	WrapStorage func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// Profiling serves Go's profiles (net/http/pprof) at /debug/pprof/ to
+	// authenticated clients, as kube-apiserver's --profiling does (on by
+	// default in the kite command, off for embedders).
+	Profiling bool
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

@@ -19,7 +19,7 @@ import (
 // for the tests), runs the tests, closes the server and exits. The run
 // fails if the server cannot start or close, or if a goroutine outlives it.
 func Main(m *testing.M, use func(*kite.Server)) {
-	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
+	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal", Profiling: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kite:", err)
 		os.Exit(1)

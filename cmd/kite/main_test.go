@@ -111,3 +111,29 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestProfilingFlag checks that the command serves /debug/pprof/ unless
+// told not to, as kube-apiserver's --profiling.
+func TestProfilingFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--profiling=false"}, false},
+	} {
+		var f apiFlags
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		f.add(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		opts, err := f.options(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.Profiling != tt.want {
+			t.Errorf("%v: Profiling = %v, want %v", tt.args, opts.Profiling, tt.want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package kite_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kite-project/kite"
+)
+
+// /debug/pprof/ serves Go's profiles to the admin, as kube-apiserver's
+// --profiling does, and nothing to a client without credentials.
+func TestProfilesServedToAuthenticatedClients(t *testing.T) {
+	get := func(cfg *rest.Config, path string) (int, string) {
+		t.Helper()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Get(shared.URL() + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	admin := config(t)
+	cases := []struct {
+		cfg      *rest.Config
+		path     string
+		code     int
+		contains string
+	}{
+		{admin, "/debug/pprof/", http.StatusOK, "goroutine"},
+		{admin, "/debug/pprof/goroutine?debug=1", http.StatusOK, "goroutine profile:"},
+		{admin, "/debug/pprof/heap?debug=1", http.StatusOK, "heap profile:"},
+		{rest.AnonymousClientConfig(admin), "/debug/pprof/", http.StatusUnauthorized, ""},
+	}
+	for _, tc := range cases {
+		if code, body := get(tc.cfg, tc.path); code != tc.code || !strings.Contains(body, tc.contains) {
+			t.Errorf("GET %s: %d, body starting %.60q; want %d with %q", tc.path, code, body, tc.code, tc.contains)
+		}
+	}
+}
+
+func TestProfilesAreOffUnlessAsked(t *testing.T) {
+	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hc, err := rest.HTTPClientFor(srv.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(srv.URL() + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ with Profiling off: %d, want 404", resp.StatusCode)
+	}
+}
