@@ -36,6 +36,25 @@ import (
 	"github.com/kite-project/kite/storage/etcd/embedded"
 )
 
+// http2Config is kube-apiserver's HTTP/2 configuration (k8s.io/apiserver
+// secure serving): 100 streams per connection unless told otherwise (a
+// client then opens another connection, which also spreads a watcher-heavy
+// client's streams over several connection goroutines), and 256 KiB
+// frames and per-stream buffers, enough for most request bodies in one
+// frame.
+func http2Config(maxStreams int) *http.HTTP2Config {
+	const resourceBody99Percentile = 256 << 10
+	if maxStreams <= 0 {
+		maxStreams = DefaultHTTP2MaxStreamsPerConnection
+	}
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          maxStreams,
+		MaxReadFrameSize:              resourceBody99Percentile,
+		MaxReceiveBufferPerStream:     resourceBody99Percentile,
+		MaxReceiveBufferPerConnection: resourceBody99Percentile * maxStreams,
+	}
+}
+
 // profiles serves Go's runtime profiles, as kube-apiserver's
 // /debug/pprof/ does.
 func profiles() http.Handler {
@@ -186,6 +205,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 		ErrorLog:          serverErrorLog(klog.FromContext(ctx)),
+		IdleTimeout:       90 * time.Second, // http.DefaultTransport's keep-alive
+		HTTP2:             http2Config(opts.HTTP2MaxStreamsPerConnection),
 	}
 	s.wg.Go(func() {
 		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -12,6 +12,10 @@ import (
 	"github.com/kite-project/kite/storage/watchcache"
 )
 
+// DefaultHTTP2MaxStreamsPerConnection is kube-apiserver's limit of
+// concurrent HTTP/2 streams per client connection.
+const DefaultHTTP2MaxStreamsPerConnection = 100
+
 // DefaultSecurePort is kube-apiserver's port; the command uses it by
 // default, embedders get a free port (SecurePort 0).
 const DefaultSecurePort = 6443
@@ -66,6 +70,10 @@ type Options struct {
 	// watch cache: it gets the resource and the store and returns what the
 	// registry uses; stop is called on Close and may be nil.
 	WrapStorage func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// HTTP2MaxStreamsPerConnection limits the concurrent HTTP/2 streams of
+	// one client connection (--http2-max-streams-per-connection); 0 means
+	// DefaultHTTP2MaxStreamsPerConnection.
+	HTTP2MaxStreamsPerConnection int
 	// Profiling serves Go's profiles (net/http/pprof) at /debug/pprof/ to
 	// authenticated clients, as kube-apiserver's --profiling does (on by
 	// default in the kite command, off for embedders).

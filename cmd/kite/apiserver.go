@@ -21,6 +21,7 @@ type apiFlags struct {
 	watchCacheSizes       []string
 	defaultWatchCacheSize int
 	profiling             bool
+	http2MaxStreams       int
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -28,6 +29,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.securePort, "secure-port", kite.DefaultSecurePort, "port the API server serves HTTPS on; 0 picks a free port (the kubeconfig names it)")
 	fs.StringSliceVar(&f.watchCacheSizes, "watch-cache-sizes", nil, "watch cache size per resource, resource[.group]#size: 0 serves the resource from etcd alone, a positive size bounds its event window (which keeps at least 75 s of history when the bound allows)")
 	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
+	fs.IntVar(&f.http2MaxStreams, "http2-max-streams-per-connection", 0, "limit of concurrent HTTP/2 streams the server gives each client connection; 0 means kube-apiserver's default, 100")
 	fs.BoolVar(&f.profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ to authenticated clients, as kube-apiserver does")
 }
 
@@ -81,7 +83,7 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 }
 
 func (f *apiFlags) options(dataDir string) (kite.Options, error) {
-	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling}
+	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams}
 	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
 		per, err := watchcache.ParseSizes(f.watchCacheSizes)
 		if err != nil {

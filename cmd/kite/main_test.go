@@ -112,6 +112,24 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 	}
 }
 
+// TestHTTP2MaxStreamsFlag checks that the flag reaches the options (0,
+// the default, meaning kube-apiserver's 100).
+func TestHTTP2MaxStreamsFlag(t *testing.T) {
+	var f apiFlags
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	f.add(fs)
+	if err := fs.Parse([]string{"--http2-max-streams-per-connection", "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := f.options(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HTTP2MaxStreamsPerConnection != 1000 {
+		t.Errorf("HTTP2MaxStreamsPerConnection = %d, want 1000", opts.HTTP2MaxStreamsPerConnection)
+	}
+}
+
 // TestProfilingFlag checks that the command serves /debug/pprof/ unless
 // told not to, as kube-apiserver's --profiling.
 func TestProfilingFlag(t *testing.T) {
