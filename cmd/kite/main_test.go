@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
 	"github.com/kite-project/kite/storage/watchcache"
-	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestFlagMistakesFailBeforeStarting checks flag combinations that make no
