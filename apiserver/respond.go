@@ -134,9 +134,12 @@ func (d *deferredWriter) Close() {
 	d.bw.Flush()
 }
 
+// acceptsGzip reports whether the client accepts gzip by upstream's rule
+// (responsewriters.ContentEncodingSupported): one of the comma-separated
+// Accept-Encoding tokens is exactly "gzip"; "gzip;q=0.5" is not.
 func acceptsGzip(r *http.Request) bool {
 	for _, enc := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		if strings.TrimSpace(strings.SplitN(enc, ";", 2)[0]) == "gzip" {
+		if strings.TrimSpace(enc) == "gzip" {
 			return true
 		}
 	}

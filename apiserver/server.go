@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,9 @@ type Server struct {
 	minWatch time.Duration
 	// gzips recycles the compressors of large responses.
 	gzips pargzip.Pool
+	// watchGzips recycles the compressors of streaming lists' live
+	// events (*gzip.Writer), one member per flush.
+	watchGzips sync.Pool
 	// shuttingDown makes /readyz fail while the server drains.
 	shuttingDown atomic.Bool
 }

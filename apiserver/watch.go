@@ -54,6 +54,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	h.Set("Content-Type", mediaType)
 	h.Set("Transfer-Encoding", "chunked")
 	h.Set("X-Content-Type-Options", "nosniff")
+	compress := isWatchList(opts.SendInitialEvents, opts.AllowWatchBookmarks) && acceptsGzip(c.r)
+	if compress {
+		watchGzipHeaders(h)
+	}
 	c.w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
@@ -65,15 +69,25 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	if c.out.partial != "" {
 		objects = s.encoderFor(c.out.info.Serializer, metav1.SchemeGroupVersion)
 	}
-	// A streaming list (sendInitialEvents) sends the whole state before
-	// its initial-events-end bookmark, and the client waits for that
-	// bookmark: those events go out in 64 KiB writes with no flush per
-	// event; live events are flushed as they come.
+	// A streaming list (sendInitialEvents with bookmarks) sends the whole
+	// state before its initial-events-end bookmark, and the client waits
+	// for that bookmark: those events go out in 64 KiB writes with no
+	// flush per event; live events are flushed as they come.
 	out := &switchWriter{w: c.w}
 	var initial *bufio.Writer
-	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+	// Only a watch with bookmarks gets the initial-events-end bookmark
+	// that ends this buffering; without, initial events are live ones.
+	watchList := isWatchList(opts.SendInitialEvents, opts.AllowWatchBookmarks)
+	if watchList {
 		initial = bufio.NewWriterSize(c.w, largeWriteSize)
 		out.w = initial
+	}
+	// A compressed streaming list writes through gz: its initial events
+	// into the 64 KiB writer, its live events straight to the response.
+	var gz *watchListGzip
+	if compress {
+		gz = newWatchListGzip(initial, &s.gzips, &s.watchGzips)
+		out.w = gz
 	}
 	events := streaming.NewEncoder(stream.Framer.NewFrameWriter(out), stream.Serializer)
 	// Objects of the watch cache go out as frames around their cached
@@ -88,9 +102,13 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	ew := &eventWriter{s: s, c: c, out: out, frames: frames, objects: objects, events: events,
 		jsonFrames: c.out.info.MediaType == mediaJSON}
 	defer func() {
+		// The watch may end during its initial events (an error, the
+		// timeout) or between flushes: what was written still goes out,
+		// as a complete gzip stream when compressed.
+		if gz != nil {
+			gz.endMember()
+		}
 		if initial != nil {
-			// The watch ended during its initial events (an error, the
-			// timeout): what was written still goes out.
 			initial.Flush()
 		}
 	}()
@@ -117,12 +135,23 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			if initial != nil && ev.Type == watch.Bookmark {
 				// The initial-events-end bookmark (the first bookmark of
 				// a streaming list): from here on, events are live.
+				if gz != nil {
+					if err := gz.endMember(); err != nil {
+						return nil
+					}
+					gz.w = c.w
+				} else {
+					out.w = c.w
+				}
 				if err := initial.Flush(); err != nil {
 					return nil
 				}
-				initial, out.w = nil, c.w
+				initial = nil
 			}
 			if initial == nil && len(results) == 0 {
+				if gz != nil && gz.endMember() != nil {
+					return nil
+				}
 				flusher.Flush()
 			}
 		}
