@@ -66,22 +66,27 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-func TestHealthEndpoints(t *testing.T) {
-	// Health endpoints answer without credentials.
-	cfg := rest.AnonymousClientConfig(config(t))
+// getPath GETs path of the shared server with cfg's credentials and
+// returns the status code and body.
+func getPath(t *testing.T, cfg *rest.Config, path string) (int, string) {
+	t.Helper()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(path string) (int, string) {
-		resp, err := hc.Get(shared.URL() + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+	resp, err := hc.Get(shared.URL() + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
 	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestHealthEndpoints(t *testing.T) {
+	// Health endpoints answer without credentials.
+	cfg := rest.AnonymousClientConfig(config(t))
+	get := func(path string) (int, string) { return getPath(t, cfg, path) }
 	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
 		if code, body := get(path); code != 200 || body != "ok" {
 			t.Errorf("%s: %d %q", path, code, body)

@@ -2,7 +2,6 @@ package kite_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,20 +14,6 @@ import (
 // /debug/pprof/ serves Go's profiles to the admin, as kube-apiserver's
 // --profiling does, and nothing to a client without credentials.
 func TestProfilesServedToAuthenticatedClients(t *testing.T) {
-	get := func(cfg *rest.Config, path string) (int, string) {
-		t.Helper()
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hc.Get(shared.URL() + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
 	admin := config(t)
 	cases := []struct {
 		cfg      *rest.Config
@@ -42,7 +27,7 @@ func TestProfilesServedToAuthenticatedClients(t *testing.T) {
 		{rest.AnonymousClientConfig(admin), "/debug/pprof/", http.StatusUnauthorized, ""},
 	}
 	for _, tc := range cases {
-		if code, body := get(tc.cfg, tc.path); code != tc.code || !strings.Contains(body, tc.contains) {
+		if code, body := getPath(t, tc.cfg, tc.path); code != tc.code || !strings.Contains(body, tc.contains) {
 			t.Errorf("GET %s: %d, body starting %.60q; want %d with %q", tc.path, code, body, tc.code, tc.contains)
 		}
 	}

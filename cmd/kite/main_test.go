@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
 	"github.com/kite-project/kite/storage/watchcache"
@@ -67,6 +68,22 @@ func TestSignalDuringStartIsACleanExit(t *testing.T) {
 	}
 }
 
+// apiOptions parses the API server's flags from args into options.
+func apiOptions(t *testing.T, args []string) kite.Options {
+	t.Helper()
+	var f apiFlags
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	f.add(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := f.options(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
 // TestWatchCacheSizeFlags checks what --watch-cache-sizes and
 // --default-watch-cache-size ask of the watch caches.
 func TestWatchCacheSizeFlags(t *testing.T) {
@@ -89,16 +106,7 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var f apiFlags
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			f.add(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			opts, err := f.options(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
+			opts := apiOptions(t, tt.args)
 			if tt.wantNil {
 				if opts.WatchCacheSizes != nil {
 					t.Fatalf("WatchCacheSizes = %+v, want nil", opts.WatchCacheSizes)
@@ -113,46 +121,23 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 	}
 }
 
-// TestHTTP2MaxStreamsFlag checks that the flag reaches the options (0,
-// the default, meaning kube-apiserver's 100).
-func TestHTTP2MaxStreamsFlag(t *testing.T) {
-	var f apiFlags
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	f.add(fs)
-	if err := fs.Parse([]string{"--http2-max-streams-per-connection", "1000"}); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := f.options(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts.HTTP2MaxStreamsPerConnection != 1000 {
-		t.Errorf("HTTP2MaxStreamsPerConnection = %d, want 1000", opts.HTTP2MaxStreamsPerConnection)
-	}
-}
-
-// TestProfilingFlag checks that the command serves /debug/pprof/ unless
-// told not to, as kube-apiserver's --profiling.
-func TestProfilingFlag(t *testing.T) {
-	for _, tt := range []struct {
-		args []string
-		want bool
+// TestAPIFlagsReachTheOptions checks --profiling (on unless turned off, as
+// kube-apiserver's) and --http2-max-streams-per-connection (0, the
+// default, meaning kube-apiserver's 100).
+func TestAPIFlagsReachTheOptions(t *testing.T) {
+	tests := []struct {
+		args       []string
+		profiling  bool
+		maxStreams int
 	}{
-		{nil, true},
-		{[]string{"--profiling=false"}, false},
-	} {
-		var f apiFlags
-		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-		f.add(fs)
-		if err := fs.Parse(tt.args); err != nil {
-			t.Fatal(err)
-		}
-		opts, err := f.options(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if opts.Profiling != tt.want {
-			t.Errorf("%v: Profiling = %v, want %v", tt.args, opts.Profiling, tt.want)
+		{nil, true, 0},
+		{[]string{"--profiling=false"}, false, 0},
+		{[]string{"--http2-max-streams-per-connection", "1000"}, true, 1000},
+	}
+	for _, tt := range tests {
+		opts := apiOptions(t, tt.args)
+		if opts.Profiling != tt.profiling || opts.HTTP2MaxStreamsPerConnection != tt.maxStreams {
+			t.Errorf("%v: Profiling %v, HTTP2MaxStreamsPerConnection %d; want %v, %d", tt.args, opts.Profiling, opts.HTTP2MaxStreamsPerConnection, tt.profiling, tt.maxStreams)
 		}
 	}
 }

@@ -39,15 +39,27 @@ func seed(t *testing.T, dir string, n int) {
 	t.Helper()
 	s := mustStart(t, dir)
 	defer s.Close()
+	c := mustClient(t, s)
+	defer c.Close()
+	putKeys(t, c, n, "v")
+}
+
+func mustClient(t *testing.T, s *Server) *clientv3.Client {
+	t.Helper()
 	c, err := s.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	return c
+}
+
+// putKeys writes value under the n keys /k/0, /k/1, ...
+func putKeys(t *testing.T, c *clientv3.Client, n int, value string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range n {
-		if _, err := c.Put(ctx, fmt.Sprintf("/k/%d", i), "v"); err != nil {
+		if _, err := c.Put(ctx, fmt.Sprintf("/k/%d", i), value); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,6 @@
 package embedded
 
 import (
-	"context"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -26,20 +24,10 @@ func TestWritesDoNotStayInMemoryAfterTheyAreApplied(t *testing.T) {
 	)
 	s := mustStart(t, t.TempDir())
 	defer s.Close()
-	c, err := s.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustClient(t, s)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	value := strings.Repeat("x", size)
 	before := liveHeap()
-	for i := range writes {
-		if _, err := c.Put(ctx, fmt.Sprintf("/k/%d", i), value); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putKeys(t, c, writes, strings.Repeat("x", size))
 	// Let the backend commit its batch (every 100 ms) so that its read
 	// buffer lets go of the values.
 	time.Sleep(300 * time.Millisecond)
