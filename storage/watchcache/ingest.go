@@ -53,6 +53,13 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 	}
 	idx := make([]string, len(c.indexFuncs))
 	for i, fn := range c.indexFuncs {
+		// Options.Indexers agree with the fields of the same names: take
+		// the value computed already (a registry's indexer computes all
+		// selectable fields again to return one).
+		if v, ok := f[c.indexNames[i]]; ok {
+			idx[i] = v
+			continue
+		}
 		idx[i] = fn(obj)
 	}
 	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: c.layouts.compact(f), index: idx}, nil
