@@ -90,14 +90,19 @@ func (l *stepLW) lastWatchRV() string {
 	return l.watches[len(l.watches)-1].ResourceVersion
 }
 
-// startFake runs a Reflector over lw on a fake clock with no jitter.
-func startFake(t *testing.T, lw *stepLW) (*clocktesting.FakeClock, *Reflector) {
+// startFake runs a Reflector over lw on a fake clock with no jitter;
+// tweaks change its options first.
+func startFake(t *testing.T, lw *stepLW, tweaks ...func(*Options)) (*clocktesting.FakeClock, *Reflector) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	r, err := NewReflector(Options{
+	opts := Options{
 		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
 		Clock: clk, Rand: func() float64 { return 0 },
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&opts)
+	}
+	r, err := NewReflector(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +203,20 @@ func TestReflectorWatchRecovery(t *testing.T) {
 
 var errTestFailure = errors.New("scripted failure")
 
-func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
-	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
+// errRefused is what a client's request to a server that is down fails
+// with.
+func errRefused() error {
+	return &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
 		Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
 	}}
+}
+
+// capRefusedWait is a startFake tweak: waits after refused connections
+// end after at most a second (half of it with no jitter).
+func capRefusedWait(o *Options) { o.RefusedMaxWait = time.Second }
+
+func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
+	refused := errRefused()
 	lost := func(errno syscall.Errno) error {
 		return &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/pods", Err: &net.OpError{
 			Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno),
@@ -213,18 +228,7 @@ func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 	// server that is shutting down (its watch cache has stopped).
 	unavailable := apierrors.NewServiceUnavailable("watchcache pods: stopped")
 	lw := &stepLW{listRV: "10", watchErrs: []error{refused, lost(syscall.EPIPE), unavailable, lost(syscall.ECONNRESET), refused, slow}}
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	r, err := NewReflector(Options{
-		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
-		Clock: clk, Rand: func() float64 { return 0 }, RefusedMaxWait: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	clk, _ := startFake(t, lw, capRefusedWait)
 	watches := func() int { _, w := lw.counts(); return w }
 
 	// Refused, cut or unavailable five times: each wait is half a second
@@ -247,23 +251,10 @@ func TestReflectorCapsWaitsAfterConnectionRefusedOrLost(t *testing.T) {
 // resourceVersion. The re-list comes at once, not after the backoff that
 // the refusals grew (the agent saw 20 s and more).
 func TestReflectorRelistsAtOnceAfterRestartedServerSays410(t *testing.T) {
-	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/api/v1/pods", Err: &net.OpError{
-		Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED),
-	}}
+	refused := errRefused()
 	gone := apierrors.NewResourceExpired("too old resource version: 10 (12)")
 	lw := &stepLW{listRV: "10", watchErrs: []error{refused, refused, refused, refused, gone}}
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	r, err := NewReflector(Options{
-		Name: "pods", ListerWatcher: lw, Store: NewIndexer(IndexerOptions[*v1.Pod]{}),
-		Clock: clk, Rand: func() float64 { return 0 }, RefusedMaxWait: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	clk, _ := startFake(t, lw, capRefusedWait)
 	watches := func() int { _, w := lw.counts(); return w }
 	for i := range 3 {
 		waitFor(t, "a backoff timer", func() bool { return watches() == i+1 && clk.Waiters() == 1 })

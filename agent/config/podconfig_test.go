@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/source/sourcetest"
 )
 
 // waitTimeout is generous: the machine running the tests may be loaded.
@@ -31,24 +32,6 @@ func TestNewRefusesBadSources(t *testing.T) {
 			}
 		})
 	}
-}
-
-// problems collects reported problems.
-type problems struct {
-	mu   sync.Mutex
-	list []kubetypes.Problem
-}
-
-func (p *problems) ReportProblem(pr kubetypes.Problem) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.list = append(p.list, pr)
-}
-
-func (p *problems) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.list)
 }
 
 func startPodConfig(t *testing.T, opts Options) (*PodConfig, context.CancelFunc) {
@@ -95,7 +78,7 @@ func receive(t *testing.T, c *PodConfig) kubetypes.PodUpdate {
 }
 
 func TestPodConfigRunsTheMerge(t *testing.T) {
-	reported := &problems{}
+	reported := &sourcetest.Recorder{}
 	c, _ := startPodConfig(t, Options{Sources: []string{file, api}, Reporter: reported, Now: func() time.Time { return now }})
 	if c.SeenAllSources() || c.Seen(file) {
 		t.Fatal("sources seen before any update")
@@ -115,8 +98,8 @@ func TestPodConfigRunsTheMerge(t *testing.T) {
 	if got, want := describe([]kubetypes.PodUpdate{receive(t, c)}), []string{"REMOVE file [a/1]"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if reported.count() != 1 {
-		t.Fatalf("problems %v, want one for the unconfigured source", reported.list)
+	if got := reported.List(); len(got) != 1 {
+		t.Fatalf("problems %v, want one for the unconfigured source", got)
 	}
 
 	send(t, c, set(api))
