@@ -54,7 +54,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	h.Set("Content-Type", mediaType)
 	h.Set("Transfer-Encoding", "chunked")
 	h.Set("X-Content-Type-Options", "nosniff")
-	compress := isWatchList(opts.SendInitialEvents, opts.AllowWatchBookmarks) && acceptsGzip(c.r)
+	// A streaming list (sendInitialEvents with bookmarks) is gzipped for
+	// clients that take gzip, as upstream's (see watchListGzip).
+	watchList := isWatchList(opts.SendInitialEvents, opts.AllowWatchBookmarks)
+	compress := watchList && acceptsGzip(c.r)
 	if compress {
 		watchGzipHeaders(h)
 	}
@@ -77,7 +80,6 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	var initial *bufio.Writer
 	// Only a watch with bookmarks gets the initial-events-end bookmark
 	// that ends this buffering; without, initial events are live ones.
-	watchList := isWatchList(opts.SendInitialEvents, opts.AllowWatchBookmarks)
 	if watchList {
 		initial = bufio.NewWriterSize(c.w, largeWriteSize)
 		out.w = initial
