@@ -108,6 +108,7 @@ type testEnv struct {
 	etcd     *clientv3.Client // a plain client of the same etcd
 	store    *etcd.Store
 	recorder *storagetesting.KubernetesRecorder
+	cache    *Cache
 }
 
 // testSetup starts an etcd, our etcd store over it and a cache over the
@@ -183,16 +184,23 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Cache, *tes
 	if err := c.Wait(ctx); err != nil {
 		t.Fatalf("cache not ready: %v", err)
 	}
-	return context.Background(), c, &testEnv{etcd: raw, store: store, recorder: recorder}
+	return context.Background(), c, &testEnv{etcd: raw, store: store, recorder: recorder, cache: c}
 }
 
-// compactStore compacts etcd at resourceVersion and waits until the store
-// has observed it, as upstream's compactStore does for the cacher.
+// compactStore waits until the cache has seen resourceVersion, compacts
+// etcd there and waits until the store has observed it, as upstream's
+// compactWatch does for the cacher. Without the first wait, a watch opened
+// just after would start before the cache had the compacting write, and be
+// served (rightly) from the cache's older state rather than the compacted
+// one the suite expects.
 func compactStore(env *testEnv) storagetesting.Compaction {
 	return func(ctx context.Context, t *testing.T, resourceVersion string) {
 		rv, err := storage.APIObjectVersioner{}.ParseResourceVersion(resourceVersion)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := env.cache.waitFresh(ctx, rv); err != nil {
+			t.Fatalf("cache did not reach %d: %v", rv, err)
 		}
 		if err := etcd.CompactTo(ctx, env.etcd, int64(rv)); err != nil {
 			t.Fatal(err)
