@@ -87,6 +87,7 @@ func New(opts Options) (*Cache, error) {
 	for _, name := range c.indexNames {
 		c.indexFuncs = append(c.indexFuncs, opts.Indexers[name])
 	}
+	c.layouts.indexNames = c.indexNames
 	c.st = newState(c.indexNames, newHistory(opts.HistoryWindow, minEvents, opts.MaxEvents))
 	c.reg = newRegistry(len(c.indexNames))
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -30,14 +30,22 @@ import (
 // cachingObject does.
 type CachedObject struct {
 	// orig is the object as the cache received it, never changed: lists
-	// read it without a lock, whatever setters do to object.
-	orig       runtime.Object
-	mu         sync.RWMutex
-	object     metaObject
-	deepCopied bool
-	// encodings holds an immutable []*encoding, replaced on insert, so the
-	// common path (a hit) takes no lock.
+	// read it without a lock, whatever setters do.
+	orig metaObject
+	// encodings holds an immutable []*encoding, replaced (compare and
+	// swap) on insert, so the common path (a hit) takes no lock.
 	encodings atomic.Pointer[[]*encoding]
+	// copied is nil until a setter changes the object: the cache keeps
+	// one CachedObject per object, and next to no object is ever set, so
+	// the lock and the copy live apart from it (32 bytes instead of 80).
+	copied atomic.Pointer[copiedObject]
+}
+
+// copiedObject is a CachedObject's own copy of its object, made by the
+// first setter that changes it; mu guards object's fields.
+type copiedObject struct {
+	mu     sync.RWMutex
+	object metaObject
 }
 
 type metaObject interface {
@@ -65,7 +73,7 @@ func NewCachedObject(obj runtime.Object) *CachedObject {
 	if !ok {
 		panic(fmt.Sprintf("watchcache: %T has no object metadata", obj))
 	}
-	return &CachedObject{orig: obj, object: m}
+	return &CachedObject{orig: m}
 }
 
 // CacheEncode implements runtime.CacheableObject: it writes the bytes
@@ -100,30 +108,27 @@ func (o *CachedObject) Encoded(id runtime.Identifier, encode func(runtime.Object
 }
 
 func (o *CachedObject) encoding(id runtime.Identifier) *encoding {
-	if list := o.encodings.Load(); list != nil {
-		for _, e := range *list {
+	for {
+		list := o.encodings.Load()
+		var old []*encoding
+		if list != nil {
+			old = *list
+		}
+		for _, e := range old {
 			if e.id == id {
 				return e
 			}
 		}
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var old []*encoding
-	if list := o.encodings.Load(); list != nil {
-		old = *list
-	}
-	for _, e := range old {
-		if e.id == id {
+		e := &encoding{id: id}
+		next := make([]*encoding, len(old), len(old)+1)
+		copy(next, old)
+		next = append(next, e)
+		if o.encodings.CompareAndSwap(list, &next) {
 			return e
 		}
+		// Another encoder inserted (or a setter dropped the list)
+		// meanwhile: look again.
 	}
-	e := &encoding{id: id}
-	next := make([]*encoding, len(old), len(old)+1)
-	copy(next, old)
-	next = append(next, e)
-	o.encodings.Store(&next)
-	return e
 }
 
 // Encodings is the number of distinct encodings made so far (for tests
@@ -137,9 +142,13 @@ func (o *CachedObject) Encodings() int {
 
 // GetObject implements runtime.CacheableObject: a deep copy of the object.
 func (o *CachedObject) GetObject() runtime.Object {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return o.object.DeepCopyObject()
+	c := o.copied.Load()
+	if c == nil {
+		return o.orig.DeepCopyObject()
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.object.DeepCopyObject()
 }
 
 // shared returns the object as the cache received it, without copying;
@@ -147,47 +156,50 @@ func (o *CachedObject) GetObject() runtime.Object {
 func (o *CachedObject) shared() runtime.Object { return o.orig }
 
 // GetObjectKind implements runtime.Object.
-func (o *CachedObject) GetObjectKind() schema.ObjectKind {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return o.object.GetObjectKind()
-}
+func (o *CachedObject) GetObjectKind() schema.ObjectKind { return o.get().GetObjectKind() }
 
 // DeepCopyObject implements runtime.Object: a new CachedObject over a copy,
-// with no encodings.
+// with no encodings. The copy is its own: setters change it in place.
 func (o *CachedObject) DeepCopyObject() runtime.Object {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	obj := o.object.DeepCopyObject().(metaObject)
-	return &CachedObject{orig: obj, object: obj, deepCopied: true}
+	obj := o.GetObject().(metaObject)
+	d := &CachedObject{orig: obj}
+	d.copied.Store(&copiedObject{object: obj})
+	return d
 }
 
 // set applies a change unless it is a no-op, copying the shared object
 // first and dropping encodings that no longer match.
-func (o *CachedObject) set(noop func() bool, change func()) {
-	o.mu.RLock()
-	same := noop()
-	o.mu.RUnlock()
-	if same {
-		return
+func (o *CachedObject) set(noop func(metaObject) bool, change func(metaObject)) {
+	c := o.copied.Load()
+	if c == nil {
+		if noop(o.orig) {
+			return
+		}
+		c = &copiedObject{object: o.orig.DeepCopyObject().(metaObject)}
+		if !o.copied.CompareAndSwap(nil, c) {
+			c = o.copied.Load() // another setter copied first
+		}
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if noop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if noop(c.object) {
 		return
-	}
-	if !o.deepCopied {
-		o.object = o.object.DeepCopyObject().(metaObject)
-		o.deepCopied = true
 	}
 	o.encodings.Store(nil)
-	change()
+	change(c.object)
 }
 
+// get returns the object getters read: the original until a setter has
+// copied it. The copy's fields may change under its lock; getters of
+// single fields read them as upstream's cachingObject does.
 func (o *CachedObject) get() metaObject {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	return o.object
+	c := o.copied.Load()
+	if c == nil {
+		return o.orig
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.object
 }
 
 // The rest implements metav1.Object: getters delegate, setters copy on
@@ -195,67 +207,67 @@ func (o *CachedObject) get() metaObject {
 
 func (o *CachedObject) GetNamespace() string { return o.get().GetNamespace() }
 func (o *CachedObject) SetNamespace(v string) {
-	o.set(func() bool { return o.object.GetNamespace() == v }, func() { o.object.SetNamespace(v) })
+	o.set(func(m metaObject) bool { return m.GetNamespace() == v }, func(m metaObject) { m.SetNamespace(v) })
 }
 func (o *CachedObject) GetName() string { return o.get().GetName() }
 func (o *CachedObject) SetName(v string) {
-	o.set(func() bool { return o.object.GetName() == v }, func() { o.object.SetName(v) })
+	o.set(func(m metaObject) bool { return m.GetName() == v }, func(m metaObject) { m.SetName(v) })
 }
 func (o *CachedObject) GetGenerateName() string { return o.get().GetGenerateName() }
 func (o *CachedObject) SetGenerateName(v string) {
-	o.set(func() bool { return o.object.GetGenerateName() == v }, func() { o.object.SetGenerateName(v) })
+	o.set(func(m metaObject) bool { return m.GetGenerateName() == v }, func(m metaObject) { m.SetGenerateName(v) })
 }
 func (o *CachedObject) GetUID() types.UID { return o.get().GetUID() }
 func (o *CachedObject) SetUID(v types.UID) {
-	o.set(func() bool { return o.object.GetUID() == v }, func() { o.object.SetUID(v) })
+	o.set(func(m metaObject) bool { return m.GetUID() == v }, func(m metaObject) { m.SetUID(v) })
 }
 func (o *CachedObject) GetResourceVersion() string { return o.get().GetResourceVersion() }
 func (o *CachedObject) SetResourceVersion(v string) {
-	o.set(func() bool { return o.object.GetResourceVersion() == v }, func() { o.object.SetResourceVersion(v) })
+	o.set(func(m metaObject) bool { return m.GetResourceVersion() == v }, func(m metaObject) { m.SetResourceVersion(v) })
 }
 func (o *CachedObject) GetGeneration() int64 { return o.get().GetGeneration() }
 func (o *CachedObject) SetGeneration(v int64) {
-	o.set(func() bool { return o.object.GetGeneration() == v }, func() { o.object.SetGeneration(v) })
+	o.set(func(m metaObject) bool { return m.GetGeneration() == v }, func(m metaObject) { m.SetGeneration(v) })
 }
 func (o *CachedObject) GetSelfLink() string { return o.get().GetSelfLink() }
 func (o *CachedObject) SetSelfLink(v string) {
-	o.set(func() bool { return o.object.GetSelfLink() == v }, func() { o.object.SetSelfLink(v) })
+	o.set(func(m metaObject) bool { return m.GetSelfLink() == v }, func(m metaObject) { m.SetSelfLink(v) })
 }
 func (o *CachedObject) GetCreationTimestamp() metav1.Time { return o.get().GetCreationTimestamp() }
 func (o *CachedObject) SetCreationTimestamp(v metav1.Time) {
-	o.set(func() bool { return o.object.GetCreationTimestamp() == v }, func() { o.object.SetCreationTimestamp(v) })
+	o.set(func(m metaObject) bool { return m.GetCreationTimestamp() == v }, func(m metaObject) { m.SetCreationTimestamp(v) })
 }
 func (o *CachedObject) GetDeletionTimestamp() *metav1.Time { return o.get().GetDeletionTimestamp() }
 func (o *CachedObject) SetDeletionTimestamp(v *metav1.Time) {
-	o.set(func() bool { return o.object.GetDeletionTimestamp() == v }, func() { o.object.SetDeletionTimestamp(v) })
+	o.set(func(m metaObject) bool { return m.GetDeletionTimestamp() == v }, func(m metaObject) { m.SetDeletionTimestamp(v) })
 }
 func (o *CachedObject) GetDeletionGracePeriodSeconds() *int64 {
 	return o.get().GetDeletionGracePeriodSeconds()
 }
 func (o *CachedObject) SetDeletionGracePeriodSeconds(v *int64) {
-	o.set(func() bool { return o.object.GetDeletionGracePeriodSeconds() == v }, func() { o.object.SetDeletionGracePeriodSeconds(v) })
+	o.set(func(m metaObject) bool { return m.GetDeletionGracePeriodSeconds() == v }, func(m metaObject) { m.SetDeletionGracePeriodSeconds(v) })
 }
 func (o *CachedObject) GetLabels() map[string]string { return o.get().GetLabels() }
 func (o *CachedObject) SetLabels(v map[string]string) {
-	o.set(func() bool { return false }, func() { o.object.SetLabels(v) })
+	o.set(func(metaObject) bool { return false }, func(m metaObject) { m.SetLabels(v) })
 }
 func (o *CachedObject) GetAnnotations() map[string]string { return o.get().GetAnnotations() }
 func (o *CachedObject) SetAnnotations(v map[string]string) {
-	o.set(func() bool { return false }, func() { o.object.SetAnnotations(v) })
+	o.set(func(metaObject) bool { return false }, func(m metaObject) { m.SetAnnotations(v) })
 }
 func (o *CachedObject) GetFinalizers() []string { return o.get().GetFinalizers() }
 func (o *CachedObject) SetFinalizers(v []string) {
-	o.set(func() bool { return false }, func() { o.object.SetFinalizers(v) })
+	o.set(func(metaObject) bool { return false }, func(m metaObject) { m.SetFinalizers(v) })
 }
 func (o *CachedObject) GetOwnerReferences() []metav1.OwnerReference {
 	return o.get().GetOwnerReferences()
 }
 func (o *CachedObject) SetOwnerReferences(v []metav1.OwnerReference) {
-	o.set(func() bool { return false }, func() { o.object.SetOwnerReferences(v) })
+	o.set(func(metaObject) bool { return false }, func(m metaObject) { m.SetOwnerReferences(v) })
 }
 func (o *CachedObject) GetManagedFields() []metav1.ManagedFieldsEntry {
 	return o.get().GetManagedFields()
 }
 func (o *CachedObject) SetManagedFields(v []metav1.ManagedFieldsEntry) {
-	o.set(func() bool { return false }, func() { o.object.SetManagedFields(v) })
+	o.set(func(metaObject) bool { return false }, func(m metaObject) { m.SetManagedFields(v) })
 }

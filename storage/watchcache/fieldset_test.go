@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -21,7 +22,7 @@ func podFields(name, node, phase string) fields.Set {
 func TestFieldSetAnswersAsItsMap(t *testing.T) {
 	var l fieldLayouts
 	set := podFields("a", "node-1", "Running")
-	f := l.compact(set)
+	f := l.compact(set, nil)
 	for _, name := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.restartPolicy", ""} {
 		if got, want := f.Has(name), set.Has(name); got != want {
 			t.Errorf("Has(%q) = %v, the map says %v", name, got, want)
@@ -34,10 +35,10 @@ func TestFieldSetAnswersAsItsMap(t *testing.T) {
 
 func TestFieldSetsOfOneShapeShareTheirNames(t *testing.T) {
 	var l fieldLayouts
-	a := l.compact(podFields("a", "node-1", "Running"))
-	b := l.compact(podFields("b", "node-2", "Pending"))
-	other := l.compact(fields.Set{"metadata.name": "c"})
-	again := l.compact(podFields("d", "node-3", "Failed"))
+	a := l.compact(podFields("a", "node-1", "Running"), nil)
+	b := l.compact(podFields("b", "node-2", "Pending"), nil)
+	other := l.compact(fields.Set{"metadata.name": "c"}, nil)
+	again := l.compact(podFields("d", "node-3", "Failed"), nil)
 	if a.names != b.names || a.names != again.names {
 		t.Error("sets with the same field names got different name lists")
 	}
@@ -53,7 +54,7 @@ func TestFieldLayoutsStopSharingPastTheirBound(t *testing.T) {
 	var l fieldLayouts
 	for i := range maxLayouts + 10 {
 		name := fmt.Sprintf("f%d", i)
-		f := l.compact(fields.Set{name: "v", "metadata.name": "x"})
+		f := l.compact(fields.Set{name: "v", "metadata.name": "x"}, nil)
 		if f.Get(name) != "v" || f.Get("metadata.name") != "x" || f.Has("f-none") {
 			t.Fatalf("set %d answers wrongly: %v", i, f.values)
 		}
@@ -67,7 +68,7 @@ func TestMatchAttributesAgreesWithSelectionPredicate(t *testing.T) {
 	var l fieldLayouts
 	lbls := labels.Set{"app": "web", "tier": "front"}
 	set := podFields("a", "node-1", "Running")
-	f := l.compact(set)
+	f := l.compact(set, nil)
 	cases := []struct{ label, field string }{
 		{"", ""},
 		{"app=web", ""},
@@ -97,5 +98,39 @@ func TestMatchAttributesAgreesWithSelectionPredicate(t *testing.T) {
 				t.Errorf("matchAttributes = %v, SelectionPredicate says %v", got, want)
 			}
 		})
+	}
+}
+
+// indexedBy is a fieldSet with no fields and the given index values, for
+// tests of the state that need only those.
+func indexedBy(values ...string) fieldSet {
+	var l fieldLayouts
+	for i := range values {
+		l.indexNames = append(l.indexNames, fmt.Sprintf("index-%d", i))
+	}
+	return l.compact(fields.Set{}, func(i int) string { return values[i] })
+}
+
+func TestFieldSetHoldsIndexValuesOfFieldsAndOfOtherIndexers(t *testing.T) {
+	l := fieldLayouts{indexNames: []string{"spec.nodeName", "by-image", "metadata.name"}}
+	calls := 0
+	f := l.compact(podFields("a", "node-1", "Running"), func(i int) string {
+		calls++
+		if i != 1 {
+			t.Errorf("indexer %d computed, but it is a field", i)
+		}
+		return "nginx"
+	})
+	if got := []string{f.index(0), f.index(1), f.index(2)}; !slices.Equal(got, []string{"node-1", "nginx", "a"}) {
+		t.Errorf("index values %q, want [node-1 nginx a]", got)
+	}
+	if calls != 1 {
+		t.Errorf("indexer called %d times, want once", calls)
+	}
+	if f.Has("by-image") || f.Get("by-image") != "" {
+		t.Error("an indexer that is not a field shows as one to selectors")
+	}
+	if sel := fields.OneTermEqualSelector("by-image", "nginx"); sel.Matches(f) {
+		t.Error("a selector matched an index value that is not a field")
 	}
 }

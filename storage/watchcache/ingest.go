@@ -51,18 +51,8 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attributes of %s: %w", key, err)
 	}
-	idx := make([]string, len(c.indexFuncs))
-	for i, fn := range c.indexFuncs {
-		// Options.Indexers agree with the fields of the same names: take
-		// the value computed already (a registry's indexer computes all
-		// selectable fields again to return one).
-		if v, ok := f[c.indexNames[i]]; ok {
-			idx[i] = v
-			continue
-		}
-		idx[i] = fn(obj)
-	}
-	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: c.layouts.compact(f), index: idx}, nil
+	fs := c.layouts.compact(f, func(i int) string { return c.indexFuncs[i](obj) })
+	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: fs}, nil
 }
 
 func (c *Cache) upsert(obj runtime.Object) error {

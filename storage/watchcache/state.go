@@ -23,8 +23,7 @@ type element struct {
 	obj    *CachedObject
 	rv     uint64
 	labels labels.Set
-	fields fieldSet
-	index  []string // one value per state.indexNames
+	fields fieldSet // also the values for each of state.indexNames
 }
 
 // event is one change of the resource, shared read-only by the window, the
@@ -50,7 +49,7 @@ func (ev *event) goneObject(v storage.Versioner) *CachedObject {
 	ev.goneOnce.Do(func() {
 		obj := ev.goneFrom
 		if obj == nil {
-			obj = ev.prev.obj.object.DeepCopyObject()
+			obj = ev.prev.obj.get().DeepCopyObject()
 			_ = v.UpdateObject(obj, ev.rv) // the object came from the versioner's own writes
 		}
 		ev.gone = NewCachedObject(obj)
@@ -129,10 +128,10 @@ func (s *state) apply(ev *event) {
 func (s *state) indexAdd(e *element) {
 	for i, name := range s.indexNames {
 		byValue := s.indexes[name]
-		keys := byValue[e.index[i]]
+		keys := byValue[e.fields.index(i)]
 		if keys == nil {
 			keys = map[string]*element{}
-			byValue[e.index[i]] = keys
+			byValue[e.fields.index(i)] = keys
 		}
 		keys[e.key] = e
 	}
@@ -141,10 +140,10 @@ func (s *state) indexAdd(e *element) {
 func (s *state) indexRemove(e *element) {
 	for i, name := range s.indexNames {
 		byValue := s.indexes[name]
-		keys := byValue[e.index[i]]
+		keys := byValue[e.fields.index(i)]
 		delete(keys, e.key)
 		if len(keys) == 0 {
-			delete(byValue, e.index[i])
+			delete(byValue, e.fields.index(i))
 		}
 	}
 }

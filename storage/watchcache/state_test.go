@@ -25,7 +25,7 @@ func contents(t tree) map[string]uint64 {
 func TestSnapshotAtRebuildsEveryVersionOfTheWindow(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	s := newState([]string{"node"}, newHistory(time.Minute, minEvents, 300))
-	initial := []*element{{key: "/pods/a", rv: 5, index: []string{"n1"}}, {key: "/pods/b", rv: 7, index: []string{"n2"}}}
+	initial := []*element{{key: "/pods/a", rv: 5, fields: indexedBy("n1")}, {key: "/pods/b", rv: 7, fields: indexedBy("n2")}}
 	s.replace(initial, 10)
 	past := map[uint64]map[string]uint64{10: contents(s.tree)}
 	now := time.Unix(0, 0)
@@ -41,7 +41,7 @@ func TestSnapshotAtRebuildsEveryVersionOfTheWindow(t *testing.T) {
 			if prev == nil {
 				ev.typ = watch.Added
 			}
-			ev.cur = &element{key: key, rv: rv, index: []string{fmt.Sprintf("n%d", rnd.IntN(3))}}
+			ev.cur = &element{key: key, rv: rv, fields: indexedBy(fmt.Sprintf("n%d", rnd.IntN(3)))}
 		}
 		s.apply(ev)
 		past[rv] = contents(s.tree)
@@ -67,7 +67,7 @@ func TestSnapshotAtRebuildsEveryVersionOfTheWindow(t *testing.T) {
 		byIdx, _ := s.byIndex("node", v, "/pods/", "")
 		n := 0
 		s.tree.Ascend("", func(e *element) bool {
-			if e.index[0] == v {
+			if e.fields.index(0) == v {
 				if byIdx[n].key != e.key {
 					t.Fatalf("index %s: %q at %d, want %q", v, byIdx[n].key, n, e.key)
 				}
