@@ -34,16 +34,22 @@ type Table struct {
 	str    map[string]string
 	maps   map[string]map[string]string
 	lists  map[string]corev1.ResourceList
+	slices map[string]any // []T of Slice, keyed by T's name and elements
+	// *T of Pointer, keyed by the T value itself (an interface key holds
+	// its type, so equal values of different types stay apart)
+	pointers map[any]any
 	// scratch for building keys
 	key   []byte
 	names []string
 	// The last canonical maps and lists handed out, checked before a key
 	// is built: objects arrive in key order, and neighbours (the pods of
 	// one ReplicaSet) mostly share them. This halves interning's cost.
-	recentMaps  [recent]map[string]string
-	recentLists [recent]corev1.ResourceList
-	nextMap     int
-	nextList    int
+	recentMaps   [recent]map[string]string
+	recentLists  [recent]corev1.ResourceList
+	recentSlices [recent]any
+	nextMap      int
+	nextList     int
+	nextSlice    int
 }
 
 // recent is how many canonical maps and lists are remembered as recent.
@@ -62,11 +68,13 @@ func New(opts Options) *Table {
 		opts.Budget = DefaultBudget
 	}
 	return &Table{
-		budget: opts.Budget,
-		bytes:  map[string][]byte{},
-		str:    map[string]string{},
-		maps:   map[string]map[string]string{},
-		lists:  map[string]corev1.ResourceList{},
+		budget:   opts.Budget,
+		bytes:    map[string][]byte{},
+		str:      map[string]string{},
+		maps:     map[string]map[string]string{},
+		lists:    map[string]corev1.ResourceList{},
+		slices:   map[string]any{},
+		pointers: map[any]any{},
 	}
 }
 

@@ -155,3 +155,37 @@ func TestSharedResourceListsPrintAsTheOriginals(t *testing.T) {
 		}
 	}
 }
+
+func TestSlicesAndPointersShareByValue(t *testing.T) {
+	tbl := New(Options{})
+	key := func(k []byte, p corev1.ContainerPort) []byte {
+		return AppendField(AppendField(k, p.Name), fmt.Sprint(p.ContainerPort, p.Protocol))
+	}
+	a := []corev1.ContainerPort{{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
+	b := []corev1.ContainerPort{{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP}}
+	c := []corev1.ContainerPort{{Name: "http", ContainerPort: 81, Protocol: corev1.ProtocolTCP}}
+	Slice(tbl, a, key)
+	if got := Slice(tbl, b, key); unsafe.SliceData(got) != unsafe.SliceData(a) {
+		t.Error("equal slice not shared")
+	}
+	if got := Slice(tbl, c, key); unsafe.SliceData(got) != unsafe.SliceData(c) {
+		t.Error("different slice shared")
+	}
+	// Past the recent ones: found by key.
+	for i := range 2 * recent {
+		Slice(tbl, []corev1.ContainerPort{{ContainerPort: int32(i)}}, key)
+	}
+	if got := Slice(tbl, []corev1.ContainerPort{{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP}}, key); unsafe.SliceData(got) != unsafe.SliceData(a) {
+		t.Error("equal slice seen long ago not shared")
+	}
+
+	i1, i2, i3 := int64(30), int64(30), int64(31)
+	Pointer(tbl, &i1)
+	if Pointer(tbl, &i2) != &i1 || Pointer(tbl, &i3) != &i3 {
+		t.Error("pointers not shared by value")
+	}
+	n1 := int32(30)
+	if Pointer(tbl, &n1) != &n1 {
+		t.Error("a pointer to an int32 was shared with one to an equal int64")
+	}
+}

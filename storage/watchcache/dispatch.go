@@ -223,11 +223,11 @@ func (r *registry) candidatesLocked(ev *event, fn func(*watcher)) {
 	for i := range r.byIndex {
 		var cur string
 		if ev.cur != nil {
-			cur = ev.cur.fields.index(i)
+			cur = ev.cur.index(i)
 			each(r.byIndex[i][cur])
 		}
-		if ev.prev != nil && (ev.cur == nil || ev.prev.fields.index(i) != cur) {
-			each(r.byIndex[i][ev.prev.fields.index(i)])
+		if ev.prev != nil && (ev.cur == nil || ev.prev.index(i) != cur) {
+			each(r.byIndex[i][ev.prev.index(i)])
 		}
 	}
 	each(r.others)

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/storage"
@@ -19,34 +22,71 @@ func podFields(name, node, phase string) fields.Set {
 	}
 }
 
+// fieldElement is an element of a pod named by set's metadata fields (or
+// named other, when given), with set as its fields.
+func fieldElement(l *fieldLayouts, set fields.Set, lbls labels.Set, other ...string) *element {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: set["metadata.name"], Namespace: set["metadata.namespace"]}}
+	if len(other) == 2 {
+		pod.Name, pod.Namespace = other[0], other[1]
+	}
+	return &element{labels: lbls, fields: l.compact(set, pod, func(int) string { return "" }), obj: CachedObject{orig: pod}}
+}
+
 func TestFieldSetAnswersAsItsMap(t *testing.T) {
+	cases := []struct {
+		name  string
+		other []string
+	}{
+		{"name and namespace from the object", nil},
+		{"name and namespace stored (the object's differ)", []string{"b", "elsewhere"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var l fieldLayouts
+			set := podFields("a", "node-1", "Running")
+			f := (*elementFields)(fieldElement(&l, set, nil, tc.other...))
+			for _, name := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.restartPolicy", ""} {
+				if got, want := f.Has(name), set.Has(name); got != want {
+					t.Errorf("Has(%q) = %v, the map says %v", name, got, want)
+				}
+				if got, want := f.Get(name), set.Get(name); got != want {
+					t.Errorf("Get(%q) = %q, the map says %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFieldSetStoresOnlyWhatTheObjectDoesNotHold(t *testing.T) {
 	var l fieldLayouts
-	set := podFields("a", "node-1", "Running")
-	f := l.compact(set, nil)
-	for _, name := range []string{"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.restartPolicy", ""} {
-		if got, want := f.Has(name), set.Has(name); got != want {
-			t.Errorf("Has(%q) = %v, the map says %v", name, got, want)
-		}
-		if got, want := f.Get(name), set.Get(name); got != want {
-			t.Errorf("Get(%q) = %q, the map says %q", name, got, want)
-		}
+	own := fieldElement(&l, podFields("a", "node-1", "Running"), nil)
+	if w := own.fields.names.width; w != 2 {
+		t.Errorf("%d values stored, want 2 (name and namespace are the object's)", w)
+	}
+	other := fieldElement(&l, podFields("a", "node-1", "Running"), nil, "b", "elsewhere")
+	if w := other.fields.names.width; w != 4 {
+		t.Errorf("%d values stored, want 4", w)
+	}
+	if own.fields.names == other.fields.names {
+		t.Error("layouts that read different fields from the object are shared")
 	}
 }
 
 func TestFieldSetsOfOneShapeShareTheirNames(t *testing.T) {
 	var l fieldLayouts
-	a := l.compact(podFields("a", "node-1", "Running"), nil)
-	b := l.compact(podFields("b", "node-2", "Pending"), nil)
-	other := l.compact(fields.Set{"metadata.name": "c"}, nil)
-	again := l.compact(podFields("d", "node-3", "Failed"), nil)
-	if a.names != b.names || a.names != again.names {
+	a := fieldElement(&l, podFields("a", "node-1", "Running"), nil)
+	b := fieldElement(&l, podFields("b", "node-2", "Pending"), nil)
+	other := fieldElement(&l, fields.Set{"metadata.name": "c"}, nil)
+	again := fieldElement(&l, podFields("d", "node-3", "Failed"), nil)
+	if a.fields.names != b.fields.names || a.fields.names != again.fields.names {
 		t.Error("sets with the same field names got different name lists")
 	}
-	if other.names == a.names {
+	if other.fields.names == a.fields.names {
 		t.Error("sets with different field names share a name list")
 	}
-	if b.Get("spec.nodeName") != "node-2" || again.Get("status.phase") != "Failed" || other.Get("metadata.name") != "c" {
-		t.Errorf("values mixed up: %v %v %v", b.values, again.values, other.values)
+	get := func(e *element, name string) string { return (*elementFields)(e).Get(name) }
+	if get(b, "spec.nodeName") != "node-2" || get(again, "status.phase") != "Failed" || get(other, "metadata.name") != "c" {
+		t.Error("values mixed up")
 	}
 }
 
@@ -54,9 +94,9 @@ func TestFieldLayoutsStopSharingPastTheirBound(t *testing.T) {
 	var l fieldLayouts
 	for i := range maxLayouts + 10 {
 		name := fmt.Sprintf("f%d", i)
-		f := l.compact(fields.Set{name: "v", "metadata.name": "x"}, nil)
+		f := (*elementFields)(fieldElement(&l, fields.Set{name: "v", "metadata.name": "x"}, nil))
 		if f.Get(name) != "v" || f.Get("metadata.name") != "x" || f.Has("f-none") {
-			t.Fatalf("set %d answers wrongly: %v", i, f.values)
+			t.Fatalf("set %d answers wrongly", i)
 		}
 	}
 	if len(l.all) != maxLayouts {
@@ -68,7 +108,7 @@ func TestMatchAttributesAgreesWithSelectionPredicate(t *testing.T) {
 	var l fieldLayouts
 	lbls := labels.Set{"app": "web", "tier": "front"}
 	set := podFields("a", "node-1", "Running")
-	f := l.compact(set, nil)
+	e := fieldElement(&l, set, lbls)
 	cases := []struct{ label, field string }{
 		{"", ""},
 		{"app=web", ""},
@@ -77,9 +117,11 @@ func TestMatchAttributesAgreesWithSelectionPredicate(t *testing.T) {
 		{"", "spec.nodeName=node-2"},
 		{"", "spec.nodeName!=node-2"},
 		{"", "status.phase=Running,metadata.name=a"},
+		{"", "metadata.name=b"},
 		{"", "spec.restartPolicy=Always"}, // a field the object does not have
 		{"", "spec.restartPolicy!=Always"},
 		{"tier in (front,back)", "metadata.namespace=default"},
+		{"", "metadata.namespace!=default"},
 		{"app=web", "spec.nodeName=node-2"},
 		{"!app", ""},
 	}
@@ -94,7 +136,7 @@ func TestMatchAttributesAgreesWithSelectionPredicate(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := storage.SelectionPredicate{Label: ls, Field: fs}
-			if got, want := matchAttributes(&p, lbls, f), p.MatchesObjectAttributes(lbls, set); got != want {
+			if got, want := matchAttributes(&p, e), p.MatchesObjectAttributes(lbls, set); got != want {
 				t.Errorf("matchAttributes = %v, SelectionPredicate says %v", got, want)
 			}
 		})
@@ -108,25 +150,28 @@ func indexedBy(values ...string) fieldSet {
 	for i := range values {
 		l.indexNames = append(l.indexNames, fmt.Sprintf("index-%d", i))
 	}
-	return l.compact(fields.Set{}, func(i int) string { return values[i] })
+	return l.compact(fields.Set{}, nil, func(i int) string { return values[i] })
 }
 
 func TestFieldSetHoldsIndexValuesOfFieldsAndOfOtherIndexers(t *testing.T) {
 	l := fieldLayouts{indexNames: []string{"spec.nodeName", "by-image", "metadata.name"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}}
 	calls := 0
-	f := l.compact(podFields("a", "node-1", "Running"), func(i int) string {
+	e := &element{obj: CachedObject{orig: pod}}
+	e.fields = l.compact(podFields("a", "node-1", "Running"), pod, func(i int) string {
 		calls++
 		if i != 1 {
 			t.Errorf("indexer %d computed, but it is a field", i)
 		}
 		return "nginx"
 	})
-	if got := []string{f.index(0), f.index(1), f.index(2)}; !slices.Equal(got, []string{"node-1", "nginx", "a"}) {
+	if got := []string{e.index(0), e.index(1), e.index(2)}; !slices.Equal(got, []string{"node-1", "nginx", "a"}) {
 		t.Errorf("index values %q, want [node-1 nginx a]", got)
 	}
 	if calls != 1 {
 		t.Errorf("indexer called %d times, want once", calls)
 	}
+	f := (*elementFields)(e)
 	if f.Has("by-image") || f.Get("by-image") != "" {
 		t.Error("an indexer that is not a field shows as one to selectors")
 	}
@@ -134,3 +179,19 @@ func TestFieldSetHoldsIndexValuesOfFieldsAndOfOtherIndexers(t *testing.T) {
 		t.Error("a selector matched an index value that is not a field")
 	}
 }
+
+func TestElementSharesItsNameWithItsKey(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: string([]byte("web-1")), Namespace: "default"}}
+	key := "/pods/default/web-1"
+	shareName(pod, key)
+	if pod.Name != "web-1" || unsafeData(pod.Name) != unsafeData(key[len(key)-5:]) {
+		t.Errorf("name %q does not share the key's bytes", pod.Name)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}}
+	shareName(other, "/pods/default/xweb-1")
+	if unsafeData(other.Name) == unsafeData("/pods/default/xweb-1"[15:]) {
+		t.Error("a name was taken from a key that ends in a longer name")
+	}
+}
+
+func unsafeData(s string) *byte { return unsafe.StringData(s) }

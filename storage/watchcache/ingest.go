@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -33,9 +33,11 @@ func (s sink) UpdateResourceVersion(rv string) { s.c.progress(rv) }
 // newElement computes once what filtering an object needs, after sharing
 // the parts it has in common with the objects already cached.
 func (c *Cache) newElement(obj runtime.Object) (*element, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		c.interns.Meta(m)
+	m, ok := obj.(metaObject)
+	if !ok {
+		return nil, fmt.Errorf("%T has no object metadata", obj)
 	}
+	c.interns.Meta(m)
 	if c.opts.Intern != nil {
 		c.opts.Intern(c.interns, obj)
 	}
@@ -43,6 +45,7 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key of %T: %w", obj, err)
 	}
+	shareName(m, key)
 	rv, err := c.versioner.ObjectResourceVersion(obj)
 	if err != nil {
 		return nil, fmt.Errorf("resourceVersion of %s: %w", key, err)
@@ -51,8 +54,19 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attributes of %s: %w", key, err)
 	}
-	fs := c.layouts.compact(f, func(i int) string { return c.indexFuncs[i](obj) })
-	return &element{key: key, obj: NewCachedObject(obj), rv: rv, labels: l, fields: fs}, nil
+	fs := c.layouts.compact(f, m, func(i int) string { return c.indexFuncs[i](obj) })
+	return &element{key: key, rv: rv, labels: l, fields: fs, obj: CachedObject{orig: m}}, nil
+}
+
+// shareName makes m's name the end of its key, which ends in "/" and the
+// name for every resource (storage.NamespaceKeyFunc, NoNamespaceKeyFunc):
+// the cache then holds one copy of it instead of two. m is the cache's
+// own, not yet shared.
+func shareName(m metav1.Object, key string) {
+	name := m.GetName()
+	if n := len(key) - len(name); n > 0 && key[n-1] == '/' && key[n:] == name {
+		m.SetName(key[n:])
+	}
 }
 
 func (c *Cache) upsert(obj runtime.Object) error {

@@ -305,8 +305,8 @@ func (c *Cache) collect(q listQuery, rv uint64, walk func(func(*element) bool), 
 			more = true
 			return false
 		}
-		if matchAttributes(&q.pred, e.labels, e.fields) {
-			res.Items = append(res.Items, e.obj)
+		if matchAttributes(&q.pred, e) {
+			res.Items = append(res.Items, &e.obj)
 			last = e.key
 		}
 		return true

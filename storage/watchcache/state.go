@@ -20,10 +20,13 @@ import (
 // and its values for each of the resource's indexers.
 type element struct {
 	key    string
-	obj    *CachedObject
 	rv     uint64
 	labels labels.Set
 	fields fieldSet // also the values for each of state.indexNames
+	// obj is part of the element, not a pointer to it: one allocation
+	// instead of two. Callers hand out &e.obj, which keeps the element
+	// alive as long as they hold it (the element is ~50 bytes more).
+	obj CachedObject
 }
 
 // event is one change of the resource, shared read-only by the window, the
@@ -128,10 +131,10 @@ func (s *state) apply(ev *event) {
 func (s *state) indexAdd(e *element) {
 	for i, name := range s.indexNames {
 		byValue := s.indexes[name]
-		keys := byValue[e.fields.index(i)]
+		keys := byValue[e.index(i)]
 		if keys == nil {
 			keys = map[string]*element{}
-			byValue[e.fields.index(i)] = keys
+			byValue[e.index(i)] = keys
 		}
 		keys[e.key] = e
 	}
@@ -140,10 +143,10 @@ func (s *state) indexAdd(e *element) {
 func (s *state) indexRemove(e *element) {
 	for i, name := range s.indexNames {
 		byValue := s.indexes[name]
-		keys := byValue[e.fields.index(i)]
+		keys := byValue[e.index(i)]
 		delete(keys, e.key)
 		if len(keys) == 0 {
-			delete(byValue, e.fields.index(i))
+			delete(byValue, e.index(i))
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestSnapshotAtRebuildsEveryVersionOfTheWindow(t *testing.T) {
 		byIdx, _ := s.byIndex("node", v, "/pods/", "")
 		n := 0
 		s.tree.Ascend("", func(e *element) bool {
-			if e.fields.index(0) == v {
+			if e.index(0) == v {
 				if byIdx[n].key != e.key {
 					t.Fatalf("index %s: %q at %d, want %q", v, byIdx[n].key, n, e.key)
 				}

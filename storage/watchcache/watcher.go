@@ -105,7 +105,7 @@ func (w *watcher) matches(e *element) bool {
 	} else if e.key != w.key {
 		return false
 	}
-	return matchAttributes(&w.pred, e.labels, e.fields)
+	return matchAttributes(&w.pred, e)
 }
 
 // convert turns a change into what this watcher must see, by whether the
@@ -115,9 +115,9 @@ func (w *watcher) convert(ev *event) (watch.Event, bool) {
 	prev := ev.prev != nil && w.matches(ev.prev)
 	switch {
 	case cur && !prev:
-		return watch.Event{Type: watch.Added, Object: ev.cur.obj}, true
+		return watch.Event{Type: watch.Added, Object: &ev.cur.obj}, true
 	case cur && prev:
-		return watch.Event{Type: watch.Modified, Object: ev.cur.obj}, true
+		return watch.Event{Type: watch.Modified, Object: &ev.cur.obj}, true
 	case prev:
 		return watch.Event{Type: watch.Deleted, Object: ev.goneObject(w.c.versioner)}, true
 	}
@@ -263,7 +263,7 @@ func (w *watcher) run(ctx context.Context, s start) {
 		ok := true
 		visit := func(e *element) bool {
 			if w.matches(e) {
-				ok = w.send(watch.Event{Type: watch.Added, Object: e.obj})
+				ok = w.send(watch.Event{Type: watch.Added, Object: &e.obj})
 			}
 			return ok
 		}
