@@ -85,6 +85,9 @@ type Server struct {
 	// watchGzips recycles the compressors of streaming lists' live
 	// events (*gzip.Writer), one member per flush.
 	watchGzips sync.Pool
+	// watchBatches recycles the buffers of watches' live events
+	// (*bytes.Buffer), one per batch in flight.
+	watchBatches sync.Pool
 	// shuttingDown makes /readyz fail while the server drains.
 	shuttingDown atomic.Bool
 }

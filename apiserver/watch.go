@@ -76,7 +76,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	// state before its initial-events-end bookmark, and the client waits
 	// for that bookmark: those events go out in 64 KiB writes with no
 	// flush per event; live events are flushed as they come.
-	out := &switchWriter{w: c.w}
+	// Live events gather in live until the watch flushes (see
+	// watchflush.go).
+	live := &batchWriter{w: c.w, pool: &s.watchBatches}
+	out := &switchWriter{w: live}
 	var initial *bufio.Writer
 	// Only a watch with bookmarks gets the initial-events-end bookmark
 	// that ends this buffering; without, initial events are live ones.
@@ -113,7 +116,20 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 		if initial != nil {
 			initial.Flush()
 		}
+		live.writeOut()
 	}()
+	flushLive := func() error {
+		if gz != nil {
+			if err := gz.endMember(); err != nil {
+				return err
+			}
+		}
+		if err := live.writeOut(); err != nil {
+			return err
+		}
+		flusher.Flush()
+		return nil
+	}
 	var recordEvent func(size int)
 	if s.opts.Metrics != nil {
 		recordEvent = s.opts.Metrics.WatchEvents(gv.Group, gv.Version, c.info.Resource).Record
@@ -141,9 +157,9 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 					if err := gz.endMember(); err != nil {
 						return nil
 					}
-					gz.w = c.w
+					gz.w = live
 				} else {
-					out.w = c.w
+					out.w = live
 				}
 				if err := initial.Flush(); err != nil {
 					return nil
@@ -151,10 +167,9 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 				initial = nil
 			}
 			if initial == nil && len(results) == 0 {
-				if gz != nil && gz.endMember() != nil {
+				if flushLive() != nil {
 					return nil
 				}
-				flusher.Flush()
 			}
 		}
 	}
