@@ -22,6 +22,13 @@ type instrumented struct {
 	gr schema.GroupResource
 }
 
+// FillsObjectLists passes on whether the store's GetList fills an
+// etcd.ObjectList (the watch cache asks, for its first list).
+func (i *instrumented) FillsObjectLists() bool {
+	o, ok := i.Interface.(interface{ FillsObjectLists() bool })
+	return ok && o.FillsObjectLists()
+}
+
 func (i *instrumented) observe(op string, start time.Time, err error) {
 	i.m.EtcdRequest(op, i.gr.Group, i.gr.Resource, start, err)
 }

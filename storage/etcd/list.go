@@ -159,12 +159,15 @@ func (s *Store) listReadError(ctx context.Context, err error, withRev int64, con
 // appender decodes list items and appends those matching the predicate.
 // For typed lists it decodes straight into the next slice element, which
 // saves an allocation and a copy per item over decoding into a new object.
+// For an ObjectList it decodes each item into a new object of the store's
+// kind and keeps it as it is.
 type appender struct {
 	s       *Store
 	items   reflect.Value // the list's Items slice
 	pred    storage.SelectionPredicate
 	filter  bool
 	inPlace bool
+	objects bool // items are runtime.Objects (ObjectList)
 	newItem func() runtime.Object
 	n       int // items appended
 }
@@ -183,6 +186,11 @@ func newAppender(s *Store, listObj runtime.Object, items reflect.Value, pred sto
 		return a
 	}
 	elem := items.Type().Elem()
+	if elem == runtimeObjectType {
+		a.objects = true
+		a.newItem = s.newFunc
+		return a
+	}
 	if reflect.PointerTo(elem).Implements(runtimeObjectType) {
 		a.inPlace = true
 		return a
@@ -207,7 +215,11 @@ func (a *appender) add(ctx context.Context, kv *mvccpb.KeyValue) error {
 			return err
 		}
 		if a.matches(obj) {
-			a.items.Set(reflect.Append(a.items, reflect.ValueOf(obj).Elem()))
+			v := reflect.ValueOf(obj)
+			if !a.objects {
+				v = v.Elem()
+			}
+			a.items.Set(reflect.Append(a.items, v))
 			a.n++
 		}
 		return nil
@@ -253,14 +265,15 @@ const parallelDecodeMin = 1024
 
 // addParallel decodes and appends every one of kvs using up to GOMAXPROCS
 // goroutines, each filling its own run of slots, and reports whether it
-// did. It does only what needs no order: typed lists without a filter. If
+// did. It does only what needs no order: typed lists and ObjectLists
+// without a filter. If
 // any item fails, it appends nothing and returns false, so that the caller
 // decodes the page one by one and reports the failure as it always does.
 // kvs' entries are set to nil as they are decoded, to let their values go
 // early; on false they are left as they were.
 func (a *appender) addParallel(ctx context.Context, kvs []*mvccpb.KeyValue) bool {
 	workers := min(goruntime.GOMAXPROCS(0), len(kvs)/parallelDecodeMin*2, 8)
-	if !a.inPlace || a.filter || workers < 2 || ctx.Err() != nil {
+	if !(a.inPlace || a.objects) || a.filter || workers < 2 || ctx.Err() != nil {
 		return false
 	}
 	start := a.n
@@ -298,6 +311,14 @@ func (a *appender) decodeInto(ctx context.Context, kv *mvccpb.KeyValue, slot ref
 	data, err := a.s.fromStorageKV(ctx, kv.Key, kv.Value)
 	if err != nil {
 		return false
+	}
+	if a.objects {
+		obj, err := a.s.decodeNew(kv.Key, data, a.newItem, kv.ModRevision)
+		if err != nil {
+			return false
+		}
+		slot.Set(reflect.ValueOf(obj))
+		return true
 	}
 	into := slot.Addr().Interface().(runtime.Object)
 	obj, _, err := a.s.codec.Decode(data, nil, into)

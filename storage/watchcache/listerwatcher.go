@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/kite-project/kite/storage/etcd"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,8 +23,18 @@ type storeListerWatcher struct {
 	newList func() runtime.Object
 }
 
+// objectLists is a store whose GetList fills an etcd.ObjectList: the etcd
+// store, and wrappers that pass lists through to it.
+type objectLists interface{ FillsObjectLists() bool }
+
 func (l *storeListerWatcher) List(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
 	list := l.newList()
+	if o, ok := l.store.(objectLists); ok && o.FillsObjectLists() {
+		// The cache keeps every object of its list: decoded one by one
+		// into their own allocations they need no copying out of a
+		// typed list's array (which the Reflector would do).
+		list = &etcd.ObjectList{}
+	}
 	err := l.store.GetList(ctx, l.prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list)
 	return list, err
 }
