@@ -62,6 +62,8 @@ type Options struct {
 	// GroupResource names the resource in errors and logs.
 	GroupResource schema.GroupResource
 	// KeyFunc computes an object's key, e.g. storage.NamespaceKeyFunc.
+	// It and AttrFunc must be safe for concurrent use: the objects of a
+	// first list are prepared on several goroutines.
 	KeyFunc func(runtime.Object) (string, error)
 	// NewFunc and NewListFunc return an empty object and list.
 	NewFunc     func() runtime.Object
