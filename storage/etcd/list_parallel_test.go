@@ -3,7 +3,6 @@ package etcd
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 // A page large enough to be decoded by several goroutines gives what the
@@ -20,26 +21,10 @@ import (
 func TestLargeListDecodesInParallelAsOneByOne(t *testing.T) {
 	const pods = 2*parallelDecodeMin + 50
 	ctx, s, client := testSetup(t, withUnsafeCorruptObjectDeletion())
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < pods; i += 8 {
-				p := newPod("ns", fmt.Sprintf("p%05d", i))
-				if err := s.Create(ctx, "/pods/ns/"+p.Name, p, &example.Pod{}, 0); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+	etcdtest.CreateAll(t, pods, func(i int) error {
+		p := newPod("ns", fmt.Sprintf("p%05d", i))
+		return s.Create(ctx, "/pods/ns/"+p.Name, p, &example.Pod{}, 0)
+	})
 	all := storage.ListOptions{Recursive: true, Predicate: storage.Everything}
 	whole := &example.PodList{}
 	if err := s.GetList(ctx, "/pods/", all, whole); err != nil {

@@ -3,7 +3,6 @@ package watchcache
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
 
 // TestLargeFirstListIsCachedWhole: a first list large enough to be
@@ -64,29 +65,14 @@ func TestLargeFirstListIsCachedWhole(t *testing.T) {
 	}
 }
 
-// seed creates n pods in namespace ns, spread over nodes, through store
-// with eight writers.
+// seed creates n pods in namespace ns, spread over nodes, through store.
 func seed(t *testing.T, store storage.Interface, n, nodes int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < n; i += 8 {
-				p := &example.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%05d", i), Namespace: "ns"},
-					Spec:       example.PodSpec{NodeName: fmt.Sprintf("node-%d", i%nodes)},
-				}
-				if err := store.Create(context.Background(), podPrefix+"ns/"+p.Name, p, &example.Pod{}, 0); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+	etcdtest.CreateAll(t, n, func(i int) error {
+		p := &example.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%05d", i), Namespace: "ns"},
+			Spec:       example.PodSpec{NodeName: fmt.Sprintf("node-%d", i%nodes)},
+		}
+		return store.Create(context.Background(), podPrefix+"ns/"+p.Name, p, &example.Pod{}, 0)
+	})
 }

@@ -4,6 +4,7 @@ package etcdtest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -42,5 +43,29 @@ func IncreaseRV(client *clientv3.Client) storagetesting.IncreaseRVFunc {
 			t.Fatalf("Could not update increaseRV: %v", err)
 		}
 		return resp.Header.Revision
+	}
+}
+
+// CreateAll calls create(i) for every i in [0, n) from eight goroutines,
+// as parallel writers fill a store, and fails t with the first error.
+func CreateAll(t testing.TB, n int, create func(i int) error) {
+	t.Helper()
+	const writers = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				if err := create(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
 	}
 }
