@@ -28,6 +28,7 @@ import (
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/batchconn"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
@@ -209,7 +210,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		HTTP2:             http2Config(opts.HTTP2MaxStreamsPerConnection),
 	}
 	s.wg.Go(func() {
-		if err := s.http.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.ServeTLS(batchconn.NewListener(ln, batchconn.Options{}), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.fail(fmt.Errorf("serve HTTPS on %s: %w", ln.Addr(), err))
 		}
 	})

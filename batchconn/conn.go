@@ -1,0 +1,248 @@
+// Package batchconn gives each connection a server accepts a writer
+// goroutine of its own, so that what the server writes while the kernel is
+// still taking an earlier write leaves in one system call.
+//
+// Why: an HTTP/2 server writes through a 4 KiB buffer, so a connection that
+// carries many watches hands the kernel one TLS record of at most 4 KiB per
+// write, and a burst of watch events costs a write(2) per record; with 500
+// watchers that was a sixth of the API server's CPU. Below TLS the records
+// are already sealed, so gathering them changes no byte a client receives,
+// only how many system calls carry them.
+//
+// A lone write is not delayed: the writer goroutine writes as soon as it has
+// bytes; what arrives while it is in a system call waits for the next one.
+package batchconn
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// Options tunes the connections of a Listener.
+type Options struct {
+	// MaxPending bounds the bytes a connection holds that the kernel has
+	// not taken yet; a Write past it blocks until the writer has caught
+	// up, so a client that stops reading still holds the server back as
+	// TCP would. 0 means DefaultMaxPending.
+	MaxPending int
+	// CloseTimeout bounds how long Close waits for held bytes to be
+	// written before it closes the connection under them. 0 means
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
+}
+
+// DefaultMaxPending is Options.MaxPending's default: a few TCP send
+// buffers' worth.
+const DefaultMaxPending = 1 << 20
+
+// DefaultCloseTimeout is Options.CloseTimeout's default, the time crypto/tls
+// gives its closing alert.
+const DefaultCloseTimeout = 5 * time.Second
+
+// ErrClosed is returned by writes to a closed Conn.
+var ErrClosed = errors.New("batchconn: write to closed connection")
+
+// NewListener returns a listener whose connections are Conns around ln's.
+func NewListener(ln net.Listener, opts Options) net.Listener {
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
+	}
+	return &listener{Listener: ln, opts: opts, bufs: newBufPool()}
+}
+
+type listener struct {
+	net.Listener
+	opts Options
+	bufs *bufPool // shared by the listener's connections
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return newConn(c, l.opts, l.bufs), nil
+}
+
+// Conn is a net.Conn whose writes are handed to a writer goroutine. Write
+// returns once the bytes are held (or, past MaxPending, once there is room
+// for them); an error of the system call that carried them is returned by
+// a later Write or by Close, and from then on by every Write, as crypto/tls
+// treats a failed write. Reads and deadlines go to the wrapped connection
+// (a write deadline bounds the writer's system calls, and with them any
+// Write waiting for room). Close writes what is held, within CloseTimeout,
+// then closes the connection and stops the writer.
+type Conn struct {
+	net.Conn
+	opts Options
+	bufs *bufPool
+
+	// mu guards the fields below; it is never held across I/O. cond
+	// wakes the writer when there is something to write and writers
+	// that wait for room when the writer has written or failed.
+	mu      sync.Mutex
+	cond    sync.Cond
+	pending []*chunk // held bytes, in order; from bufs, nil when none
+	held    int      // bytes in pending
+	err     error    // sticky: the first write error, or ErrClosed
+	closing bool
+	started bool          // the writer goroutine has been started
+	done    chan struct{} // closed when the writer goroutine returns
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// newConn wraps c. The writer goroutine starts with the first Write and
+// ends with Close.
+func newConn(c net.Conn, opts Options, bufs *bufPool) *Conn {
+	bc := &Conn{Conn: c, opts: opts, bufs: bufs, done: make(chan struct{})}
+	bc.cond.L = &bc.mu
+	return bc
+}
+
+// Write holds a copy of p for the writer goroutine.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started && !c.closing {
+		c.started = true
+		go c.run()
+	}
+	for c.err == nil && !c.closing && c.held > 0 && c.held+len(p) > c.opts.MaxPending {
+		c.cond.Wait()
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.closing {
+		return 0, ErrClosed
+	}
+	c.held += len(p)
+	for rest := p; len(rest) > 0; {
+		if len(c.pending) == 0 || c.pending[len(c.pending)-1].full() {
+			c.pending = append(c.pending, c.bufs.get())
+		}
+		rest = c.pending[len(c.pending)-1].fill(rest)
+	}
+	c.cond.Broadcast()
+	return len(p), nil
+}
+
+// run is the writer goroutine: it writes everything held, in as few
+// system calls as the arrival of writes allows, until Close or an error.
+func (c *Conn) run() {
+	defer close(c.done)
+	var spare []*chunk // the chunk list not in use, kept between rounds
+	var out net.Buffers
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for len(c.pending) == 0 && !c.closing && c.err == nil {
+			c.cond.Wait()
+		}
+		if c.err != nil || len(c.pending) == 0 {
+			return // failed, or closing with nothing left
+		}
+		chunks := c.pending
+		c.pending, c.held = spare[:0], 0
+		c.mu.Unlock()
+		out = out[:0]
+		for _, ch := range chunks {
+			out = append(out, ch.bytes())
+		}
+		_, err := out.WriteTo(c.Conn) // one writev(2)
+		for _, ch := range chunks {
+			c.bufs.put(ch)
+		}
+		spare = chunks
+		c.mu.Lock()
+		if err != nil && c.err == nil {
+			c.err = err
+			c.dropPending()
+		}
+		c.cond.Broadcast()
+	}
+}
+
+// Close writes the held bytes (waiting at most CloseTimeout), closes the
+// wrapped connection and waits for the writer goroutine to end. It
+// returns the error of a held write that failed, if any, else the close's.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		started := c.started
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		if started {
+			t := time.NewTimer(c.opts.CloseTimeout)
+			select {
+			case <-c.done:
+			case <-t.C: // the peer does not read: the close below ends the write
+			}
+			t.Stop()
+		}
+		closeErr := c.Conn.Close()
+		if started {
+			<-c.done
+		}
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = ErrClosed
+		} else if !errors.Is(c.err, ErrClosed) {
+			closeErr = errors.Join(c.err, closeErr)
+		}
+		c.dropPending()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.closeErr = closeErr
+	})
+	return c.closeErr
+}
+
+// dropPending returns the held chunks to the pool. c.mu must be held.
+func (c *Conn) dropPending() {
+	for _, ch := range c.pending {
+		c.bufs.put(ch)
+	}
+	c.pending, c.held = nil, 0
+}
+
+// chunkSize is the unit in which held bytes are kept: a few TLS records.
+// The writer hands the kernel all held chunks in one writev(2).
+const chunkSize = 32 << 10
+
+type chunk struct {
+	n int
+	b [chunkSize]byte
+}
+
+func (ch *chunk) full() bool    { return ch.n == chunkSize }
+func (ch *chunk) bytes() []byte { return ch.b[:ch.n] }
+
+// fill copies as much of p as fits and returns the rest.
+func (ch *chunk) fill(p []byte) []byte {
+	k := copy(ch.b[ch.n:], p)
+	ch.n += k
+	return p[k:]
+}
+
+// bufPool holds chunks, so that an idle connection holds none.
+type bufPool struct{ pool sync.Pool }
+
+func newBufPool() *bufPool {
+	return &bufPool{pool: sync.Pool{New: func() any { return new(chunk) }}}
+}
+
+func (p *bufPool) get() *chunk { return p.pool.Get().(*chunk) }
+
+func (p *bufPool) put(ch *chunk) {
+	ch.n = 0
+	p.pool.Put(ch)
+}
