@@ -104,7 +104,7 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			return nil // the stream has started: end it, the client re-watches
 		}
 	}
-	ew := &eventWriter{s: s, c: c, out: out, frames: frames, objects: objects, events: events,
+	ew := &eventWriter{s: s, c: c, out: out, live: live, frames: frames, objects: objects, events: events,
 		jsonFrames: c.out.info.MediaType == mediaJSON}
 	defer func() {
 		// The watch may end during its initial events (an error, the
@@ -136,40 +136,49 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	}
 	results := w.ResultChan()
 	for {
+		// An event already waiting is taken without a select on ctx too,
+		// which costs as much again; a storage watch ends with ctx (and
+		// closes results), and the next wait looks at ctx anyway.
+		var ev watch.Event
+		var ok bool
 		select {
-		case <-ctx.Done():
+		case ev, ok = <-results:
+		default:
+			select {
+			case <-ctx.Done():
+				return nil
+			case ev, ok = <-results:
+			}
+		}
+		if !ok {
 			return nil
-		case ev, ok := <-results:
-			if !ok {
+		}
+		size, err := ew.write(ev)
+		if err != nil {
+			return nil // the stream has started (or the client went away): end it, the client re-watches
+		}
+		if recordEvent != nil {
+			recordEvent(size)
+		}
+		if initial != nil && ev.Type == watch.Bookmark {
+			// The initial-events-end bookmark (the first bookmark of
+			// a streaming list): from here on, events are live.
+			if gz != nil {
+				if err := gz.endMember(); err != nil {
+					return nil
+				}
+				gz.w = live
+			} else {
+				out.w = live
+			}
+			if err := initial.Flush(); err != nil {
 				return nil
 			}
-			size, err := ew.write(ev)
-			if err != nil {
-				return nil // the stream has started (or the client went away): end it, the client re-watches
-			}
-			if recordEvent != nil {
-				recordEvent(size)
-			}
-			if initial != nil && ev.Type == watch.Bookmark {
-				// The initial-events-end bookmark (the first bookmark of
-				// a streaming list): from here on, events are live.
-				if gz != nil {
-					if err := gz.endMember(); err != nil {
-						return nil
-					}
-					gz.w = live
-				} else {
-					out.w = live
-				}
-				if err := initial.Flush(); err != nil {
-					return nil
-				}
-				initial = nil
-			}
-			if initial == nil && len(results) == 0 {
-				if flushLive() != nil {
-					return nil
-				}
+			initial = nil
+		}
+		if initial == nil && len(results) == 0 {
+			if flushLive() != nil {
+				return nil
 			}
 		}
 	}
@@ -184,7 +193,10 @@ func (s *switchWriter) Write(p []byte) (int, error) { return s.w.Write(p) }
 type eventWriter struct {
 	s   *Server
 	c   *call
-	out io.Writer
+	out *switchWriter
+	// live is the batch of live events, out's writer once initial events
+	// are sent (unless compressed).
+	live *batchWriter
 	// frames writes objects of the watch cache (nil for Tables and
 	// metadata); objects encodes the others, and events frames them.
 	frames  *cachedFrames
@@ -204,11 +216,21 @@ func (e *eventWriter) write(ev watch.Event) (int, error) {
 	c := e.c
 	e.buf.Reset()
 	if co, ok := ev.Object.(*watchcache.CachedObject); ok && e.frames != nil && jsonEventPrefix(ev.Type) != "" {
-		size, err := e.frames.appendEvent(&e.buf, ev.Type, co)
+		// A live event goes straight into the batch; an initial one
+		// through the writer of initial events.
+		live := e.out.w == io.Writer(e.live)
+		dst := &e.buf
+		if live {
+			dst = e.live.batch()
+		}
+		size, err := e.frames.appendEvent(dst, ev.Type, co)
 		if err != nil {
-			return 0, err
+			return 0, err // nothing was appended
 		}
 		e.started = true
+		if live {
+			return size, e.live.appended()
+		}
 		_, err = e.out.Write(e.buf.Bytes())
 		return size, err
 	}

@@ -32,17 +32,28 @@ const maxBatch = 256 << 10
 const maxPooledBatch = 1 << 20
 
 func (b *batchWriter) Write(p []byte) (int, error) {
+	b.batch().Write(p)
+	return len(p), b.appended()
+}
+
+// batch returns the buffer of the batch, for an event to be appended to
+// it in place; appended must follow.
+func (b *batchWriter) batch() *bytes.Buffer {
 	if b.buf == nil {
 		b.buf, _ = b.pool.Get().(*bytes.Buffer)
 		if b.buf == nil {
 			b.buf = new(bytes.Buffer)
 		}
 	}
-	b.buf.Write(p)
+	return b.buf
+}
+
+// appended writes the batch out once it has gathered maxBatch.
+func (b *batchWriter) appended() error {
 	if b.buf.Len() >= maxBatch {
-		return len(p), b.writeOut()
+		return b.writeOut()
 	}
-	return len(p), nil
+	return nil
 }
 
 // writeOut writes the batch gathered so far and returns the buffer.
