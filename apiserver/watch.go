@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	goruntime "runtime"
 	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -175,6 +176,15 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 				return nil
 			}
 			initial = nil
+		}
+		if initial == nil && len(results) == 0 {
+			// Let the goroutines that are ready run once before
+			// flushing: under load the dispatcher is among them and
+			// brings the next events, which then share the flush (one
+			// hand-off to the HTTP/2 connection and one frame for
+			// several events); with nothing else ready this returns at
+			// once and a lone event is not delayed.
+			goruntime.Gosched()
 		}
 		if initial == nil && len(results) == 0 {
 			if flushLive() != nil {
