@@ -16,6 +16,7 @@ package batchconn
 import (
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -73,10 +74,12 @@ func (l *listener) Accept() (net.Conn, error) {
 // returns once the bytes are held (or, past MaxPending, once there is room
 // for them); an error of the system call that carried them is returned by
 // a later Write or by Close, and from then on by every Write, as crypto/tls
-// treats a failed write. Reads and deadlines go to the wrapped connection
-// (a write deadline bounds the writer's system calls, and with them any
-// Write waiting for room). Close writes what is held, within CloseTimeout,
-// then closes the connection and stops the writer.
+// treats a failed write. Reads and read deadlines go to the wrapped
+// connection. A write deadline bounds how long Write waits for room and
+// fails Writes after it; it does not reach bytes already held, which a
+// Write has reported written (crypto/tls sets one to "now" right after
+// its closing alert, which must still go out). Close writes what is held,
+// within CloseTimeout, then closes the connection and stops the writer.
 type Conn struct {
 	net.Conn
 	opts Options
@@ -91,8 +94,10 @@ type Conn struct {
 	held    int      // bytes in pending
 	err     error    // sticky: the first write error, or ErrClosed
 	closing bool
-	started bool          // the writer goroutine has been started
-	done    chan struct{} // closed when the writer goroutine returns
+	// deadline is the write deadline; zero means none.
+	deadline time.Time
+	started  bool          // the writer goroutine has been started
+	done     chan struct{} // closed when the writer goroutine returns
 
 	closeOnce sync.Once
 	closeErr  error
@@ -114,7 +119,24 @@ func (c *Conn) Write(p []byte) (int, error) {
 		c.started = true
 		go c.run()
 	}
+	var timer *time.Timer // wakes this Write at timerAt, the deadline
+	var timerAt time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for c.err == nil && !c.closing && c.held > 0 && c.held+len(p) > c.opts.MaxPending {
+		if c.pastDeadline() {
+			break
+		}
+		if !c.deadline.IsZero() && !c.deadline.Equal(timerAt) {
+			if timer != nil {
+				timer.Stop()
+			}
+			timerAt = c.deadline
+			timer = time.AfterFunc(time.Until(timerAt), c.broadcast)
+		}
 		c.cond.Wait()
 	}
 	if c.err != nil {
@@ -122,6 +144,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	if c.closing {
 		return 0, ErrClosed
+	}
+	if c.pastDeadline() {
+		return 0, os.ErrDeadlineExceeded
 	}
 	c.held += len(p)
 	for rest := p; len(rest) > 0; {
@@ -132,6 +157,37 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	c.cond.Broadcast()
 	return len(p), nil
+}
+
+// SetWriteDeadline sets the write deadline (see Conn). It wakes a Write
+// waiting for room, which then looks at the new deadline.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	c.cond.Broadcast()
+	return nil
+}
+
+// SetDeadline sets the wrapped connection's read deadline and the write
+// deadline.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+// pastDeadline reports whether the write deadline has passed. c.mu is
+// held.
+func (c *Conn) pastDeadline() bool {
+	return !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+}
+
+func (c *Conn) broadcast() {
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
 }
 
 // run is the writer goroutine: it writes everything held, in as few

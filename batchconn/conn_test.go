@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,8 +46,12 @@ func tcpPair(t *testing.T, opts Options) (*Conn, net.Conn) {
 type gatedConn struct {
 	net.Conn
 	gate   chan struct{}
+	once   sync.Once
 	writes atomic.Int32
 }
+
+// open lets the held write and all later ones through.
+func (g *gatedConn) open() { g.once.Do(func() { close(g.gate) }) }
 
 func (g *gatedConn) Write(p []byte) (int, error) {
 	<-g.gate
@@ -60,7 +65,25 @@ func gatedPair(t *testing.T, opts Options) (*Conn, *gatedConn, net.Conn) {
 	server, client := tcpPair(t, opts)
 	g := &gatedConn{Conn: server.Conn, gate: make(chan struct{})}
 	server.Conn = g // before the first Write starts the writer
+	t.Cleanup(g.open) // before the connections close, should the test fail
 	return server, g, client
+}
+
+// waitTaken waits until the writer goroutine has taken everything held.
+func waitTaken(t *testing.T, c *Conn) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c.mu.Lock()
+		held := c.held
+		c.mu.Unlock()
+		if held == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the writer did not take the held bytes")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func readAll(t *testing.T, c net.Conn, n int) []byte {
@@ -143,7 +166,7 @@ func TestWritesDuringASystemCallShareTheNext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(g.gate)
+	g.open()
 	if got := readAll(t, client, want.Len()); !bytes.Equal(got, want.Bytes()) {
 		t.Fatal("the bytes read differ from the bytes written")
 	}
@@ -161,19 +184,7 @@ func TestWriteWaitsForRoomPastMaxPending(t *testing.T) {
 	if _, err := server.Write([]byte("x")); err != nil { // the writer takes it and blocks
 		t.Fatal(err)
 	}
-	// Wait until the writer has taken "x", so that what follows is held.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		server.mu.Lock()
-		held := server.held
-		server.mu.Unlock()
-		if held == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the writer did not take the first write")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitTaken(t, server) // what follows is held
 	block := make([]byte, maxPending)
 	if _, err := server.Write(block); err != nil {
 		t.Fatal(err)
@@ -188,7 +199,7 @@ func TestWriteWaitsForRoomPastMaxPending(t *testing.T) {
 		t.Fatalf("a write past MaxPending returned (%v) while the writer was held", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(g.gate)
+	g.open()
 	if err := <-returned; err != nil {
 		t.Fatal(err)
 	}
@@ -248,5 +259,63 @@ func TestAWriteErrorIsReportedAndSticks(t *testing.T) {
 	}
 	if _, err := server.Write([]byte("again")); !errors.Is(err, first) {
 		t.Fatalf("the next write returned %v, want the first error %v", err, first)
+	}
+}
+
+func TestADeadlineAfterAWriteDoesNotDropItsBytes(t *testing.T) {
+	// As crypto/tls closes: a last write, a write deadline of "now",
+	// then Close. The peer reads slowly, so the bytes are still held
+	// when the deadline passes.
+	server, client := tcpPair(t, Options{MaxPending: 64 << 20})
+	want := bytes.Repeat([]byte("the last bytes before close "), 300_000) // ~8 MiB
+	if _, err := server.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	server.SetWriteDeadline(time.Now())
+	if _, err := server.Write([]byte("late")); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write after the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- server.Close() }()
+	time.Sleep(50 * time.Millisecond)
+	got := readAll(t, client, len(want))
+	if !bytes.Equal(got, want) {
+		t.Fatal("the bytes read differ from the bytes written")
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+func TestAWriteWaitingForRoomFailsAtTheDeadline(t *testing.T) {
+	server, g, _ := gatedPair(t, Options{MaxPending: 1 << 10})
+	if _, err := server.Write(make([]byte, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	waitTaken(t, server)
+	if _, err := server.Write(make([]byte, 1<<10)); err != nil { // held: the writer is at the gate
+		t.Fatal(err)
+	}
+	server.SetWriteDeadline(time.Now().Add(time.Hour))
+	returned := make(chan error, 1)
+	go func() {
+		_, err := server.Write(make([]byte, 1<<10))
+		returned <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	// Moving the deadline closer wakes the waiting Write in time.
+	server.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	select {
+	case err := <-returned:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the waiting write returned %v, want os.ErrDeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting write did not fail at its deadline")
+	}
+	server.SetWriteDeadline(time.Time{})
+	g.open()
+	if _, err := server.Write([]byte("after")); err != nil {
+		t.Fatalf("a write after the deadline was lifted: %v", err)
 	}
 }
