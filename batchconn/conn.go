@@ -23,10 +23,11 @@ import (
 
 // Options tunes the connections of a Listener.
 type Options struct {
-	// MaxPending bounds the bytes a connection holds that the kernel has
-	// not taken yet; a Write past it blocks until the writer has caught
-	// up, so a client that stops reading still holds the server back as
-	// TCP would. 0 means DefaultMaxPending.
+	// MaxPending bounds the bytes a connection holds for the writer's
+	// next system call (the one in progress carries at most as many
+	// again); a Write past it blocks until the writer has caught up, so
+	// a client that stops reading still holds the server back as TCP
+	// would. 0 means DefaultMaxPending.
 	MaxPending int
 	// CloseTimeout bounds how long Close waits for held bytes to be
 	// written before it closes the connection under them. 0 means

@@ -64,7 +64,7 @@ func gatedPair(t *testing.T, opts Options) (*Conn, *gatedConn, net.Conn) {
 	t.Helper()
 	server, client := tcpPair(t, opts)
 	g := &gatedConn{Conn: server.Conn, gate: make(chan struct{})}
-	server.Conn = g // before the first Write starts the writer
+	server.Conn = g   // before the first Write starts the writer
 	t.Cleanup(g.open) // before the connections close, should the test fail
 	return server, g, client
 }
