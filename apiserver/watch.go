@@ -23,8 +23,9 @@ import (
 // watch streams events over chunked HTTP until the timeout, the client
 // going away, or the storage ending the watch. Errors found before the
 // stream starts are ordinary error responses; later ones arrive as ERROR
-// events from storage. Output is flushed whenever no event is waiting,
-// so a burst goes out in few writes and a lone event goes out at once.
+// events from storage. Output is flushed whenever no event is waiting
+// (once the goroutines that are ready have run), so a burst goes out in
+// few writes and a lone event goes out at once.
 func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	stream := c.out.info.StreamSerializer
 	if stream == nil {
@@ -185,9 +186,7 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 			// several events); with nothing else ready this returns at
 			// once and a lone event is not delayed.
 			goruntime.Gosched()
-		}
-		if initial == nil && len(results) == 0 {
-			if flushLive() != nil {
+			if len(results) == 0 && flushLive() != nil {
 				return nil
 			}
 		}
