@@ -213,10 +213,15 @@ func (c *Conn) run() {
 		for _, ch := range chunks {
 			out = append(out, ch.bytes())
 		}
-		_, err := out.WriteTo(c.Conn) // one writev(2)
+		w := out                    // WriteTo consumes its receiver
+		_, err := w.WriteTo(c.Conn) // one writev(2)
 		for _, ch := range chunks {
 			c.bufs.put(ch)
 		}
+		// Forget the chunks: they are the pool's now, and an idle
+		// connection must not keep them from the garbage collector.
+		clear(out)
+		clear(chunks)
 		spare = chunks
 		c.mu.Lock()
 		if err != nil && c.err == nil {
