@@ -1,0 +1,84 @@
+// Package runtime is the agent's contract with a container runtime: the
+// subset of the CRI RuntimeService (k8s.io/cri-api) that the agent uses,
+// with the CRI's own message types, so that the built-in process runtime
+// (package process) and a CRI runtime over a socket are two
+// implementations of one interface.
+//
+// The split is the kubelet's: the agent decides (what to start, kill or
+// restart, the environment with its references resolved, the volumes
+// materialised on the host, the log path, the resources) and hands the
+// runtime a complete PodSandboxConfig or ContainerConfig; the runtime only
+// carries them out and reports what it observes. See docs/agent.md.
+package runtime
+
+import (
+	"context"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Service is a container runtime. Methods are safe for concurrent use.
+// Errors for IDs the runtime does not know wrap ErrNotFound.
+//
+// Semantics are the CRI's (cri-api api.proto):
+//   - RunPodSandbox creates and starts a pod's sandbox (for the process
+//     runtime: the pod's cgroup and mount namespace) and returns its ID;
+//     StopPodSandbox force-stops every container of it; RemovePodSandbox
+//     removes it and its containers. Stop and Remove of an unknown or
+//     already stopped sandbox succeed.
+//   - CreateContainer prepares a container in a sandbox (config.LogPath is
+//     relative to sandboxConfig.LogDirectory); StartContainer starts it.
+//   - StopContainer sends the stop signal (SIGTERM) to every process of
+//     the container and force-kills them after timeout seconds; it returns
+//     once none is left. Stopping a stopped container succeeds.
+//   - ListContainers and ListPodSandbox filter by ID, state and labels, as
+//     the CRI filters do; a nil filter lists everything.
+//   - ExecSync runs cmd in the container's environment and returns its
+//     output and exit code; a command that cannot start is an error, a
+//     non-zero exit is not. The timeout bounds the command; 0 means none.
+type Service interface {
+	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
+	// Status reports RuntimeReady and NetworkReady as the CRI does.
+	Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error)
+
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
+	PodSandboxStatus(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStatus, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, containerID string) error
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	RemoveContainer(ctx context.Context, containerID string) error
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error)
+
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (ExecResult, error)
+}
+
+// ExecResult is what a command run by ExecSync produced.
+type ExecResult struct {
+	Stdout, Stderr []byte
+	ExitCode       int32
+}
+
+// Labels the agent puts on every sandbox and container, as the kubelet's
+// kuberuntime does (types.KubernetesPodNameLabel and friends), so that
+// after a restart it can tell which pod and container each belongs to
+// from the runtime alone.
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+)
+
+// Annotations the agent puts on containers, as the kubelet does, to carry
+// what it must know again after a restart.
+const (
+	AnnotationRestartCount           = "io.kubernetes.container.restartCount"
+	AnnotationContainerHash          = "io.kubernetes.container.hash"
+	AnnotationTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+)
