@@ -35,6 +35,7 @@ import (
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
+	kiteversion "github.com/kite-project/kite/version"
 )
 
 // http2Config is kube-apiserver's HTTP/2 configuration (k8s.io/apiserver
@@ -72,9 +73,9 @@ func profiles() http.Handler {
 // the k8s.io modules whose API it serves.
 func DefaultVersion() version.Info {
 	return version.Info{
-		Major:      "1",
-		Minor:      "37",
-		GitVersion: "v1.37.2+kite",
+		Major:      kiteversion.Major,
+		Minor:      kiteversion.Minor,
+		GitVersion: kiteversion.GitVersion,
 		GoVersion:  runtime.Version(),
 		Compiler:   runtime.Compiler,
 		Platform:   runtime.GOOS + "/" + runtime.GOARCH,

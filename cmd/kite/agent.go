@@ -15,7 +15,7 @@ import (
 
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
-	"github.com/kite-project/kite/agent/run"
+	"github.com/kite-project/kite/agent"
 )
 
 func newAgentCommand() *cobra.Command {
@@ -50,22 +50,22 @@ DELETE, REMOVE, RECONCILE) with the full names of its pods, one line each.`,
 
 // completeAgent loads --config under the flags, validates, and turns the
 // result into the agent's Options (reading --kubeconfig if given).
-func completeAgent(fs *pflag.FlagSet, out io.Writer, o *options.Options) (run.Options, error) {
+func completeAgent(fs *pflag.FlagSet, out io.Writer, o *options.Options) (agent.Options, error) {
 	warnings, err := o.Complete(fs)
 	for _, w := range warnings {
 		fmt.Fprintf(out, "kite: agent: %s\n", w)
 	}
 	if err != nil {
-		return run.Options{}, err
+		return agent.Options{}, err
 	}
-	return run.FromOptions(o)
+	return agent.FromOptions(o)
 }
 
 // runAgent runs the agent alone until ctx ends. With an API server it
 // registers the Node in the background, retrying, as the kubelet does: an
 // API server that is not up yet does not stop the static pods.
-func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options) error {
-	_, stop, err := startAgent(ctx, out, log, opts, opts.RESTConfig != nil)
+func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts agent.Options) error {
+	_, stop, err := startAgent(ctx, out, log, opts)
 	if err != nil {
 		return err
 	}
@@ -76,42 +76,23 @@ func runAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Opti
 	return nil
 }
 
-// startAgent starts the agent and the consumer of its operations, and, if
-// register, the registration of its Node. stop ends them and waits.
-func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts run.Options, register bool) (_ *run.Agent, stop func(), err error) {
-	a, err := run.New(opts)
+// startAgent starts the agent; stop ends it and waits.
+func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts agent.Options) (_ *agent.Agent, stop func(), err error) {
+	a, err := agent.New(opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	fmt.Fprintf(out, "kite: agent for node %s, pod sources: %s\n", opts.NodeName, strings.Join(sourceNames(opts), ", "))
 	ctx, cancel := context.WithCancel(klog.NewContext(ctx, log))
 	var wg sync.WaitGroup
-	if register {
-		wg.Go(func() { keepRegistering(ctx, opts.RESTConfig, opts.NodeName) })
-	}
 	wg.Go(func() { a.Run(ctx) })
-	wg.Go(func() { logOperations(log.WithValues("node", opts.NodeName), a.Updates()) })
 	return a, func() {
 		cancel()
 		wg.Wait()
 	}, nil
 }
 
-// logOperations stands in for the sync loop until the agent has a
-// container runtime: one line per operation, with its pods' full names
-// (name_namespace, as the kubelet names them). It returns when updates is
-// closed.
-func logOperations(log logr.Logger, updates <-chan kubetypes.PodUpdate) {
-	for u := range updates {
-		names := make([]string, len(u.Pods))
-		for i, p := range u.Pods {
-			names[i] = kubetypes.PodFullName(p)
-		}
-		log.Info("Pod operation", "op", u.Op.String(), "source", u.Source, "pods", names)
-	}
-}
-
-func sourceNames(opts run.Options) []string {
+func sourceNames(opts agent.Options) []string {
 	var names []string
 	if opts.StaticPodPath != "" {
 		names = append(names, kubetypes.FileSource+" "+opts.StaticPodPath)

@@ -18,7 +18,7 @@ import (
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
-	"github.com/kite-project/kite/agent/run"
+	"github.com/kite-project/kite/agent"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
 )
@@ -34,7 +34,7 @@ type serverOptions struct {
 	api kite.Options
 	// agent, when set, runs the node agent for this host against the
 	// in-process API (its RESTConfig is filled in by runServer).
-	agent *run.Options
+	agent *agent.Options
 	// log receives the agent's log lines.
 	log logr.Logger
 }
@@ -126,16 +126,7 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 		conns := connrotation.NewDialer((&net.Dialer{}).DialContext)
 		agentOpts.RESTConfig.Dial = conns.DialContext
 		defer conns.CloseAll()
-		// The Node is registered before the agent starts, so that mirror
-		// pods of static pods are created at once rather than after the
-		// mirror reconciler's backoff.
-		if err := registerNode(ctx, agentOpts.RESTConfig, agentOpts.NodeName); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("register node %s: %w", agentOpts.NodeName, err)
-		}
-		agent, stop, err := startAgent(runCtx, out, opts.log, agentOpts, false)
+		a, stop, err := startAgent(runCtx, out, opts.log, agentOpts)
 		if err != nil {
 			return err
 		}
@@ -145,7 +136,7 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 		// Ready once the agent has read its pods from the API, so that its
 		// connection is up: a stop right after the start then does not cut
 		// a TLS handshake short (the API server logs those on stderr).
-		waitSeen(ctx, agent, kubetypes.APISource, agentSeenTimeout)
+		waitSeen(ctx, a, kubetypes.APISource, agentSeenTimeout)
 	}
 	fmt.Fprintln(out, "kite: ready")
 	select {
@@ -164,7 +155,7 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 const agentSeenTimeout = 10 * time.Second
 
 // waitSeen returns once a has heard from source, ctx ends or timeout passes.
-func waitSeen(ctx context.Context, a *run.Agent, source string, timeout time.Duration) {
+func waitSeen(ctx context.Context, a *agent.Agent, source string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(2 * time.Millisecond)

@@ -1,4 +1,4 @@
-package run
+package agent
 
 import (
 	"context"
@@ -17,19 +17,20 @@ import (
 
 // BenchmarkBoundPodToAgentAdd is agent/source/api's BenchmarkBoundPodToAdd
 // through the whole Agent: a pod bound through the API → its ADD leaving
-// Agent.Updates() (api source, merge, mirror filter), with a static pod
+// the Syncer (api source, merge, mirror filter), with a static pod
 // and its mirror on the node as well. Run with -benchtime=100x.
 func BenchmarkBoundPodToAgentAdd(b *testing.B) {
 	node := unique("bench-node")
 	cfg := shared.RESTConfig()
 	cfg.QPS, cfg.Burst = 1000, 1000 // the client must not be what is measured
 	cs := clientset(b, cfg)
-	registerNode(b, cs, node)
+	createNode(b, cs, node)
 	ns := createNamespace(b, cs, "bench")
 	dir := b.TempDir()
 	writeAtomic(b, dir+"/static.yaml", manifest("static", "image"))
 
-	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir})
+	ops := make(chanSyncer, 64)
+	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, Syncer: ops})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func BenchmarkBoundPodToAgentAdd(b *testing.B) {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		for u := range a.Updates() {
+		for u := range ops {
 			if u.Op == kubetypes.ADD && u.Source == kubetypes.APISource {
 				for _, p := range u.Pods {
 					added <- p.Name

@@ -1,8 +1,7 @@
-package main
+package agent
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"time"
 
@@ -11,11 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/kite-project/kite"
+	kiteversion "github.com/kite-project/kite/version"
 )
 
 // The Ready condition the agent reports while it has no container
@@ -30,11 +28,7 @@ const (
 
 // registerNode creates the Node, or refreshes the status of the one a
 // previous run created, as the kubelet registers its node at start.
-func registerNode(ctx context.Context, cfg *rest.Config, name string) error {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("API client: %w", err)
-	}
+func registerNode(ctx context.Context, cs kubernetes.Interface, name string) error {
 	nodes := cs.CoreV1().Nodes()
 	now := metav1.Now()
 	node := &v1.Node{
@@ -45,7 +39,7 @@ func registerNode(ctx context.Context, cfg *rest.Config, name string) error {
 		}},
 		Status: nodeStatus(name, now, nil),
 	}
-	_, err = nodes.Create(ctx, node, metav1.CreateOptions{})
+	_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -92,7 +86,7 @@ func nodeStatus(name string, now metav1.Time, old []v1.NodeCondition) v1.NodeSta
 		Conditions:  []v1.NodeCondition{ready},
 		Addresses:   []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
 		NodeInfo: v1.NodeSystemInfo{
-			KubeletVersion:  kite.DefaultVersion().GitVersion,
+			KubeletVersion:  kiteversion.GitVersion,
 			OperatingSystem: runtime.GOOS,
 			Architecture:    runtime.GOARCH,
 		},
@@ -101,11 +95,11 @@ func nodeStatus(name string, now metav1.Time, old []v1.NodeCondition) v1.NodeSta
 
 // keepRegistering registers the Node, retrying with backoff until it
 // succeeds or ctx ends: an agent may start before its API server.
-func keepRegistering(ctx context.Context, cfg *rest.Config, name string) {
+func keepRegistering(ctx context.Context, cs kubernetes.Interface, name string) {
 	log := klog.FromContext(ctx)
 	wait := 500 * time.Millisecond
 	for {
-		err := registerNode(ctx, cfg, name)
+		err := registerNode(ctx, cs, name)
 		if err == nil {
 			log.Info("Registered node", "node", name)
 			return

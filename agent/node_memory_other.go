@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package agent
 
 // hostMemory is the machine's physical memory in bytes, 0 if unknown.
 func hostMemory() int64 { return 0 }

@@ -1,4 +1,4 @@
-package run
+package agent
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestAPIServerRestartedUnderTheAgent(t *testing.T) {
 	srv := kitetest.StartRestartable(t)
 	cfg := srv.Server().RESTConfig() // the CA and token live in the data directory
 	cs := clientset(t, cfg)
-	registerNode(t, cs, node)
+	createNode(t, cs, node)
 	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), newPod("default", "before", node), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
-// Package run assembles the node agent's pod pipeline from options: the
-// configured sources (file, http, api) feeding one config.PodConfig, the
-// mirror pods of static pods (package mirror), and one channel of
-// operations for the consumer (the sync loop), as upstream's kubelet does
-// in makePodSourceConfig and its mirror pod handling.
+// Package agent is the node agent, the kubelet's job for one node, in one
+// value: agent.New(Options) builds it and Run runs it. It assembles the
+// configured pod sources (file, http, api) feeding one config.PodConfig,
+// the mirror pods of static pods (package mirror), the registration and
+// status of the Node, and the sync loop that consumes the merge's
+// operations (a Syncer), as upstream's kubelet does in
+// makePodSourceConfig, its mirror pod handling and syncLoop.
 //
 // Mirror pods come back through the api source like any pod bound to the
 // node. The Agent recognises them by their kubernetes.io/config.mirror
@@ -13,7 +15,7 @@
 //
 // Without a REST config the agent is standalone: static pods only, no
 // mirror pods.
-package run
+package agent
 
 import (
 	"context"
@@ -72,6 +74,22 @@ type Options struct {
 	// MirrorRetryInitial and MirrorRetryMax bound the mirror reconciler's
 	// backoff after failed calls; zero means mirror's defaults.
 	MirrorRetryInitial, MirrorRetryMax time.Duration
+	// Syncer consumes the operations; nil logs each one (see LogSyncer).
+	Syncer Syncer
+}
+
+// Syncer is the sync loop: it consumes the merge's operations (mirror pods
+// taken out) until updates is closed, which happens after ctx ends. sources
+// tells which sources have reported, so that it stops pods no source has
+// only once every source has been seen.
+type Syncer interface {
+	Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, sources SourcesSeen)
+}
+
+// SourcesSeen says which pod sources have sent their first snapshot.
+type SourcesSeen interface {
+	Seen(source string) bool
+	SeenAllSources() bool
 }
 
 // FromOptions turns the command's options (flags and --config file, already
@@ -112,6 +130,8 @@ type Agent struct {
 	events    *nodeevents.Recorder // nil when standalone
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
+	syncer    Syncer
+	client    *kubernetes.Clientset // nil when standalone
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
@@ -123,7 +143,10 @@ func New(opts Options) (*Agent, error) {
 	if opts.NodeName == "" {
 		return nil, errors.New("agent: no node name given")
 	}
-	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}}
+	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}, syncer: opts.Syncer}
+	if a.syncer == nil {
+		a.syncer = LogSyncer{}
+	}
 	var cs *kubernetes.Clientset
 	if opts.RESTConfig != nil {
 		var err error
@@ -136,6 +159,7 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		opts.Reporter = bothReporters(opts.Reporter, a.events)
+		a.client = cs
 	}
 	var names []string
 	if opts.StaticPodPath != "" {
@@ -195,19 +219,18 @@ func clientConfig(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// Updates is the stream of operations for the sync loop: the merge's,
-// without mirror pods. It is closed when Run returns.
-func (a *Agent) Updates() <-chan kubetypes.PodUpdate { return a.updates }
-
 // Seen says whether source has sent its first snapshot.
 func (a *Agent) Seen(source string) bool { return a.pc.Seen(source) }
 
 // SeenAllSources says whether every configured source has reported.
 func (a *Agent) SeenAllSources() bool { return a.pc.SeenAllSources() }
 
-// Run runs the sources, the merge and the mirror reconciler until ctx
-// ends, then closes Updates. It returns when all of them have stopped. An
-// Agent runs once: a second Run returns at once.
+// Run runs the agent until ctx ends: with an API server it registers the
+// Node first (one attempt, then retries in the background, so that an API
+// server that is not up yet does not hold back static pods), then the
+// sources, the merge, the mirror reconciler and the Syncer. It returns
+// when all of them have stopped. An Agent runs once: a second Run returns
+// at once.
 func (a *Agent) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", a.opts.NodeName)
 	if !a.running.CompareAndSwap(false, true) {
@@ -215,9 +238,25 @@ func (a *Agent) Run(ctx context.Context) {
 		return
 	}
 	ctx = klog.NewContext(ctx, logger)
-	var wg sync.WaitGroup
+	var syncWG, wg sync.WaitGroup
+	syncWG.Go(func() { a.syncer.Run(ctx, a.updates, a) })
+	defer syncWG.Wait()
 	defer close(a.updates)
 	defer wg.Wait()
+	if a.client != nil {
+		// The Node is registered before the mirror reconciler starts, so
+		// that mirror pods of static pods are created at once rather than
+		// after its backoff.
+		if err := registerNode(ctx, a.client, a.opts.NodeName); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Error(err, "Cannot register node, retrying in the background")
+			wg.Go(func() { keepRegistering(ctx, a.client, a.opts.NodeName) })
+		} else {
+			logger.Info("Registered node")
+		}
+	}
 	wg.Go(func() { a.pc.Run(ctx) })
 	for _, s := range a.sources {
 		wg.Go(func() { s.Run(ctx, a.pc.Input()) })

@@ -1,4 +1,4 @@
-package run
+package agent
 
 import (
 	"os"
@@ -66,7 +66,7 @@ func TestStaticPodsHaveMirrorPods(t *testing.T) {
 	cfg := shared.RESTConfig()
 	cs := clientset(t, cfg)
 	ctx := t.Context()
-	nodeObj := registerNode(t, cs, node)
+	nodeObj := createNode(t, cs, node)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
 	writeAtomic(t, path, manifest("web", "image:1"))
@@ -134,7 +134,7 @@ func TestRestartedAgentKeepsMirrorsAndDeletesOrphans(t *testing.T) {
 	node := unique("again-node")
 	cfg := shared.RESTConfig()
 	cs := clientset(t, cfg)
-	registerNode(t, cs, node)
+	createNode(t, cs, node)
 	dir := t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "a-kept.yaml"), manifest("a-kept", "image"))
 	writeAtomic(t, filepath.Join(dir, "z-gone.yaml"), manifest("z-gone", "image"))

@@ -1,4 +1,4 @@
-package run
+package agent
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func createNamespace(t testing.TB, cs kubernetes.Interface, base string) string 
 }
 
 // registerNode creates the Node object mirror pods are owned by.
-func registerNode(t testing.TB, cs kubernetes.Interface, name string) *v1.Node {
+func createNode(t testing.TB, cs kubernetes.Interface, name string) *v1.Node {
 	t.Helper()
 	node, err := cs.CoreV1().Nodes().Create(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil {
@@ -102,6 +102,8 @@ func startAgent(t *testing.T, opts Options) (*Agent, *consumer) {
 	if opts.MirrorRetryInitial == 0 {
 		opts.MirrorRetryInitial, opts.MirrorRetryMax = 50*time.Millisecond, 500*time.Millisecond
 	}
+	ops := make(chanSyncer, 64)
+	opts.Syncer = ops
 	a, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -116,7 +118,7 @@ func startAgent(t *testing.T, opts Options) (*Agent, *consumer) {
 	}()
 	go func() {
 		defer close(c.done)
-		for u := range a.Updates() {
+		for u := range ops {
 			c.mu.Lock()
 			c.ops = append(c.ops, u)
 			c.mu.Unlock()
@@ -218,5 +220,16 @@ func waitAPIPod(t *testing.T, cs kubernetes.Interface, namespace, name, what str
 			t.Fatalf("%s: not within %v; pod is %+v", what, waitTimeout, p)
 		}
 		time.Sleep(20 * time.Millisecond) // polling, not synchronisation
+	}
+}
+
+// chanSyncer is a Syncer that hands every operation on, closing itself
+// once the agent closes its operations.
+type chanSyncer chan kubetypes.PodUpdate
+
+func (c chanSyncer) Run(_ context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
+	defer close(c)
+	for u := range updates {
+		c <- u
 	}
 }
