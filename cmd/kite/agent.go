@@ -13,9 +13,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
+	"github.com/kite-project/kite/agent"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
-	"github.com/kite-project/kite/agent"
 )
 
 func newAgentCommand() *cobra.Command {

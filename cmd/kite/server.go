@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/util/connrotation"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
-	"github.com/kite-project/kite/agent"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
 )
