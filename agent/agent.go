@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	nethttp "net/http"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,7 @@ import (
 	"github.com/kite-project/kite/agent/config"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/mirror"
+	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/source/api"
@@ -74,8 +76,13 @@ type Options struct {
 	// MirrorRetryInitial and MirrorRetryMax bound the mirror reconciler's
 	// backoff after failed calls; zero means mirror's defaults.
 	MirrorRetryInitial, MirrorRetryMax time.Duration
+	// RootDir holds the agent's files (--root-dir).
+	RootDir string
 	// Syncer consumes the operations; nil logs each one (see LogSyncer).
 	Syncer Syncer
+	// Node configures the Node's registration, status and Lease (with a
+	// REST config); its Client and NodeName are filled in by New.
+	Node node.Options
 }
 
 // Syncer is the sync loop: it consumes the merge's operations (mirror pods
@@ -95,17 +102,27 @@ type SourcesSeen interface {
 // FromOptions turns the command's options (flags and --config file, already
 // completed) into Options, loading the kubeconfig file if one is given.
 func FromOptions(o *options.Options) (Options, error) {
-	node, err := o.NodeName()
+	name, err := o.NodeName()
 	if err != nil {
 		return Options{}, err
 	}
 	opts := Options{
-		NodeName:           node,
+		NodeName:           name,
 		StaticPodPath:      o.Config.StaticPodPath,
 		FileCheckFrequency: o.Config.FileCheckFrequency.Duration,
 		StaticPodURL:       o.Config.StaticPodURL,
 		StaticPodURLHeader: nethttp.Header(o.Config.StaticPodURLHeader),
 		HTTPCheckFrequency: o.Config.HTTPCheckFrequency.Duration,
+		RootDir:            o.RootDir,
+		Node: node.Options{
+			MaxPods: int64(o.Config.MaxPods),
+			Port:    o.Config.Port,
+			RootDir: o.RootDir,
+			Labels:  o.NodeLabels,
+		},
+	}
+	if o.NodeIP != "" {
+		opts.Node.NodeIP = net.ParseIP(o.NodeIP)
 	}
 	if o.KubeConfig != "" {
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", o.KubeConfig); err != nil {
@@ -131,7 +148,7 @@ type Agent struct {
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
 	syncer    Syncer
-	client    *kubernetes.Clientset // nil when standalone
+	node      *node.Manager // nil when standalone
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
@@ -146,6 +163,10 @@ func New(opts Options) (*Agent, error) {
 	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}, syncer: opts.Syncer}
 	if a.syncer == nil {
 		a.syncer = LogSyncer{}
+		if opts.Node.Health == nil {
+			// An agent that runs no pods must not look able to.
+			opts.Node.Health = func(context.Context) []string { return []string{"container runtime is down"} }
+		}
 	}
 	var cs *kubernetes.Clientset
 	if opts.RESTConfig != nil {
@@ -159,7 +180,11 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		opts.Reporter = bothReporters(opts.Reporter, a.events)
-		a.client = cs
+		nodeOpts := opts.Node
+		nodeOpts.Client, nodeOpts.NodeName = cs, opts.NodeName
+		if a.node, err = node.New(nodeOpts); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	var names []string
 	if opts.StaticPodPath != "" {
@@ -225,12 +250,12 @@ func (a *Agent) Seen(source string) bool { return a.pc.Seen(source) }
 // SeenAllSources says whether every configured source has reported.
 func (a *Agent) SeenAllSources() bool { return a.pc.SeenAllSources() }
 
-// Run runs the agent until ctx ends: with an API server it registers the
-// Node first (one attempt, then retries in the background, so that an API
-// server that is not up yet does not hold back static pods), then the
-// sources, the merge, the mirror reconciler and the Syncer. It returns
-// when all of them have stopped. An Agent runs once: a second Run returns
-// at once.
+// Run runs the agent until ctx ends: the sources, the merge and the
+// Syncer, and with an API server the Node's registration, status and
+// Lease (package node) and, once the Node is registered, the mirror
+// reconciler (mirror pods are owned by the Node). An API server that is
+// not up yet holds back nothing but the mirror pods. Run returns when all
+// of them have stopped. An Agent runs once: a second Run returns at once.
 func (a *Agent) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", a.opts.NodeName)
 	if !a.running.CompareAndSwap(false, true) {
@@ -243,26 +268,22 @@ func (a *Agent) Run(ctx context.Context) {
 	defer syncWG.Wait()
 	defer close(a.updates)
 	defer wg.Wait()
-	if a.client != nil {
-		// The Node is registered before the mirror reconciler starts, so
-		// that mirror pods of static pods are created at once rather than
-		// after its backoff.
-		if err := registerNode(ctx, a.client, a.opts.NodeName); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			logger.Error(err, "Cannot register node, retrying in the background")
-			wg.Go(func() { keepRegistering(ctx, a.client, a.opts.NodeName) })
-		} else {
-			logger.Info("Registered node")
-		}
+	if a.node != nil {
+		wg.Go(func() { a.node.Run(ctx) })
 	}
 	wg.Go(func() { a.pc.Run(ctx) })
 	for _, s := range a.sources {
 		wg.Go(func() { s.Run(ctx, a.pc.Input()) })
 	}
 	if a.mirrors != nil {
-		wg.Go(func() { a.mirrors.Run(ctx) })
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.node.Registered():
+			}
+			a.mirrors.Run(ctx)
+		})
 	}
 	if a.events != nil {
 		wg.Go(func() { a.events.Run(ctx) })

@@ -34,6 +34,14 @@ type AgentConfiguration struct {
 	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
 	// HTTPCheckFrequency: --http-check-frequency.
 	HTTPCheckFrequency metav1.Duration `json:"httpCheckFrequency,omitempty"`
+	// MaxPods: --max-pods, the Node's capacity.pods.
+	MaxPods int32 `json:"maxPods,omitempty"`
+	// Port: --port, the agent's HTTPS port (the Node's daemon endpoint).
+	Port int32 `json:"port,omitempty"`
+	// ContainerLogMaxSize: --container-log-max-size, a quantity ("10Mi").
+	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
+	// ContainerLogMaxFiles: --container-log-max-files, at least 2.
+	ContainerLogMaxFiles int32 `json:"containerLogMaxFiles,omitempty"`
 }
 
 // LoadConfigFile reads a KubeletConfiguration file (YAML or JSON) over the

@@ -10,6 +10,7 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/net/http/httpguts"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kite-project/kite/agent/kubetypes"
@@ -25,8 +27,16 @@ import (
 
 // Defaults, as the kubelet's.
 const (
-	DefaultFileCheckFrequency = 20 * time.Second
-	DefaultHTTPCheckFrequency = 20 * time.Second
+	DefaultFileCheckFrequency   = 20 * time.Second
+	DefaultHTTPCheckFrequency   = 20 * time.Second
+	DefaultMaxPods              = 110
+	DefaultPort                 = 10250
+	DefaultContainerLogMaxSize  = "10Mi"
+	DefaultContainerLogMaxFiles = 5
+	// DefaultRootDir is where `kite agent` keeps its files unless told
+	// (the kubelet's is /var/lib/kubelet); `kite server` uses
+	// <data-dir>/agent.
+	DefaultRootDir = "kite-agent"
 )
 
 // Options are the agent's settings.
@@ -38,24 +48,36 @@ type Options struct {
 	// HostnameOverride is the node name (--hostname-override); empty means
 	// the host name, lowercased.
 	HostnameOverride string
+	// RootDir holds the agent's files: pod directories, volumes, container
+	// logs and the runtime's state (--root-dir).
+	RootDir string
+	// NodeIP is the node's InternalIP (--node-ip); empty: the address of
+	// the default route's interface.
+	NodeIP string
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
 	// Config holds what the file and the flags set.
 	Config AgentConfiguration
 }
 
 // New returns options holding the defaults.
 func New() *Options {
-	return &Options{Config: DefaultConfiguration()}
+	return &Options{RootDir: DefaultRootDir, Config: DefaultConfiguration()}
 }
 
 // flagFields maps each flag that has a field in the configuration file to
 // the copy of that field, so that Complete can put flags over the file.
 func flagFields() map[string]func(dst, src *AgentConfiguration) {
 	return map[string]func(dst, src *AgentConfiguration){
-		"pod-manifest-path":    func(d, s *AgentConfiguration) { d.StaticPodPath = s.StaticPodPath },
-		"manifest-url":         func(d, s *AgentConfiguration) { d.StaticPodURL = s.StaticPodURL },
-		"manifest-url-header":  func(d, s *AgentConfiguration) { d.StaticPodURLHeader = s.StaticPodURLHeader },
-		"file-check-frequency": func(d, s *AgentConfiguration) { d.FileCheckFrequency = s.FileCheckFrequency },
-		"http-check-frequency": func(d, s *AgentConfiguration) { d.HTTPCheckFrequency = s.HTTPCheckFrequency },
+		"pod-manifest-path":       func(d, s *AgentConfiguration) { d.StaticPodPath = s.StaticPodPath },
+		"manifest-url":            func(d, s *AgentConfiguration) { d.StaticPodURL = s.StaticPodURL },
+		"manifest-url-header":     func(d, s *AgentConfiguration) { d.StaticPodURLHeader = s.StaticPodURLHeader },
+		"file-check-frequency":    func(d, s *AgentConfiguration) { d.FileCheckFrequency = s.FileCheckFrequency },
+		"http-check-frequency":    func(d, s *AgentConfiguration) { d.HTTPCheckFrequency = s.HTTPCheckFrequency },
+		"max-pods":                func(d, s *AgentConfiguration) { d.MaxPods = s.MaxPods },
+		"port":                    func(d, s *AgentConfiguration) { d.Port = s.Port },
+		"container-log-max-size":  func(d, s *AgentConfiguration) { d.ContainerLogMaxSize = s.ContainerLogMaxSize },
+		"container-log-max-files": func(d, s *AgentConfiguration) { d.ContainerLogMaxFiles = s.ContainerLogMaxFiles },
 	}
 }
 
@@ -70,6 +92,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(newHeaderValue(&c.StaticPodURLHeader), "manifest-url-header", "HTTP header sent with requests to --manifest-url, as 'Key:Value'; repeat the flag (or separate pairs with ',') for more.")
 	fs.DurationVar(&c.FileCheckFrequency.Duration, "file-check-frequency", c.FileCheckFrequency.Duration, "Period of the full re-read of --pod-manifest-path (changes are seen at once through inotify; this is the safety net).")
 	fs.DurationVar(&c.HTTPCheckFrequency.Duration, "http-check-frequency", c.HTTPCheckFrequency.Duration, "Period of the fetch of --manifest-url.")
+	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory of the agent's files: pod directories and volumes, container logs (pods/<namespace>_<pod>_<uid>/<container>/<restartCount>.log) and the runtime's records of its processes.")
+	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP. Empty: the address of the interface of the default route.")
+	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels added to the Node at registration, key=value pairs separated by ','.")
+	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Number of pods the node can run (its capacity.pods).")
+	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint.")
+	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")
+	fs.Int32Var(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "Log files kept per container, the current one included (at least 2).")
 }
 
 // Complete reads the configuration file, if --config was given, and puts
@@ -123,6 +152,24 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("maxPods (--max-pods) %d: must be positive", c.MaxPods))
+	}
+	if c.Port <= 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port (--port) %d: must be between 1 and 65535", c.Port))
+	}
+	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
+		errs = append(errs, fmt.Errorf("containerLogMaxSize (--container-log-max-size) %q: want a positive quantity such as 10Mi", c.ContainerLogMaxSize))
+	}
+	if c.ContainerLogMaxFiles < 2 {
+		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))
+	}
+	if o.RootDir == "" {
+		errs = append(errs, errors.New("--root-dir: must not be empty"))
+	}
+	if o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil {
+		errs = append(errs, fmt.Errorf("--node-ip %q: not an IP address", o.NodeIP))
+	}
 	if len(c.StaticPodURLHeader) > 0 && c.StaticPodURL == "" {
 		errs = append(errs, errors.New("staticPodURLHeader (--manifest-url-header) given without staticPodURL (--manifest-url)"))
 	}
@@ -170,8 +217,12 @@ func (o *Options) Sources() []string {
 // DefaultConfiguration returns the configuration of an agent given nothing.
 func DefaultConfiguration() AgentConfiguration {
 	return AgentConfiguration{
-		TypeMeta:           metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind},
-		FileCheckFrequency: metav1.Duration{Duration: DefaultFileCheckFrequency},
-		HTTPCheckFrequency: metav1.Duration{Duration: DefaultHTTPCheckFrequency},
+		TypeMeta:             metav1.TypeMeta{APIVersion: ConfigAPIVersion, Kind: ConfigKind},
+		FileCheckFrequency:   metav1.Duration{Duration: DefaultFileCheckFrequency},
+		HTTPCheckFrequency:   metav1.Duration{Duration: DefaultHTTPCheckFrequency},
+		MaxPods:              DefaultMaxPods,
+		Port:                 DefaultPort,
+		ContainerLogMaxSize:  DefaultContainerLogMaxSize,
+		ContainerLogMaxFiles: DefaultContainerLogMaxFiles,
 	}
 }

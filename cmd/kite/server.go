@@ -58,6 +58,9 @@ logs each pod operation it would hand to a runtime.`,
 				return err
 			}
 			out := &syncWriter{w: cmd.OutOrStdout()}
+			if !cmd.Flags().Changed("root-dir") {
+				agent.RootDir = filepath.Join(opts.api.DataDir, "agent")
+			}
 			agentOpts, err := completeAgent(cmd.Flags(), out, agent)
 			if err != nil {
 				return err

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package node
+
+// Disk is not measured off Linux.
+func (Host) Disk(string) (total, available int64) { return 0, 0 }

@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/ktesting"
+)
+
+var seq atomic.Int64
+
+func unique(base string) string { return fmt.Sprintf("%s-%d", base, seq.Add(1)) }
+
+// run starts a Manager for a new node until the test ends.
+func run(t *testing.T, opts Options) (*Manager, kubernetes.Interface) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(shared.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Client = cs
+	m, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	select {
+	case <-m.Registered():
+	case <-time.After(10 * time.Second):
+		t.Fatal("node not registered within 10s")
+	}
+	return m, cs
+}
+
+// eventually polls f every 20 ms for up to 10 s.
+func eventually(t *testing.T, what string, f func() (bool, string)) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var ok bool
+		if ok, last = f(); ok {
+			return
+		}
+	}
+	t.Fatalf("%s: not within 10s; last: %s", what, last)
+}
+
+func TestManagerRegistersTheNodeAsTheKubeletDoes(t *testing.T) {
+	name := unique("reg")
+	_, cs := run(t, Options{NodeName: name, RootDir: t.TempDir(), RuntimeVersion: "kite-process://v1", Port: 10251, Labels: map[string]string{"role": "test"}})
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: n.Status.NodeInfo.Architecture, "role": "test"} {
+		if n.Labels[k] != want {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
+		}
+	}
+	if got := n.Status.Capacity.Pods().Value(); got != 110 {
+		t.Errorf("capacity.pods = %d", got)
+	}
+	for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+		if q, ok := n.Status.Allocatable[r]; !ok || q.Sign() <= 0 {
+			t.Errorf("allocatable %s = %v", r, q.String())
+		}
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10251 {
+		t.Errorf("daemon port %d", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	}
+	if n.Status.NodeInfo.ContainerRuntimeVersion != "kite-process://v1" || n.Status.NodeInfo.KubeletVersion == "" || n.Status.NodeInfo.KernelVersion == "" {
+		t.Errorf("nodeInfo %+v", n.Status.NodeInfo)
+	}
+	if len(n.Status.Addresses) != 2 || n.Status.Addresses[0].Type != v1.NodeInternalIP || n.Status.Addresses[1] != (v1.NodeAddress{Type: v1.NodeHostName, Address: name}) {
+		t.Errorf("addresses %v", n.Status.Addresses)
+	}
+	if c := condition(n.Status, v1.NodeReady); c.Status != v1.ConditionTrue || c.Reason != ReasonReady {
+		t.Errorf("Ready %+v", c)
+	}
+}
+
+func TestManagerKeepsALeaseOwnedByTheNode(t *testing.T) {
+	name := unique("lease")
+	_, cs := run(t, Options{NodeName: name, RenewInterval: 50 * time.Millisecond})
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first time.Time
+	eventually(t, "lease renewed", func() (bool, string) {
+		l, err := cs.CoordinationV1().Leases(LeaseNamespace).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if *l.Spec.HolderIdentity != name || *l.Spec.LeaseDurationSeconds != 40 {
+			t.Fatalf("lease spec %+v", l.Spec)
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID || l.OwnerReferences[0].Kind != "Node" {
+			t.Fatalf("lease owners %+v", l.OwnerReferences)
+		}
+		if first.IsZero() {
+			first = l.Spec.RenewTime.Time
+		}
+		return l.Spec.RenewTime.After(first), fmt.Sprint(l.Spec.RenewTime)
+	})
+}
+
+func TestManagerPatchesTheStatusWhenHealthChanges(t *testing.T) {
+	name := unique("health")
+	var down atomic.Bool
+	_, cs := run(t, Options{NodeName: name, UpdateInterval: 30 * time.Millisecond, Health: func(context.Context) []string {
+		if down.Load() {
+			return []string{"container runtime is down"}
+		}
+		return nil
+	}})
+	ready := func(want v1.ConditionStatus, msg string) func() (bool, string) {
+		return func() (bool, string) {
+			n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := condition(n.Status, v1.NodeReady)
+			return c.Status == want && c.Message == msg, fmt.Sprintf("%+v", c)
+		}
+	}
+	down.Store(true)
+	eventually(t, "Ready=False", ready(v1.ConditionFalse, "container runtime is down"))
+	down.Store(false)
+	eventually(t, "Ready=True again", ready(v1.ConditionTrue, MessageReady))
+}
+
+func TestManagerKeepsLabelsOfAnExistingNodeAndRegistersADeletedOneAgain(t *testing.T) {
+	name := unique("existing")
+	cs, err := kubernetes.NewForConfig(shared.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: "custom"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, Options{NodeName: name, UpdateInterval: 30 * time.Millisecond, ReportInterval: 30 * time.Millisecond})
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels[v1.LabelHostname] != "custom" || n.Labels[v1.LabelOSStable] == "" {
+		t.Errorf("labels %v: the existing label must stay, the missing defaults be added", n.Labels)
+	}
+	if c := condition(n.Status, v1.NodeReady); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready %+v", c)
+	}
+	if err := cs.CoreV1().Nodes().Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node registered again", func() (bool, string) {
+		n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return condition(n.Status, v1.NodeReady).Status == v1.ConditionTrue, "no Ready"
+	})
+}

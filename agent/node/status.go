@@ -1,0 +1,161 @@
+package node
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Info is what the host and the agent know of the node at one moment.
+type Info struct {
+	// CPUs, MemoryBytes and EphemeralStorageBytes are the capacity;
+	// zero leaves a resource out.
+	CPUs                  int64
+	MemoryBytes           int64
+	EphemeralStorageBytes int64
+	// MaxPods is capacity.pods (--max-pods).
+	MaxPods int64
+	// Addresses are the node's addresses, InternalIP first.
+	Addresses []v1.NodeAddress
+	// NodeInfo is kernel, OS image, versions, IDs.
+	NodeInfo v1.NodeSystemInfo
+	// Port is daemonEndpoints.kubeletEndpoint.port (--port).
+	Port int32
+	// NotReady are the reasons the node cannot run pods (the runtime is
+	// down, ...): empty means Ready.
+	NotReady []string
+	// MemoryPressure, DiskPressure and PIDPressure are the eviction
+	// signals' verdicts; nil means not measured yet (Unknown).
+	MemoryPressure, DiskPressure, PIDPressure *bool
+}
+
+// Ready condition reasons and messages, the kubelet's
+// (nodestatus.ReadyCondition).
+const (
+	ReasonReady    = "KubeletReady"
+	MessageReady   = "kubelet is posting ready status"
+	ReasonNotReady = "KubeletNotReady"
+)
+
+// pressure is one of the pressure conditions' reasons and messages.
+type pressure struct {
+	typ                   v1.NodeConditionType
+	falseReason, falseMsg string
+	trueReason, trueMsg   string
+}
+
+var pressures = []pressure{
+	{v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+	{v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure", "KubeletHasDiskPressure", "kubelet has disk pressure"},
+	{v1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available", "KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+}
+
+// Build is the node status for info at now, given the previous status
+// (nil for a new node): the conditions keep their lastTransitionTime unless
+// their status flips, and every condition's lastHeartbeatTime is now.
+// Conditions come in the kubelet's order: MemoryPressure, DiskPressure,
+// PIDPressure, Ready.
+func Build(info Info, old *v1.NodeStatus, now metav1.Time) v1.NodeStatus {
+	capacity := v1.ResourceList{v1.ResourcePods: *resource.NewQuantity(info.MaxPods, resource.DecimalSI)}
+	if info.CPUs > 0 {
+		capacity[v1.ResourceCPU] = *resource.NewQuantity(info.CPUs, resource.DecimalSI)
+	}
+	if info.MemoryBytes > 0 {
+		capacity[v1.ResourceMemory] = *resource.NewQuantity(info.MemoryBytes, resource.BinarySI)
+	}
+	if info.EphemeralStorageBytes > 0 {
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(info.EphemeralStorageBytes, resource.BinarySI)
+	}
+	var oldConds []v1.NodeCondition
+	if old != nil {
+		oldConds = old.Conditions
+	}
+	conds := make([]v1.NodeCondition, 0, len(pressures)+1)
+	for i, p := range pressures {
+		verdict := []*bool{info.MemoryPressure, info.DiskPressure, info.PIDPressure}[i]
+		c := v1.NodeCondition{Type: p.typ, Status: v1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "kubelet has not measured it yet"}
+		switch {
+		case verdict == nil:
+		case *verdict:
+			c.Status, c.Reason, c.Message = v1.ConditionTrue, p.trueReason, p.trueMsg
+		default:
+			c.Status, c.Reason, c.Message = v1.ConditionFalse, p.falseReason, p.falseMsg
+		}
+		conds = append(conds, stamp(c, oldConds, now))
+	}
+	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: ReasonReady, Message: MessageReady}
+	if len(info.NotReady) > 0 {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, ReasonNotReady, joinErrors(info.NotReady)
+	}
+	conds = append(conds, stamp(ready, oldConds, now))
+
+	status := v1.NodeStatus{
+		Capacity:        capacity,
+		Allocatable:     allocatable(capacity),
+		Conditions:      conds,
+		Addresses:       info.Addresses,
+		NodeInfo:        info.NodeInfo,
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: info.Port}},
+	}
+	if old != nil {
+		// Fields the agent does not own (images, volumes, config) are kept.
+		status.Images, status.VolumesInUse, status.VolumesAttached = old.Images, old.VolumesInUse, old.VolumesAttached
+		status.Config, status.Phase, status.Features = old.Config, old.Phase, old.Features
+	}
+	return status
+}
+
+// allocatable is capacity less the kubelet's default hard eviction
+// threshold for memory (memory.available < 100Mi), floored at zero; no
+// reservations are configured.
+func allocatable(capacity v1.ResourceList) v1.ResourceList {
+	a := capacity.DeepCopy()
+	if m, ok := a[v1.ResourceMemory]; ok {
+		m.Sub(resource.MustParse("100Mi"))
+		if m.Sign() < 0 {
+			m = *resource.NewQuantity(0, resource.BinarySI)
+		}
+		a[v1.ResourceMemory] = m
+	}
+	return a
+}
+
+// stamp sets c's times: the heartbeat is now; the transition is now only
+// when the status differs from the old condition of its type.
+func stamp(c v1.NodeCondition, old []v1.NodeCondition, now metav1.Time) v1.NodeCondition {
+	c.LastHeartbeatTime, c.LastTransitionTime = now, now
+	for _, o := range old {
+		if o.Type == c.Type && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
+	return c
+}
+
+// joinErrors words several not-ready reasons as the kubelet's aggregate
+// does: one as it is, several as [e1, e2].
+func joinErrors(errs []string) string {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return "[" + strings.Join(errs, ", ") + "]"
+}
+
+// Changed says whether new differs from old in anything but the
+// conditions' heartbeat times: the kubelet patches only then, or when the
+// report period is up.
+func Changed(old, new *v1.NodeStatus) bool {
+	if old == nil {
+		return true
+	}
+	a, b := old.DeepCopy(), new.DeepCopy()
+	for _, s := range []*v1.NodeStatus{a, b} {
+		for i := range s.Conditions {
+			s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+	}
+	return !apiequality.Semantic.DeepEqual(a, b)
+}
