@@ -20,9 +20,12 @@ func WriteJSON(w io.Writer, r *Report) error {
 // WriteTable writes the report as an aligned table, one workload a row,
 // then the memory figures.
 func WriteTable(w io.Writer, r *Report) error {
-	o := r.Options
-	fmt.Fprintf(w, "server %s, %s; %d pods on %d nodes, %d writers, %d watchers (decode %s), %d updates, namespace %s\n\n",
-		r.Server, r.ContentType, o.Pods, o.Nodes, o.Writers, o.Watchers, o.Decode, o.Updates, o.Namespace)
+	if o := r.Options; r.Title != "" {
+		fmt.Fprintf(w, "%s\n\n", r.Title)
+	} else {
+		fmt.Fprintf(w, "server %s, %s; %d pods on %d nodes, %d writers, %d watchers (decode %s), %d updates, namespace %s\n\n",
+			r.Server, r.ContentType, o.Pods, o.Nodes, o.Writers, o.Watchers, o.Decode, o.Updates, o.Namespace)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tOPS\tITEMS\tTIME\tRATE/s\tP50\tP99\tLOST\tNOTE")
 	for _, res := range r.Results {

@@ -47,6 +47,8 @@ type Memory struct {
 
 // Report is everything one Run measured.
 type Report struct {
+	// Title, when set, heads the table instead of the sizes in Options.
+	Title       string    `json:"title,omitempty"`
 	Server      string    `json:"server"`
 	ContentType string    `json:"contentType"`
 	Options     Settings  `json:"options"`

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kite-project/kite/workload"
@@ -50,11 +52,9 @@ client-go's typed clients do. The informer sync is client-go's either way.`,
 			if !decode.Valid() {
 				return fmt.Errorf("--decode must be %s or %s, not %q", workload.RawDecode, workload.ClientGoDecode, f.decode)
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = f.kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			cfg, err := benchConfig(f.kubeconfig)
 			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
+				return err
 			}
 			cfg.ContentType = contentType
 			opts := f.opts
@@ -83,6 +83,66 @@ client-go's typed clients do. The informer sync is client-go's either way.`,
 	fs.IntVar(&f.opts.Repeats, "repeats", 5, "runs of each list and informer sync")
 	fs.StringVar(&f.decode, "decode", string(workload.RawDecode), "how lists and fan-out watchers read responses: raw (decode only what the checks need: item names, continue token; event type, namespace, resourceVersion, sent annotation; so the figures measure the server) or client-go (its typed client, every pod decoded in full)")
 	fs.DurationVar(&f.opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
+	cmd.AddCommand(newBenchNodeCommand())
+	return cmd
+}
+
+// benchConfig loads the kubeconfig at path, or client-go's default one.
+func benchConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+func newBenchNodeCommand() *cobra.Command {
+	var kubeconfig, output string
+	var opts workload.NodeOptions
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Measure a node agent: pods bound to --node until Running, one at a time and all at once, static pods, agent memory",
+		Long: `Run the node workloads against the agent of --node through the API server of
+a kubeconfig, in a namespace of its own that is deleted afterwards: create
+--pods pods bound to the node one after another, each until a watch sees it
+Running (p50/p99 of create to Running); create --burst pods at once until all
+are Running, and read the agent's memory then (--agent-pid, on the agent's
+host); delete them until all are gone; with --manifest-dir (the agent's
+--pod-manifest-path, on its host), write --static-pods manifests until their
+mirror pods are Running. Each pod runs 'sleep 3600'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output must be table or json, not %q", output)
+			}
+			cfg, err := benchConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			opts.Log = cmd.ErrOrStderr()
+			report, err := workload.RunNode(cmd.Context(), cfg, opts)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return workload.WriteJSON(cmd.OutOrStdout(), report)
+			}
+			return workload.WriteTable(cmd.OutOrStdout(), report)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVarP(&output, "output", "o", "table", "table or json")
+	fs.StringVar(&opts.Node, "node", "", "the node whose agent runs the pods (required)")
+	fs.StringVar(&opts.Namespace, "namespace", "", "namespace to create, use and delete (default a generated kite-bench-node-xxxxx)")
+	fs.IntVar(&opts.Pods, "pods", 100, "pods created one at a time")
+	fs.IntVar(&opts.Burst, "burst", 110, "pods created at once")
+	fs.IntVar(&opts.StaticPods, "static-pods", 100, "static pod manifests written into --manifest-dir")
+	fs.StringVar(&opts.ManifestDir, "manifest-dir", "", "the agent's --pod-manifest-path; empty skips the static pods")
+	fs.IntVar(&opts.AgentPID, "agent-pid", 0, "the agent's process ID, to read its memory from /proc")
+	fs.DurationVar(&opts.Timeout, "timeout", 2*time.Minute, "bound of each wait for pods to run or go")
 	return cmd
 }
 

@@ -1,0 +1,357 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// NodeOptions size the node workloads of `kite bench node`: pods bound to
+// one node whose agent runs them, measured from the API as a user sees
+// them. The zero value of a field means its default.
+type NodeOptions struct {
+	// Node is the node whose agent runs the pods. Required.
+	Node string
+	// Namespace, created and deleted by RunNode; "" means a generated
+	// "kite-bench-node-" name.
+	Namespace string
+	// Pods are created one after another, each waited for (default 100).
+	Pods int
+	// Burst pods are created at once (default 110, the kubelet's
+	// default pod limit).
+	Burst int
+	// StaticPods manifests are written into ManifestDir at once (default
+	// 100); with ManifestDir "" the static workload is skipped.
+	StaticPods  int
+	ManifestDir string
+	// AgentPID, if set, is the agent's process: its RSS is read from
+	// /proc while the burst's pods run.
+	AgentPID int
+	// Timeout bounds each wait for pods to run or go (default 2 min).
+	Timeout time.Duration
+	// Log, if set, gets one line as each workload starts.
+	Log io.Writer
+}
+
+func (o NodeOptions) withDefaults() (NodeOptions, error) {
+	if o.Node == "" {
+		return o, errors.New("workload: a node is required")
+	}
+	if o.Pods == 0 {
+		o.Pods = 100
+	}
+	if o.Burst == 0 {
+		o.Burst = 110
+	}
+	if o.StaticPods == 0 {
+		o.StaticPods = 100
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	if o.Pods < 0 || o.Burst < 0 || o.StaticPods < 0 {
+		return o, errors.New("workload: pod counts must not be negative")
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o, nil
+}
+
+// runningPod is a pod of one container that sleeps, bound to node.
+func runningPod(ns, name, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "kite-bench-node"}},
+		Spec: v1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: new(int64(1)),
+			Containers: []v1.Container{{
+				Name:    "sleep",
+				Image:   "busybox",
+				Command: []string{"sleep", "3600"},
+			}},
+		},
+	}
+}
+
+// phases follows the pods of a namespace through one watch and tells
+// when each was first seen Running and when each was deleted.
+type phases struct {
+	mu      sync.Mutex
+	running map[string]time.Time
+	gone    map[string]time.Time
+	changed chan struct{} // closed and replaced on every change
+}
+
+func watchPhases(ctx context.Context, client kubernetes.Interface, ns string) (*phases, error) {
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("watch pods of %s: %w", ns, err)
+	}
+	p := &phases{running: map[string]time.Time{}, gone: map[string]time.Time{}, changed: make(chan struct{})}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				pod, isPod := ev.Object.(*v1.Pod)
+				if !isPod {
+					continue
+				}
+				now := time.Now()
+				p.mu.Lock()
+				switch {
+				case ev.Type == watch.Deleted:
+					p.gone[pod.Name] = now
+				case pod.Status.Phase == v1.PodRunning && p.running[pod.Name].IsZero():
+					p.running[pod.Name] = now
+				default:
+					p.mu.Unlock()
+					continue
+				}
+				close(p.changed)
+				p.changed = make(chan struct{})
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p, nil
+}
+
+// wait returns once done holds for every one of names, or fails at the
+// timeout.
+func (p *phases) wait(ctx context.Context, names []string, gone bool, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		m, missing := p.running, 0
+		if gone {
+			m = p.gone
+		}
+		for _, n := range names {
+			if m[n].IsZero() {
+				missing++
+			}
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		if missing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			what := "Running"
+			if gone {
+				what = "deleted"
+			}
+			return fmt.Errorf("workload: %d of %d pods not %s within %v", missing, len(names), what, timeout)
+		case <-ch:
+		}
+	}
+}
+
+func (p *phases) at(name string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running[name]
+}
+
+// RunNode runs the node workloads against the server of cfg and the agent
+// of opts.Node: pods created bound to the node one at a time, each until a
+// watch sees it Running (p50/p99 of create → Running); Burst pods created
+// at once until all are Running (and the agent's RSS then, with
+// AgentPID); their deletion until all are gone; StaticPods manifests
+// written into ManifestDir until their mirror pods are Running.
+func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report, err error) {
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("workload: client: %w", err)
+	}
+	report := &Report{Server: cfg.Host, ContentType: cfg.ContentType, Started: time.Now()}
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
+	if ns.Name == "" {
+		ns.GenerateName = "kite-bench-node-"
+	}
+	if ns, err = client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("workload: create namespace: %w", err)
+	}
+	report.Options = Settings{Namespace: ns.Name, Pods: opts.Pods, Nodes: 1}
+	report.Title = fmt.Sprintf("server %s, node %s; %d pods one at a time, %d at once, %d static; namespace %s",
+		cfg.Host, opts.Node, opts.Pods, opts.Burst, opts.StaticPods, ns.Name)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		err = errors.Join(err, client.CoreV1().Namespaces().Delete(cctx, ns.Name, metav1.DeleteOptions{}))
+	}()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ph, err := watchPhases(wctx, client, ns.Name)
+	if err != nil {
+		return nil, err
+	}
+	pods := client.CoreV1().Pods(ns.Name)
+	deleteAll := func(names []string) (Result, error) {
+		start := time.Now()
+		_, d, err := parallel(ctx, len(names), 16, func(ctx context.Context, i int) error {
+			return pods.Delete(ctx, names[i], metav1.DeleteOptions{})
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		if err := ph.wait(ctx, names, true, opts.Timeout); err != nil {
+			return Result{}, err
+		}
+		d = time.Since(start)
+		return Result{Name: "delete pods → all gone", Ops: len(names), Items: len(names), Duration: d, Rate: rate(len(names), d)}, nil
+	}
+
+	fmt.Fprintf(opts.Log, "kite bench node: %d pods one at a time on %s\n", opts.Pods, opts.Node)
+	var lat latencies
+	var seq []string
+	start := time.Now()
+	for i := range opts.Pods {
+		name := "seq-" + strconv.Itoa(i)
+		t0 := time.Now()
+		if _, err := pods.Create(ctx, runningPod(ns.Name, name, opts.Node), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("workload: create pod %s: %w", name, err)
+		}
+		if err := ph.wait(ctx, []string{name}, false, opts.Timeout); err != nil {
+			return nil, err
+		}
+		lat = append(lat, ph.at(name).Sub(t0))
+		seq = append(seq, name)
+	}
+	r := Result{Name: "pod create → Running (one at a time)", Ops: opts.Pods, Items: opts.Pods, Duration: time.Since(start)}
+	r.Rate = rate(r.Ops, r.Duration)
+	lat.fill(&r)
+	report.Results = append(report.Results, r)
+	if r, err = deleteAll(seq); err != nil {
+		return nil, err
+	}
+	report.Results = append(report.Results, r)
+
+	fmt.Fprintf(opts.Log, "kite bench node: %d pods at once\n", opts.Burst)
+	burst := make([]string, opts.Burst)
+	for i := range burst {
+		burst[i] = "burst-" + strconv.Itoa(i)
+	}
+	start = time.Now()
+	if _, _, err := parallel(ctx, opts.Burst, 16, func(ctx context.Context, i int) error {
+		_, err := pods.Create(ctx, runningPod(ns.Name, burst[i], opts.Node), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("workload: create burst: %w", err)
+	}
+	if err := ph.wait(ctx, burst, false, opts.Timeout); err != nil {
+		return nil, err
+	}
+	r = Result{Name: "pods created at once → all Running", Ops: opts.Burst, Items: opts.Burst, Duration: time.Since(start)}
+	r.Rate = rate(r.Ops, r.Duration)
+	if opts.AgentPID > 0 {
+		rss, err := processRSS(opts.AgentPID)
+		if err != nil {
+			return nil, err
+		}
+		r.Note = fmt.Sprintf("agent RSS %s with %d pods running", mib(rss), opts.Burst)
+	}
+	report.Results = append(report.Results, r)
+	if r, err = deleteAll(burst); err != nil {
+		return nil, err
+	}
+	report.Results = append(report.Results, r)
+
+	if opts.ManifestDir != "" && opts.StaticPods > 0 {
+		fmt.Fprintf(opts.Log, "kite bench node: %d static pods in %s\n", opts.StaticPods, opts.ManifestDir)
+		r, err := staticPods(ctx, ph, ns.Name, opts)
+		if err != nil {
+			return nil, err
+		}
+		report.Results = append(report.Results, r)
+	}
+	return report, nil
+}
+
+// staticPods writes the manifests, waits for their mirror pods to run,
+// then removes the files and waits for the mirror pods to go.
+func staticPods(ctx context.Context, ph *phases, ns string, opts NodeOptions) (Result, error) {
+	names := make([]string, opts.StaticPods)
+	files := make([]string, opts.StaticPods)
+	defer func() {
+		for _, f := range files {
+			if f != "" {
+				os.Remove(f)
+			}
+		}
+	}()
+	start := time.Now()
+	for i := range names {
+		name := "static-" + strconv.Itoa(i)
+		names[i] = name + "-" + opts.Node
+		manifest := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q},"spec":{"terminationGracePeriodSeconds":1,"containers":[{"name":"sleep","image":"busybox","command":["sleep","3600"]}]}}`, name, ns)
+		tmp := filepath.Join(opts.ManifestDir, "."+name+".json")
+		if err := os.WriteFile(tmp, []byte(manifest), 0o644); err != nil {
+			return Result{}, fmt.Errorf("workload: write manifest: %w", err)
+		}
+		files[i] = filepath.Join(opts.ManifestDir, "kite-bench-"+name+".json")
+		if err := os.Rename(tmp, files[i]); err != nil {
+			return Result{}, fmt.Errorf("workload: write manifest: %w", err)
+		}
+	}
+	if err := ph.wait(ctx, names, false, opts.Timeout); err != nil {
+		return Result{}, err
+	}
+	r := Result{Name: "static pod files → all Running", Ops: len(names), Items: len(names), Duration: time.Since(start)}
+	r.Rate = rate(r.Ops, r.Duration)
+	for i, f := range files {
+		os.Remove(f)
+		files[i] = ""
+	}
+	if err := ph.wait(ctx, names, true, opts.Timeout); err != nil {
+		return Result{}, err
+	}
+	return r, nil
+}
+
+// processRSS is VmRSS of /proc/<pid>/status, in bytes.
+func processRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("workload: agent memory: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				return 0, fmt.Errorf("workload: agent memory: %q: %w", line, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("workload: agent memory: no VmRSS in /proc/%d/status", pid)
+}
