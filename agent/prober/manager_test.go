@@ -1,0 +1,368 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// events is an EventRecorder that keeps what it is given.
+type events struct {
+	mu   sync.Mutex
+	list []string // "type reason message"
+}
+
+func (e *events) Eventf(pod *v1.Pod, eventtype, reason, messageFmt string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, eventtype+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+// count is how many events so far start with prefix.
+func (e *events) count(prefix string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, s := range e.list {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func newManager(t *testing.T, ctx context.Context, execer Execer) (*Manager, *events) {
+	t.Helper()
+	rec := &events{}
+	m, err := New(ctx, Options{Execer: execer, Recorder: rec, HostIP: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, rec
+}
+
+func testPod(containers ...v1.Container) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID("uid-" + containers[0].Name)},
+		Spec:       v1.PodSpec{Containers: containers, RestartPolicy: v1.RestartPolicyAlways},
+	}
+}
+
+// runningStatus says that each named container runs as instance id.
+func runningStatus(id string, names ...string) v1.PodStatus {
+	st := v1.PodStatus{Phase: v1.PodRunning}
+	for _, n := range names {
+		st.ContainerStatuses = append(st.ContainerStatuses, v1.ContainerStatus{
+			Name:        n,
+			ContainerID: "process://" + id + "-" + n,
+			State:       v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}},
+		})
+	}
+	return st
+}
+
+// next waits for the next update of probe type t, skipping others.
+func next(t *testing.T, m *Manager, typ Type, within time.Duration) Update {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case u := <-m.Updates():
+			if u.Type == typ {
+				return u
+			}
+		case <-deadline:
+			t.Fatalf("no %v update within %v", typ, within)
+		}
+	}
+}
+
+// flipServer answers 200 or 500 as told and counts what it answered.
+type flipServer struct {
+	fail     atomic.Bool
+	ok, bad  atomic.Int32
+	port     int
+	requests atomic.Int32
+}
+
+func newFlipServer(t *testing.T) *flipServer {
+	f := &flipServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		f.requests.Add(1)
+		if f.fail.Load() {
+			f.bad.Add(1)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		f.ok.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	f.port = srv.Listener.Addr().(*net.TCPAddr).Port
+	return f
+}
+
+func (f *flipServer) probe(success, failure int32) *v1.Probe {
+	return &v1.Probe{
+		ProbeHandler:     v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(f.port))}},
+		PeriodSeconds:    1,
+		TimeoutSeconds:   1,
+		SuccessThreshold: success,
+		FailureThreshold: failure,
+	}
+}
+
+func TestReadinessFlipsAtTheThresholds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, rec := newManager(t, ctx, nil)
+	defer func() { cancel(); m.Wait() }()
+	srv := newFlipServer(t)
+	srv.fail.Store(true)
+
+	pod := testPod(v1.Container{Name: "app", ReadinessProbe: srv.probe(2, 2)})
+	m.UpdatePod(pod, runningStatus("1", "app"))
+
+	// A new container is not ready until proven ready.
+	if u := next(t, m, Readiness, 5*time.Second); u.Result != Failure || u.ContainerID != "1-app" || u.Container != "app" || u.PodUID != pod.UID {
+		t.Fatalf("first update = %+v, want the initial Failure for 1-app", u)
+	}
+	if m.Readiness(pod.UID, "app") {
+		t.Fatal("ready before any success")
+	}
+
+	srv.fail.Store(false)
+	u := next(t, m, Readiness, 10*time.Second)
+	if u.Result != Success {
+		t.Fatalf("update = %+v, want Success", u)
+	}
+	if n := srv.ok.Load(); n < 2 {
+		t.Errorf("ready after %d successful checks, want the success threshold 2", n)
+	}
+	if !m.Readiness(pod.UID, "app") {
+		t.Error("Readiness is false after the Success update")
+	}
+
+	srv.fail.Store(true)
+	badBefore := srv.bad.Load()
+	u = next(t, m, Readiness, 10*time.Second)
+	if u.Result != Failure {
+		t.Fatalf("update = %+v, want Failure", u)
+	}
+	if n := srv.bad.Load() - badBefore; n < 2 {
+		t.Errorf("unready after %d failed checks, want the failure threshold 2", n)
+	}
+	if m.Readiness(pod.UID, "app") {
+		t.Error("Readiness is true after the Failure update")
+	}
+	if rec.count("Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 500") < 2 {
+		t.Errorf("events = %q, want Unhealthy readiness failures with upstream's message", rec.list)
+	}
+}
+
+func TestReadinessWithoutProbeIsReadyWhileRunning(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, _ := newManager(t, ctx, nil)
+	defer func() { cancel(); m.Wait() }()
+
+	pod := testPod(v1.Container{Name: "plain"})
+	if m.Readiness(pod.UID, "plain") || m.Started(pod.UID, "plain") {
+		t.Fatal("a pod never given to UpdatePod is ready or started")
+	}
+	m.UpdatePod(pod, runningStatus("1", "plain"))
+	if !m.Readiness(pod.UID, "plain") || !m.Started(pod.UID, "plain") {
+		t.Error("a running container without probes is not ready and started at once")
+	}
+	exited := runningStatus("1", "plain")
+	exited.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+	m.UpdatePod(pod, exited)
+	if m.Readiness(pod.UID, "plain") {
+		t.Error("an exited container is ready")
+	}
+}
+
+func TestStartupGatesLivenessAndReadiness(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, rec := newManager(t, ctx, hostExecer{containerID: "1-app"})
+	defer func() { cancel(); m.Wait() }()
+	marker := filepath.Join(t.TempDir(), "started")
+	live := newFlipServer(t)
+	live.fail.Store(true)
+	ready := newFlipServer(t)
+
+	pod := testPod(v1.Container{
+		Name: "app",
+		StartupProbe: &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", marker}}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 60,
+		},
+		LivenessProbe:  live.probe(1, 1),
+		ReadinessProbe: ready.probe(1, 1),
+	})
+	m.UpdatePod(pod, runningStatus("1", "app"))
+
+	if u := next(t, m, Startup, 5*time.Second); u.Result != Unknown {
+		t.Fatalf("first startup update = %+v, want the initial Unknown", u)
+	}
+	// Several startup checks fail while the other probes wait.
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.count("Warning Unhealthy Startup probe failed: ") < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rec.count("Warning Unhealthy Startup probe failed: ") < 2 {
+		t.Fatalf("events = %q, want startup failures", rec.list)
+	}
+	if n := live.requests.Load() + ready.requests.Load(); n != 0 {
+		t.Fatalf("liveness and readiness were checked %d times before the container started", n)
+	}
+	if m.Started(pod.UID, "app") || m.Readiness(pod.UID, "app") {
+		t.Fatal("started or ready before the startup probe passed")
+	}
+
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := next(t, m, Startup, 5*time.Second); u.Result != Success {
+		t.Fatalf("startup update = %+v, want Success", u)
+	}
+	if !m.Started(pod.UID, "app") {
+		t.Error("not started after the startup Success")
+	}
+	// Now liveness runs, and its failing server kills the container at
+	// the first failure (threshold 1); readiness runs and passes.
+	if u := next(t, m, Liveness, 5*time.Second); u.Result != Failure || u.ContainerID != "1-app" {
+		t.Fatalf("liveness update = %+v, want Failure of 1-app", u)
+	}
+	if u := next(t, m, Readiness, 5*time.Second); u.Result != Success {
+		t.Fatalf("readiness update = %+v, want Success", u)
+	}
+	if rec.count("Warning Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500") != 1 {
+		t.Errorf("events = %q, want one liveness failure", rec.list)
+	}
+}
+
+func TestLivenessFailureAfterFailureThreshold(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, rec := newManager(t, ctx, nil)
+	defer func() { cancel(); m.Wait() }()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	pod := testPod(v1.Container{Name: "db", LivenessProbe: &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+	}})
+	m.UpdatePod(pod, runningStatus("1", "db"))
+	if u := next(t, m, Liveness, 5*time.Second); u.Result != Success {
+		t.Fatalf("first liveness update = %+v, want the initial Success", u)
+	}
+
+	l.Close()
+	failed := "Warning Unhealthy Liveness probe failed: dial tcp 127.0.0.1:"
+	u := next(t, m, Liveness, 10*time.Second)
+	if u.Result != Failure || u.ContainerID != "1-db" {
+		t.Fatalf("update = %+v, want Failure of 1-db", u)
+	}
+	if n := rec.count(failed); n != 3 {
+		t.Errorf("liveness failed after %d failed checks, want failureThreshold 3 (events %q)", n, rec.list)
+	}
+	// On hold: the dying container is not checked again...
+	time.Sleep(1500 * time.Millisecond)
+	if n := rec.count(failed); n != 3 {
+		t.Errorf("%d failed checks after the verdict, want none beyond the 3", n)
+	}
+	// ...until the pod worker has replaced it: a new instance starts
+	// alive and is checked again.
+	m.UpdatePod(pod, runningStatus("2", "db"))
+	if u := next(t, m, Liveness, 5*time.Second); u.Result != Success || u.ContainerID != "2-db" {
+		t.Fatalf("update = %+v, want the initial Success of 2-db", u)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.count(failed) == 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rec.count(failed) == 3 {
+		t.Error("the new container was not checked")
+	}
+}
+
+func TestWorkersStopOnRemovePodAndContextEnd(t *testing.T) {
+	t.Parallel()
+	srv := newFlipServer(t)
+	pod := testPod(v1.Container{Name: "app", ReadinessProbe: srv.probe(1, 1), LivenessProbe: srv.probe(1, 3)})
+
+	t.Run("RemovePod", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		m, _ := newManager(t, ctx, nil)
+		m.UpdatePod(pod, runningStatus("1", "app"))
+		next(t, m, Readiness, 5*time.Second)
+		m.RemovePod(pod.UID)
+		if m.Readiness(pod.UID, "app") {
+			t.Error("a removed pod is ready")
+		}
+		waitReturns(t, m.Wait) // the context is still alive
+	})
+	t.Run("context end", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		m, _ := newManager(t, ctx, nil)
+		m.UpdatePod(pod, runningStatus("1", "app"))
+		next(t, m, Readiness, 5*time.Second)
+		cancel()
+		waitReturns(t, m.Wait)
+		m.UpdatePod(testPod(v1.Container{Name: "late", ReadinessProbe: srv.probe(1, 1)}), runningStatus("1", "late"))
+		waitReturns(t, m.Wait) // no worker started after the end
+	})
+}
+
+func waitReturns(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("workers did not stop")
+	}
+}
+
+func TestNewRequiresARecorder(t *testing.T) {
+	if _, err := New(context.Background(), Options{}); err == nil {
+		t.Error("New without a recorder succeeded")
+	}
+}
+
+func TestKillMessage(t *testing.T) {
+	cases := []struct {
+		typ     Type
+		restart bool
+		want    string
+	}{
+		{Liveness, true, "Container app failed liveness probe, will be restarted"},
+		{Liveness, false, "Container app failed liveness probe"},
+		{Startup, true, "Container app failed startup probe, will be restarted"},
+	}
+	for _, tc := range cases {
+		if got := KillMessage("app", tc.typ, tc.restart); got != tc.want {
+			t.Errorf("KillMessage(%v, %v) = %q, want %q", tc.typ, tc.restart, got, tc.want)
+		}
+	}
+}
