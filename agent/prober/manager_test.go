@@ -45,14 +45,27 @@ func (e *events) count(prefix string) int {
 	return n
 }
 
+// containerEvents is an events that also takes the container's name, as
+// the agent's recorder does for field paths.
+type containerEvents struct{ events }
+
+func (e *containerEvents) ContainerEventf(pod *v1.Pod, container, eventtype, reason, messageFmt string, args ...any) {
+	e.Eventf(pod, eventtype, reason, "["+container+"] "+messageFmt, args...)
+}
+
 func newManager(t *testing.T, ctx context.Context, execer Execer) (*Manager, *events) {
 	t.Helper()
 	rec := &events{}
+	return newManagerWith(t, ctx, execer, rec), rec
+}
+
+func newManagerWith(t *testing.T, ctx context.Context, execer Execer, rec EventRecorder) *Manager {
+	t.Helper()
 	m, err := New(ctx, Options{Execer: execer, Recorder: rec, HostIP: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, rec
+	return m
 }
 
 func testPod(containers ...v1.Container) *v1.Pod {
@@ -75,16 +88,30 @@ func runningStatus(id string, names ...string) v1.PodStatus {
 	return st
 }
 
-// next waits for the next update of probe type t, skipping others.
-func next(t *testing.T, m *Manager, typ Type, within time.Duration) Update {
+// updates reads a Manager's Updates and keeps those a test has not
+// asked for yet, so that waiting for one probe type loses no other.
+type updates struct {
+	m       *Manager
+	pending []Update
+}
+
+// next waits for the next update of probe type typ.
+func (u *updates) next(t *testing.T, typ Type, within time.Duration) Update {
 	t.Helper()
+	for i, p := range u.pending {
+		if p.Type == typ {
+			u.pending = append(u.pending[:i], u.pending[i+1:]...)
+			return p
+		}
+	}
 	deadline := time.After(within)
 	for {
 		select {
-		case u := <-m.Updates():
-			if u.Type == typ {
-				return u
+		case up := <-u.m.Updates():
+			if up.Type == typ {
+				return up
 			}
+			u.pending = append(u.pending, up)
 		case <-deadline:
 			t.Fatalf("no %v update within %v", typ, within)
 		}
@@ -128,8 +155,10 @@ func (f *flipServer) probe(success, failure int32) *v1.Probe {
 func TestReadinessFlipsAtTheThresholds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	m, rec := newManager(t, ctx, nil)
+	rec := &containerEvents{}
+	m := newManagerWith(t, ctx, nil, rec)
 	defer func() { cancel(); m.Wait() }()
+	ups := &updates{m: m}
 	srv := newFlipServer(t)
 	srv.fail.Store(true)
 
@@ -137,7 +166,7 @@ func TestReadinessFlipsAtTheThresholds(t *testing.T) {
 	m.UpdatePod(pod, runningStatus("1", "app"))
 
 	// A new container is not ready until proven ready.
-	if u := next(t, m, Readiness, 5*time.Second); u.Result != Failure || u.ContainerID != "1-app" || u.Container != "app" || u.PodUID != pod.UID {
+	if u := ups.next(t, Readiness, 5*time.Second); u.Result != Failure || u.ContainerID != "1-app" || u.Container != "app" || u.PodUID != pod.UID {
 		t.Fatalf("first update = %+v, want the initial Failure for 1-app", u)
 	}
 	if m.Readiness(pod.UID, "app") {
@@ -145,20 +174,20 @@ func TestReadinessFlipsAtTheThresholds(t *testing.T) {
 	}
 
 	srv.fail.Store(false)
-	u := next(t, m, Readiness, 10*time.Second)
+	u := ups.next(t, Readiness, 10*time.Second)
 	if u.Result != Success {
 		t.Fatalf("update = %+v, want Success", u)
 	}
 	if n := srv.ok.Load(); n < 2 {
 		t.Errorf("ready after %d successful checks, want the success threshold 2", n)
 	}
-	if !m.Readiness(pod.UID, "app") {
+	if !m.Readiness(pod.UID, "app") || !m.Results().Ready("process://1-app") {
 		t.Error("Readiness is false after the Success update")
 	}
 
 	srv.fail.Store(true)
 	badBefore := srv.bad.Load()
-	u = next(t, m, Readiness, 10*time.Second)
+	u = ups.next(t, Readiness, 10*time.Second)
 	if u.Result != Failure {
 		t.Fatalf("update = %+v, want Failure", u)
 	}
@@ -168,7 +197,10 @@ func TestReadinessFlipsAtTheThresholds(t *testing.T) {
 	if m.Readiness(pod.UID, "app") {
 		t.Error("Readiness is true after the Failure update")
 	}
-	if rec.count("Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 500") < 2 {
+	if m.Results().Ready("1-app") {
+		t.Error("Results().Ready is true after the Failure update")
+	}
+	if rec.count("Warning Unhealthy [app] Readiness probe failed: HTTP probe failed with statuscode: 500") < 2 {
 		t.Errorf("events = %q, want Unhealthy readiness failures with upstream's message", rec.list)
 	}
 }
@@ -200,6 +232,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m, rec := newManager(t, ctx, hostExecer{containerID: "1-app"})
 	defer func() { cancel(); m.Wait() }()
+	ups := &updates{m: m}
 	marker := filepath.Join(t.TempDir(), "started")
 	live := newFlipServer(t)
 	live.fail.Store(true)
@@ -216,7 +249,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	})
 	m.UpdatePod(pod, runningStatus("1", "app"))
 
-	if u := next(t, m, Startup, 5*time.Second); u.Result != Unknown {
+	if u := ups.next(t, Startup, 5*time.Second); u.Result != Unknown {
 		t.Fatalf("first startup update = %+v, want the initial Unknown", u)
 	}
 	// Several startup checks fail while the other probes wait.
@@ -233,23 +266,31 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	if m.Started(pod.UID, "app") || m.Readiness(pod.UID, "app") {
 		t.Fatal("started or ready before the startup probe passed")
 	}
+	if ok, failed, known := m.Results().Startup("1-app"); ok || failed || !known {
+		t.Errorf("Results().Startup = %v, %v, %v before a verdict, want the known Unknown", ok, failed, known)
+	}
 
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if u := next(t, m, Startup, 5*time.Second); u.Result != Success {
+	if u := ups.next(t, Startup, 5*time.Second); u.Result != Success {
 		t.Fatalf("startup update = %+v, want Success", u)
 	}
-	if !m.Started(pod.UID, "app") {
+	if !m.Started(pod.UID, "app") || !m.Results().Started("1-app") {
 		t.Error("not started after the startup Success")
 	}
 	// Now liveness runs, and its failing server kills the container at
 	// the first failure (threshold 1); readiness runs and passes.
-	if u := next(t, m, Liveness, 5*time.Second); u.Result != Failure || u.ContainerID != "1-app" {
-		t.Fatalf("liveness update = %+v, want Failure of 1-app", u)
-	}
-	if u := next(t, m, Readiness, 5*time.Second); u.Result != Success {
-		t.Fatalf("readiness update = %+v, want Success", u)
+	// Before the start they only published their initial results.
+	for _, want := range []Update{
+		{PodUID: pod.UID, Container: "app", ContainerID: "1-app", Type: Liveness, Result: Success},
+		{PodUID: pod.UID, Container: "app", ContainerID: "1-app", Type: Liveness, Result: Failure},
+		{PodUID: pod.UID, Container: "app", ContainerID: "1-app", Type: Readiness, Result: Failure},
+		{PodUID: pod.UID, Container: "app", ContainerID: "1-app", Type: Readiness, Result: Success},
+	} {
+		if u := ups.next(t, want.Type, 5*time.Second); u != want {
+			t.Fatalf("update = %+v, want %+v", u, want)
+		}
 	}
 	if rec.count("Warning Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500") != 1 {
 		t.Errorf("events = %q, want one liveness failure", rec.list)
@@ -261,6 +302,7 @@ func TestLivenessFailureAfterFailureThreshold(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m, rec := newManager(t, ctx, nil)
 	defer func() { cancel(); m.Wait() }()
+	ups := &updates{m: m}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -271,18 +313,21 @@ func TestLivenessFailureAfterFailureThreshold(t *testing.T) {
 		PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
 	}})
 	m.UpdatePod(pod, runningStatus("1", "db"))
-	if u := next(t, m, Liveness, 5*time.Second); u.Result != Success {
+	if u := ups.next(t, Liveness, 5*time.Second); u.Result != Success {
 		t.Fatalf("first liveness update = %+v, want the initial Success", u)
 	}
 
 	l.Close()
 	failed := "Warning Unhealthy Liveness probe failed: dial tcp 127.0.0.1:"
-	u := next(t, m, Liveness, 10*time.Second)
+	u := ups.next(t, Liveness, 10*time.Second)
 	if u.Result != Failure || u.ContainerID != "1-db" {
 		t.Fatalf("update = %+v, want Failure of 1-db", u)
 	}
 	if n := rec.count(failed); n != 3 {
 		t.Errorf("liveness failed after %d failed checks, want failureThreshold 3 (events %q)", n, rec.list)
+	}
+	if failed, known := m.Results().Liveness("1-db"); !failed || !known {
+		t.Errorf("Results().Liveness = %v, %v, want a known failure", failed, known)
 	}
 	// On hold: the dying container is not checked again...
 	time.Sleep(1500 * time.Millisecond)
@@ -292,8 +337,11 @@ func TestLivenessFailureAfterFailureThreshold(t *testing.T) {
 	// ...until the pod worker has replaced it: a new instance starts
 	// alive and is checked again.
 	m.UpdatePod(pod, runningStatus("2", "db"))
-	if u := next(t, m, Liveness, 5*time.Second); u.Result != Success || u.ContainerID != "2-db" {
+	if u := ups.next(t, Liveness, 5*time.Second); u.Result != Success || u.ContainerID != "2-db" {
 		t.Fatalf("update = %+v, want the initial Success of 2-db", u)
+	}
+	if _, known := m.Results().Liveness("1-db"); known {
+		t.Error("the replaced instance still has a result")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for rec.count(failed) == 3 && time.Now().Before(deadline) {
@@ -313,8 +361,9 @@ func TestWorkersStopOnRemovePodAndContextEnd(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		m, _ := newManager(t, ctx, nil)
+		ups := &updates{m: m}
 		m.UpdatePod(pod, runningStatus("1", "app"))
-		next(t, m, Readiness, 5*time.Second)
+		ups.next(t, Readiness, 5*time.Second)
 		m.RemovePod(pod.UID)
 		if m.Readiness(pod.UID, "app") {
 			t.Error("a removed pod is ready")
@@ -324,8 +373,9 @@ func TestWorkersStopOnRemovePodAndContextEnd(t *testing.T) {
 	t.Run("context end", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		m, _ := newManager(t, ctx, nil)
+		ups := &updates{m: m}
 		m.UpdatePod(pod, runningStatus("1", "app"))
-		next(t, m, Readiness, 5*time.Second)
+		ups.next(t, Readiness, 5*time.Second)
 		cancel()
 		waitReturns(t, m.Wait)
 		m.UpdatePod(testPod(v1.Container{Name: "late", ReadinessProbe: srv.probe(1, 1)}), runningStatus("1", "late"))
