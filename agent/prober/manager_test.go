@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kite-project/kite/agent/runtime"
 )
 
 // events is an EventRecorder that keeps what it is given.
@@ -413,6 +415,79 @@ func TestKillMessage(t *testing.T) {
 	for _, tc := range cases {
 		if got := KillMessage("app", tc.typ, tc.restart); got != tc.want {
 			t.Errorf("KillMessage(%v, %v) = %q, want %q", tc.typ, tc.restart, got, tc.want)
+		}
+	}
+}
+
+// TestErroredChecksAreDiscarded: a check that cannot be made (here a
+// command that does not exist) is tried three times per tick, recorded
+// as an errored event, and never counts toward a threshold, as upstream.
+func TestErroredChecksAreDiscarded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	execer := &countingExecer{Execer: hostExecer{containerID: "1-app"}}
+	m, rec := newManager(t, ctx, execer)
+	defer func() { cancel(); m.Wait() }()
+	ups := &updates{m: m}
+	pod := testPod(v1.Container{Name: "app", LivenessProbe: &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"/nonexistent/check"}}},
+		PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+	}})
+	m.UpdatePod(pod, runningStatus("1", "app"))
+	if u := ups.next(t, Liveness, 5*time.Second); u.Result != Success {
+		t.Fatalf("first update = %+v, want the initial Success", u)
+	}
+	errored := "Warning Unhealthy Liveness probe errored and resulted in unknown state: exec probe [\"/nonexistent/check\"] in container 1-app: "
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.count(errored) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rec.count(errored) < 2 {
+		t.Fatalf("events = %q, want errored events", rec.list)
+	}
+	// Each event follows three attempts; a tick may be under way.
+	if n, calls := rec.count(errored), int(execer.calls.Load()); calls < 3*n || calls > 3*n+3 {
+		t.Errorf("%d exec attempts for %d errored ticks, want 3 each", calls, n)
+	}
+	select {
+	case u := <-m.Updates():
+		t.Errorf("update %+v after errored checks, want none", u)
+	default:
+	}
+	if failed, _ := m.Results().Liveness("1-app"); failed {
+		t.Error("errored checks failed the liveness probe")
+	}
+}
+
+// countingExecer counts the commands run through it.
+type countingExecer struct {
+	Execer
+	calls atomic.Int32
+}
+
+func (c *countingExecer) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (runtime.ExecResult, error) {
+	c.calls.Add(1)
+	return c.Execer.ExecSync(ctx, id, cmd, timeout)
+}
+
+func TestKillGracePeriod(t *testing.T) {
+	five, ten := int64(5), int64(10)
+	withPod := &v1.Pod{Spec: v1.PodSpec{TerminationGracePeriodSeconds: &ten}}
+	cases := []struct {
+		name string
+		pod  *v1.Pod
+		c    v1.Container
+		typ  Type
+		want int64
+	}{
+		{"the probe's own", withPod, v1.Container{LivenessProbe: &v1.Probe{TerminationGracePeriodSeconds: &five}}, Liveness, 5},
+		{"else the pod's", withPod, v1.Container{LivenessProbe: &v1.Probe{}}, Liveness, 10},
+		{"else 30 s", &v1.Pod{}, v1.Container{StartupProbe: &v1.Probe{}}, Startup, 30},
+		{"the failing probe's, not another's", withPod, v1.Container{LivenessProbe: &v1.Probe{TerminationGracePeriodSeconds: &five}, StartupProbe: &v1.Probe{}}, Startup, 10},
+	}
+	for _, tc := range cases {
+		if got := KillGracePeriod(tc.pod, &tc.c, tc.typ); got != tc.want {
+			t.Errorf("%s: KillGracePeriod = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
