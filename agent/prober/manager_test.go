@@ -268,8 +268,8 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	if m.Started(pod.UID, "app") || m.Readiness(pod.UID, "app") {
 		t.Fatal("started or ready before the startup probe passed")
 	}
-	if ok, failed, known := m.Results().Startup("1-app"); ok || failed || !known {
-		t.Errorf("Results().Startup = %v, %v, %v before a verdict, want the known Unknown", ok, failed, known)
+	if ok, failed, known := m.Results().Startup("1-app"); ok || failed || known {
+		t.Errorf("Results().Startup = %v, %v, %v before a verdict, want none known", ok, failed, known)
 	}
 
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
@@ -280,6 +280,9 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	}
 	if !m.Started(pod.UID, "app") || !m.Results().Started("1-app") {
 		t.Error("not started after the startup Success")
+	}
+	if ok, failed, known := m.Results().Startup("1-app"); !ok || failed || !known {
+		t.Errorf("Results().Startup = %v, %v, %v after the Success, want a known success", ok, failed, known)
 	}
 	// Now liveness runs, and its failing server kills the container at
 	// the first failure (threshold 1); readiness runs and passes.
@@ -489,5 +492,39 @@ func TestKillGracePeriod(t *testing.T) {
 		if got := KillGracePeriod(tc.pod, &tc.c, tc.typ); got != tc.want {
 			t.Errorf("%s: KillGracePeriod = %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStartupFailureAtThreshold: a container that never starts fails its
+// startup probe at failureThreshold, which the pod worker acts on as on a
+// liveness failure; liveness is never checked meanwhile.
+func TestStartupFailureAtThreshold(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, rec := newManager(t, ctx, hostExecer{containerID: "1-app"})
+	defer func() { cancel(); m.Wait() }()
+	ups := &updates{m: m}
+	live := newFlipServer(t)
+	pod := testPod(v1.Container{
+		Name: "app",
+		StartupProbe: &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo still loading; exit 1"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 2,
+		},
+		LivenessProbe: live.probe(1, 1),
+	})
+	m.UpdatePod(pod, runningStatus("1", "app"))
+	ups.next(t, Startup, 5*time.Second) // the initial Unknown
+	if u := ups.next(t, Startup, 10*time.Second); u.Result != Failure {
+		t.Fatalf("startup update = %+v, want Failure", u)
+	}
+	if n := rec.count("Warning Unhealthy Startup probe failed: still loading"); n != 2 {
+		t.Errorf("startup failed after %d failed checks, want failureThreshold 2", n)
+	}
+	if ok, failed, known := m.Results().Startup("1-app"); ok || !failed || !known {
+		t.Errorf("Results().Startup = %v, %v, %v, want a known failure", ok, failed, known)
+	}
+	if live.requests.Load() != 0 || m.Started(pod.UID, "app") {
+		t.Error("liveness ran, or the container counts as started, after a failed startup")
 	}
 }

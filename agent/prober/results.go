@@ -36,9 +36,13 @@ func (r Results) Liveness(containerID string) (failed, known bool) {
 	return ok && res == Failure, ok
 }
 
-// Startup says whether the instance's startup probe succeeded or failed,
-// and whether it has a startup result at all (Unknown is known, neither).
+// Startup says whether the instance's startup probe succeeded or failed;
+// known is false until it has one of these verdicts (Unknown, the initial
+// result, is no verdict).
 func (r Results) Startup(containerID string) (succeeded, failed, known bool) {
 	res, ok := r.get(containerID, Startup)
-	return ok && res == Success, ok && res == Failure, ok
+	if !ok || res == Unknown {
+		return false, false, false
+	}
+	return res == Success, res == Failure, true
 }
