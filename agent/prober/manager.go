@@ -121,7 +121,8 @@ func (m *Manager) Wait() {
 // worker has it; container IDs in the CRI's "<runtime>://<id>" form or
 // bare) and starts the workers of probes it does not run yet, for app
 // containers and sidecars (restartable init containers). Workers read
-// the status at each tick; a new container ID resets a probe.
+// the status at each tick; a new container ID resets a probe. The pod is
+// kept as given and must not be modified afterwards; the status is copied.
 func (m *Manager) UpdatePod(pod *v1.Pod, status v1.PodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -134,7 +135,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status v1.PodStatus) {
 		e = &podEntry{ctx: ctx, cancel: cancel, workers: make(map[workerKey]*worker)}
 		m.pods[pod.UID] = e
 	}
-	e.pod, e.status = pod, status
+	e.pod, e.status = pod, *status.DeepCopy()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if isSidecar(c) {
