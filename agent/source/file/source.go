@@ -26,6 +26,10 @@
 //     removes nothing. A manifest file that disappears (from the directory,
 //     or the single file) removes its pod once it has been gone for
 //     SettlePeriod: editors that save by renaming do not restart the pod.
+//   - A manifest that is a symbolic link whose target cannot be read (gone,
+//     a link loop, a directory on the way replaced) is reported and keeps
+//     its pod, as an unreadable file does: only removing the link itself
+//     removes the pod.
 package file
 
 import (
