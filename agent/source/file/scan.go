@@ -65,9 +65,12 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 			sc.listErr = msg
 			sc.problem(kubetypes.ReasonFailedToRead, sc.opts.Path, err)
 		}
-		if sc.sent == nil {
-			// Nothing was there before: an empty first report removes
-			// nothing and tells the agent that this source has reported.
+		if sc.sent == nil && errors.Is(err, fs.ErrNotExist) {
+			// Nothing is there: an empty first report removes nothing and
+			// tells the agent that this source has reported. Any other
+			// error (EACCES, EIO, ELOOP) may hide manifests whose pods
+			// run: the source stays unseen, so that the agent does not
+			// take their mirror pods for orphans.
 			sc.sent = []*v1.Pod{}
 			return sc.sent, true, false
 		}

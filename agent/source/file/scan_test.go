@@ -364,3 +364,53 @@ func mustDo(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestScanUnreadablePathAtStartSendsNothing: before the first good read,
+// only a missing path is an empty source; a path that exists but cannot be
+// read leaves the source unseen (no snapshot), is reported, and is read
+// once it can be. Root reads everything whatever the permissions, so the
+// faults here are ones that fail for root too: a path component that is a
+// regular file (ENOTDIR), a symbolic link loop (ELOOP), a link to nothing.
+func TestScanUnreadablePathAtStartSendsNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup makes path unreadable inside root.
+		setup    func(t *testing.T, root, path string)
+		wantSeen bool
+	}{
+		{"missing", func(t *testing.T, root, path string) {}, true},
+		{"a component is a regular file (ENOTDIR)", func(t *testing.T, root, path string) {
+			write(t, filepath.Dir(path), "a file, not a directory")
+		}, false},
+		{"a symbolic link loop (ELOOP)", func(t *testing.T, root, path string) {
+			mustDo(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			mustDo(t, os.Symlink(path, path))
+		}, false},
+		{"a link to nothing", func(t *testing.T, root, path string) {
+			mustDo(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			mustDo(t, os.Symlink(filepath.Join(root, "nowhere"), path))
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, "etc", "manifests")
+			tc.setup(t, root, path)
+			sc, rec := newTestScanner(path)
+			pods, changed, _ := sc.scan(t0)
+			if seen := changed && pods != nil; seen != tc.wantSeen || len(pods) != 0 {
+				t.Fatalf("first scan: pods %q changed %v, want seen %v with no pods", names(pods), changed, tc.wantSeen)
+			}
+			if p := rec.list(); len(p) != 1 || p[0].Reason != kubetypes.ReasonFailedToRead || p[0].Where != path {
+				t.Fatalf("problems %v, want one FailedToRead about %s", p, path)
+			}
+			if _, changed, _ := sc.scan(t0.Add(time.Second)); changed {
+				t.Fatal("the second scan of the same fault changed something")
+			}
+
+			mustDo(t, os.RemoveAll(filepath.Join(root, "etc")))
+			write(t, filepath.Join(path, "web.yaml"), manifestYAML("web", "v1"))
+			mustScan(t, sc, t0.Add(2*time.Second), "default/web-node1:v1", true)
+		})
+	}
+}
