@@ -237,9 +237,13 @@ func (r *registry) candidatesLocked(ev *event, fn func(*watcher)) {
 func (c *Cache) endSlow(w *watcher) {
 	c.reg.removeLocked(w)
 	c.slowEnded.Add(1)
-	w.end(apierrors.NewResourceExpired(fmt.Sprintf(
-		"watch of %s ended: the client did not read %d buffered events within %v, re-list",
-		c.opts.GroupResource, w.bufSize, c.opts.SlowWatcherBudget)))
+	msg := fmt.Sprintf("watch of %s ended: the client did not read %d buffered events within %v, re-list",
+		c.opts.GroupResource, w.bufSize, c.opts.SlowWatcherBudget)
+	if w.isCatchingUp() {
+		msg = fmt.Sprintf("watch of %s ended: more than %d events arrived while the client read its initial events, re-list",
+			c.opts.GroupResource, w.catchUpLimit)
+	}
+	w.end(apierrors.NewResourceExpired(msg))
 }
 
 // endReached ends the watchers that a re-list's differences reach: they

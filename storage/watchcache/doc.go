@@ -20,7 +20,10 @@
 // candidate watcher and appends it to that watcher's queue without
 // blocking. Each watcher's goroutine feeds its client at the client's pace;
 // a watcher whose buffer stays full past a small budget is ended with 410
-// Expired, so its client re-lists, and the others never notice.
+// Expired, so its client re-lists, and the others never notice. The budget
+// runs from the end of a watcher's initial events (and the backlog queued
+// while it sent them): until then only a backlog longer than the event
+// window ends it.
 //
 // Every object and event object is a CachedObject: its encodings (JSON,
 // protobuf, ...) are made at most once and shared by all who send it.

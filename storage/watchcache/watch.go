@@ -116,9 +116,13 @@ func (c *Cache) newWatcher(ctx context.Context, key string, recursive bool, pred
 		bookmarks: pred.AllowWatchBookmarks,
 		index:     -1,
 		bufSize:   c.opts.WatchBuffer,
-		result:    make(chan watch.Event, resultBuffer),
-		done:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
+		// Past the event window's bound, a watcher still catching up is
+		// further behind than a client resuming could be.
+		catchingUp:   true,
+		catchUpLimit: c.opts.MaxEvents,
+		result:       make(chan watch.Event, resultBuffer),
+		done:         make(chan struct{}),
+		wake:         make(chan struct{}, 1),
 	}
 	w.deadline, _ = ctx.Deadline()
 	switch {
