@@ -54,8 +54,8 @@ type watcher struct {
 	// by catchUpLimit instead.
 	catchingUp   bool
 	catchUpLimit int
-	ended     error // set when the cache ends the watcher
-	wake      chan struct{}
+	ended        error // set when the cache ends the watcher
+	wake         chan struct{}
 	// idle says the goroutine has sent its start and everything queued,
 	// and waits for a wake-up. While it is idle the dispatcher sends a
 	// notification straight into the result channel when there is room
