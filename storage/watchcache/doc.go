@@ -15,8 +15,11 @@
 //   - the watchers, filed by key and by indexed value, so that an event is
 //     offered only to the watchers that can match it.
 //
-// Ingestion never waits for watchers: it applies an event under the lock
-// and hands it to the dispatcher goroutine, which filters it for each
+// Ingestion never waits for watchers, and reads never wait for the
+// dispatcher: ingestion applies an event under the lock and hands it to
+// the dispatcher goroutine, which alone owns the watchers' registry (a new
+// watch queues its registration the same way, behind the changes its start
+// holds), which filters it for each
 // candidate watcher and appends it to that watcher's queue without
 // blocking. Each watcher's goroutine feeds its client at the client's pace;
 // a watcher whose buffer stays full past a small budget is ended with 410

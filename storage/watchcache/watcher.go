@@ -41,7 +41,8 @@ type watcher struct {
 	stop    sync.Once
 
 	// mu guards the fields below; the dispatcher and the goroutine share
-	// them.
+	// them. It is a leaf: whoever holds it takes no other lock, and
+	// neither goroutine holds another lock when it takes it.
 	mu        sync.Mutex
 	queue     []queued
 	fullSince time.Time
@@ -141,7 +142,9 @@ func (w *watcher) convert(ev *event) (watch.Event, bool) {
 func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWake, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ended != nil {
+	if w.ended != nil || w.closed {
+		// Ended, or its goroutine is gone and its unregister item is on
+		// its way to the dispatcher.
 		return false, true
 	}
 	if w.deliver(q) {
@@ -205,7 +208,7 @@ func (w *watcher) wakeUp() {
 func (w *watcher) tooSlow(now time.Time, budget time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ended == nil && !w.catchingUp && !w.fullSince.IsZero() && now.Sub(w.fullSince) > budget
+	return w.ended == nil && !w.closed && !w.catchingUp && !w.fullSince.IsZero() && now.Sub(w.fullSince) > budget
 }
 
 // end makes the goroutine drop what is queued, send err and close.
