@@ -17,11 +17,10 @@
 //
 // Ingestion never waits for watchers, and reads never wait for the
 // dispatcher: ingestion applies an event under the lock and hands it to
-// the dispatcher goroutine, which alone owns the watchers' registry (a new
-// watch queues its registration the same way, behind the changes its start
-// holds), which filters it for each
-// candidate watcher and appends it to that watcher's queue without
-// blocking. Each watcher's goroutine feeds its client at the client's pace;
+// the dispatcher goroutine, which filters it for each candidate watcher and
+// appends it to that watcher's queue without blocking. The dispatcher alone
+// owns the watchers' registry: a new watch queues its registration the
+// same way, behind the changes its start holds. Each watcher's goroutine feeds its client at the client's pace;
 // a watcher whose buffer stays full past a small budget is ended with 410
 // Expired, so its client re-lists, and the others never notice. The budget
 // runs from the end of a watcher's initial events (and the backlog queued
