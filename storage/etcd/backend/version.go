@@ -10,14 +10,20 @@ import (
 )
 
 // minimumVersions are, per etcd minor release, the first patch release
-// whose watch progress notifications Kite can rely on: the watch cache
+// whose watch progress notifications Kite can rely on. The watch cache
 // takes a progress notification's revision as "every event up to here has
-// been sent", which earlier releases do not guarantee (etcd-io/etcd#15220,
-// fixed in 3.4.24 and 3.5.8). Minor releases after the last listed have
-// the fix; releases before the first listed are too old altogether.
+// been sent" and asks for one (RequestWatchProgress) before a consistent
+// read; earlier releases can send one ahead of events still on their way
+// (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8) or answer a request
+// wrongly (etcd-io/etcd#17507, fixed in 3.4.31 and 3.5.13). These are the
+// versions below which upstream's apiserver turns RequestWatchProgress off
+// (k8s.io/apiserver/pkg/storage/feature, endpointSupportsRequestWatchProgress);
+// Kite, which has no path without it, refuses them. Minor releases after
+// the last listed have both fixes; releases before the first listed are
+// too old altogether.
 var minimumVersions = []semver.Version{
-	{Major: 3, Minor: 4, Patch: 24},
-	{Major: 3, Minor: 5, Patch: 8},
+	{Major: 3, Minor: 4, Patch: 31},
+	{Major: 3, Minor: 5, Patch: 13},
 }
 
 // CheckVersion says whether an etcd server of version (as its Status
