@@ -76,22 +76,44 @@ func hasClaimRefusals(ss *sourceState) bool {
 	return false
 }
 
-// claimsExcept maps the full name of every accepted pod of the sources
-// other than source to the source that has it. Mirror pods claim nothing:
-// they stand for a static pod of another source.
-func claimsExcept(st State, source string) map[string]string {
-	claims := map[string]string{}
+// claims are what the accepted pods of some sources hold: their full names
+// and their UIDs, each to the source that has it. A UID is as exclusive as
+// a name: the consumer keys pods by UID, so a second pod of one UID (static
+// pods may set metadata.uid) would be the first one's pod to it, and a
+// REMOVE of either would stop both.
+type claims struct {
+	names map[string]string
+	uids  map[types.UID]string
+}
+
+// owner returns the source that holds pod's full name or UID, if any.
+func (c claims) owner(pod *v1.Pod) (source, what string, taken bool) {
+	if source, taken := c.names[kubetypes.PodFullName(pod)]; taken {
+		return source, "name", true
+	}
+	if source, taken := c.uids[pod.UID]; taken {
+		return source, "uid", true
+	}
+	return "", "", false
+}
+
+// claimsExcept returns the claims of every accepted pod of the sources
+// other than source. Mirror pods claim nothing: they stand for a static pod
+// of another source.
+func claimsExcept(st State, source string) claims {
+	c := claims{names: map[string]string{}, uids: map[types.UID]string{}}
 	for name, ss := range st.sources {
 		if name == source {
 			continue
 		}
 		for _, pod := range ss.accepted {
 			if !kubetypes.IsMirrorPod(pod) {
-				claims[kubetypes.PodFullName(pod)] = name
+				c.names[kubetypes.PodFullName(pod)] = name
+				c.uids[pod.UID] = name
 			}
 		}
 	}
-	return claims
+	return c
 }
 
 // upsert returns pods with each of changes replacing the pod of its UID, or

@@ -22,7 +22,9 @@
 //   - A pod full name (name_namespace) claimed by two sources is kept from
 //     the source that claimed it first and the other is reported, not left to
 //     collide later in the sync loop; when the first lets it go, the other's
-//     pod is added. Mirror pods (the API server's copies of static pods) are
+//     pod is added. A UID is claimed the same way: static pods may set
+//     metadata.uid, and two pods of one UID under different names would be
+//     one pod to the sync loop, which a REMOVE of either would stop. Mirror pods (the API server's copies of static pods) are
 //     not claims: they stand for the static pod and pass through.
 //   - Duplicates are reported once while they last, not on every snapshot.
 package config

@@ -163,13 +163,13 @@ func mergeSource(st State, source string, old *sourceState, wanted []*v1.Pod, du
 	var problems []kubetypes.Problem
 	var adds, updates, deletes, reconciles []*v1.Pod
 	for _, in := range wanted {
-		if owner, taken := claims[kubetypes.PodFullName(in)]; taken && !kubetypes.IsMirrorPod(in) {
+		if owner, what, taken := claims.owner(in); taken && !kubetypes.IsMirrorPod(in) {
 			key := refusalKey(claimRefusal, in)
 			ss.refused[key] = true
 			if !old.refused[key] {
 				problems = append(problems, kubetypes.Problem{Source: source, Reason: kubetypes.ReasonDuplicatePod,
-					Err: fmt.Errorf("pod %s/%s (uid %s) is already defined by source %q, ignored while that source has it",
-						in.Namespace, in.Name, in.UID, owner)})
+					Err: fmt.Errorf("pod %s/%s (uid %s): its %s is already taken by a pod of source %q, ignored while that source has it",
+						in.Namespace, in.Name, in.UID, what, owner)})
 			}
 			continue
 		}

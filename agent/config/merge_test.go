@@ -199,6 +199,18 @@ func TestMerge(t *testing.T) {
 			{in: set(file, pod("x", "f3")), problems: 1},
 		},
 	}, {
+		name: "UID claimed by two sources under different names is kept from the first; the other's REMOVE cannot reach it",
+		steps: []step{
+			{in: set(file, pod("x", "u1")), want: []string{"ADD file [x/u1]"}},
+			{in: set(http, pod("y", "u1"), pod("z", "h2")), want: []string{"ADD http [z/h2]"}, problems: 1},
+			{in: set(http, pod("y", "u1"), pod("z", "h2"))},
+			{in: input(kubetypes.REMOVE, http, pod("y", "u1"))},
+			{in: input(kubetypes.ADD, http, pod("y", "u1")), problems: 1},
+			{in: set(file), want: []string{"REMOVE file [x/u1]", "ADD http [y/u1]"}},
+			{in: set(file, pod("x", "u1")), problems: 1},
+			{in: input(kubetypes.REMOVE, http, pod("y", "u1")), want: []string{"REMOVE http [y/u1]", "ADD file [x/u1]"}},
+		},
+	}, {
 		name: "mirror pod with a static pod's name passes through",
 		steps: []step{
 			{in: set(file, pod("x-node", "f1")), want: []string{"ADD file [x-node/f1]"}},

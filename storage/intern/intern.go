@@ -6,9 +6,18 @@
 // An interned value is shared by every object that has it, so interning
 // is only for objects nobody changes, such as the watch cache's. The
 // canonical copy of a value is the first one the Table saw (no copy is
-// made); the Table keeps it, and a key for it, for as long as the Table
-// lives, up to a byte budget. Past the budget, values that are not yet
-// known are handed back as they are.
+// made); the Table keeps it, and a key for it, while objects that have it
+// keep arriving, within a byte budget.
+//
+// Values age out in two generations, each of at most half the budget:
+// when the current one is full, the previous one is dropped and the
+// current one becomes the previous. A value found in the previous
+// generation moves to the current one. So a value no object taken in has
+// had for a whole generation is forgotten: the values of deleted objects
+// stop holding the budget (and their memory), and after any amount of
+// churn new values are shared as the first ones were. A value forgotten
+// while old objects still hold it only means that the next object with it
+// starts a new canonical copy.
 package intern
 
 import (
@@ -21,7 +30,9 @@ import (
 )
 
 // DefaultBudget is a Table's budget when Options gives none: what the
-// keys of values seen only once can cost at most.
+// keys of both generations can cost at most. The values they keep alive
+// for no live object (those of deleted objects, until they age out) are
+// bounded by it too: about twice as many bytes.
 const DefaultBudget = 4 << 20
 
 // Table is a set of canonical values. It is not safe for concurrent use:
@@ -29,7 +40,28 @@ const DefaultBudget = 4 << 20
 // interns, which spares a lock per value.
 type Table struct {
 	budget int
-	used   int
+	// cur is the generation values are added to and moved to when found;
+	// old is the previous one, dropped when cur is full. gen counts the
+	// generations begun, so that a recent value knows which one it is in.
+	cur, old *generation
+	gen      uint64
+	// scratch for building keys
+	key   []byte
+	names []string
+	// The last canonical maps and lists handed out, checked before a key
+	// is built: objects arrive in key order, and neighbours (the pods of
+	// one ReplicaSet) mostly share them. This halves interning's cost.
+	recentMaps   [recent]recentValue[map[string]string]
+	recentLists  [recent]recentValue[corev1.ResourceList]
+	recentSlices [recent]recentValue[any]
+	nextMap      int
+	nextList     int
+	nextSlice    int
+}
+
+// generation is one generation's canonical values, by key.
+type generation struct {
+	used   int // bytes of keys
 	bytes  map[string][]byte
 	str    map[string]string
 	maps   map[string]map[string]string
@@ -38,37 +70,10 @@ type Table struct {
 	// *T of Pointer, keyed by the T value itself (an interface key holds
 	// its type, so equal values of different types stay apart)
 	pointers map[any]any
-	// scratch for building keys
-	key   []byte
-	names []string
-	// The last canonical maps and lists handed out, checked before a key
-	// is built: objects arrive in key order, and neighbours (the pods of
-	// one ReplicaSet) mostly share them. This halves interning's cost.
-	recentMaps   [recent]map[string]string
-	recentLists  [recent]corev1.ResourceList
-	recentSlices [recent]any
-	nextMap      int
-	nextList     int
-	nextSlice    int
 }
 
-// recent is how many canonical maps and lists are remembered as recent.
-const recent = 4
-
-// Options configure a Table.
-type Options struct {
-	// Budget bounds the bytes of the keys the Table keeps; 0 means
-	// DefaultBudget.
-	Budget int
-}
-
-// New returns an empty Table.
-func New(opts Options) *Table {
-	if opts.Budget <= 0 {
-		opts.Budget = DefaultBudget
-	}
-	return &Table{
-		budget:   opts.Budget,
+func newGeneration() *generation {
+	return &generation{
 		bytes:    map[string][]byte{},
 		str:      map[string]string{},
 		maps:     map[string]map[string]string{},
@@ -78,15 +83,63 @@ func New(opts Options) *Table {
 	}
 }
 
-// admit reports whether a new key of n bytes fits the budget, and if so
-// counts it.
+// recentValue is a canonical value handed out lately, with the
+// generation it was in then. A recent value found again is used at once
+// if that generation is still the current one; otherwise it is looked up
+// by key, which moves it to the current generation (or adds it again), so
+// that a value that only ever hits the recent ones does not age out.
+type recentValue[V any] struct {
+	v   V
+	gen uint64
+}
+
+// recent is how many canonical maps and lists are remembered as recent.
+const recent = 4
+
+// Options configure a Table.
+type Options struct {
+	// Budget bounds the bytes of the keys the Table keeps, over both
+	// generations; 0 means DefaultBudget.
+	Budget int
+}
+
+// New returns an empty Table.
+func New(opts Options) *Table {
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultBudget
+	}
+	return &Table{budget: opts.Budget, cur: newGeneration(), old: newGeneration(), gen: 1}
+}
+
+// admit reports whether a new key of n bytes may be added to the current
+// generation, and if so counts it; a full generation makes way by
+// dropping the previous one.
 func (t *Table) admit(n int) bool {
-	if t.used+n > t.budget {
+	limit := t.budget / 2
+	if n > limit {
 		return false
 	}
-	t.used += n
+	if t.cur.used+n > limit {
+		t.old, t.cur = t.cur, newGeneration()
+		t.gen++
+	}
+	t.cur.used += n
 	return true
 }
+
+// promote moves a value found in the previous generation, under key of n
+// bytes, to the current one; set adds it there.
+func (t *Table) promote(drop func(), n int, set func()) {
+	drop()
+	t.old.used -= n
+	if t.admit(n) {
+		set()
+	}
+}
+
+// Held is the number of bytes of keys the Table holds, over both
+// generations.
+func (t *Table) Held() int { return t.cur.used + t.old.used }
 
 // Bytes returns the canonical slice equal to b. Its key is the slice
 // itself (no copy), so b must never change once given.
@@ -94,11 +147,16 @@ func (t *Table) Bytes(b []byte) []byte {
 	if len(b) == 0 {
 		return b
 	}
-	if c, ok := t.bytes[string(b)]; ok {
+	if c, ok := t.cur.bytes[string(b)]; ok {
+		return c
+	}
+	if c, ok := t.old.bytes[string(b)]; ok {
+		k := unsafe.String(&c[0], len(c))
+		t.promote(func() { delete(t.old.bytes, k) }, len(k), func() { t.cur.bytes[k] = c })
 		return c
 	}
 	if t.admit(len(b)) {
-		t.bytes[unsafe.String(&b[0], len(b))] = b
+		t.cur.bytes[unsafe.String(&b[0], len(b))] = b
 	}
 	return b
 }
@@ -108,11 +166,15 @@ func (t *Table) String(s string) string {
 	if s == "" {
 		return s
 	}
-	if c, ok := t.str[s]; ok {
+	if c, ok := t.cur.str[s]; ok {
+		return c
+	}
+	if c, ok := t.old.str[s]; ok {
+		t.promote(func() { delete(t.old.str, c) }, len(c), func() { t.cur.str[c] = c })
 		return c
 	}
 	if t.admit(len(s)) {
-		t.str[s] = s
+		t.cur.str[s] = s
 	}
 	return s
 }
@@ -122,13 +184,17 @@ func (t *Table) Map(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	for _, r := range t.recentMaps {
-		if sameMap(r, m) {
-			return r
+	for i, r := range t.recentMaps {
+		if sameMap(r.v, m) {
+			if r.gen != t.gen {
+				c := t.mapByKey(r.v)
+				t.recentMaps[i] = recentValue[map[string]string]{c, t.gen}
+			}
+			return t.recentMaps[i].v
 		}
 	}
 	c := t.mapByKey(m)
-	t.recentMaps[t.nextMap] = c
+	t.recentMaps[t.nextMap] = recentValue[map[string]string]{c, t.gen}
 	t.nextMap = (t.nextMap + 1) % recent
 	return c
 }
@@ -150,11 +216,16 @@ func (t *Table) mapByKey(m map[string]string) map[string]string {
 	for _, k := range t.sortedKeys(m) {
 		t.key = appendField(appendField(t.key, k), m[k])
 	}
-	if c, ok := t.maps[string(t.key)]; ok {
+	if c, ok := t.cur.maps[string(t.key)]; ok {
+		return c
+	}
+	if c, ok := t.old.maps[string(t.key)]; ok {
+		k := string(t.key)
+		t.promote(func() { delete(t.old.maps, k) }, len(k), func() { t.cur.maps[k] = c })
 		return c
 	}
 	if t.admit(len(t.key)) {
-		t.maps[string(t.key)] = m
+		t.cur.maps[string(t.key)] = m
 	}
 	return m
 }
@@ -166,13 +237,17 @@ func (t *Table) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return l
 	}
-	for _, r := range t.recentLists {
-		if sameList(r, l) {
-			return r
+	for i, r := range t.recentLists {
+		if sameList(r.v, l) {
+			if r.gen != t.gen {
+				c := t.listByKey(r.v)
+				t.recentLists[i] = recentValue[corev1.ResourceList]{c, t.gen}
+			}
+			return t.recentLists[i].v
 		}
 	}
 	c := t.listByKey(l)
-	t.recentLists[t.nextList] = c
+	t.recentLists[t.nextList] = recentValue[corev1.ResourceList]{c, t.gen}
 	t.nextList = (t.nextList + 1) % recent
 	return c
 }
@@ -206,11 +281,16 @@ func (t *Table) listByKey(l corev1.ResourceList) corev1.ResourceList {
 		q := l[corev1.ResourceName(name)]
 		t.key = appendField(appendField(t.key, name), q.String())
 	}
-	if c, ok := t.lists[string(t.key)]; ok {
+	if c, ok := t.cur.lists[string(t.key)]; ok {
+		return c
+	}
+	if c, ok := t.old.lists[string(t.key)]; ok {
+		k := string(t.key)
+		t.promote(func() { delete(t.old.lists, k) }, len(k), func() { t.cur.lists[k] = c })
 		return c
 	}
 	if t.admit(len(t.key)) {
-		t.lists[string(t.key)] = l
+		t.cur.lists[string(t.key)] = l
 	}
 	return l
 }

@@ -3,8 +3,11 @@ package intern
 import (
 	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -74,22 +77,18 @@ func TestDifferentValuesStayApart(t *testing.T) {
 
 func TestBudgetBoundsWhatIsKept(t *testing.T) {
 	tbl := New(Options{Budget: 100})
-	known := []byte("0123456789012345678901234567890123456789") // 40 bytes
-	tbl.Bytes(known)
-	for i := range 10 {
-		b := []byte(fmt.Sprintf("%040d", i))
-		tbl.Bytes(b)
+	for i := range 20 {
+		tbl.Bytes([]byte(fmt.Sprintf("%040d", i)))
+		if tbl.Held() > 100 {
+			t.Fatalf("after %d values the table holds %d bytes of keys, budget 100", i+1, tbl.Held())
+		}
 	}
-	if tbl.used > 100 {
-		t.Errorf("table holds %d bytes of keys, budget 100", tbl.used)
+	big := []byte(strings.Repeat("x", 51)) // more than a generation
+	if got := tbl.Bytes(big); !sameBytes(got, big) {
+		t.Error("a value too big to keep did not come back unchanged")
 	}
-	again := []byte("0123456789012345678901234567890123456789")
-	if got := tbl.Bytes(again); !sameBytes(got, known) {
-		t.Error("a value kept before the budget ran out is no longer shared")
-	}
-	late := []byte(fmt.Sprintf("%040d", 9))
-	if got := tbl.Bytes(late); !sameBytes(got, late) || string(got) != string(late) {
-		t.Error("a value past the budget did not come back unchanged")
+	if got := tbl.Bytes([]byte(strings.Repeat("x", 51))); sameBytes(got, big) {
+		t.Error("a value too big to keep was kept")
 	}
 }
 
@@ -188,4 +187,98 @@ func TestSlicesAndPointersShareByValue(t *testing.T) {
 	if Pointer(tbl, &n1) != &n1 {
 		t.Error("a pointer to an int32 was shared with one to an equal int64")
 	}
+}
+
+// churn interns n values that nothing will ask for again, of every kind,
+// as the deleted objects of a busy resource leave behind.
+func churn(tbl *Table, round, n int) {
+	for i := range n {
+		v := fmt.Sprintf("gone-%d-%d", round, i)
+		tbl.String(v)
+		tbl.Bytes([]byte(v))
+		tbl.Map(map[string]string{"id": v})
+		tbl.ResourceList(corev1.ResourceList{corev1.ResourceName(v): resource.MustParse("1")})
+	}
+}
+
+// TestValuesAfterChurnAreShared: once a table has taken in more values
+// than its budget, of objects long gone, new values are still shared, as
+// the first ones were (they were not, while the table kept every value
+// it had ever admitted).
+func TestValuesAfterChurnAreShared(t *testing.T) {
+	tbl := New(Options{Budget: 4 << 10})
+	for round := range 10 {
+		churn(tbl, round, 100)
+	}
+	m1, m2 := map[string]string{"app": "new"}, map[string]string{"app": "new"}
+	tbl.Map(m1)
+	for i := range 2 * recent { // so that m2 is found by key
+		tbl.Map(map[string]string{"other": fmt.Sprint(i)})
+	}
+	if got := tbl.Map(m2); !sameHeader(got, m1) {
+		t.Error("a new map after churn is not shared")
+	}
+	s1, s2 := string([]byte("new-image:2.0")), string([]byte("new-image:2.0"))
+	tbl.String(s1)
+	if got := tbl.String(s2); unsafe.StringData(got) != unsafe.StringData(s1) {
+		t.Error("a new string after churn is not shared")
+	}
+	b1, b2 := []byte(`{"f:new":{}}`), []byte(`{"f:new":{}}`)
+	tbl.Bytes(b1)
+	if got := tbl.Bytes(b2); !sameBytes(got, b1) {
+		t.Error("new bytes after churn are not shared")
+	}
+	if tbl.Held() > 4<<10 {
+		t.Errorf("the table holds %d bytes of keys, budget %d", tbl.Held(), 4<<10)
+	}
+}
+
+// TestValuesInUseSurviveChurn: a value that objects keep arriving with,
+// whether it is found among the recent values or by its key, stays the
+// one canonical copy through any number of generations.
+func TestValuesInUseSurviveChurn(t *testing.T) {
+	tbl := New(Options{Budget: 4 << 10})
+	labels := map[string]string{"app": "web"}
+	image := string([]byte("web:1.0"))
+	tbl.Map(labels)
+	tbl.String(image)
+	startGen := tbl.gen
+	for round := range 50 {
+		churn(tbl, round, 20)
+		// The labels come back as a recent value (no map came in between
+		// on even rounds), or by key after other maps (odd rounds).
+		if round%2 == 1 {
+			for i := range 2 * recent {
+				tbl.Map(map[string]string{"other": fmt.Sprint(i)})
+			}
+		}
+		if got := tbl.Map(map[string]string{"app": "web"}); !sameHeader(got, labels) {
+			t.Fatalf("round %d: labels in use lost their canonical copy", round)
+		}
+		if got := tbl.String(string([]byte("web:1.0"))); unsafe.StringData(got) != unsafe.StringData(image) {
+			t.Fatalf("round %d: an image in use lost its canonical copy", round)
+		}
+	}
+	if tbl.gen-startGen < 10 {
+		t.Fatalf("only %d generations went by; the test churns too little", tbl.gen-startGen)
+	}
+}
+
+// TestUnusedValuesAreReleased: a value that no object has brought for two
+// generations is no longer held by the table, so the garbage collector
+// can take it once its objects are gone.
+func TestUnusedValuesAreReleased(t *testing.T) {
+	tbl := New(Options{Budget: 4 << 10})
+	gone := []byte(`{"f:metadata":{"f:labels":{"f:deleted":{}}}}`)
+	tbl.Bytes(gone)
+	ptr := weak.Make(&gone[0])
+	gone = nil
+	for round := range 10 {
+		churn(tbl, round, 100)
+	}
+	runtime.GC()
+	if ptr.Value() != nil {
+		t.Error("bytes no object has brought for ten generations are still reachable")
+	}
+	runtime.KeepAlive(tbl)
 }

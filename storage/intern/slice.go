@@ -20,24 +20,38 @@ func Slice[T comparable](t *Table, s []T, appendKey func(key []byte, v T) []byte
 	if len(s) == 0 {
 		return s
 	}
-	for _, r := range t.recentSlices {
-		if c, ok := r.([]T); ok && slices.Equal(c, s) {
-			return c
+	for i, r := range t.recentSlices {
+		if c, ok := r.v.([]T); ok && slices.Equal(c, s) {
+			if r.gen != t.gen {
+				c = sliceByKey(t, c, appendKey)
+				t.recentSlices[i] = recentValue[any]{c, t.gen}
+			}
+			return t.recentSlices[i].v.([]T)
 		}
 	}
+	c := sliceByKey(t, s, appendKey)
+	t.recentSlices[t.nextSlice] = recentValue[any]{c, t.gen}
+	t.nextSlice = (t.nextSlice + 1) % recent
+	return c
+}
+
+func sliceByKey[T comparable](t *Table, s []T, appendKey func(key []byte, v T) []byte) []T {
 	t.key = AppendField(t.key[:0], reflect.TypeFor[T]().String())
 	for _, v := range s {
 		t.key = appendKey(t.key, v)
 	}
-	c := s
-	if known, ok := t.slices[string(t.key)]; ok {
-		c = known.([]T)
-	} else if t.admit(len(t.key)) {
-		t.slices[string(t.key)] = s
+	if known, ok := t.cur.slices[string(t.key)]; ok {
+		return known.([]T)
 	}
-	t.recentSlices[t.nextSlice] = c
-	t.nextSlice = (t.nextSlice + 1) % recent
-	return c
+	if known, ok := t.old.slices[string(t.key)]; ok {
+		k := string(t.key)
+		t.promote(func() { delete(t.old.slices, k) }, len(k), func() { t.cur.slices[k] = known })
+		return known.([]T)
+	}
+	if t.admit(len(t.key)) {
+		t.cur.slices[string(t.key)] = s
+	}
+	return s
 }
 
 // AppendField appends s to a key with its length, so that no two
@@ -51,11 +65,17 @@ func Pointer[T comparable](t *Table, p *T) *T {
 	if p == nil {
 		return nil
 	}
-	if c, ok := t.pointers[*p]; ok {
+	n := int(unsafe.Sizeof(*p)) + 16
+	if c, ok := t.cur.pointers[*p]; ok {
 		return c.(*T)
 	}
-	if t.admit(int(unsafe.Sizeof(*p)) + 16) {
-		t.pointers[*p] = p
+	if c, ok := t.old.pointers[*p]; ok {
+		v := *p
+		t.promote(func() { delete(t.old.pointers, v) }, n, func() { t.cur.pointers[v] = c })
+		return c.(*T)
+	}
+	if t.admit(n) {
+		t.cur.pointers[*p] = p
 	}
 	return p
 }

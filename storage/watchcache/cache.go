@@ -39,8 +39,11 @@ type Cache struct {
 	start  sync.Once
 
 	// mu guards st, ready and changed. Ingestion holds it to apply an
-	// event; readers hold it to take a snapshot (a pointer) and to
-	// register watchers, never while they copy or send.
+	// event and queue it for the dispatcher; readers hold it to take a
+	// snapshot (a pointer) and, for a watch, to queue the watcher's
+	// registration, never while they copy or send. Nothing waits for the
+	// dispatcher or a watcher while holding it: the only lock taken under
+	// it is pending.mu, held by anyone for one append or take.
 	mu    sync.RWMutex
 	st    *state
 	ready bool
@@ -49,7 +52,11 @@ type Cache struct {
 	// readyCh is closed by the first list.
 	readyCh chan struct{}
 
-	reg     *registry
+	// reg is owned by the dispatcher goroutine (see registry): watchers
+	// join and leave it through pending; only reg.live is read elsewhere.
+	reg *registry
+	// pending is the queue from ingestion and Watch to the dispatcher,
+	// with its own lock (see pending).
 	pending pending
 	// dispatchedRV is the resourceVersion up to which every change has
 	// been offered to the watchers; toWake are the watchers to wake at the
@@ -177,7 +184,8 @@ func (c *Cache) Watchers() int { return c.reg.Len() }
 // SlowWatchersEnded counts the watchers ended for not keeping up.
 func (c *Cache) SlowWatchersEnded() int64 { return c.slowEnded.Load() }
 
-func (c *Cache) forget(w *watcher) { c.reg.remove(w) }
+// forget takes w out of the registry, through the dispatcher that owns it.
+func (c *Cache) forget(w *watcher) { c.pending.push(pendingItem{unregister: w}) }
 
 // notifyLocked wakes readers waiting for a resourceVersion; mu is held
 // for writing.

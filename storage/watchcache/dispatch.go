@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,12 +15,22 @@ import (
 // can match it: watchers of one key under that key, watchers whose field
 // selector pins an indexed field under that value (upstream's trigger
 // functions), everyone else in others.
+//
+// The registry is owned by the dispatcher goroutine, which alone reads and
+// changes it, without a lock: watchers join and leave through the pending
+// queue (pendingItem.register and unregister), in order with the changes.
+// A lock here, held by the dispatcher across an event's 10 000 candidates,
+// was one that a new watch waited for while holding the cache's read lock:
+// ingestion queued behind that watch, and every read behind ingestion.
+// Only live, the count of watchers, is read from anywhere.
 type registry struct {
-	mu      sync.Mutex
 	byKey   map[string]map[*watcher]struct{}
 	byIndex []map[string]map[*watcher]struct{}
 	others  map[*watcher]struct{}
 	all     map[*watcher]struct{}
+	// live counts the watchers from their Watch call until they leave
+	// the registry, registered or still on their way in.
+	live atomic.Int64
 }
 
 func newRegistry(indexes int) *registry {
@@ -35,9 +46,8 @@ func newRegistry(indexes int) *registry {
 	return r
 }
 
+// add files w; the dispatcher calls it when it reaches w's register item.
 func (r *registry) add(w *watcher) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.all[w] = struct{}{}
 	switch {
 	case w.byKey:
@@ -58,17 +68,13 @@ func addTo(m map[string]map[*watcher]struct{}, k string, w *watcher) {
 	set[w] = struct{}{}
 }
 
+// remove takes w out, if it is in; only the dispatcher calls it.
 func (r *registry) remove(w *watcher) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.removeLocked(w)
-}
-
-func (r *registry) removeLocked(w *watcher) {
 	if _, ok := r.all[w]; !ok {
 		return
 	}
 	delete(r.all, w)
+	r.live.Add(-1)
 	switch {
 	case w.byKey:
 		removeFrom(r.byKey, w.key, w)
@@ -87,27 +93,34 @@ func removeFrom(m map[string]map[*watcher]struct{}, k string, w *watcher) {
 	}
 }
 
-// Len is the number of registered watchers.
-func (r *registry) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.all)
-}
+// Len is the number of live watchers; safe from any goroutine.
+func (r *registry) Len() int { return int(r.live.Load()) }
 
 // pending is the hand-off from ingestion to the dispatcher: ingestion
 // appends and goes back to etcd at once, whatever the watchers do.
 type pending struct {
+	// mu guards items. It is held only to append one item or to take
+	// them all, never across anything else, so no one waits on it for
+	// long. Lock order: ingestion and Watch push while holding the
+	// cache's mu (that is what orders a watcher's registration among the
+	// changes); nothing takes the cache's mu while holding this one.
 	mu    sync.Mutex
 	items []pendingItem
 	wake  chan struct{}
 }
 
 // pendingItem is a change to dispatch, a resourceVersion learnt from a
-// progress notification (ev == nil), or the differences a re-list found.
+// progress notification (ev == nil), the differences a re-list found, or
+// a watcher joining or leaving the registry.
 type pendingItem struct {
 	ev     *event
 	rv     uint64
 	relist []*event
+	// register files a new watcher: pushed under the cache's read lock
+	// with the watcher's start taken, it comes after every change the
+	// start holds and before every later one. unregister takes a watcher
+	// out (its goroutine has ended).
+	register, unregister *watcher
 	// bookmarkAll sends a bookmark to every watcher that allows them now,
 	// behind everything dispatched so far (tests use it as a barrier).
 	bookmarkAll bool
@@ -141,11 +154,11 @@ func (c *Cache) dispatchLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			c.reg.mu.Lock()
+			// Watchers still on their way in stop by themselves: each
+			// stops with the cache's context.
 			for w := range c.reg.all {
 				w.Stop()
 			}
-			c.reg.mu.Unlock()
 			return
 		case <-c.pending.wake:
 			// Watchers are woken once per batch of events rather than per
@@ -158,6 +171,10 @@ func (c *Cache) dispatchLoop(ctx context.Context) {
 					flushed = time.Now()
 				}
 				switch {
+				case it.register != nil:
+					c.reg.add(it.register)
+				case it.unregister != nil:
+					c.reg.remove(it.unregister)
 				case it.bookmarkAll:
 					c.bookmarkAll()
 				case it.ev != nil:
@@ -191,10 +208,7 @@ func (c *Cache) dispatch(ev *event) {
 	now := time.Now()
 	budget := c.opts.SlowWatcherBudget
 	var slow []*watcher
-	r := c.reg
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.candidatesLocked(ev, func(w *watcher) {
+	c.reg.candidates(ev, func(w *watcher) {
 		if e, ok := w.convert(ev); ok {
 			needWake, ok := w.enqueue(queued{ev: e, rv: ev.rv}, now, budget)
 			if needWake {
@@ -210,10 +224,10 @@ func (c *Cache) dispatch(ev *event) {
 	}
 }
 
-// candidatesLocked calls fn for every watcher that may match ev: those
-// of its key, those of its objects' indexed values (new and previous),
-// and those that no index narrows. r.mu is held.
-func (r *registry) candidatesLocked(ev *event, fn func(*watcher)) {
+// candidates calls fn for every watcher that may match ev: those of its
+// key, those of its objects' indexed values (new and previous), and those
+// that no index narrows.
+func (r *registry) candidates(ev *event, fn func(*watcher)) {
 	each := func(set map[*watcher]struct{}) {
 		for w := range set {
 			fn(w)
@@ -233,24 +247,26 @@ func (r *registry) candidatesLocked(ev *event, fn func(*watcher)) {
 	each(r.others)
 }
 
-// endSlow ends a watcher that did not keep up; the registry lock is held.
+// endSlow ends a watcher that did not keep up.
 func (c *Cache) endSlow(w *watcher) {
-	c.reg.removeLocked(w)
+	c.reg.remove(w)
 	c.slowEnded.Add(1)
-	w.end(apierrors.NewResourceExpired(fmt.Sprintf(
-		"watch of %s ended: the client did not read %d buffered events within %v, re-list",
-		c.opts.GroupResource, w.bufSize, c.opts.SlowWatcherBudget)))
+	msg := fmt.Sprintf("watch of %s ended: the client did not read %d buffered events within %v, re-list",
+		c.opts.GroupResource, w.bufSize, c.opts.SlowWatcherBudget)
+	if w.isCatchingUp() {
+		msg = fmt.Sprintf("watch of %s ended: more than %d events arrived while the client read its initial events, re-list",
+			c.opts.GroupResource, w.catchUpLimit)
+	}
+	w.end(apierrors.NewResourceExpired(msg))
 }
 
 // endReached ends the watchers that a re-list's differences reach: they
 // missed events the cache never saw. The others stay consistent and go on.
 func (c *Cache) endReached(diffs []*event, rv uint64) {
 	r := c.reg
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	reached := map[*watcher]struct{}{}
 	for _, ev := range diffs {
-		r.candidatesLocked(ev, func(w *watcher) {
+		r.candidates(ev, func(w *watcher) {
 			if _, done := reached[w]; done {
 				return
 			}
@@ -260,7 +276,7 @@ func (c *Cache) endReached(diffs []*event, rv uint64) {
 		})
 	}
 	for w := range reached {
-		r.removeLocked(w)
+		r.remove(w)
 		w.end(apierrors.NewResourceExpired(fmt.Sprintf(
 			"watch of %s ended: the cache re-listed at resource version %d and this watch missed changes, re-list",
 			c.opts.GroupResource, rv)))
@@ -271,10 +287,7 @@ func (c *Cache) endReached(diffs []*event, rv uint64) {
 // without a new event to notice it.
 func (c *Cache) tick(now time.Time) {
 	rv := c.dispatchedRV
-	r := c.reg
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for w := range r.all {
+	for w := range c.reg.all {
 		if w.tooSlow(now, c.opts.SlowWatcherBudget) {
 			c.endSlow(w)
 			continue
@@ -316,7 +329,7 @@ func (c *Cache) nextBookmark(now, deadline time.Time) time.Time {
 func (w *watcher) offerBookmark(q queued) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ended != nil {
+	if w.ended != nil || w.closed {
 		return true
 	}
 	if len(w.queue) >= w.bufSize {
@@ -336,17 +349,14 @@ func (c *Cache) bookmarkAll() {
 	if c.dispatchedRV == 0 {
 		return
 	}
-	r := c.reg
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for w := range r.all {
+	for w := range c.reg.all {
 		if !w.bookmarks {
 			continue
 		}
 		// One object per watcher, as in offerBookmarks.
 		bookmark := watch.Event{Type: watch.Bookmark, Object: c.bookmarkObject(c.dispatchedRV, false)}
 		w.mu.Lock()
-		if w.ended == nil {
+		if w.ended == nil && !w.closed {
 			w.queue = append(w.queue, queued{ev: bookmark, rv: c.dispatchedRV})
 			select {
 			case w.wake <- struct{}{}:

@@ -15,12 +15,17 @@
 //   - the watchers, filed by key and by indexed value, so that an event is
 //     offered only to the watchers that can match it.
 //
-// Ingestion never waits for watchers: it applies an event under the lock
-// and hands it to the dispatcher goroutine, which filters it for each
-// candidate watcher and appends it to that watcher's queue without
-// blocking. Each watcher's goroutine feeds its client at the client's pace;
+// Ingestion never waits for watchers, and reads never wait for the
+// dispatcher: ingestion applies an event under the lock and hands it to
+// the dispatcher goroutine, which filters it for each candidate watcher and
+// appends it to that watcher's queue without blocking. The dispatcher alone
+// owns the watchers' registry: a new watch queues its registration the
+// same way, behind the changes its start holds. Each watcher's goroutine feeds its client at the client's pace;
 // a watcher whose buffer stays full past a small budget is ended with 410
-// Expired, so its client re-lists, and the others never notice.
+// Expired, so its client re-lists, and the others never notice. The budget
+// runs from the end of a watcher's initial events (and the backlog queued
+// while it sent them): until then only a backlog longer than the event
+// window ends it.
 //
 // Every object and event object is a CachedObject: its encodings (JSON,
 // protobuf, ...) are made at most once and shared by all who send it.

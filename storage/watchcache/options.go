@@ -25,13 +25,29 @@ const (
 	DefaultMaxEvents = 100 * 1024
 	// minEvents is the window's initial and smallest capacity.
 	minEvents = 100
-	// DefaultWatchBuffer is the per-watcher buffer, in events.
+	// DefaultWatchBuffer is the per-watcher buffer, in events: of
+	// watchers an index narrows, of single-object watchers, and of every
+	// watcher of a resource without an index.
+	//
+	// Upstream's cacher sizes a watcher's input channel as one second of
+	// its event window (capacity / 75 s, so 1366 at the largest window),
+	// clamped to at least 10 and at most 10 for watchers a trigger
+	// narrows, 1000 for the others on a resource with an index, and 100 on
+	// a resource without one (suggestedWatchChannelSize). Kite's fixed
+	// sizes are each at least upstream's largest: a resource without an
+	// index gets upstream's 100 from the first event on, where upstream
+	// starts at 10 and grows with the window.
 	DefaultWatchBuffer = 100
 	// DefaultUnfilteredWatchBuffer is the buffer of watchers that no index
 	// narrows on a resource that has one (they see every change).
 	DefaultUnfilteredWatchBuffer = 1000
 	// DefaultSlowWatcherBudget is how long a watcher's buffer may stay
-	// full before the watcher is ended with 410 Expired.
+	// full before the watcher is ended with 410 Expired. Upstream blocks
+	// its dispatcher on full watchers for a budget shared by all of them
+	// (100 ms at most, refilled at 50 ms a second); this one is each
+	// watcher's own, and the dispatcher never blocks. It runs once the
+	// watcher has sent its initial events and caught up with what queued
+	// meanwhile; until then the queue is bounded by MaxEvents instead.
 	DefaultSlowWatcherBudget = 250 * time.Millisecond
 	// DefaultBookmarkInterval is the period of bookmarks to each watcher
 	// that allows them.

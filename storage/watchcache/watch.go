@@ -95,9 +95,12 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		// server) rather than an error event of a watch that worked.
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("watchcache %s: stopped", c.opts.GroupResource))
 	}
-	// Registering under the lock that ingestion takes makes the start and
-	// the live events meet exactly: every later change is dispatched to w.
-	c.reg.add(w)
+	// Queued for the dispatcher under the lock that ingestion takes, the
+	// registration meets the start exactly: it follows every change the
+	// start holds and precedes every later one, which the dispatcher then
+	// offers to w. Nothing here waits for the dispatcher.
+	c.reg.live.Add(1)
+	c.pending.push(pendingItem{register: w})
 	// Added under the lock: Stop, which takes it after cancelling, then
 	// waits for this watcher too.
 	c.wg.Add(1)
@@ -116,9 +119,13 @@ func (c *Cache) newWatcher(ctx context.Context, key string, recursive bool, pred
 		bookmarks: pred.AllowWatchBookmarks,
 		index:     -1,
 		bufSize:   c.opts.WatchBuffer,
-		result:    make(chan watch.Event, resultBuffer),
-		done:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
+		// Past the event window's bound, a watcher still catching up is
+		// further behind than a client resuming could be.
+		catchingUp:   true,
+		catchUpLimit: c.opts.MaxEvents,
+		result:       make(chan watch.Event, resultBuffer),
+		done:         make(chan struct{}),
+		wake:         make(chan struct{}, 1),
 	}
 	w.deadline, _ = ctx.Deadline()
 	switch {

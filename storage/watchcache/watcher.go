@@ -20,7 +20,8 @@ import (
 // blocks; the watcher's own goroutine moves them to the result channel at
 // the client's pace. A queue that stays full past the slow-watcher budget
 // ends the watcher with 410 Expired, so its client re-lists, and costs the
-// other watchers nothing.
+// other watchers nothing. The budget runs only once the watcher has sent
+// its start and caught up with what was queued meanwhile (catchingUp).
 type watcher struct {
 	c         *Cache
 	key       string // prepared key: a prefix ending in "/" when recursive
@@ -40,12 +41,22 @@ type watcher struct {
 	stop    sync.Once
 
 	// mu guards the fields below; the dispatcher and the goroutine share
-	// them.
+	// them. It is a leaf: whoever holds it takes no other lock, and
+	// neither goroutine holds another lock when it takes it.
 	mu        sync.Mutex
 	queue     []queued
 	fullSince time.Time
-	ended     error // set when the cache ends the watcher
-	wake      chan struct{}
+	// catchingUp says the watcher is still in its start: sending its
+	// snapshot or replay, then the backlog queued meanwhile, until the
+	// goroutine finds less than a buffer's worth queued. The slow-watcher
+	// budget does not run while it catches up (a snapshot of thousands of
+	// objects takes longer than the budget, and under sustained writes the
+	// watcher would be ended and re-list forever); the queue is bounded
+	// by catchUpLimit instead.
+	catchingUp   bool
+	catchUpLimit int
+	ended        error // set when the cache ends the watcher
+	wake         chan struct{}
 	// idle says the goroutine has sent its start and everything queued,
 	// and waits for a wake-up. While it is idle the dispatcher sends a
 	// notification straight into the result channel when there is room
@@ -131,7 +142,9 @@ func (w *watcher) convert(ev *event) (watch.Event, bool) {
 func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWake, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ended != nil {
+	if w.ended != nil || w.closed {
+		// Ended, or its goroutine is gone and its unregister item is on
+		// its way to the dispatcher.
 		return false, true
 	}
 	if w.deliver(q) {
@@ -139,6 +152,11 @@ func (w *watcher) enqueue(q queued, now time.Time, budget time.Duration) (needWa
 	}
 	needWake = len(w.queue) == 0
 	w.queue = append(w.queue, q)
+	if w.catchingUp {
+		// A backlog longer than the event window could not be resumed
+		// from either: the client is better off re-listing.
+		return needWake, len(w.queue) <= w.catchUpLimit
+	}
 	if len(w.queue) >= w.bufSize {
 		if w.fullSince.IsZero() {
 			w.fullSince = now
@@ -190,7 +208,7 @@ func (w *watcher) wakeUp() {
 func (w *watcher) tooSlow(now time.Time, budget time.Duration) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ended == nil && !w.fullSince.IsZero() && now.Sub(w.fullSince) > budget
+	return w.ended == nil && !w.closed && !w.catchingUp && !w.fullSince.IsZero() && now.Sub(w.fullSince) > budget
 }
 
 // end makes the goroutine drop what is queued, send err and close.
@@ -211,7 +229,9 @@ func (w *watcher) end(err error) {
 // take records the goroutine's position and returns the queued
 // notifications, or the error that ends the watcher. With nothing queued
 // the goroutine goes idle (see idle) and take returns the position, which
-// the dispatcher moves on by what it delivers.
+// the dispatcher moves on by what it delivers. The goroutine calls it only
+// once its start is sent; the first batch shorter than the buffer ends
+// the catching up, and the slow-watcher budget runs from then on.
 func (w *watcher) take(pos uint64) ([]queued, uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -223,6 +243,9 @@ func (w *watcher) take(pos uint64) ([]queued, uint64, error) {
 	w.queue = nil
 	w.fullSince = time.Time{}
 	w.idle = len(batch) == 0
+	if len(batch) < w.bufSize {
+		w.catchingUp = false
+	}
 	return batch, pos, nil
 }
 
@@ -359,4 +382,10 @@ func errorObject(err error) runtime.Object {
 		Reason:  metav1.StatusReasonInternalError,
 		Code:    http.StatusInternalServerError,
 	}
+}
+
+func (w *watcher) isCatchingUp() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.catchingUp
 }

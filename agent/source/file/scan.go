@@ -59,15 +59,18 @@ func newScanner(opts Options, report func(kubetypes.Problem)) *scanner {
 // whether something waits for the settle period to end (a missing file, an
 // unreported bad one), in which case scan should be called again then.
 func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
-	names, err := sc.list()
+	names, statErrs, err := sc.list()
 	if err != nil {
 		if msg := err.Error(); msg != sc.listErr {
 			sc.listErr = msg
 			sc.problem(kubetypes.ReasonFailedToRead, sc.opts.Path, err)
 		}
-		if sc.sent == nil {
-			// Nothing was there before: an empty first report removes
-			// nothing and tells the agent that this source has reported.
+		if sc.sent == nil && errors.Is(err, fs.ErrNotExist) {
+			// Nothing is there: an empty first report removes nothing and
+			// tells the agent that this source has reported. Any other
+			// error (EACCES, EIO, ELOOP) may hide manifests whose pods
+			// run: the source stays unseen, so that the agent does not
+			// take their mirror pods for orphans.
 			sc.sent = []*v1.Pod{}
 			return sc.sent, true, false
 		}
@@ -81,8 +84,12 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 		if m == nil {
 			m = &manifest{}
 		}
-		data, err := readManifest(name)
-		if errors.Is(err, fs.ErrNotExist) {
+		var data []byte
+		err := statErrs[name]
+		if err == nil {
+			data, err = readManifest(name)
+		}
+		if errors.Is(err, fs.ErrNotExist) && gone(name) {
 			continue // removed since the listing
 		}
 		present[name] = true
@@ -184,40 +191,71 @@ func (sc *scanner) collect(present, missing []string) []*v1.Pod {
 
 // list returns the manifest files to read, sorted: the regular files of the
 // directory that are not ignored, or the path itself when it is a file. A
-// missing single file lists as nothing; a missing directory is an error.
-func (sc *scanner) list() ([]string, error) {
+// missing single file lists as nothing; a missing directory is an error that
+// wraps fs.ErrNotExist, and no other error does.
+//
+// A symbolic link is followed. One whose target cannot be read (missing,
+// ELOOP, ENOTDIR, EACCES) is listed all the same, with its error in
+// statErrs: only a directory entry that is itself gone removes a pod.
+func (sc *scanner) list() (names []string, statErrs map[string]error, err error) {
 	info, err := os.Stat(sc.opts.Path)
-	if errors.Is(err, fs.ErrNotExist) && sc.wasFile {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, fmt.Errorf("reading manifest path: %w", err)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("reading manifest path: %w", err)
+		}
+		if !gone(sc.opts.Path) {
+			return nil, nil, fmt.Errorf("manifest path %s is a symbolic link whose target is missing (%v)", sc.opts.Path, err)
+		}
+		if sc.wasFile {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("reading manifest path: %w", err)
 	}
 	if info.Mode().IsRegular() {
 		sc.wasFile = true
-		return []string{sc.opts.Path}, nil
+		return []string{sc.opts.Path}, nil, nil
 	}
 	sc.wasFile = false
 	if !info.IsDir() {
-		return nil, fmt.Errorf("manifest path %q is not a directory or a regular file (mode %v)", sc.opts.Path, info.Mode())
+		return nil, nil, fmt.Errorf("manifest path %q is not a directory or a regular file (mode %v)", sc.opts.Path, info.Mode())
 	}
 	entries, err := os.ReadDir(sc.opts.Path)
 	if err != nil {
-		return nil, fmt.Errorf("reading manifest directory: %w", err)
+		return nil, nil, fmt.Errorf("reading manifest directory: %w", err)
 	}
-	var names []string
 	for _, e := range entries { // sorted by name
 		if Ignored(e.Name()) {
 			continue
 		}
 		name := filepath.Join(sc.opts.Path, e.Name())
-		info, err := os.Stat(name) // follows symbolic links
-		if err != nil || !info.Mode().IsRegular() {
-			continue // sub-directories, sockets, dangling links, races
+		switch {
+		case e.Type().IsRegular():
+		case e.Type()&fs.ModeSymlink != 0:
+			info, err := os.Stat(name)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) && gone(name) {
+					continue // removed since ReadDir
+				}
+				if statErrs == nil {
+					statErrs = map[string]error{}
+				}
+				statErrs[name] = fmt.Errorf("reading the target of symbolic link %s: %w", name, err)
+			} else if !info.Mode().IsRegular() {
+				continue // a link to a sub-directory, a socket
+			}
+		default:
+			continue // sub-directories, sockets
 		}
 		names = append(names, name)
 	}
-	return names, nil
+	return names, statErrs, nil
+}
+
+// gone says whether name's directory entry itself is missing, rather than
+// the target of a symbolic link it names.
+func gone(name string) bool {
+	_, err := os.Lstat(name)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (sc *scanner) problem(reason, where string, err error) {

@@ -271,3 +271,146 @@ func TestScanDirectoryGoneRemovesNothing(t *testing.T) {
 		t.Fatalf("problems %v, want one FailedToRead", p)
 	}
 }
+
+// TestScanUnreadableLinkTargetKeepsPod: a manifest that is a symbolic link
+// keeps its pod when the link's target becomes unreadable, and the error is
+// reported; only removing the link itself removes the pod. The tests run as
+// root, for whom permissions never fail, so the targets fail in ways that
+// fail for root too.
+func TestScanUnreadableLinkTargetKeepsPod(t *testing.T) {
+	tests := []struct {
+		name string
+		// breakIt makes the link in dir, pointing at target, unreadable or gone.
+		breakIt  func(t *testing.T, link, target string)
+		wantPods string // after the settle period
+		wantErr  string // in the one problem reported; "" for none
+	}{
+		{"target removed (ENOENT on the target only)", func(t *testing.T, link, target string) {
+			mustDo(t, os.Remove(target))
+		}, "default/web-node1:v1", "no such file"},
+		{"target replaced by a link loop (ELOOP)", func(t *testing.T, link, target string) {
+			mustDo(t, os.Remove(target))
+			mustDo(t, os.Symlink(target, target))
+		}, "default/web-node1:v1", "too many levels of symbolic links"},
+		{"target's directory replaced by a file (ENOTDIR)", func(t *testing.T, link, target string) {
+			mustDo(t, os.RemoveAll(filepath.Dir(target)))
+			write(t, filepath.Dir(target), "a file")
+		}, "default/web-node1:v1", "not a directory"},
+		{"link removed", func(t *testing.T, link, target string) {
+			mustDo(t, os.Remove(link))
+		}, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "manifests")
+			target := filepath.Join(root, "store", "web.yaml")
+			link := filepath.Join(dir, "web.yaml")
+			write(t, target, manifestYAML("web", "v1"))
+			mustDo(t, os.MkdirAll(dir, 0o755))
+			mustDo(t, os.Symlink(target, link))
+			sc, rec := newTestScanner(dir)
+			before := mustScan(t, sc, t0, "default/web-node1:v1", true)
+
+			tc.breakIt(t, link, target)
+			sc.scan(t0.Add(time.Second))
+			pods, _, _ := sc.scan(t0.Add(time.Second + 2*settle))
+			if got := names(pods); got != tc.wantPods {
+				t.Fatalf("pods after the settle period %q, want %q", got, tc.wantPods)
+			}
+			if tc.wantPods != "" && pods[0] != before[0] {
+				t.Error("the kept pod is not the last good one")
+			}
+			p := rec.list()
+			if tc.wantErr == "" {
+				if len(p) != 0 {
+					t.Fatalf("problems %v, want none", p)
+				}
+				return
+			}
+			if len(p) != 1 || p[0].Reason != kubetypes.ReasonFailedToRead || p[0].Where != link || !strings.Contains(p[0].Err.Error(), tc.wantErr) {
+				t.Fatalf("problems %v, want one FailedToRead about %s saying %q", p, link, tc.wantErr)
+			}
+
+			// Readable again: the same content is the same pod.
+			mustDo(t, os.RemoveAll(filepath.Join(root, "store")))
+			write(t, target, manifestYAML("web", "v1"))
+			mustScan(t, sc, t0.Add(10*time.Second), "default/web-node1:v1", false)
+		})
+	}
+}
+
+// TestScanUnreadableLinkAsSingleFileKeepsPod: the same for a manifest path
+// that is itself a link to a file.
+func TestScanUnreadableLinkAsSingleFileKeepsPod(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "store", "web.yaml")
+	link := filepath.Join(root, "web.yaml")
+	write(t, target, manifestYAML("web", "v1"))
+	mustDo(t, os.Symlink(target, link))
+	sc, rec := newTestScanner(link)
+	mustScan(t, sc, t0, "default/web-node1:v1", true)
+	mustDo(t, os.Remove(target))
+	mustScan(t, sc, t0.Add(time.Second), "default/web-node1:v1", false)
+	mustScan(t, sc, t0.Add(time.Second+2*settle), "default/web-node1:v1", false)
+	if p := rec.list(); len(p) != 1 || p[0].Reason != kubetypes.ReasonFailedToRead || p[0].Where != link {
+		t.Fatalf("problems %v, want one FailedToRead about %s", p, link)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScanUnreadablePathAtStartSendsNothing: before the first good read,
+// only a missing path is an empty source; a path that exists but cannot be
+// read leaves the source unseen (no snapshot), is reported, and is read
+// once it can be. Root reads everything whatever the permissions, so the
+// faults here are ones that fail for root too: a path component that is a
+// regular file (ENOTDIR), a symbolic link loop (ELOOP), a link to nothing.
+func TestScanUnreadablePathAtStartSendsNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup makes path unreadable inside root.
+		setup    func(t *testing.T, root, path string)
+		wantSeen bool
+	}{
+		{"missing", func(t *testing.T, root, path string) {}, true},
+		{"a component is a regular file (ENOTDIR)", func(t *testing.T, root, path string) {
+			write(t, filepath.Dir(path), "a file, not a directory")
+		}, false},
+		{"a symbolic link loop (ELOOP)", func(t *testing.T, root, path string) {
+			mustDo(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			mustDo(t, os.Symlink(path, path))
+		}, false},
+		{"a link to nothing", func(t *testing.T, root, path string) {
+			mustDo(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			mustDo(t, os.Symlink(filepath.Join(root, "nowhere"), path))
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, "etc", "manifests")
+			tc.setup(t, root, path)
+			sc, rec := newTestScanner(path)
+			pods, changed, _ := sc.scan(t0)
+			if seen := changed && pods != nil; seen != tc.wantSeen || len(pods) != 0 {
+				t.Fatalf("first scan: pods %q changed %v, want seen %v with no pods", names(pods), changed, tc.wantSeen)
+			}
+			if p := rec.list(); len(p) != 1 || p[0].Reason != kubetypes.ReasonFailedToRead || p[0].Where != path {
+				t.Fatalf("problems %v, want one FailedToRead about %s", p, path)
+			}
+			if _, changed, _ := sc.scan(t0.Add(time.Second)); changed {
+				t.Fatal("the second scan of the same fault changed something")
+			}
+
+			mustDo(t, os.RemoveAll(filepath.Join(root, "etc")))
+			write(t, filepath.Join(path, "web.yaml"), manifestYAML("web", "v1"))
+			mustScan(t, sc, t0.Add(2*time.Second), "default/web-node1:v1", true)
+		})
+	}
+}

@@ -23,9 +23,17 @@
 //   - Two manifests that define the same pod (namespace and name): the
 //     first in name order wins and the other is reported, with both names.
 //   - A directory that cannot be read (missing, permission) is reported and
-//     removes nothing. A manifest file that disappears (from the directory,
+//     removes nothing. Before the first good read, a missing path is an
+//     empty source, but any other error (EACCES, EIO, ELOOP, ENOTDIR) sends
+//     nothing: the source stays unseen until the path can be read, so that
+//     an agent restarted during the fault does not delete the mirror pods
+//     of the static pods it cannot see. A manifest file that disappears (from the directory,
 //     or the single file) removes its pod once it has been gone for
 //     SettlePeriod: editors that save by renaming do not restart the pod.
+//   - A manifest that is a symbolic link whose target cannot be read (gone,
+//     a link loop, a directory on the way replaced) is reported and keeps
+//     its pod, as an unreadable file does: only removing the link itself
+//     removes the pod.
 package file
 
 import (

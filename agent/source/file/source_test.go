@@ -180,3 +180,23 @@ func TestPathSpellingDoesNotChangeUIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUnreadablePathAtStartStaysUnseen: the source sends no snapshot
+// while its directory cannot be read (here ENOTDIR, which fails for root
+// too), and its first one once it can.
+func TestRunUnreadablePathAtStartStaysUnseen(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc", "manifests")
+	write(t, filepath.Join(root, "etc"), "a file, not a directory")
+	out, rec := runSource(t, Options{Path: dir, CheckFrequency: 50 * time.Millisecond})
+	rec.waitProblem(t, kubetypes.ReasonFailedToRead, dir)
+	quiet(t, out, 200*time.Millisecond)
+
+	staging := filepath.Join(root, "staging")
+	write(t, filepath.Join(staging, "manifests", "web.yaml"), manifestYAML("web", "v1"))
+	mustDo(t, os.Remove(filepath.Join(root, "etc")))
+	mustDo(t, os.Rename(staging, filepath.Join(root, "etc")))
+	if got := names(next(t, out).Pods); got != "default/web-node1:v1" {
+		t.Fatalf("first snapshot %q, want the pod", got)
+	}
+}

@@ -26,8 +26,9 @@ type ExternalOptions struct {
 }
 
 // Connect returns a client of the external cluster once a read has gone
-// through: a wrong URL, a closed port or a bad certificate is an error at
-// start, not at the first request.
+// through and the servers' versions are recent enough (CheckVersion): a
+// wrong URL, a closed port, a bad certificate or a too old etcd is an error
+// at start, not at the first request.
 func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("etcd: no servers given")
@@ -70,6 +71,10 @@ func Connect(ctx context.Context, opts ExternalOptions) (*clientv3.Client, error
 			err = rerr // "certificate required" says more than a deadline
 		}
 		return nil, fmt.Errorf("etcd at %v not reachable within %s: %w", opts.Servers, timeout, err)
+	}
+	if err := checkServerVersions(ctx, c, opts.Servers, timeout); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }
