@@ -217,7 +217,7 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 		return err
 	}
 	defer reportR.Close()
-	proc, err := os.StartProcess(selfExe, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
+	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1"},
 		Files: []*os.File{devNull, logFile, logFile, reportW},

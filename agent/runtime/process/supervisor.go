@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,10 @@ const (
 // reaches it, and it is a child subreaper, so the container's orphaned
 // processes are reparented to it and reaped.
 func superviseMain(dir string) int {
+	// The binary's package initialisers (the whole agent's) ran before
+	// Main: hand what they left behind back to the kernel, since this
+	// process lives as long as its container.
+	debug.FreeOSMemory()
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 	syscall.CloseOnExec(reportFD)
 	report := os.NewFile(reportFD, "report")
