@@ -325,6 +325,9 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		return fmt.Errorf("stop container: %w", err)
 	}
 	defer r.reapSupervisors()
+	if err := r.waitStarted(ctx, c); err != nil {
+		return err
+	}
 	st, ex := r.observe(c)
 	if st == nil || ex != nil {
 		return nil
@@ -342,6 +345,24 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	c.spec.Cgroup.kill()
 	_, err = r.waitGone(ctx, c, time.Time{})
 	return err
+}
+
+// waitStarted waits while a StartContainer of c is under way, so that a
+// stop racing a start stops what the start started.
+func (r *Runtime) waitStarted(ctx context.Context, c *container) error {
+	for {
+		r.mu.Lock()
+		starting := c.starting
+		r.mu.Unlock()
+		if !starting {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop container %s while it starts: %w", c.ID, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // waitGone polls until c has an exit record and no process left in its

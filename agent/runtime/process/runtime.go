@@ -192,10 +192,14 @@ func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error)
 		}
 		return &runtimeapi.RuntimeCondition{Type: typ, Status: false, Reason: reason, Message: off}
 	}
+	limits := cond(ConditionResourceLimits, r.cgroups.unavailable, ReasonNoWritableCgroup)
+	if limits.Status && r.cgroups.partial != "" {
+		limits.Message = "some limits are not enforced: " + r.cgroups.partial
+	}
 	return &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true},
-		cond(ConditionResourceLimits, r.cgroups.unavailable, ReasonNoWritableCgroup),
+		limits,
 		cond(ConditionVolumeMounts, r.mountsOff, ReasonMountNamespacesDisabled),
 	}}, nil
 }
