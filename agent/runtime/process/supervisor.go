@@ -94,6 +94,7 @@ func supervise(dir string, started func(error)) error {
 	}
 	started(nil)
 	code, signaled := waitFor(pid)
+	finishedAt := time.Now().UnixNano()
 	// The container is its first process: once that is gone, the rest
 	// of its process group and cgroup go too, as a PID namespace's would.
 	syscall.Kill(-pid, syscall.SIGKILL)
@@ -101,7 +102,7 @@ func supervise(dir string, started func(error)) error {
 	reapAll(drainTimeout)
 	log.drained(drainTimeout)
 
-	rec := exitRecord{ExitCode: int32(code), FinishedAt: time.Now().UnixNano(), Reason: "Error"}
+	rec := exitRecord{ExitCode: int32(code), FinishedAt: finishedAt, Reason: "Error"}
 	switch {
 	case spec.Cgroup.oomKills() > 0:
 		rec.Reason = "OOMKilled"
