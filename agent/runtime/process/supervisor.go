@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -60,6 +61,20 @@ func superviseMain(dir string) int {
 // supervise starts the container described in dir and waits for it;
 // started is called once, with nil when the command runs.
 func supervise(dir string, started func(error)) error {
+	// One supervisor per container, ever: the lock is held until this
+	// process exits, so a start repeated by a restarted agent that did
+	// not see started.json yet fails here instead of running a second
+	// copy, and leaves the first one's records alone.
+	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		err = fmt.Errorf("container is already supervised (%s): %w", supervisorLock, err)
+		started(err)
+		return err
+	}
+	defer lock.Close()
 	var spec containerSpec
 	if err := readRecord(dir, specFile, &spec); err != nil {
 		started(err)
