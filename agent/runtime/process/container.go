@@ -318,7 +318,7 @@ func containerState(st *startedRecord, ex *exitRecord) runtimeapi.ContainerState
 // process group, SIGKILL to the group and its cgroup once timeout seconds
 // have passed (at once for 0), and it returns when none of its processes
 // is left. The group is signalled only while its leader is the process
-// recorded at start (same PID and start time).
+// recorded at start (same PID and start time; see signalGroup).
 func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
 	c, err := r.container(containerID)
 	if err != nil {
@@ -332,16 +332,13 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if st == nil || ex != nil {
 		return nil
 	}
-	if timeout > 0 && st.Process.alive() {
-		syscall.Kill(-st.Process.PID, syscall.SIGTERM)
+	if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
 		done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
 		if done || err != nil {
 			return err
 		}
 	}
-	if st.Process.alive() {
-		syscall.Kill(-st.Process.PID, syscall.SIGKILL)
-	}
+	signalGroup(st.Process, syscall.SIGKILL)
 	c.spec.Cgroup.kill()
 	_, err = r.waitGone(ctx, c, time.Time{})
 	return err
