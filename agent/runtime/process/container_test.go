@@ -62,7 +62,7 @@ func TestCreateContainerRefusesBadConfig(t *testing.T) {
 		cfg  *runtimeapi.ContainerConfig
 		want string
 	}{
-		{"no command", containerConfig("nocmd"), "no command"},
+		{"no command", containerConfig("nocmd"), "has no command"},
 		{"no name", &runtimeapi.ContainerConfig{Command: []string{"true"}, LogPath: "x/0.log"}, "no metadata name"},
 		{"no log path", func() *runtimeapi.ContainerConfig { c := containerConfig("nolog", "true"); c.LogPath = ""; return c }(), "no log path"},
 		{"missing mount source", func() *runtimeapi.ContainerConfig {
@@ -76,6 +76,9 @@ func TestCreateContainerRefusesBadConfig(t *testing.T) {
 			id, err := f.rt.CreateContainer(context.Background(), f.sandbox, tt.cfg, f.sbCfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("CreateContainer = %q, %v; want an error with %q", id, err, tt.want)
+			}
+			if noCmd := len(tt.cfg.Command) == 0; errors.Is(err, ErrNoCommand) != noCmd {
+				t.Errorf("errors.Is(err, ErrNoCommand) = %v for a config with command %q", !noCmd, tt.cfg.Command)
 			}
 			list, _ := f.rt.ListContainers(context.Background(), nil)
 			if len(list) != 0 {
