@@ -154,6 +154,11 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 	if !hasPath {
 		spec.Env = append(spec.Env, "PATH="+defaultPath)
 	}
+	user, err := resolveUser(config.GetLinux().GetSecurityContext())
+	if err != nil {
+		return containerSpec{}, err
+	}
+	spec.User = user
 	if len(config.Mounts) > 0 && r.mountsOff != "" {
 		return containerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}

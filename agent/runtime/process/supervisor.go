@@ -232,7 +232,7 @@ func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error
 	if wd == "" {
 		wd = "/"
 	}
-	sys := &syscall.SysProcAttr{Setsid: true}
+	sys := &syscall.SysProcAttr{Setsid: true, Credential: spec.User.credential()}
 	if spec.Cgroup.Unified != "" {
 		cg, err := os.Open(spec.Cgroup.Unified)
 		if err != nil {
