@@ -174,7 +174,11 @@ func startContainer(dir string, spec containerSpec, log *logWriter) (int, error)
 	}
 	log.copy(outR, "stdout")
 	log.copy(errR, "stderr")
-	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano()})
+	boot, err := readBootID()
+	if err != nil {
+		return pid, err
+	}
+	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
 }
 
 // startCommand starts the container's command with stdin, stdout and
