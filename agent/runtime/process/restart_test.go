@@ -231,3 +231,34 @@ func TestRecordsFromAnotherBoot(t *testing.T) {
 		t.Error("StopContainer signalled a process recorded in an earlier boot")
 	}
 }
+
+// TestStopWithoutSupervisor: a container whose supervisor was killed
+// still reads as running while its process lives, and StopContainer
+// still stops it; with nobody to record the exit, it is Unknown.
+func TestStopWithoutSupervisor(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("orphan", "sleep", "100"))
+	st := startedOf(t, f.rt, id)
+	if err := syscall.Kill(st.Supervisor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive(); {
+		if time.Now().After(deadline) {
+			t.Fatal("supervisor survived SIGKILL")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("container without supervisor is %v while its process runs, want RUNNING", s.State)
+	}
+	if err := f.rt.StopContainer(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st.Process.alive() {
+		t.Error("StopContainer left the unsupervised process running")
+	}
+	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "Unknown" {
+		t.Errorf("after stop: %v %q, want EXITED Unknown", s.State, s.Reason)
+	}
+}
