@@ -196,8 +196,15 @@ func TestRecordsFromAnotherBoot(t *testing.T) {
 	ctx := context.Background()
 	id := f.run(containerConfig("before", "sleep", "100"))
 	st := startedOf(t, f.rt, id)
-	// Whatever happens, the process this test pretends is a stranger ends.
-	defer syscall.Kill(-st.Process.PID, syscall.SIGKILL)
+	// Whatever happens, the process this test pretends is a stranger
+	// ends, and so does its supervisor, before the fixture removes its
+	// directory.
+	defer func() {
+		syscall.Kill(-st.Process.PID, syscall.SIGKILL)
+		for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	c, _ := f.rt.container(id)
 	moved := *st
 	moved.BootID = "an-earlier-boot"
