@@ -153,6 +153,13 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 		return containerSpec{}, err
 	}
 	spec.User = user
+	if res := config.GetLinux().GetResources(); res != nil && res.OomScoreAdj != 0 {
+		if res.OomScoreAdj < -1000 || res.OomScoreAdj > 1000 {
+			return containerSpec{}, fmt.Errorf("oom_score_adj %d: not in [-1000, 1000]", res.OomScoreAdj)
+		}
+		adj := res.OomScoreAdj
+		spec.OOMScoreAdj = &adj
+	}
 	if len(config.Mounts) > 0 && r.mountsOff != "" {
 		return containerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}

@@ -47,6 +47,7 @@ type containerSpec struct {
 	Cgroup      cgroupPaths `json:"cgroup"`
 	Mounts      []mountSpec `json:"mounts,omitempty"`
 	User        *userSpec   `json:"user,omitempty"`
+	OOMScoreAdj *int64      `json:"oomScoreAdj,omitempty"` // the kubelet's per-QoS value
 }
 
 type mountSpec struct {
