@@ -236,3 +236,18 @@ func TestOOMScoreAdjIsSet(t *testing.T) {
 		})
 	}
 }
+
+func TestExecRunsInTheContainerCgroup(t *testing.T) {
+	f := cgroupFixture(t)
+	id := f.run(containerConfig("target", "sleep", "100"))
+	res, err := f.rt.ExecSync(context.Background(), id, []string{"sh", "-c", "sleep 0.2; cat /proc/$$/cgroup"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Stdout), "ctr-"+id) {
+		t.Errorf("exec's cgroups:\n%s\nwant the container's (ctr-%s)", res.Stdout, id)
+	}
+	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+}

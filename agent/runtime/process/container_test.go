@@ -234,3 +234,59 @@ func childPID(t *testing.T, log string) int {
 	}
 	return pid
 }
+
+// TestConcurrentCalls starts, lists, inspects, stops and removes
+// containers from several goroutines at once (run it with -race).
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	done := make(chan struct{})
+	listed := make(chan error, 1)
+	go func() {
+		defer close(listed)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			list, err := f.rt.ListContainers(ctx, nil)
+			if err != nil {
+				listed <- err
+				return
+			}
+			for _, c := range list {
+				f.rt.ContainerStatus(ctx, c.Id)
+			}
+		}
+	}()
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			cfg := containerConfig("c"+strconv.Itoa(i), "sh", "-c", "echo hi; sleep 100")
+			id, err := f.rt.CreateContainer(ctx, f.sandbox, cfg, f.sbCfg)
+			if err == nil {
+				err = f.rt.StartContainer(ctx, id)
+			}
+			if err == nil {
+				err = f.rt.StopContainer(ctx, id, 1)
+			}
+			if err == nil {
+				err = f.rt.RemoveContainer(ctx, id)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(done)
+	if err := <-listed; err != nil {
+		t.Error(err)
+	}
+	if list, _ := f.rt.ListContainers(ctx, nil); len(list) != 0 {
+		t.Errorf("%d containers left", len(list))
+	}
+}
