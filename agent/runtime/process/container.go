@@ -191,11 +191,18 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err := c.spec.Cgroup.remove(); err != nil {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
+	// Renamed away first, in one step, so that nothing writing a record
+	// into the directory meanwhile (a status call recording an Unknown
+	// exit) can refill it while it is being deleted.
+	gone := filepath.Join(filepath.Dir(c.dir), removingPrefix+containerID)
+	if err := os.Rename(c.dir, gone); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
 	r.mu.Lock()
 	delete(r.containers, containerID)
 	r.mu.Unlock()
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove container %s: %w", containerID, err)
+	}
 	return nil
 }

@@ -31,6 +31,7 @@ const (
 	supervisorLock = "supervisor.lock"
 	sandboxesDir   = "sandboxes"
 	containersDir  = "containers"
+	removingPrefix = ".removing-" // a directory being removed; New finishes the job
 	recordFileMode = 0o600
 )
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -248,6 +249,10 @@ func (r *Runtime) load() error {
 	}
 	for _, e := range entries {
 		dir := filepath.Join(r.root, containersDir, e.Name())
+		if strings.HasPrefix(e.Name(), removingPrefix) {
+			os.RemoveAll(dir)
+			continue
+		}
 		var rec containerRecord
 		var spec containerSpec
 		if err := readRecord(dir, containerFile, &rec); err != nil {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -39,8 +40,8 @@ func (r *Runtime) observe(c *container) (*startedRecord, *exitRecord) {
 				ExitCode: 255, FinishedAt: time.Now().UnixNano(), Reason: "Unknown",
 				Message: "the container's process and its supervisor are gone and left no exit record",
 			}
-			if err := writeRecord(c.dir, exitFile, *ex); err != nil {
-				fmt.Fprintf(os.Stderr, "process runtime: %v\n", err)
+			if err := writeRecord(c.dir, exitFile, *ex); err != nil && !errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(os.Stderr, "process runtime: %v\n", err) // (not exist: removed meanwhile)
 			}
 		}
 	}

@@ -22,17 +22,23 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		return err
 	}
 	st, ex := r.observe(c)
-	if st == nil || ex != nil {
-		return nil
+	if st == nil {
+		return nil // never started
 	}
-	if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
-		done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
-		if done || err != nil {
-			return err
+	if ex == nil {
+		if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
+			done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
+			if done || err != nil {
+				return err
+			}
 		}
+		signalGroup(st.Process, syscall.SIGKILL)
 	}
-	signalGroup(st.Process, syscall.SIGKILL)
-	c.spec.Cgroup.kill()
+	// Also after an exit: what the container left in its cgroup when its
+	// supervisor was not there to kill it.
+	if c.spec.Cgroup.populated() {
+		c.spec.Cgroup.kill()
+	}
 	_, err = r.waitGone(ctx, c, time.Time{})
 	return err
 }
