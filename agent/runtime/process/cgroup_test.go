@@ -217,24 +217,13 @@ func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
 }
 
 func TestOOMScoreAdjIsSet(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		o    Options
-	}{
-		{"started directly", Options{NoCgroups: true}},
-		{"started through init", Options{}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, tt.o)
-			if c := f.rt.cgroups.root; !tt.o.NoCgroups && c.Memory == "" && c.CPU == "" && c.Pids == "" {
-				t.Skip("init is used for v1 cgroups, and this host has none writable")
-			}
-			cfg := containerConfig("adj", "sh", "-c", `echo "adj $(cat /proc/$$/oom_score_adj)"`)
-			cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: 873}}
-			f.waitExited(f.run(cfg), 10*time.Second)
-			f.waitLog("adj", "stdout F adj 873", time.Second)
-		})
-	}
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		cfg := containerConfig("adj", "sh", "-c", `echo "adj $(cat /proc/$$/oom_score_adj)"`)
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: 873}}
+		prepare(cfg)
+		f.waitExited(f.run(cfg), 10*time.Second)
+		f.waitLog("adj", "stdout F adj 873", time.Second)
+	})
 }
 
 func TestExecRunsInTheContainerCgroup(t *testing.T) {
