@@ -1,0 +1,358 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// reportFD is the supervisor's end of the pipe to the agent that started
+// it: one line, "ok" once the command runs or "error: <why>".
+const reportFD = 3
+
+const (
+	// exitCodeStartError and reasonStartError are what containerd records
+	// for a container whose command could not start.
+	exitCodeStartError = 128
+	reasonStartError   = "StartError"
+	// drainTimeout bounds how long the supervisor waits, once the
+	// container's first process is gone and the rest killed, for its
+	// stdout and stderr to reach EOF (a process that escaped the group
+	// and the cgroup may hold them forever).
+	drainTimeout = 2 * time.Second
+)
+
+// superviseMain is a container's supervisor, the process that plays
+// conmon's or containerd-shim's part: it holds the container's stdout and
+// stderr pipes and writes them to the CRI log, waits for the container,
+// and records how it ended in exit.json. It runs in its own session, so
+// neither a signal to the agent's process group nor the agent's exit
+// reaches it, and it is a child subreaper, so the container's orphaned
+// processes are reparented to it and reaped.
+func superviseMain(dir string) int {
+	// The binary's package initialisers (the whole agent's) ran before
+	// Main: hand what they left behind back to the kernel, since this
+	// process lives as long as its container.
+	debug.FreeOSMemory()
+	// Caught and dropped, not ignored: an ignored signal stays ignored
+	// across exec, and a shell cannot trap a TERM it was started with
+	// ignored. Nothing reads the channel; signals past its one slot drop.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	syscall.CloseOnExec(reportFD)
+	report := os.NewFile(reportFD, "report")
+	err := supervise(dir, func(err error) {
+		if err != nil {
+			fmt.Fprintf(report, "error: %v\n", err)
+		} else {
+			fmt.Fprintln(report, "ok")
+		}
+		report.Close()
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "supervise %s: %v\n", dir, err)
+		return 1
+	}
+	return 0
+}
+
+// supervise starts the container described in dir and waits for it;
+// started is called once, with nil when the command runs.
+func supervise(dir string, started func(error)) error {
+	// One supervisor per container, ever: the lock is held until this
+	// process exits, so a start repeated by a restarted agent that did
+	// not see started.json yet fails here instead of running a second
+	// copy, and leaves the first one's records alone.
+	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		err = fmt.Errorf("container is already supervised (%s): %w", supervisorLock, err)
+		started(err)
+		return err
+	}
+	defer lock.Close()
+	var spec containerSpec
+	if err := readRecord(dir, specFile, &spec); err != nil {
+		started(err)
+		return err
+	}
+	startFailed := func(err error) error {
+		werr := writeRecord(dir, exitFile, exitRecord{
+			ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(),
+			Reason: reasonStartError, Message: err.Error(),
+		})
+		started(err)
+		return errors.Join(err, werr)
+	}
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return startFailed(fmt.Errorf("become child subreaper: %w", errno))
+	}
+	log, err := openLogWriter(spec.LogPath, spec.LogMaxSize, spec.LogMaxFiles)
+	if err != nil {
+		return startFailed(err)
+	}
+	defer log.close()
+
+	pid, err := startContainer(dir, spec, log)
+	if err != nil {
+		if pid > 0 { // runs, but unrecorded: it must not run on
+			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
+			spec.Cgroup.kill()
+			waitFor(pid, nil)
+		}
+		return startFailed(err)
+	}
+	started(nil)
+	var finishedAt int64
+	// The container is its first process: once that is gone, the rest
+	// of its process group and cgroup go too, as a PID namespace's would.
+	code, signaled := waitFor(pid, func() {
+		finishedAt = time.Now().UnixNano()
+		syscall.Kill(-pid, syscall.SIGKILL)
+	})
+	spec.Cgroup.kill()
+	reapAll(drainTimeout)
+	log.drained(drainTimeout)
+
+	rec := exitRecord{ExitCode: int32(code), FinishedAt: finishedAt, Reason: "Error"}
+	switch {
+	case spec.Cgroup.oomKills() > 0:
+		rec.Reason = "OOMKilled"
+	case code == 0 && !signaled:
+		rec.Reason = "Completed"
+	}
+	return writeRecord(dir, exitFile, rec)
+}
+
+// startContainer starts the container's command with its stdout and
+// stderr going to log, and records it in started.json once it runs. It
+// returns the container's PID, also with an error if the command runs
+// but could not be recorded.
+func startContainer(dir string, spec containerSpec, log *logWriter) (int, error) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer devNull.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	pid, err := startCommand(dir, spec, devNull, outW, errW)
+	outW.Close()
+	errW.Close()
+	var self, ident procIdentity
+	if err == nil {
+		// Not reaped yet (the supervisor reaps with wait4), so the PID
+		// is still the command's.
+		self, err = identify(os.Getpid())
+		if err == nil {
+			ident, err = identify(pid)
+		}
+		if err != nil {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			waitFor(pid, nil)
+		}
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return 0, err
+	}
+	log.copy(outR, "stdout")
+	log.copy(errR, "stderr")
+	boot, err := readBootID()
+	if err != nil {
+		return pid, err
+	}
+	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+}
+
+// startCommand starts the container's command with stdin, stdout and
+// stderr, in a session of its own, and returns its PID once it runs. Where
+// the command must join v1 cgroups or get mounts before it execs, it
+// starts the container's init (see initMain), which does that and execs
+// it. Otherwise it execs the command directly: a v2 cgroup is joined as
+// part of clone3 (CgroupFD), and os.StartProcess reports a failed exec
+// itself. That saves starting this binary a second time.
+func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	// oom_score_adj is inherited through fork: the supervisor takes the
+	// container's value for the moment of the fork, so the command has it
+	// from its first instruction, then takes its own back.
+	if adj := spec.OOMScoreAdj; adj != nil {
+		own, err := os.ReadFile("/proc/self/oom_score_adj")
+		if err != nil {
+			return 0, fmt.Errorf("read oom_score_adj: %w", err)
+		}
+		if err := setOOMScoreAdj(os.Getpid(), adj); err != nil {
+			return 0, err
+		}
+		defer os.WriteFile("/proc/self/oom_score_adj", own, 0)
+	}
+	c := spec.Cgroup
+	if len(spec.Mounts) == 0 && c.Memory == "" && c.CPU == "" && c.Pids == "" {
+		return startDirect(spec, stdin, stdout, stderr)
+	}
+	initR, initW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer initR.Close()
+	sys := &syscall.SysProcAttr{Setsid: true}
+	if len(spec.Mounts) > 0 {
+		// A private mount namespace for the container: Go makes "/"
+		// recursively private in the child before exec, so init's binds
+		// never propagate to the host.
+		sys.Unshareflags = syscall.CLONE_NEWNS
+	}
+	proc, err := os.StartProcess(selfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{roleEnv + "=" + roleInit, "GOMAXPROCS=1"},
+		Files: []*os.File{stdin, stdout, stderr, initW},
+		Sys:   sys,
+	})
+	initW.Close()
+	if err != nil {
+		return 0, fmt.Errorf("start container init: %w", err)
+	}
+	pid := proc.Pid
+	// The supervisor reaps with wait4(-1): it is the subreaper of all the
+	// container's processes, not only of this one.
+	proc.Release()
+	if msg, _ := io.ReadAll(initR); len(msg) > 0 {
+		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
+		waitFor(pid, nil)
+		return 0, errors.New(string(msg))
+	}
+	return pid, nil
+}
+
+func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	path, err := lookPath(spec.Args[0], spec.Env)
+	if err != nil {
+		return 0, err
+	}
+	wd := spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	sys := &syscall.SysProcAttr{Setsid: true, Credential: spec.User.credential()}
+	if spec.Cgroup.Unified != "" {
+		cg, err := os.Open(spec.Cgroup.Unified)
+		if err != nil {
+			return 0, fmt.Errorf("open cgroup: %w", err)
+		}
+		defer cg.Close()
+		sys.UseCgroupFD, sys.CgroupFD = true, int(cg.Fd())
+	}
+	proc, err := os.StartProcess(path, spec.Args, &os.ProcAttr{
+		Dir: wd, Env: spec.Env, Files: []*os.File{stdin, stdout, stderr}, Sys: sys,
+	})
+	if err != nil {
+		return 0, err
+	}
+	pid := proc.Pid
+	proc.Release()
+	return pid, nil
+}
+
+// waitFor reaps children until pid has exited and returns its exit code
+// (128+signal for a signal, as shells and containerd report it). Before
+// it reaps pid it calls beforeReap (if not nil): until pid is reaped its
+// number cannot be given to another process, so that is when its process
+// group can be signalled without any chance of reaching a stranger.
+func waitFor(pid int, beforeReap func()) (code int, signaled bool) {
+	for {
+		exited, err := waitExited()
+		if err != nil {
+			// ECHILD: nothing left to wait for, pid included.
+			return 255, false
+		}
+		if exited == pid && beforeReap != nil {
+			beforeReap()
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(exited, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+			return 255, false
+		}
+		if exited != pid {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal()), true
+		}
+		return ws.ExitStatus(), false
+	}
+}
+
+// waitExited waits until a child has exited and returns its PID without
+// reaping it (waitid with WNOWAIT).
+func waitExited() (int, error) {
+	const pAll = 0
+	var info [128]byte // siginfo_t; si_pid is at offset 16 on 64-bit Linux
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		return int(*(*int32)(unsafe.Pointer(&info[16]))), nil
+	}
+}
+
+// reapAll reaps the container's remaining processes, the killed ones,
+// for at most timeout.
+func reapAll(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil:
+			return
+		case got == 0:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// copy writes the container's stream r to the log until EOF, in its own
+// goroutine (of the supervisor process, not the agent).
+func (w *logWriter) copy(r *os.File, stream string) {
+	w.streams.Add(1)
+	go func() {
+		defer w.streams.Done()
+		defer r.Close()
+		if err := copyStream(r, stream, w, maxLogLine); err != nil {
+			fmt.Fprintf(os.Stderr, "log %s: %v\n", stream, err)
+			io.Copy(io.Discard, r)
+		}
+	}()
+}
+
+// drained waits for the streams being copied to reach EOF, at most
+// timeout.
+func (w *logWriter) drained(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { w.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
