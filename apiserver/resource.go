@@ -262,6 +262,9 @@ func (s *Server) create(c *call) error {
 		if err != nil {
 			return err
 		}
+		if err := checkURLNames(c, body, false); err != nil {
+			return err
+		}
 		out, err := c.sub.Create(c.ctx(), c.store, c.info.Namespace, c.info.Name, body, &opts)
 		if err != nil {
 			return err
@@ -294,6 +297,9 @@ func (s *Server) update(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := checkURLNames(c, obj, true); err != nil {
+		return err
+	}
 	out, created, err := c.store.Update(c.ctx(), &registry.UpdateRequest{
 		Namespace:   c.info.Namespace,
 		Name:        c.info.Name,
@@ -307,6 +313,33 @@ func (s *Server) update(c *call) error {
 		return err
 	}
 	return s.updated(c, out, created)
+}
+
+// checkURLNames refuses a body that names another object than the URL,
+// before anything is looked up (a PUT to a missing name would otherwise
+// be a 404), in upstream's order and words: the namespace first (an empty
+// one is the URL's; a cluster-scoped object has none), then, when
+// checkName, the name.
+func checkURLNames(c *call, obj runtime.Object, checkName bool) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object has no metadata: %v", err))
+	}
+	switch ns := c.info.Namespace; {
+	case m.GetNamespace() == ns:
+	case m.GetNamespace() == "" || ns == "":
+		m.SetNamespace(ns)
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	switch name := m.GetName(); {
+	case !checkName || name == c.info.Name:
+		return nil
+	case name == "":
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", c.info.Name))
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, c.info.Name))
+	}
 }
 
 // updated writes the result of an update or patch: 201 when it created

@@ -35,8 +35,10 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	if !ok {
 		return fmt.Errorf("the connection does not support streaming")
 	}
+	// No timeoutSeconds, or 0, is the default, as upstream: a client
+	// that sends 0 must not get an empty watch to re-watch at once.
 	timeout := s.minWatch + time.Duration(rand.Int64N(int64(s.minWatch)))
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(c.ctx(), timeout)
