@@ -126,6 +126,7 @@ func New(opts Options) (*Server, error) {
 		s.routes[gv][st.Strategy().Resource] = st
 	}
 	s.groups = buildGroups(opts.Stores)
+	limitJSONPatchCopies()
 	var h http.Handler = http.HandlerFunc(s.serve)
 	if opts.Metrics != nil {
 		h = opts.Metrics.TrackInflight(h, isLongRunning)
