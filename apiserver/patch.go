@@ -67,7 +67,7 @@ func (s *Server) patch(c *call) error {
 		return unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{
 			string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
 	}
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}

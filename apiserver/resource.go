@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -107,6 +108,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	})).ServeHTTP(w, c.r)
 }
 
+// requestTimedOut is upstream's answer to a request that outlives its
+// timeout (504).
+func requestTimedOut() error {
+	return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+}
+
 // DefaultRequestTimeout bounds every request but watches, as
 // kube-apiserver's --request-timeout.
 const DefaultRequestTimeout = 60 * time.Second
@@ -132,7 +139,7 @@ func (s *Server) dispatch(c *call, v string) {
 	}
 	if err != nil {
 		if errors.Is(c.r.Context().Err(), context.DeadlineExceeded) {
-			err = apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+			err = requestTimedOut()
 		}
 		s.writeWarnings(c)
 		s.writeError(c.w, c.r, err)
@@ -390,7 +397,7 @@ func (s *Server) deleteCollection(c *call) error {
 // there is no body, as upstream does.
 func (s *Server) deleteOptions(c *call) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -456,17 +463,26 @@ func managerFromUserAgent(r *http.Request) string {
 }
 
 // readBody reads the request body, refusing bodies over the limit with
-// 413 as upstream does.
-func (s *Server) readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
+// 413 as upstream does. The read ends with the request's timeout, so a
+// client that sends its body slowly holds its request (and its in-flight
+// slot) no longer than any other.
+func (s *Server) readBody(c *call) ([]byte, error) {
+	r := c.r
+	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
+	}
+	if deadline, ok := r.Context().Deadline(); ok {
+		http.NewResponseController(c.w).SetReadDeadline(deadline)
 	}
 	tooLarge := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.maxBody))
 	if r.ContentLength > s.maxBody {
 		return nil, tooLarge
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) || r.Context().Err() != nil:
+		return nil, requestTimedOut()
+	case err != nil:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
 	}
 	if int64(len(body)) > s.maxBody {
@@ -479,7 +495,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 // kind. Unknown and duplicate fields are refused (Strict), warned about
 // (Warn, the default) or ignored, per fieldValidation.
 func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersionKind, fieldValidation string) (runtime.Object, error) {
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,10 @@ type Conn struct {
 	closing bool
 	// deadline is the write deadline; zero means none.
 	deadline time.Time
+	// waiting counts Writes waiting for room: only they need waking when
+	// the deadline moves (an HTTP/2 server with a WriteByteTimeout moves
+	// it around every write).
+	waiting int
 	started  bool          // the writer goroutine has been started
 	done     chan struct{} // closed when the writer goroutine returns
 
@@ -138,7 +142,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 			timerAt = c.deadline
 			timer = time.AfterFunc(time.Until(timerAt), c.broadcast)
 		}
+		c.waiting++
 		c.cond.Wait()
+		c.waiting--
 	}
 	if c.err != nil {
 		return 0, c.err
@@ -166,7 +172,9 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deadline = t
-	c.cond.Broadcast()
+	if c.waiting > 0 {
+		c.cond.Broadcast()
+	}
 	return nil
 }
 
