@@ -104,8 +104,8 @@ type Conn struct {
 	// stalled: a Write waited for room until its deadline. The peer is
 	// not reading, and Close does not wait for it.
 	stalled bool
-	started  bool          // the writer goroutine has been started
-	done     chan struct{} // closed when the writer goroutine returns
+	started bool          // the writer goroutine has been started
+	done    chan struct{} // closed when the writer goroutine returns
 
 	closeOnce sync.Once
 	closeErr  error
