@@ -44,12 +44,19 @@ func TestBodyNamingAnotherObjectIsABadRequest(t *testing.T) {
 		{"status of another name", "PUT", pods + "missing/status", pod(`{"name":"p"}`),
 			"the name of the object (p) does not match the name on the URL (missing)"},
 		{"status in another namespace", "PUT", pods + "p/status", pod(`{"name":"p","namespace":"elsewhere"}`), wrongNamespace},
+		{"apply of another name", "PATCH", pods + "missing?fieldManager=t", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"),
+			"the name of the object (p) does not match the name on the URL (missing)"},
+		{"apply in another namespace before another name", "PATCH", pods + "p?fieldManager=t", []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: q\n  namespace: elsewhere\n"), wrongNamespace},
 		{"binding in another namespace", "POST", pods + "missing/binding",
 			[]byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"missing","namespace":"elsewhere"},"target":{"kind":"Node","name":"n"}}`), wrongNamespace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, body, st := send(t, shared, tc.method, tc.path, "application/json", tc.body)
+			contentType := "application/json"
+			if tc.method == "PATCH" {
+				contentType = "application/apply-patch+yaml"
+			}
+			code, body, st := send(t, shared, tc.method, tc.path, contentType, tc.body)
 			if code != 400 || st.Reason != metav1.StatusReasonBadRequest || st.Message != tc.message {
 				t.Fatalf("%s %s: %d %s, want 400 BadRequest %q", tc.method, tc.path, code, body, tc.message)
 			}

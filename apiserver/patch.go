@@ -181,6 +181,9 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 	if gvk := applied.GroupVersionKind(); gvk != kind && c.info.Subresource == "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is a %s, not a %s", gvk, kind))
 	}
+	if err := urlNameMismatch(c.info, applied.GetNamespace(), applied.GetName()); err != nil {
+		return err
+	}
 	manager := req.Options.FieldManager
 	req.Applied = true
 	req.ForceAllowCreate = c.info.Subresource == ""

@@ -326,27 +326,37 @@ func (s *Server) update(c *call) error {
 // before anything is looked up (a PUT to a missing name would otherwise
 // be a 404), in upstream's order and words: the namespace first (an empty
 // one is the URL's; a cluster-scoped object has none), then, when
-// checkName, the name.
+// checkName, the name (which must be there).
 func checkURLNames(c *call, obj runtime.Object, checkName bool) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("the object has no metadata: %v", err))
 	}
-	switch ns := c.info.Namespace; {
-	case m.GetNamespace() == ns:
-	case m.GetNamespace() == "" || ns == "":
-		m.SetNamespace(ns)
-	default:
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	if m.GetNamespace() == "" || c.info.Namespace == "" {
+		m.SetNamespace(c.info.Namespace)
 	}
-	switch name := m.GetName(); {
-	case !checkName || name == c.info.Name:
-		return nil
-	case name == "":
+	switch {
+	case !checkName:
+		return urlNameMismatch(c.info, m.GetNamespace(), "")
+	case m.GetName() == "":
+		if err := urlNameMismatch(c.info, m.GetNamespace(), ""); err != nil {
+			return err
+		}
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", c.info.Name))
-	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, c.info.Name))
 	}
+	return urlNameMismatch(c.info, m.GetNamespace(), m.GetName())
+}
+
+// urlNameMismatch is upstream's 400 for a namespace or name (each checked
+// when not empty) that is not the URL's.
+func urlNameMismatch(info requestInfo, namespace, name string) error {
+	switch {
+	case namespace != "" && info.Namespace != "" && namespace != info.Namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	case name != "" && name != info.Name:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
+	}
+	return nil
 }
 
 // updated writes the result of an update or patch: 201 when it created
