@@ -164,7 +164,8 @@ func New(opts Options) (*Server, error) {
 func (s *Server) ShutDown() { s.shuttingDown.Store(true) }
 
 // ServeHTTP is the whole request pipeline: recover from panics, then
-// authenticate (if configured), then serve.
+// authenticate (if configured), then serve: the in-flight limit, the
+// bound on writing the response, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
