@@ -43,8 +43,9 @@ import (
 // client then opens another connection, which also spreads a watcher-heavy
 // client's streams over several connection goroutines), and 256 KiB
 // frames and per-stream buffers, enough for most request bodies in one
-// frame.
-func http2Config(maxStreams int) *http.HTTP2Config {
+// frame. A connection whose writes make no progress for writeTimeout is
+// closed: its client has stopped reading, and its streams end with it.
+func http2Config(maxStreams int, writeTimeout time.Duration) *http.HTTP2Config {
 	const resourceBody99Percentile = 256 << 10
 	if maxStreams <= 0 {
 		maxStreams = DefaultHTTP2MaxStreamsPerConnection
@@ -54,6 +55,7 @@ func http2Config(maxStreams int) *http.HTTP2Config {
 		MaxReadFrameSize:              resourceBody99Percentile,
 		MaxReceiveBufferPerStream:     resourceBody99Percentile,
 		MaxReceiveBufferPerConnection: resourceBody99Percentile * maxStreams,
+		WriteByteTimeout:              writeTimeout,
 	}
 }
 
@@ -188,6 +190,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
 		Tables:        tableFunc(s.scheme),
 		Metrics:       s.metrics,
+
+		MinRequestTimeout:           opts.MinRequestTimeout,
+		MaxRequestsInFlight:         opts.MaxRequestsInFlight,
+		MaxMutatingRequestsInFlight: opts.MaxMutatingRequestsInFlight,
+		WriteTimeout:                opts.WriteTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -201,14 +208,26 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s:%d: %w", host, opts.SecurePort, err)
 	}
+	readHeaderTimeout := opts.ReadHeaderTimeout
+	if readHeaderTimeout <= 0 {
+		readHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	writeTimeout := opts.WriteTimeout
+	if writeTimeout <= 0 {
+		writeTimeout = apiserver.DefaultWriteTimeout
+	}
+	// No ReadTimeout or WriteTimeout: they would bound whole requests,
+	// watches included. Bodies are read within the request timeout and
+	// responses bounded write by write (apiserver.Options.WriteTimeout).
 	s.http = &http.Server{
 		Handler:           s.api,
 		TLSConfig:         bundle.TLSConfig.Clone(),
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout, // also bounds the TLS handshake
+		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 		ErrorLog:          serverErrorLog(klog.FromContext(ctx)),
 		IdleTimeout:       90 * time.Second, // http.DefaultTransport's keep-alive
-		HTTP2:             http2Config(opts.HTTP2MaxStreamsPerConnection),
+		HTTP2:             http2Config(opts.HTTP2MaxStreamsPerConnection, writeTimeout),
 	}
 	s.wg.Go(func() {
 		if err := s.http.ServeTLS(batchconn.NewListener(ln, batchconn.Options{}), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -81,4 +81,29 @@ type Options struct {
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only and the mutating requests served at once
+	// (--max-requests-inflight, --max-mutating-requests-inflight); past
+	// them a request gets 429 with Retry-After. Watches and requests of
+	// system:masters are not counted. 0 means 400 and 200, negative no
+	// limit.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// MinRequestTimeout is how long a watch without timeoutSeconds lasts
+	// at least (--min-request-timeout; it lasts up to twice as long); 0
+	// means 30 minutes.
+	MinRequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the TLS handshake and the reading of a
+	// request's headers; 0 means DefaultReadHeaderTimeout. A body is read
+	// within its request's timeout.
+	ReadHeaderTimeout time.Duration
+	// WriteTimeout bounds each write to a client (a watch's, or the
+	// HTTP/2 connection's) and how long a response may take beyond its
+	// request timeout; a client that does not take its bytes in time
+	// loses its stream (HTTP/2) or connection (HTTP/1.1). 0 means
+	// apiserver.DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// DefaultReadHeaderTimeout is kube-apiserver's: just shy of its upper
+// bound on request timeouts.
+const DefaultReadHeaderTimeout = 32 * time.Second

@@ -3,8 +3,12 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
+	"net/http"
+	"strings"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +23,26 @@ import (
 
 	"github.com/kite-project/kite/registry"
 )
+
+// MaxJSONPatchOperations is upstream's limit on the operations of one JSON
+// patch; a longer one gets 413.
+const MaxJSONPatchOperations = 10000
+
+// JSONPatchMaxCopyBytes is upstream's limit on what the copy operations of
+// one JSON patch may add to the document (3 MiB): each copy may double it,
+// so a small patch could otherwise take the server's memory. Past it the
+// patch fails with 422 and changes nothing.
+const JSONPatchMaxCopyBytes = 3 << 20
+
+// limitJSONPatchCopies sets json-patch's copy limit, which the library
+// keeps in a package variable (upstream sets it the same way). It is set
+// once, before the first Server serves, so that no patch reads it while
+// it changes; a lower limit set by the program stays.
+var limitJSONPatchCopies = sync.OnceFunc(func() {
+	if cur := jsonpatch.AccumulatedCopySizeLimit; cur <= 0 || cur > JSONPatchMaxCopyBytes {
+		jsonpatch.AccumulatedCopySizeLimit = JSONPatchMaxCopyBytes
+	}
+})
 
 // patch applies a JSON patch, JSON merge patch, strategic merge patch or
 // server-side apply to the stored object. The patch is re-applied to the
@@ -43,7 +67,7 @@ func (s *Server) patch(c *call) error {
 		return unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{
 			string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
 	}
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
@@ -99,8 +123,13 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		if len(p) > MaxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(p)))
+		}
+		// Copies are bounded by JSONPatchMaxCopyBytes (limitJSONPatchCopies).
 		if patched, err = p.Apply(current); err != nil {
-			return nil, apierrors.NewInvalid(c.strategy().Kind.GroupKind(), c.info.Name, field.ErrorList{field.Invalid(nil, string(patch), err.Error())})
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
 		if patched, err = jsonpatch.MergePatch(current, patch); err != nil {
@@ -152,6 +181,9 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 	if gvk := applied.GroupVersionKind(); gvk != kind && c.info.Subresource == "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("the applied configuration is a %s, not a %s", gvk, kind))
 	}
+	if err := urlNameMismatch(c.info, applied.GetNamespace(), applied.GetName()); err != nil {
+		return err
+	}
 	manager := req.Options.FieldManager
 	req.Applied = true
 	req.ForceAllowCreate = c.info.Subresource == ""
@@ -160,7 +192,16 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 		if live == nil {
 			live = c.strategy().New()
 		}
-		return fm.Apply(live, applied.DeepCopy(), manager, force)
+		out, err := fm.Apply(live, applied.DeepCopy(), manager, force)
+		var status apierrors.APIStatus
+		if err != nil && !errors.As(err, &status) && strings.HasPrefix(err.Error(), "failed to create typed patch object") {
+			// The applied configuration does not fit the kind's schema
+			// (a field it lacks, a number for a string): the client's
+			// error. Upstream answers 500 (kubernetes#139253); its fix
+			// (#139255) makes it this 400, message unchanged.
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return out, err
 	}
 	return nil
 }

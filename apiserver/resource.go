@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -107,6 +108,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	})).ServeHTTP(w, c.r)
 }
 
+// requestTimedOut is upstream's answer to a request that outlives its
+// timeout (504).
+func requestTimedOut() error {
+	return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+}
+
 // DefaultRequestTimeout bounds every request but watches, as
 // kube-apiserver's --request-timeout.
 const DefaultRequestTimeout = 60 * time.Second
@@ -132,7 +139,7 @@ func (s *Server) dispatch(c *call, v string) {
 	}
 	if err != nil {
 		if errors.Is(c.r.Context().Err(), context.DeadlineExceeded) {
-			err = apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+			err = requestTimedOut()
 		}
 		s.writeWarnings(c)
 		s.writeError(c.w, c.r, err)
@@ -262,6 +269,9 @@ func (s *Server) create(c *call) error {
 		if err != nil {
 			return err
 		}
+		if err := checkURLNames(c, body, false); err != nil {
+			return err
+		}
 		out, err := c.sub.Create(c.ctx(), c.store, c.info.Namespace, c.info.Name, body, &opts)
 		if err != nil {
 			return err
@@ -294,6 +304,9 @@ func (s *Server) update(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := checkURLNames(c, obj, true); err != nil {
+		return err
+	}
 	out, created, err := c.store.Update(c.ctx(), &registry.UpdateRequest{
 		Namespace:   c.info.Namespace,
 		Name:        c.info.Name,
@@ -307,6 +320,43 @@ func (s *Server) update(c *call) error {
 		return err
 	}
 	return s.updated(c, out, created)
+}
+
+// checkURLNames refuses a body that names another object than the URL,
+// before anything is looked up (a PUT to a missing name would otherwise
+// be a 404), in upstream's order and words: the namespace first (an empty
+// one is the URL's; a cluster-scoped object has none), then, when
+// checkName, the name (which must be there).
+func checkURLNames(c *call, obj runtime.Object, checkName bool) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object has no metadata: %v", err))
+	}
+	if m.GetNamespace() == "" || c.info.Namespace == "" {
+		m.SetNamespace(c.info.Namespace)
+	}
+	switch {
+	case !checkName:
+		return urlNameMismatch(c.info, m.GetNamespace(), "")
+	case m.GetName() == "":
+		if err := urlNameMismatch(c.info, m.GetNamespace(), ""); err != nil {
+			return err
+		}
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", c.info.Name))
+	}
+	return urlNameMismatch(c.info, m.GetNamespace(), m.GetName())
+}
+
+// urlNameMismatch is upstream's 400 for a namespace or name (each checked
+// when not empty) that is not the URL's.
+func urlNameMismatch(info requestInfo, namespace, name string) error {
+	switch {
+	case namespace != "" && info.Namespace != "" && namespace != info.Namespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	case name != "" && name != info.Name:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))
+	}
+	return nil
 }
 
 // updated writes the result of an update or patch: 201 when it created
@@ -357,7 +407,7 @@ func (s *Server) deleteCollection(c *call) error {
 // there is no body, as upstream does.
 func (s *Server) deleteOptions(c *call) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -423,17 +473,26 @@ func managerFromUserAgent(r *http.Request) string {
 }
 
 // readBody reads the request body, refusing bodies over the limit with
-// 413 as upstream does.
-func (s *Server) readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
+// 413 as upstream does. The read ends with the request's timeout, so a
+// client that sends its body slowly holds its request (and its in-flight
+// slot) no longer than any other.
+func (s *Server) readBody(c *call) ([]byte, error) {
+	r := c.r
+	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
+	}
+	if deadline, ok := r.Context().Deadline(); ok {
+		http.NewResponseController(c.w).SetReadDeadline(deadline)
 	}
 	tooLarge := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.maxBody))
 	if r.ContentLength > s.maxBody {
 		return nil, tooLarge
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody+1))
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) || r.Context().Err() != nil:
+		return nil, requestTimedOut()
+	case err != nil:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
 	}
 	if int64(len(body)) > s.maxBody {
@@ -446,7 +505,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 // kind. Unknown and duplicate fields are refused (Strict), warned about
 // (Warn, the default) or ignored, per fieldValidation.
 func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersionKind, fieldValidation string) (runtime.Object, error) {
-	body, err := s.readBody(c.r)
+	body, err := s.readBody(c)
 	if err != nil {
 		return nil, err
 	}

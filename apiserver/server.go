@@ -62,6 +62,19 @@ type Options struct {
 	// MinRequestTimeout bounds watches without timeoutSeconds; 0 means
 	// 30 minutes.
 	MinRequestTimeout time.Duration
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// read-only (GET) and the other requests served at once, as
+	// kube-apiserver's --max-requests-inflight and
+	// --max-mutating-requests-inflight: past its limit a request gets
+	// upstream's 429 with Retry-After. Long-running requests (watches,
+	// logs, exec) and those of system:masters are not counted. 0 means
+	// the default (400 and 200), negative no limit.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// WriteTimeout bounds each write of a watch, and how long other
+	// responses may take beyond the request timeout; past it the
+	// response is cut (its HTTP/2 stream reset, its HTTP/1.1 connection
+	// closed). 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
 
 // TableFunc turns an object or a list into a Table of group version gv
@@ -80,6 +93,9 @@ type Server struct {
 	routes   map[schema.GroupVersion]map[string]*registry.Store
 	maxBody  int64
 	minWatch time.Duration
+	// inflight holds the request limits (see inflight.go).
+	inflight     inflight
+	writeTimeout time.Duration
 	// gzips recycles the compressors of large responses.
 	gzips pargzip.Pool
 	// watchGzips recycles the compressors of streaming lists' live
@@ -105,9 +121,14 @@ func New(opts Options) (*Server, error) {
 		scheme: opts.Scheme,
 		codecs: serializer.NewCodecFactory(opts.Scheme,
 			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf()),
-		routes:   map[schema.GroupVersion]map[string]*registry.Store{},
-		maxBody:  opts.MaxRequestBodyBytes,
-		minWatch: opts.MinRequestTimeout,
+		routes:       map[schema.GroupVersion]map[string]*registry.Store{},
+		maxBody:      opts.MaxRequestBodyBytes,
+		minWatch:     opts.MinRequestTimeout,
+		inflight:     newInflight(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight),
+		writeTimeout: opts.WriteTimeout,
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = DefaultWriteTimeout
 	}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxRequestBodyBytes
@@ -126,6 +147,7 @@ func New(opts Options) (*Server, error) {
 		s.routes[gv][st.Strategy().Resource] = st
 	}
 	s.groups = buildGroups(opts.Stores)
+	limitJSONPatchCopies()
 	var h http.Handler = http.HandlerFunc(s.serve)
 	if opts.Metrics != nil {
 		h = opts.Metrics.TrackInflight(h, isLongRunning)
@@ -142,7 +164,8 @@ func New(opts Options) (*Server, error) {
 func (s *Server) ShutDown() { s.shuttingDown.Store(true) }
 
 // ServeHTTP is the whole request pipeline: recover from panics, then
-// authenticate (if configured), then serve.
+// authenticate (if configured), then serve: the in-flight limit, the
+// bound on writing the response, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -156,9 +179,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
-// serve routes an authenticated request: the fixed paths first, then the
-// API resources.
+// serve admits an authenticated request within the in-flight limits and
+// bounds how long its response may take to write, then routes it: the
+// fixed paths first, then the API resources.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	longRunning := isLongRunning(r)
+	kind, ok := s.inflight.acquire(r, longRunning)
+	if !ok {
+		tooManyRequests(w)
+		return
+	}
+	defer s.inflight.release(kind)
+	if !longRunning {
+		// A watch bounds each of its writes instead (watch.go).
+		bound := newWriteBound(w)
+		bound.arm(DefaultRequestTimeout + s.writeTimeout)
+		defer bound.stop()
+	}
+
 	path := r.URL.Path
 	switch {
 	case path == "/version" || path == "/version/":
@@ -195,8 +233,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.serveResource(w, r, info)
 }
 
-// isLongRunning reports requests that are not counted as in flight:
-// watches, as upstream's max-in-flight filter leaves them out.
+// isLongRunning reports requests that are not counted as in flight nor
+// bounded by the request timeout: watches, and the streaming subresources
+// (kube-apiserver's long-running check: verbs watch and proxy,
+// subresources attach, exec, log, portforward and proxy).
 func isLongRunning(r *http.Request) bool {
-	return isWatchQuery(r) || strings.Contains(r.URL.Path, "/watch/")
+	path := r.URL.Path
+	if isWatchQuery(r) || strings.Contains(path, "/watch/") {
+		return true
+	}
+	switch path[strings.LastIndexByte(path, '/')+1:] {
+	case "attach", "exec", "log", "portforward", "proxy":
+		info, err := parsePath(path)
+		return err == nil && info.Subresource != ""
+	}
+	return false
 }

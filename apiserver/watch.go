@@ -35,12 +35,20 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	if !ok {
 		return fmt.Errorf("the connection does not support streaming")
 	}
+	// No timeoutSeconds, or 0, is the default, as upstream: a client
+	// that sends 0 must not get an empty watch to re-watch at once.
 	timeout := s.minWatch + time.Duration(rand.Int64N(int64(s.minWatch)))
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(c.ctx(), timeout)
 	defer cancel()
+	// Every write of the stream must complete within the write timeout,
+	// so that a client that stops reading does not keep this goroutine
+	// past the watch's end (see writeBound).
+	bound := newWriteBound(c.w)
+	defer bound.stop()
+	rw := &boundedWriter{w: c.w, flusher: flusher, bound: bound, timeout: s.writeTimeout}
 	w, err := c.store.Watch(ctx, c.info.Namespace, opts)
 	if err != nil {
 		return err
@@ -64,7 +72,7 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 		watchGzipHeaders(h)
 	}
 	c.w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	rw.Flush()
 
 	gv := c.strategy().Kind.GroupVersion()
 	objects := s.encoderFor(c.out.info.Serializer, gv)
@@ -80,13 +88,13 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 	// flush per event; live events are flushed as they come.
 	// Live events gather in live until the watch flushes (see
 	// watchflush.go).
-	live := &batchWriter{w: c.w, pool: &s.watchBatches}
+	live := &batchWriter{w: rw, pool: &s.watchBatches}
 	out := &switchWriter{w: live}
 	var initial *bufio.Writer
 	// Only a watch with bookmarks gets the initial-events-end bookmark
 	// that ends this buffering; without, initial events are live ones.
 	if watchList {
-		initial = bufio.NewWriterSize(c.w, largeWriteSize)
+		initial = bufio.NewWriterSize(rw, largeWriteSize)
 		out.w = initial
 	}
 	// A compressed streaming list writes through gz: its initial events
@@ -129,7 +137,7 @@ func (s *Server) watch(c *call, opts *metainternalversion.ListOptions) error {
 		if err := live.writeOut(); err != nil {
 			return err
 		}
-		flusher.Flush()
+		rw.Flush()
 		return nil
 	}
 	var recordEvent func(size int)

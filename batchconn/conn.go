@@ -97,8 +97,15 @@ type Conn struct {
 	closing bool
 	// deadline is the write deadline; zero means none.
 	deadline time.Time
-	started  bool          // the writer goroutine has been started
-	done     chan struct{} // closed when the writer goroutine returns
+	// waiting counts Writes waiting for room: only they need waking when
+	// the deadline moves (an HTTP/2 server with a WriteByteTimeout moves
+	// it around every write).
+	waiting int
+	// stalled: a Write waited for room until its deadline. The peer is
+	// not reading, and Close does not wait for it.
+	stalled bool
+	started bool          // the writer goroutine has been started
+	done    chan struct{} // closed when the writer goroutine returns
 
 	closeOnce sync.Once
 	closeErr  error
@@ -138,7 +145,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 			timerAt = c.deadline
 			timer = time.AfterFunc(time.Until(timerAt), c.broadcast)
 		}
+		c.waiting++
 		c.cond.Wait()
+		c.waiting--
 	}
 	if c.err != nil {
 		return 0, c.err
@@ -147,6 +156,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	if c.pastDeadline() {
+		if c.held > 0 && c.held+len(p) > c.opts.MaxPending {
+			c.stalled = true
+		}
 		return 0, os.ErrDeadlineExceeded
 	}
 	c.held += len(p)
@@ -166,7 +178,9 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deadline = t
-	c.cond.Broadcast()
+	if c.waiting > 0 {
+		c.cond.Broadcast()
+	}
 	return nil
 }
 
@@ -232,7 +246,8 @@ func (c *Conn) run() {
 	}
 }
 
-// Close writes the held bytes (waiting at most CloseTimeout), closes the
+// Close writes the held bytes (waiting at most CloseTimeout, not at all
+// once a Write has waited for room until its deadline), closes the
 // wrapped connection and waits for the writer goroutine to end. It
 // returns the error of a held write that failed, if any, else the close's.
 func (c *Conn) Close() error {
@@ -240,9 +255,10 @@ func (c *Conn) Close() error {
 		c.mu.Lock()
 		c.closing = true
 		started := c.started
+		stalled := c.stalled
 		c.cond.Broadcast()
 		c.mu.Unlock()
-		if started {
+		if started && !stalled {
 			t := time.NewTimer(c.opts.CloseTimeout)
 			select {
 			case <-c.done:

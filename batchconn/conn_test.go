@@ -319,3 +319,31 @@ func TestAWriteWaitingForRoomFailsAtTheDeadline(t *testing.T) {
 		t.Fatalf("a write after the deadline was lifted: %v", err)
 	}
 }
+
+// TestCloseAfterAStalledWriteDoesNotWait: once a Write has waited for room
+// until its deadline, the peer is known not to read, and Close (which a
+// server calls right after such a failure) closes at once instead of
+// waiting CloseTimeout for held bytes that will not leave.
+func TestCloseAfterAStalledWriteDoesNotWait(t *testing.T) {
+	server, _ := tcpPair(t, Options{MaxPending: 1 << 10, CloseTimeout: time.Hour})
+	// More than loopback's socket buffers take, to a peer that never
+	// reads: the writer stays in its system call.
+	if _, err := server.Write(make([]byte, 48<<20)); err != nil {
+		t.Fatal(err)
+	}
+	waitTaken(t, server)
+	if _, err := server.Write(make([]byte, 1<<10)); err != nil { // held behind the stuck system call
+		t.Fatal(err)
+	}
+	server.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := server.Write(make([]byte, 1<<10)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a write past MaxPending at its deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- server.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("close waited for a peer that stalled a write until its deadline")
+	}
+}

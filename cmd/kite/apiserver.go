@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/apiserver"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -22,6 +23,9 @@ type apiFlags struct {
 	defaultWatchCacheSize int
 	profiling             bool
 	http2MaxStreams       int
+	maxInflight           int
+	maxMutatingInflight   int
+	minRequestTimeout     int // seconds
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -31,6 +35,9 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
 	fs.IntVar(&f.http2MaxStreams, "http2-max-streams-per-connection", 0, "limit of concurrent HTTP/2 streams the server gives each client connection; 0 means kube-apiserver's default, 100")
 	fs.BoolVar(&f.profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ to authenticated clients, as kube-apiserver does")
+	fs.IntVar(&f.maxInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight, "limit of non-mutating requests in flight (watches and system:masters excepted); past it a request gets 429; 0 disables the limit")
+	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
+	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -84,6 +91,17 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 
 func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams}
+	for name, v := range map[string]int{"max-requests-inflight": f.maxInflight, "max-mutating-requests-inflight": f.maxMutatingInflight} {
+		if v < 0 {
+			return kite.Options{}, fmt.Errorf("--%s can not be negative value", name)
+		}
+	}
+	if f.minRequestTimeout <= 0 {
+		return kite.Options{}, fmt.Errorf("--min-request-timeout must be positive, got %d", f.minRequestTimeout)
+	}
+	// The flags' 0 is upstream's "no limit", the options' negative.
+	opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight = noLimitIfZero(f.maxInflight), noLimitIfZero(f.maxMutatingInflight)
+	opts.MinRequestTimeout = time.Duration(f.minRequestTimeout) * time.Second
 	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
 		per, err := watchcache.ParseSizes(f.watchCacheSizes)
 		if err != nil {
@@ -92,6 +110,13 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 		opts.WatchCacheSizes = &watchcache.Sizes{Default: f.defaultWatchCacheSize, PerResource: per}
 	}
 	return opts, nil
+}
+
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func addCompactionFlag(fs *pflag.FlagSet, interval *time.Duration) {

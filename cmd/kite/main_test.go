@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -118,6 +119,36 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 				t.Fatalf("For(%s) = %d, %v; want %d, %v", tt.gr, events, cached, tt.wantEvents, tt.wantCached)
 			}
 		})
+	}
+}
+
+// TestRequestLimitFlagsReachTheOptions checks kube-apiserver's request
+// limit flags: their defaults, 0 as "no limit", and negative values
+// refused with upstream's message.
+func TestRequestLimitFlagsReachTheOptions(t *testing.T) {
+	tests := []struct {
+		args               []string
+		inflight, mutating int
+		minRequestTimeout  time.Duration
+	}{
+		{nil, 400, 200, 30 * time.Minute},
+		{[]string{"--max-requests-inflight", "10", "--max-mutating-requests-inflight", "0", "--min-request-timeout", "60"}, 10, -1, time.Minute},
+	}
+	for _, tt := range tests {
+		opts := apiOptions(t, tt.args)
+		if opts.MaxRequestsInFlight != tt.inflight || opts.MaxMutatingRequestsInFlight != tt.mutating || opts.MinRequestTimeout != tt.minRequestTimeout {
+			t.Errorf("%v: %d, %d, %s; want %d, %d, %s", tt.args, opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MinRequestTimeout,
+				tt.inflight, tt.mutating, tt.minRequestTimeout)
+		}
+	}
+	var f apiFlags
+	fs := pflag.NewFlagSet("apiserver", pflag.ContinueOnError)
+	f.add(fs)
+	if err := fs.Parse([]string{"--max-mutating-requests-inflight", "-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.options(t.TempDir()); err == nil || !strings.Contains(err.Error(), "--max-mutating-requests-inflight can not be negative value") {
+		t.Errorf("a negative limit: %v, want upstream's refusal", err)
 	}
 }
 
