@@ -1,0 +1,401 @@
+// Package scheduler places pods on nodes: Kite's kube-scheduler with the
+// default profile's basic plugins.
+//
+// Schedule is the decision, a pure function of a pod and the nodes with
+// the pods bound to them. Scheduler is the runner around it: it watches
+// pods and nodes through informers, takes pods with no spec.nodeName
+// whose schedulerName is its own, decides one pod at a time, assumes the
+// pod on its node (so that the next decision counts it before the watch
+// shows it bound), and binds through pods/binding on a pool of binders.
+// A pod that fits nowhere gets PodScheduled=False (Unschedulable) and a
+// FailedScheduling event, and is tried again when a node appears or
+// changes, when a bound pod goes, or after five minutes.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/controllers/events"
+	"github.com/kite-project/kite/controllers/informer"
+	"github.com/kite-project/kite/controllers/workqueue"
+	"github.com/kite-project/kite/listwatch"
+)
+
+// DefaultSchedulerName is the name pods get when they name no scheduler.
+const DefaultSchedulerName = v1.DefaultSchedulerName
+
+const (
+	nodeNameIndex = "spec.nodeName"
+	// unschedulableFlush is upstream's podMaxInUnschedulablePodsDuration:
+	// an unschedulable pod is tried again at least this often.
+	unschedulableFlush = 5 * time.Minute
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	// Client watches pods and nodes, binds and records events. Required.
+	Client kubernetes.Interface
+	// SchedulerName is the spec.schedulerName of the pods to place; ""
+	// means DefaultSchedulerName.
+	SchedulerName string
+	// Binders is how many bindings may be in flight; 0 means 16.
+	Binders int
+	// Pick chooses among n equally scored nodes; nil picks at random.
+	Pick func(n int) int
+}
+
+// Scheduler is the runner. Run drives it.
+type Scheduler struct {
+	client   kubernetes.Interface
+	name     string
+	pick     func(int) int
+	binders  int
+	queue    *workqueue.Queue[string]
+	pods     *informer.Informer[*v1.Pod]
+	nodes    *informer.Informer[*v1.Node]
+	recorder *events.Recorder
+	binds    chan *v1.Pod
+
+	// mu guards the maps below; never held across a request.
+	mu sync.Mutex
+	// assumed are pods decided and being bound, or bound but not yet seen
+	// bound by the informer, with spec.nodeName set.
+	assumed map[string]*v1.Pod
+	// unschedulable are pods that fit nowhere, with the time they were
+	// found so; they wait for a change of the cluster.
+	unschedulable map[string]time.Time
+	// inFlight counts bindings not yet answered.
+	inFlight int
+}
+
+// New returns a Scheduler.
+func New(opts Options) (*Scheduler, error) {
+	if opts.Client == nil {
+		return nil, errors.New("scheduler: Client is required")
+	}
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = DefaultSchedulerName
+	}
+	if opts.Binders <= 0 {
+		opts.Binders = 16
+	}
+	if opts.Pick == nil {
+		opts.Pick = rand.IntN
+	}
+	s := &Scheduler{
+		client: opts.Client, name: opts.SchedulerName, pick: opts.Pick, binders: opts.Binders,
+		queue:    workqueue.New[string](workqueue.Options{BaseDelay: time.Second, MaxDelay: 10 * time.Second}),
+		recorder: events.New(events.Options{Client: opts.Client, Component: opts.SchedulerName}),
+		binds:    make(chan *v1.Pod),
+		assumed:  map[string]*v1.Pod{}, unschedulable: map[string]time.Time{},
+	}
+	var err error
+	s.pods, err = informer.New(informer.Options[*v1.Pod]{
+		Name: "pods",
+		// Terminal pods hold no resources, as upstream's pod informer.
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), func(o *metav1.ListOptions) {
+			o.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
+		}),
+		Indexers: map[string]listwatch.IndexFunc[*v1.Pod]{
+			nodeNameIndex: func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
+		},
+		Handlers: informer.Handlers[*v1.Pod]{OnAdd: s.podAdded, OnUpdate: s.podUpdated, OnDelete: s.podDeleted},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.nodes, err = informer.New(informer.Options[*v1.Node]{
+		Name:          "nodes",
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
+		Handlers: informer.Handlers[*v1.Node]{
+			OnAdd: func(*v1.Node) { s.retryUnschedulable(false) },
+			OnUpdate: func(old, n *v1.Node) {
+				if nodeChangeMatters(old, n) {
+					s.retryUnschedulable(false)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run schedules until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	defer s.queue.ShutDown()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.pods.Run(ctx) })
+	wg.Go(func() { s.nodes.Run(ctx) })
+	wg.Go(func() { s.recorder.Run(ctx) })
+	for range s.binders {
+		wg.Go(func() { s.bindLoop(ctx) })
+	}
+	wg.Go(func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.retryUnschedulable(true)
+			}
+		}
+	})
+	for _, synced := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced()} {
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return
+		}
+	}
+	for {
+		key, ok := s.queue.Get(ctx)
+		if !ok {
+			return
+		}
+		s.scheduleOne(ctx, key)
+		s.queue.Done(key)
+	}
+}
+
+// WaitIdle returns once both caches are listed, no pod is queued or being
+// decided, and no binding is in flight. Unschedulable pods wait for a
+// change and do not count.
+func (s *Scheduler) WaitIdle(ctx context.Context) error {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		inFlight := s.inFlight
+		s.mu.Unlock()
+		if s.pods.HasSynced() && s.nodes.HasSynced() && s.queue.Idle() && inFlight == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func key(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// responsible says whether pod waits for this scheduler.
+func (s *Scheduler) responsible(p *v1.Pod) bool {
+	name := p.Spec.SchedulerName
+	if name == "" {
+		name = DefaultSchedulerName
+	}
+	return p.Spec.NodeName == "" && name == s.name && p.DeletionTimestamp == nil && len(p.Spec.SchedulingGates) == 0
+}
+
+func (s *Scheduler) podAdded(p *v1.Pod) {
+	if p.Spec.NodeName != "" {
+		s.forget(key(p))
+		return
+	}
+	if s.responsible(p) {
+		s.queue.Add(key(p))
+	}
+}
+
+func (s *Scheduler) podUpdated(old, p *v1.Pod) {
+	k := key(p)
+	if p.Spec.NodeName != "" {
+		s.forget(k)
+		if old.DeletionTimestamp == nil && p.DeletionTimestamp != nil {
+			s.retryUnschedulable(false)
+		}
+		return
+	}
+	if !s.responsible(p) {
+		return
+	}
+	s.mu.Lock()
+	_, waiting := s.unschedulable[k]
+	s.mu.Unlock()
+	// Our own status write must not bring the pod straight back.
+	if waiting && reflect.DeepEqual(old.Spec, p.Spec) && reflect.DeepEqual(old.Labels, p.Labels) {
+		return
+	}
+	s.queue.Add(k)
+}
+
+func (s *Scheduler) podDeleted(p *v1.Pod) {
+	s.mu.Lock()
+	_, wasAssumed := s.assumed[key(p)]
+	s.mu.Unlock()
+	s.forget(key(p))
+	if p.Spec.NodeName != "" || wasAssumed {
+		s.retryUnschedulable(false)
+	}
+}
+
+// forget drops what the scheduler remembers of a pod that is bound or gone.
+func (s *Scheduler) forget(k string) {
+	s.mu.Lock()
+	delete(s.assumed, k)
+	delete(s.unschedulable, k)
+	s.mu.Unlock()
+}
+
+// retryUnschedulable queues the unschedulable pods again: all of them, or
+// (onlyOld) those that have waited unschedulableFlush.
+func (s *Scheduler) retryUnschedulable(onlyOld bool) {
+	now := time.Now()
+	s.mu.Lock()
+	var keys []string
+	for k, since := range s.unschedulable {
+		if !onlyOld || now.Sub(since) >= unschedulableFlush {
+			keys = append(keys, k)
+			delete(s.unschedulable, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		s.queue.Add(k)
+	}
+}
+
+// nodeChangeMatters says whether a node update can make a pod fit: a
+// heartbeat cannot.
+func nodeChangeMatters(old, n *v1.Node) bool {
+	return !reflect.DeepEqual(old.Spec, n.Spec) || !reflect.DeepEqual(old.Labels, n.Labels) ||
+		!reflect.DeepEqual(old.Status.Allocatable, n.Status.Allocatable)
+}
+
+// scheduleOne decides for one pod, then assumes it and hands it to a
+// binder, or records why it fits nowhere.
+func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
+	pod, ok := s.pods.Store().Get(k)
+	if !ok || !s.responsible(pod) {
+		return
+	}
+	s.mu.Lock()
+	_, assumed := s.assumed[k]
+	s.mu.Unlock()
+	if assumed {
+		return
+	}
+	node, err := Schedule(pod, s.snapshot(), s.pick)
+	var fe *FitError
+	if errors.As(err, &fe) {
+		s.mu.Lock()
+		s.unschedulable[k] = time.Now()
+		s.mu.Unlock()
+		s.unschedulableCondition(ctx, pod, fe.Error())
+		return
+	}
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = node
+	s.mu.Lock()
+	s.assumed[k] = bound
+	delete(s.unschedulable, k)
+	s.inFlight++
+	s.mu.Unlock()
+	select {
+	case s.binds <- bound:
+	case <-ctx.Done():
+	}
+}
+
+// snapshot is every node with its non-terminal pods, assumed ones included.
+func (s *Scheduler) snapshot() []*NodeInfo {
+	nodes := s.nodes.Store().SortedList()
+	infos := make([]*NodeInfo, len(nodes))
+	byName := make(map[string]*NodeInfo, len(nodes))
+	for i, n := range nodes {
+		pods, _ := s.pods.Store().ByIndex(nodeNameIndex, n.Name)
+		infos[i] = &NodeInfo{Node: n, Pods: pods}
+		byName[n.Name] = infos[i]
+	}
+	s.mu.Lock()
+	for _, p := range s.assumed {
+		if ni := byName[p.Spec.NodeName]; ni != nil {
+			ni.Pods = append(ni.Pods, p)
+		}
+	}
+	s.mu.Unlock()
+	return infos
+}
+
+func (s *Scheduler) bindLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case pod := <-s.binds:
+			s.bind(ctx, pod)
+		}
+	}
+}
+
+func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
+	k := key(pod)
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	b := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     v1.ObjectReference{Kind: "Node", Name: pod.Spec.NodeName},
+	}
+	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{})
+	if err != nil {
+		s.mu.Lock()
+		delete(s.assumed, k)
+		s.mu.Unlock()
+		if ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return // gone, or bound by another: the watch tells
+		}
+		klog.V(2).InfoS("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
+		s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Binding rejected: %v", err))
+		s.queue.AddRateLimited(k)
+		return
+	}
+	s.queue.Forget(k)
+	s.recorder.Event(pod, "Pod", v1.EventTypeNormal, "Scheduled",
+		fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+}
+
+// unschedulableCondition writes PodScheduled=False/Unschedulable with the
+// message, unless the pod says so already, and records the event.
+func (s *Scheduler) unschedulableCondition(ctx context.Context, pod *v1.Pod, msg string) {
+	s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", msg)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message == msg {
+			return
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+		"type": v1.PodScheduled, "status": v1.ConditionFalse, "reason": v1.PodReasonUnschedulable,
+		"message": msg, "lastProbeTime": nil, "lastTransitionTime": metav1.Now(),
+	}}}})
+	if err != nil {
+		return
+	}
+	_, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		klog.V(2).InfoS("Could not write the PodScheduled condition", "pod", klog.KObj(pod), "err", err)
+	}
+}
