@@ -96,9 +96,9 @@ func TestSchedule(t *testing.T) {
 			message: "0/1 nodes are available: 1 Too many pods. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.",
 		},
 		{
-			name: "ephemeral storage",
-			pod:  pod("p", v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}),
-			nodes: []*NodeInfo{{Node: node("n", "4", "8Gi", 110)}},
+			name:    "ephemeral storage",
+			pod:     pod("p", v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}),
+			nodes:   []*NodeInfo{{Node: node("n", "4", "8Gi", 110)}},
 			message: "0/1 nodes are available: 1 Insufficient ephemeral-storage. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
 		},
 		{
