@@ -65,10 +65,13 @@ type Controller struct {
 	now                   func() time.Time
 	nodes                 *informer.Informer[*v1.Node]
 	leases                *informer.Informer[*coordv1.Lease]
+	pods                  *informer.Informer[*v1.Pod]
 	recorder              *events.Recorder
 
-	// health and lastTaint belong to the pass goroutine.
+	// health, ready and lastTaint belong to the pass goroutine; ready is
+	// each node's Ready status at the last pass.
 	health    map[string]*health
+	ready     map[string]v1.ConditionStatus
 	lastTaint time.Time
 
 	// mu guards passes, the count of finished passes, and busy.
@@ -101,7 +104,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		client: opts.Client, grace: opts.GracePeriod, startup: opts.StartupGracePeriod, every: opts.MonitorPeriod,
-		now: opts.Now, health: map[string]*health{},
+		now: opts.Now, health: map[string]*health{}, ready: map[string]v1.ConditionStatus{},
 		recorder: events.New(events.Options{Client: opts.Client, Component: "node-controller"}),
 		passed:   make(chan struct{}), kick: make(chan struct{}, 1),
 	}
@@ -140,8 +143,20 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.pods, err = informer.New(informer.Options[*v1.Pod]{
+		Name:          "pods",
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*v1.Pod]{
+			nodeNameIndex: func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
 }
+
+const nodeNameIndex = "spec.nodeName"
 
 func sameConditionStatus(a, b *v1.Node) bool {
 	if len(a.Status.Conditions) != len(b.Status.Conditions) {
@@ -161,8 +176,9 @@ func (c *Controller) Run(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { c.nodes.Run(ctx) })
 	wg.Go(func() { c.leases.Run(ctx) })
+	wg.Go(func() { c.pods.Run(ctx) })
 	wg.Go(func() { c.recorder.Run(ctx) })
-	for _, synced := range []<-chan struct{}{c.nodes.Synced(), c.leases.Synced()} {
+	for _, synced := range []<-chan struct{}{c.nodes.Synced(), c.leases.Synced(), c.pods.Synced()} {
 		select {
 		case <-synced:
 		case <-ctx.Done():
@@ -241,16 +257,15 @@ func (c *Controller) pass(ctx context.Context) {
 				}
 				continue
 			}
-			if was := readyCondition(&n.Status); was != nil && was.Status == v1.ConditionTrue {
-				c.recorder.Event(updated, "Node", v1.EventTypeNormal, "NodeNotReady", "Node "+n.Name+" status is now: NodeNotReady")
-			}
 			c.health[n.Name] = &health{status: updated.Status.DeepCopy(), lease: h.lease, probe: h.probe}
 			nodes[i] = updated
 		}
+		c.noteReady(ctx, nodes[i])
 	}
 	for name := range c.health {
 		if !seen[name] {
 			delete(c.health, name)
+			delete(c.ready, name)
 		}
 	}
 	paused, full := disruption(nodes)
@@ -276,6 +291,52 @@ func (c *Controller) pass(ctx context.Context) {
 			c.lastTaint = now
 		}
 	}
+}
+
+// noteReady acts on a node's Ready leaving True (whoever wrote it), as
+// upstream does: a node event, and every pod on the node not Ready.
+func (c *Controller) noteReady(ctx context.Context, n *v1.Node) {
+	cur := v1.ConditionUnknown
+	if rc := readyCondition(&n.Status); rc != nil {
+		cur = rc.Status
+	}
+	prev, known := c.ready[n.Name]
+	c.ready[n.Name] = cur
+	if !known || prev != v1.ConditionTrue || cur == v1.ConditionTrue {
+		return
+	}
+	c.recorder.Event(n, "Node", v1.EventTypeNormal, "NodeNotReady", "Node "+n.Name+" status is now: NodeNotReady")
+	pods, _ := c.pods.Store().ByIndex(nodeNameIndex, n.Name)
+	for _, p := range pods {
+		if err := c.markNotReady(ctx, p); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			klog.V(2).InfoS("Could not mark a pod not Ready", "pod", klog.KObj(p), "err", err)
+		}
+	}
+}
+
+// markNotReady is upstream's MarkPodsNotReady for one pod: its Ready
+// condition turns False.
+func (c *Controller) markNotReady(ctx context.Context, p *v1.Pod) error {
+	if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return nil
+	}
+	next := p.DeepCopy()
+	changed := false
+	for i := range next.Status.Conditions {
+		cond := &next.Status.Conditions[i]
+		if cond.Type == v1.PodReady && cond.Status != v1.ConditionFalse {
+			cond.Status, cond.LastTransitionTime = v1.ConditionFalse, metav1.NewTime(c.now())
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	c.recorder.Event(p, "Pod", v1.EventTypeWarning, "NodeNotReady", "Node is not ready")
+	return nil
 }
 
 func hasNoExecute(n *v1.Node) bool { return containsNoExecute(n.Spec.Taints) }

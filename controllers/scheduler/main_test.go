@@ -1,15 +1,11 @@
 package scheduler_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/controllers"
+	"github.com/kite-project/kite/kitetest"
 )
 
 // srv is the control plane the tests share, running the scheduler and
@@ -17,28 +13,5 @@ import (
 var srv *kite.Server
 
 func TestMain(m *testing.M) {
-	var err error
-	srv, err = kite.Start(context.Background(), kite.Options{
-		EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal", Controllers: []string{controllers.Scheduler},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start kite:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := srv.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "close kite:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.Scheduler}}, func(s *kite.Server) { srv = s })
 }
