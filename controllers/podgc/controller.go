@@ -58,9 +58,12 @@ type Controller struct {
 	pods       *informer.Informer[*v1.Pod]
 	nodes      *informer.Informer[*v1.Node]
 
-	// missing belongs to the pass goroutine: when each absent node was
-	// first found absent.
+	// missing and deleted belong to the pass goroutine: when each absent
+	// node was first found absent, and the pods this controller deleted
+	// that the cache may still show (so that a stale cache never makes it
+	// delete more terminated pods than the threshold asks).
 	missing map[string]time.Time
+	deleted map[types.UID]bool
 
 	// mu guards passes and passed.
 	mu     sync.Mutex
@@ -88,7 +91,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		client: opts.Client, threshold: opts.TerminatedThreshold, period: opts.Period, quarantine: opts.Quarantine,
-		now: opts.Now, missing: map[string]time.Time{}, passed: make(chan struct{}), kick: make(chan struct{}, 1),
+		now: opts.Now, missing: map[string]time.Time{}, deleted: map[types.UID]bool{}, passed: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 	var err error
 	if c.pods, err = informer.New(informer.Options[*v1.Pod]{
@@ -161,9 +164,24 @@ func (c *Controller) WaitIdle(ctx context.Context) error {
 }
 
 func (c *Controller) pass(ctx context.Context) {
-	pods := c.pods.Store().List()
+	var pods []*v1.Pod
+	cached := map[types.UID]bool{}
+	for _, p := range c.pods.Store().List() {
+		cached[p.UID] = true
+		// A pod deleted here that the cache shows undeleted is the
+		// cache lagging; one held by finalizers shows its deletion.
+		if !c.deleted[p.UID] || p.DeletionTimestamp != nil {
+			pods = append(pods, p)
+		}
+	}
+	for uid := range c.deleted {
+		if !cached[uid] {
+			delete(c.deleted, uid)
+		}
+	}
 	for _, p := range Terminated(pods, c.threshold) {
-		c.delete(ctx, p, nil)
+		zero := int64(0)
+		c.delete(ctx, p, &zero)
 	}
 	now := c.now()
 	absent := map[string]bool{}
@@ -257,7 +275,10 @@ func (c *Controller) delete(ctx context.Context, p *v1.Pod, grace *int64) {
 	err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &uid},
 	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+	switch {
+	case err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		c.deleted[p.UID] = true
+	case ctx.Err() == nil:
 		klog.V(2).InfoS("Could not delete a pod", "pod", klog.KObj(p), "err", err)
 	}
 }
