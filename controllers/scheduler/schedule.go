@@ -323,23 +323,50 @@ func (r *resources) maxWith(o resources) {
 // containers' (and restartable init containers') requests, at least the
 // largest init container's need at its turn, plus the pod overhead; pod
 // level resources, when set, win.
-func podRequests(pod *v1.Pod) resources {
+func podRequests(pod *v1.Pod) resources { return requests(pod, false) }
+
+// requests is podRequests; nonZero counts a container's missing cpu or
+// memory request at upstream's non-zero defaults, for scoring.
+func requests(pod *v1.Pod, nonZero bool) resources {
 	var sum resources
 	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
 		sum.add(pod.Spec.Resources.Requests)
 		sum.add(pod.Spec.Overhead)
 		return sum
 	}
-	for _, c := range pod.Spec.Containers {
-		sum.add(c.Resources.Requests)
+	req := func(c *v1.Container) v1.ResourceList {
+		l := c.Resources.Requests
+		if !nonZero {
+			return l
+		}
+		_, hasCPU := l[v1.ResourceCPU]
+		_, hasMem := l[v1.ResourceMemory]
+		if hasCPU && hasMem {
+			return l
+		}
+		out := make(v1.ResourceList, len(l)+2)
+		for k, v := range l {
+			out[k] = v
+		}
+		if !hasCPU {
+			out[v1.ResourceCPU] = *resource.NewMilliQuantity(defaultMilliCPU, resource.DecimalSI)
+		}
+		if !hasMem {
+			out[v1.ResourceMemory] = *resource.NewQuantity(defaultMemory, resource.BinarySI)
+		}
+		return out
+	}
+	for i := range pod.Spec.Containers {
+		sum.add(req(&pod.Spec.Containers[i]))
 	}
 	var sidecars, initMax resources
-	for _, c := range pod.Spec.InitContainers {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
 		var one resources
-		one.add(c.Resources.Requests)
+		one.add(req(c))
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sum.add(c.Resources.Requests)
-			sidecars.add(c.Resources.Requests)
+			sum.add(req(c))
+			sidecars.add(req(c))
 			continue
 		}
 		// An init container runs beside the sidecars started before it.
@@ -399,7 +426,7 @@ func fits(req resources, ni *NodeInfo) ([]string, bool) {
 
 // leastAllocated is NodeResourcesFit's default score: the mean over cpu
 // and memory of the share left free after the pod, 0-100, counting
-// containers without requests at upstream's non-zero defaults.
+// containers' missing requests at upstream's non-zero defaults.
 func leastAllocated(pod *v1.Pod, ni *NodeInfo) int64 {
 	cpu, mem := nonZeroRequests(pod)
 	for _, p := range ni.Pods {
@@ -418,12 +445,6 @@ func leastAllocated(pod *v1.Pod, ni *NodeInfo) int64 {
 }
 
 func nonZeroRequests(pod *v1.Pod) (milliCPU, memory int64) {
-	r := podRequests(pod)
-	if r.milliCPU == 0 {
-		r.milliCPU = defaultMilliCPU
-	}
-	if r.memory == 0 {
-		r.memory = defaultMemory
-	}
+	r := requests(pod, true)
 	return r.milliCPU, r.memory
 }

@@ -229,3 +229,15 @@ func TestScheduleSpreadsTies(t *testing.T) {
 		t.Fatalf("ties went to %v, want all three nodes", got)
 	}
 }
+
+// Scoring counts a container's missing request at 100m cpu and 200 MiB,
+// each on its own: a pod asking for memory only still weighs 100m cpu.
+func TestScoreCountsMissingRequestsPerContainer(t *testing.T) {
+	memOnly := pod("m", v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")})
+	ni := &NodeInfo{Node: node("n", "1", "4Gi", 110), Pods: []*v1.Pod{memOnly}}
+	// The incoming pod requests nothing: 100m + 200 MiB. With memOnly:
+	// cpu 200m of 1000m (80 free), memory 1 GiB + 200 MiB of 4 GiB (70 free).
+	if got := leastAllocated(pod("p", nil), ni); got != (80+70)/2 {
+		t.Fatalf("score = %d, want %d", got, (80+70)/2)
+	}
+}

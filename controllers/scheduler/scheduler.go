@@ -382,14 +382,19 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
 // message, unless the pod says so already, and records the event.
 func (s *Scheduler) unschedulableCondition(ctx context.Context, pod *v1.Pod, msg string) {
 	s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", msg)
+	transition := metav1.Now()
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message == msg {
+		if c.Type != v1.PodScheduled || c.Status != v1.ConditionFalse {
+			continue
+		}
+		if c.Reason == v1.PodReasonUnschedulable && c.Message == msg {
 			return
 		}
+		transition = c.LastTransitionTime // the status stays False
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": v1.PodScheduled, "status": v1.ConditionFalse, "reason": v1.PodReasonUnschedulable,
-		"message": msg, "lastProbeTime": nil, "lastTransitionTime": metav1.Now(),
+		"message": msg, "lastProbeTime": nil, "lastTransitionTime": transition,
 	}}}})
 	if err != nil {
 		return

@@ -226,3 +226,42 @@ func TestOtherSchedulersPodsAreLeftAlone(t *testing.T) {
 		t.Fatalf("event %q for another scheduler's pod", ev.Message)
 	}
 }
+
+// A pod that fits nowhere is bound once a bound pod finishes and frees
+// its node: terminated pods hold nothing.
+func TestUnschedulablePodIsBoundWhenAPodFinishes(t *testing.T) {
+	cs := client(t)
+	ctx := t.Context()
+	createNode(t, cs, "one-cpu", "1", 110)
+	ns := namespace(t, cs)
+	createPod(t, cs, ns, "first", "1", "")
+	eventually(t, "first bound", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "first", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "one-cpu", err
+	})
+	createPod(t, cs, ns, "second", "1", "")
+	eventually(t, "second Unschedulable", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "second", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	first, err := cs.CoreV1().Pods(ns).Get(ctx, "first", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Status.Phase = v1.PodSucceeded
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "second bound once first finished", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "second", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "one-cpu", err
+	})
+}
