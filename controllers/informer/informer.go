@@ -167,3 +167,19 @@ func (n *notifying[T]) Replace(objs []runtime.Object, resourceVersion string) er
 }
 
 func (n *notifying[T]) UpdateResourceVersion(rv string) { n.store.UpdateResourceVersion(rv) }
+
+// Syncer is anything with a Synced channel, e.g. an Informer.
+type Syncer interface{ Synced() <-chan struct{} }
+
+// WaitForSync waits until every one has synced; it returns ctx's error if
+// ctx ends first.
+func WaitForSync(ctx context.Context, ss ...Syncer) error {
+	for _, s := range ss {
+		select {
+		case <-s.Synced():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

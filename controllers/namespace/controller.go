@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,9 +85,9 @@ func New(opts Options) (*Controller, error) {
 // Run works until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
-	done := make(chan struct{})
-	go func() { defer close(done); c.namespaces.Run(ctx) }()
-	defer func() { <-done }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.namespaces.Run(ctx) })
 	for {
 		name, ok := c.queue.Get(ctx)
 		if !ok {
@@ -100,10 +101,8 @@ func (c *Controller) Run(ctx context.Context) {
 // WaitIdle returns once the namespaces are listed and no namespace is
 // queued or being worked on (one waiting for its content to go is not).
 func (c *Controller) WaitIdle(ctx context.Context) error {
-	select {
-	case <-c.namespaces.Synced():
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := informer.WaitForSync(ctx, c.namespaces); err != nil {
+		return err
 	}
 	return c.queue.WaitIdle(ctx)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
+	"github.com/kite-project/kite/controllers/periodic"
 	"github.com/kite-project/kite/listwatch"
 )
 
@@ -74,12 +75,7 @@ type Controller struct {
 	ready     map[string]v1.ConditionStatus
 	lastTaint time.Time
 
-	// mu guards passes, the count of finished passes, and busy.
-	mu     sync.Mutex
-	passes int
-	busy   bool
-	passed chan struct{}
-	kick   chan struct{}
+	loop *periodic.Loop
 }
 
 // New returns a Controller.
@@ -106,17 +102,12 @@ func New(opts Options) (*Controller, error) {
 		client: opts.Client, grace: opts.GracePeriod, startup: opts.StartupGracePeriod, every: opts.MonitorPeriod,
 		now: opts.Now, health: map[string]*health{}, ready: map[string]v1.ConditionStatus{},
 		recorder: events.New(events.Options{Client: opts.Client, Component: "node-controller"}),
-		passed:   make(chan struct{}), kick: make(chan struct{}, 1),
+		loop:     periodic.New(),
 	}
 	if opts.EvictionRate > 0 {
 		c.evictEvery = time.Duration(float64(time.Second) / opts.EvictionRate)
 	}
-	kick := func() {
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
-	}
+	kick := c.loop.Kick
 	var err error
 	c.nodes, err = informer.New(informer.Options[*v1.Node]{
 		Name:          "nodes",
@@ -178,66 +169,15 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Go(func() { c.leases.Run(ctx) })
 	wg.Go(func() { c.pods.Run(ctx) })
 	wg.Go(func() { c.recorder.Run(ctx) })
-	for _, synced := range []<-chan struct{}{c.nodes.Synced(), c.leases.Synced(), c.pods.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return
-		}
+	if informer.WaitForSync(ctx, c.nodes, c.leases, c.pods) != nil {
+		return
 	}
-	t := time.NewTicker(c.every)
-	defer t.Stop()
-	for {
-		c.setBusy(true)
-		c.pass(ctx)
-		c.setBusy(false)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.kick:
-		}
-	}
-}
-
-func (c *Controller) setBusy(b bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.busy = b
-	if !b {
-		c.passes++
-		close(c.passed)
-		c.passed = make(chan struct{})
-	}
+	c.loop.Run(ctx, c.every, c.pass)
 }
 
 // WaitIdle returns once a whole pass has run after the call: every node
 // change seen by then has been acted on.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	c.mu.Lock()
-	target := c.passes + 1
-	if c.busy {
-		target++ // the running pass may have started before the change
-	}
-	c.mu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-	for {
-		c.mu.Lock()
-		done, passed := c.passes >= target, c.passed
-		c.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-passed:
-		}
-	}
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 // pass is one monitor period: health, then taints, for every node.
 func (c *Controller) pass(ctx context.Context) {

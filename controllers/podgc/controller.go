@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/controllers/informer"
+	"github.com/kite-project/kite/controllers/periodic"
 	"github.com/kite-project/kite/listwatch"
 )
 
@@ -65,11 +66,7 @@ type Controller struct {
 	missing map[string]time.Time
 	deleted map[types.UID]bool
 
-	// mu guards passes and passed.
-	mu     sync.Mutex
-	passes int
-	passed chan struct{}
-	kick   chan struct{}
+	loop *periodic.Loop
 }
 
 // New returns a Controller.
@@ -91,7 +88,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		client: opts.Client, threshold: opts.TerminatedThreshold, period: opts.Period, quarantine: opts.Quarantine,
-		now: opts.Now, missing: map[string]time.Time{}, deleted: map[types.UID]bool{}, passed: make(chan struct{}), kick: make(chan struct{}, 1),
+		now: opts.Now, missing: map[string]time.Time{}, deleted: map[types.UID]bool{}, loop: periodic.New(),
 	}
 	var err error
 	if c.pods, err = informer.New(informer.Options[*v1.Pod]{
@@ -113,55 +110,14 @@ func (c *Controller) Run(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { c.pods.Run(ctx) })
 	wg.Go(func() { c.nodes.Run(ctx) })
-	for _, synced := range []<-chan struct{}{c.pods.Synced(), c.nodes.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return
-		}
+	if informer.WaitForSync(ctx, c.pods, c.nodes) != nil {
+		return
 	}
-	t := time.NewTicker(c.period)
-	defer t.Stop()
-	for {
-		c.pass(ctx)
-		c.mu.Lock()
-		c.passes++
-		close(c.passed)
-		c.passed = make(chan struct{})
-		c.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.kick:
-		}
-	}
+	c.loop.Run(ctx, c.period, c.pass)
 }
 
-// WaitIdle starts a pass and returns once a whole pass has run after the
-// call.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	c.mu.Lock()
-	target := c.passes + 2 // the current pass may have begun before the call
-	c.mu.Unlock()
-	for {
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
-		c.mu.Lock()
-		done, passed := c.passes >= target, c.passed
-		c.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-passed:
-		}
-	}
-}
+// WaitIdle returns once a whole pass has run after the call.
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) pass(ctx context.Context) {
 	var pods []*v1.Pod

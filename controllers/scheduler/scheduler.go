@@ -159,12 +159,8 @@ func (s *Scheduler) Run(ctx context.Context) {
 			}
 		}
 	})
-	for _, synced := range []<-chan struct{}{s.pods.Synced(), s.nodes.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return
-		}
+	if informer.WaitForSync(ctx, s.pods, s.nodes) != nil {
+		return
 	}
 	for {
 		key, ok := s.queue.Get(ctx)

@@ -7,6 +7,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,13 +74,11 @@ func New(opts Options) (*Controller, error) {
 // Run works until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
-	done := make(chan struct{}, 2)
-	go func() { defer func() { done <- struct{}{} }(); c.namespaces.Run(ctx) }()
-	go func() { defer func() { done <- struct{}{} }(); c.accounts.Run(ctx) }()
-	defer func() { <-done; <-done }()
-	select {
-	case <-c.accounts.Synced():
-	case <-ctx.Done():
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.namespaces.Run(ctx) })
+	wg.Go(func() { c.accounts.Run(ctx) })
+	if informer.WaitForSync(ctx, c.namespaces, c.accounts) != nil {
 		return
 	}
 	for {
@@ -100,12 +99,8 @@ func (c *Controller) Run(ctx context.Context) {
 // WaitIdle returns once both caches are listed and no namespace is queued
 // or being worked on.
 func (c *Controller) WaitIdle(ctx context.Context) error {
-	for _, synced := range []<-chan struct{}{c.namespaces.Synced(), c.accounts.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := informer.WaitForSync(ctx, c.namespaces, c.accounts); err != nil {
+		return err
 	}
 	return c.queue.WaitIdle(ctx)
 }

@@ -117,12 +117,8 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Go(func() { c.nodes.Run(ctx) })
 	wg.Go(func() { c.pods.Run(ctx) })
 	wg.Go(func() { c.recorder.Run(ctx) })
-	for _, synced := range []<-chan struct{}{c.pods.Synced(), c.nodes.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return
-		}
+	if informer.WaitForSync(ctx, c.pods, c.nodes) != nil {
+		return
 	}
 	// Pods queued before the nodes were listed saw no taints: look again.
 	for _, n := range c.nodes.Store().List() {
@@ -141,12 +137,8 @@ func (c *Controller) Run(ctx context.Context) {
 // WaitIdle returns once both caches are listed and no pod is queued or
 // being looked at (pods waiting out their tolerationSeconds are not).
 func (c *Controller) WaitIdle(ctx context.Context) error {
-	for _, synced := range []<-chan struct{}{c.pods.Synced(), c.nodes.Synced()} {
-		select {
-		case <-synced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := informer.WaitForSync(ctx, c.pods, c.nodes); err != nil {
+		return err
 	}
 	return c.queue.WaitIdle(ctx)
 }
