@@ -40,10 +40,12 @@ const (
 )
 
 // NodeInfo is a node and the pods bound (or being bound) to it that are
-// not terminal.
+// not terminal: either the pods themselves or, precomputed, their Usage
+// (which wins when set).
 type NodeInfo struct {
-	Node *v1.Node
-	Pods []*v1.Pod
+	Node  *v1.Node
+	Pods  []*v1.Pod
+	Usage *Usage
 }
 
 // FitError says why a pod fits no node: per node, the reasons of the
@@ -110,7 +112,11 @@ func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, err
 	req := podRequests(pod)
 	best, bestScore, ties := "", int64(-1), 0
 	for _, ni := range nodes {
-		reasons, unresolvable := filter(pod, req, ni)
+		u := ni.Usage
+		if u == nil {
+			u = NewUsage(ni.Pods)
+		}
+		reasons, unresolvable := filter(pod, req, ni.Node, u)
 		if len(reasons) > 0 {
 			fe.Reasons[ni.Node.Name] = reasons
 			if unresolvable {
@@ -118,7 +124,7 @@ func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, err
 			}
 			continue
 		}
-		s := leastAllocated(pod, ni)
+		s := leastAllocated(pod, ni.Node, u)
 		switch {
 		case s > bestScore:
 			best, bestScore, ties = ni.Node.Name, s, 1
@@ -138,8 +144,7 @@ func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, err
 
 // filter runs the filters in upstream's order and returns the first
 // refusal's reasons, and whether they are unresolvable by preemption.
-func filter(pod *v1.Pod, req resources, ni *NodeInfo) ([]string, bool) {
-	node := ni.Node
+func filter(pod *v1.Pod, req resources, node *v1.Node, u *Usage) ([]string, bool) {
 	if node.Spec.Unschedulable && !tolerates(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}) {
 		return []string{ReasonUnschedulable}, true
 	}
@@ -158,10 +163,10 @@ func filter(pod *v1.Pod, req resources, ni *NodeInfo) ([]string, bool) {
 	if !matchesNodeSelector(pod, node) {
 		return []string{ReasonAffinity}, true
 	}
-	if portsClash(pod, ni.Pods) {
+	if portsClash(pod, u) {
 		return []string{ReasonPorts}, false
 	}
-	return fits(req, ni)
+	return fits(req, node, u)
 }
 
 func tolerates(tolerations []v1.Toleration, t *v1.Taint) bool {
@@ -236,13 +241,13 @@ func requirementMatches(e v1.NodeSelectorRequirement, set labels.Set) bool {
 
 // portsClash is NodePorts' filter: a wanted host port (protocol and port)
 // already used on the node, where 0.0.0.0 clashes with every address.
-func portsClash(pod *v1.Pod, onNode []*v1.Pod) bool {
+func portsClash(pod *v1.Pod, u *Usage) bool {
 	want := hostPorts(pod)
 	if len(want) == 0 {
 		return false
 	}
-	for _, other := range onNode {
-		for _, used := range hostPorts(other) {
+	for _, ports := range u.ports {
+		for _, used := range ports {
 			for _, w := range want {
 				if w.HostPort == used.HostPort && w.Protocol == used.Protocol &&
 					(w.HostIP == used.HostIP || w.HostIP == "0.0.0.0" || used.HostIP == "0.0.0.0") {
@@ -381,21 +386,12 @@ func requests(pod *v1.Pod, nonZero bool) resources {
 }
 
 // fits is NodeResourcesFit's filter.
-func fits(req resources, ni *NodeInfo) ([]string, bool) {
-	alloc := ni.Node.Status.Allocatable
-	var used resources
-	for _, p := range ni.Pods {
-		r := podRequests(p)
-		used.milliCPU += r.milliCPU
-		used.memory += r.memory
-		used.storage += r.storage
-		for k, v := range r.scalar {
-			used.addOne(k, *resource.NewQuantity(v, resource.DecimalSI))
-		}
-	}
+func fits(req resources, node *v1.Node, u *Usage) ([]string, bool) {
+	alloc := node.Status.Allocatable
+	used := u.requested
 	var reasons []string
 	unresolvable := false
-	if int64(len(ni.Pods))+1 > alloc.Pods().Value() {
+	if int64(u.pods)+1 > alloc.Pods().Value() {
 		reasons = append(reasons, ReasonTooManyPods)
 	}
 	check := func(name string, want, have, inUse int64) {
@@ -427,14 +423,11 @@ func fits(req resources, ni *NodeInfo) ([]string, bool) {
 // leastAllocated is NodeResourcesFit's default score: the mean over cpu
 // and memory of the share left free after the pod, 0-100, counting
 // containers' missing requests at upstream's non-zero defaults.
-func leastAllocated(pod *v1.Pod, ni *NodeInfo) int64 {
+func leastAllocated(pod *v1.Pod, node *v1.Node, u *Usage) int64 {
 	cpu, mem := nonZeroRequests(pod)
-	for _, p := range ni.Pods {
-		c, m := nonZeroRequests(p)
-		cpu += c
-		mem += m
-	}
-	alloc := ni.Node.Status.Allocatable
+	cpu += u.nonZero.milliCPU
+	mem += u.nonZero.memory
+	alloc := node.Status.Allocatable
 	score := func(requested, capacity int64) int64 {
 		if capacity == 0 || requested > capacity {
 			return 0

@@ -234,10 +234,10 @@ func TestScheduleSpreadsTies(t *testing.T) {
 // each on its own: a pod asking for memory only still weighs 100m cpu.
 func TestScoreCountsMissingRequestsPerContainer(t *testing.T) {
 	memOnly := pod("m", v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")})
-	ni := &NodeInfo{Node: node("n", "1", "4Gi", 110), Pods: []*v1.Pod{memOnly}}
+	n := node("n", "1", "4Gi", 110)
 	// The incoming pod requests nothing: 100m + 200 MiB. With memOnly:
 	// cpu 200m of 1000m (80 free), memory 1 GiB + 200 MiB of 4 GiB (70 free).
-	if got := leastAllocated(pod("p", nil), ni); got != (80+70)/2 {
+	if got := leastAllocated(pod("p", nil), n, NewUsage([]*v1.Pod{memOnly})); got != (80+70)/2 {
 		t.Fatalf("score = %d, want %d", got, (80+70)/2)
 	}
 }

@@ -39,7 +39,6 @@ import (
 const DefaultSchedulerName = v1.DefaultSchedulerName
 
 const (
-	nodeNameIndex = "spec.nodeName"
 	// unschedulableFlush is upstream's podMaxInUnschedulablePodsDuration:
 	// an unschedulable pod is tried again at least this often.
 	unschedulableFlush = 5 * time.Minute
@@ -72,6 +71,11 @@ type Scheduler struct {
 
 	// mu guards the maps below; never held across a request.
 	mu sync.Mutex
+	// usage is what each node's pods take, and counted the version of
+	// each pod (by namespace/name) that usage counts: the informer's for
+	// a bound pod, the assumed copy for one being bound.
+	usage   map[string]*Usage
+	counted map[string]*v1.Pod
 	// assumed are pods decided and being bound, or bound but not yet seen
 	// bound by the informer, with spec.nodeName set.
 	assumed map[string]*v1.Pod
@@ -102,6 +106,7 @@ func New(opts Options) (*Scheduler, error) {
 		recorder: events.New(events.Options{Client: opts.Client, Component: opts.SchedulerName}),
 		binds:    make(chan *v1.Pod),
 		assumed:  map[string]*v1.Pod{}, unschedulable: map[string]time.Time{},
+		usage: map[string]*Usage{}, counted: map[string]*v1.Pod{},
 	}
 	var err error
 	s.pods, err = informer.New(informer.Options[*v1.Pod]{
@@ -110,9 +115,6 @@ func New(opts Options) (*Scheduler, error) {
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), func(o *metav1.ListOptions) {
 			o.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
 		}),
-		Indexers: map[string]listwatch.IndexFunc[*v1.Pod]{
-			nodeNameIndex: func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
-		},
 		Handlers: informer.Handlers[*v1.Pod]{OnAdd: s.podAdded, OnUpdate: s.podUpdated, OnDelete: s.podDeleted},
 	})
 	if err != nil {
@@ -206,7 +208,7 @@ func (s *Scheduler) responsible(p *v1.Pod) bool {
 
 func (s *Scheduler) podAdded(p *v1.Pod) {
 	if p.Spec.NodeName != "" {
-		s.forget(key(p))
+		s.bound(p)
 		return
 	}
 	if s.responsible(p) {
@@ -217,10 +219,7 @@ func (s *Scheduler) podAdded(p *v1.Pod) {
 func (s *Scheduler) podUpdated(old, p *v1.Pod) {
 	k := key(p)
 	if p.Spec.NodeName != "" {
-		s.forget(k)
-		if old.DeletionTimestamp == nil && p.DeletionTimestamp != nil {
-			s.retryUnschedulable(false)
-		}
+		s.bound(p)
 		return
 	}
 	if !s.responsible(p) {
@@ -237,21 +236,52 @@ func (s *Scheduler) podUpdated(old, p *v1.Pod) {
 }
 
 func (s *Scheduler) podDeleted(p *v1.Pod) {
+	k := key(p)
 	s.mu.Lock()
-	_, wasAssumed := s.assumed[key(p)]
+	_, held := s.counted[k]
+	s.uncountLocked(k)
+	delete(s.assumed, k)
+	delete(s.unschedulable, k)
 	s.mu.Unlock()
-	s.forget(key(p))
-	if p.Spec.NodeName != "" || wasAssumed {
+	if held {
 		s.retryUnschedulable(false)
 	}
 }
 
-// forget drops what the scheduler remembers of a pod that is bound or gone.
-func (s *Scheduler) forget(k string) {
+// bound counts a pod the informer shows bound, in place of its assumed
+// copy if it had one.
+func (s *Scheduler) bound(p *v1.Pod) {
+	k := key(p)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.assumed, k)
 	delete(s.unschedulable, k)
-	s.mu.Unlock()
+	s.countLocked(k, p)
+}
+
+func (s *Scheduler) countLocked(k string, p *v1.Pod) {
+	s.uncountLocked(k)
+	u := s.usage[p.Spec.NodeName]
+	if u == nil {
+		u = &Usage{}
+		s.usage[p.Spec.NodeName] = u
+	}
+	u.Add(p)
+	s.counted[k] = p
+}
+
+func (s *Scheduler) uncountLocked(k string) {
+	old, ok := s.counted[k]
+	if !ok {
+		return
+	}
+	delete(s.counted, k)
+	if u := s.usage[old.Spec.NodeName]; u != nil {
+		u.Remove(old)
+		if u.pods == 0 {
+			delete(s.usage, old.Spec.NodeName)
+		}
+	}
 }
 
 // retryUnschedulable queues the unschedulable pods again: all of them, or
@@ -286,16 +316,25 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 	if !ok || !s.responsible(pod) {
 		return
 	}
+	nodes := s.nodes.Store().SortedList()
+	infos := make([]*NodeInfo, len(nodes))
 	s.mu.Lock()
-	_, assumed := s.assumed[k]
-	s.mu.Unlock()
-	if assumed {
+	if _, assumed := s.assumed[k]; assumed {
+		s.mu.Unlock()
 		return
 	}
-	node, err := Schedule(pod, s.snapshot(), s.pick)
+	// The decision reads the usage under the lock: it is pure CPU work
+	// over one entry per node.
+	for i, n := range nodes {
+		u := s.usage[n.Name]
+		if u == nil {
+			u = &Usage{}
+		}
+		infos[i] = &NodeInfo{Node: n, Usage: u}
+	}
+	node, err := Schedule(pod, infos, s.pick)
 	var fe *FitError
 	if errors.As(err, &fe) {
-		s.mu.Lock()
 		s.unschedulable[k] = time.Now()
 		s.mu.Unlock()
 		s.unschedulableCondition(ctx, pod, fe.Error())
@@ -303,8 +342,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 	}
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = node
-	s.mu.Lock()
 	s.assumed[k] = bound
+	s.countLocked(k, bound)
 	delete(s.unschedulable, k)
 	s.inFlight++
 	s.mu.Unlock()
@@ -312,26 +351,6 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 	case s.binds <- bound:
 	case <-ctx.Done():
 	}
-}
-
-// snapshot is every node with its non-terminal pods, assumed ones included.
-func (s *Scheduler) snapshot() []*NodeInfo {
-	nodes := s.nodes.Store().SortedList()
-	infos := make([]*NodeInfo, len(nodes))
-	byName := make(map[string]*NodeInfo, len(nodes))
-	for i, n := range nodes {
-		pods, _ := s.pods.Store().ByIndex(nodeNameIndex, n.Name)
-		infos[i] = &NodeInfo{Node: n, Pods: pods}
-		byName[n.Name] = infos[i]
-	}
-	s.mu.Lock()
-	for _, p := range s.assumed {
-		if ni := byName[p.Spec.NodeName]; ni != nil {
-			ni.Pods = append(ni.Pods, p)
-		}
-	}
-	s.mu.Unlock()
-	return infos
 }
 
 func (s *Scheduler) bindLoop(ctx context.Context) {
@@ -359,7 +378,12 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 	if err != nil {
 		s.mu.Lock()
-		delete(s.assumed, k)
+		if s.assumed[k] == pod {
+			delete(s.assumed, k)
+			if s.counted[k] == pod {
+				s.uncountLocked(k)
+			}
+		}
 		s.mu.Unlock()
 		if ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return // gone, or bound by another: the watch tells
