@@ -69,6 +69,11 @@ func TestPodGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := nsObj.Name
+	// Terminated pods count cluster-wide: leave none for a later run.
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
 	if _, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gc-node"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
