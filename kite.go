@@ -29,6 +29,7 @@ import (
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/batchconn"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
@@ -99,6 +100,7 @@ type Server struct {
 	api      *apiserver.Server
 	scheme   *k8sruntime.Scheme
 	stores   map[string]*registry.Store
+	ctrl     *controllers.Manager
 	stops    []func()
 	cancel   context.CancelFunc // ends background loops and open requests
 	wg       sync.WaitGroup     // background loops
@@ -257,6 +259,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
 		return nil, err
 	}
+	if err := s.startControllers(runCtx, opts); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -282,6 +287,31 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 }
+
+// startControllers runs the controllers opts names, as clients of the
+// API just started.
+func (s *Server) startControllers(ctx context.Context, opts Options) error {
+	names := opts.Controllers
+	if names == nil {
+		names = controllers.EmbeddedDefault()
+	}
+	m, err := controllers.New(controllers.Options{
+		Config:                   s.RESTConfig(),
+		Names:                    names,
+		NodeMonitorGracePeriod:   opts.NodeMonitorGracePeriod,
+		TerminatedPodGCThreshold: opts.TerminatedPodGCThreshold,
+	})
+	if err != nil {
+		return err
+	}
+	s.ctrl = m
+	s.wg.Go(func() { m.Run(ctx) })
+	return nil
+}
+
+// Controllers are the controllers the server runs: a test waits for them
+// with WaitIdle.
+func (s *Server) Controllers() *controllers.Manager { return s.ctrl }
 
 // RESTConfig returns a client configuration for the admin user, without
 // client-side rate limiting. Each call returns a new copy.

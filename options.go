@@ -78,6 +78,21 @@ type Options struct {
 	// authenticated clients, as kube-apiserver's --profiling does (on by
 	// default in the kite command, off for embedders).
 	Profiling bool
+	// Controllers names the control loops to run beside the API (see
+	// controllers.All). Nil means controllers.EmbeddedDefault(): the
+	// namespace and serviceaccount controllers, as embedders have always
+	// had; the scheduler, node lifecycle, taint eviction and pod GC
+	// controllers run only when named, so that a test's pods are not
+	// placed, tainted or removed behind its back. An empty, non-nil slice
+	// runs none. "kite server" runs controllers.All().
+	Controllers []string
+	// NodeMonitorGracePeriod is how long a node may go silent before the
+	// node lifecycle controller marks it Unknown
+	// (--node-monitor-grace-period); 0 means 50 s.
+	NodeMonitorGracePeriod time.Duration
+	// TerminatedPodGCThreshold is how many terminated pods the pod GC
+	// keeps (--terminated-pod-gc-threshold); 0 means 12500, negative all.
+	TerminatedPodGCThreshold int
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

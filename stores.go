@@ -13,8 +13,6 @@ import (
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/builtin"
-	"github.com/kite-project/kite/registry/namespacedeleter"
-	"github.com/kite-project/kite/registry/serviceaccounts"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -141,18 +139,8 @@ func (s *Server) buildStores(ctx context.Context, opts Options) ([]*registry.Sto
 		s.stores[gr.String()] = store
 		stores = append(stores, store)
 	}
-	var contents []*registry.Store
-	for _, st := range stores {
-		if st.Strategy().Namespaced {
-			contents = append(contents, st)
-		}
-	}
 	if s.metrics != nil {
 		s.wg.Go(func() { countObjects(ctx, s.metrics, etcdStores, time.Minute) })
 	}
-	deleter := namespacedeleter.New(namespacedeleter.Options{Namespaces: namespaces, Contents: contents})
-	s.wg.Go(func() { deleter.Run(ctx) })
-	accounts := serviceaccounts.New(serviceaccounts.Options{Namespaces: namespaces, ServiceAccounts: s.stores["serviceaccounts"]})
-	s.wg.Go(func() { accounts.Run(ctx) })
 	return stores, nil
 }

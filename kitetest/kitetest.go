@@ -19,7 +19,14 @@ import (
 // for the tests), runs the tests, closes the server and exits. The run
 // fails if the server cannot start or close, or if a goroutine outlives it.
 func Main(m *testing.M, use func(*kite.Server)) {
-	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal", Profiling: true})
+	MainWith(m, kite.Options{Profiling: true}, use)
+}
+
+// MainWith is Main with a Kite started from opts (embedded etcd without
+// fsync is always set), e.g. to name the controllers it runs.
+func MainWith(m *testing.M, opts kite.Options, use func(*kite.Server)) {
+	opts.EtcdUnsafeNoFsync, opts.EtcdLogLevel = true, "fatal"
+	srv, err := kite.Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kite:", err)
 		os.Exit(1)

@@ -26,6 +26,7 @@ type apiFlags struct {
 	maxInflight           int
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
+	controllers           controllerFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight, "limit of non-mutating requests in flight (watches and system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
+	f.controllers.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -90,7 +92,12 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 }
 
 func (f *apiFlags) options(dataDir string) (kite.Options, error) {
-	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams}
+	names, grace, gc, err := f.controllers.options()
+	if err != nil {
+		return kite.Options{}, err
+	}
+	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
+		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
 	for name, v := range map[string]int{"max-requests-inflight": f.maxInflight, "max-mutating-requests-inflight": f.maxMutatingInflight} {
 		if v < 0 {
 			return kite.Options{}, fmt.Errorf("--%s can not be negative value", name)

@@ -90,6 +90,8 @@ func preparePodForCreate(obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	pod.Generation = 1
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
+	// kube-apiserver's DefaultTolerationSeconds admission.
+	defaults.TolerationSeconds(pod, defaults.DefaultTolerationSeconds)
 }
 
 func preparePodForUpdate(obj, old runtime.Object) {

@@ -1,6 +1,7 @@
 package defaults
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -200,6 +201,35 @@ func TestNormalizeServiceClusterIPs(t *testing.T) {
 			NormalizeServiceClusterIPs(tc.old, tc.svc)
 			if !slices.Equal(tc.svc.Spec.ClusterIPs, tc.want) {
 				t.Errorf("clusterIPs = %v, want %v", tc.svc.Spec.ClusterIPs, tc.want)
+			}
+		})
+	}
+}
+
+func TestTolerationSeconds(t *testing.T) {
+	secs := func(s int64) *int64 { return &s }
+	notReady := corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(300)}
+	unreachable := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(300)}
+	other := corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	own := corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: secs(10)}
+	cases := []struct {
+		name string
+		in   []corev1.Toleration
+		want []corev1.Toleration
+	}{
+		{"none get both", nil, []corev1.Toleration{notReady, unreachable}},
+		{"others are kept", []corev1.Toleration{other}, []corev1.Toleration{other, notReady, unreachable}},
+		{"an own not-ready toleration stays", []corev1.Toleration{own}, []corev1.Toleration{own, unreachable}},
+		{"tolerating every key with no effect covers both", []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		{"a NoSchedule one does not count", []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			[]corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, notReady, unreachable}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: c.in}}
+			TolerationSeconds(pod, DefaultTolerationSeconds)
+			if !reflect.DeepEqual(pod.Spec.Tolerations, c.want) {
+				t.Fatalf("tolerations = %+v, want %+v", pod.Spec.Tolerations, c.want)
 			}
 		})
 	}

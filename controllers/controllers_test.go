@@ -1,0 +1,53 @@
+package controllers_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
+	"github.com/kite-project/kite/kitetest"
+)
+
+var srv *kite.Server
+
+// The shared Kite runs every controller, as "kite server" does.
+func TestMain(m *testing.M) {
+	kitetest.MainWith(m, kite.Options{Controllers: controllers.All()}, func(s *kite.Server) { srv = s })
+}
+
+func TestEveryControllerRunsAndGoesIdle(t *testing.T) {
+	m := srv.Controllers()
+	if !slices.Equal(m.Names(), controllers.All()) {
+		t.Fatalf("running %v, want %v", m.Names(), controllers.All())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := m.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range controllers.All() {
+		if m.Get(name) == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+}
+
+func TestUnknownControllerIsRefused(t *testing.T) {
+	_, err := controllers.New(controllers.Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Names: []string{"replicaset-controler"}})
+	if err == nil || !strings.Contains(err.Error(), `unknown controller "replicaset-controler"`) {
+		t.Fatalf("err = %v, want an unknown controller error", err)
+	}
+}
+
+func TestEmbeddedDefaultRunsNamespaceAndServiceAccountControllers(t *testing.T) {
+	want := []string{controllers.Namespace, controllers.ServiceAccount}
+	if !slices.Equal(controllers.EmbeddedDefault(), want) {
+		t.Fatalf("EmbeddedDefault = %v, want %v", controllers.EmbeddedDefault(), want)
+	}
+}
