@@ -256,7 +256,7 @@ func TestBackOffResetsAfterTenMinutesRunning(t *testing.T) {
 		finished, now time.Duration
 		blocked       bool
 	}{
-		{0, 0, false},            // first restart: immediate, delay now 10 s
+		{0, 0, false}, // first restart: immediate, delay now 10 s
 		{1 * time.Second, 5 * time.Second, true},
 		{1 * time.Second, 12 * time.Second, false}, // delay now 20 s
 		{13 * time.Second, 20 * time.Second, true},
