@@ -50,4 +50,3 @@ func classOf(all []v1.ResourceRequirements) v1.PodQOSClass {
 	}
 	return v1.PodQOSBurstable
 }
-
