@@ -277,7 +277,6 @@ func (b *Builder) oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
 	return min(max(adj, 3), 999)
 }
 
-
 // RemovePodDir removes the pod's directory (its volumes) once the pod is
 // terminated. hostPath volumes are never under it.
 func (b *Builder) RemovePodDir(pod *v1.Pod) error {

@@ -51,7 +51,9 @@ func optional() *bool { t := true; return &t }
 
 func TestEnv(t *testing.T) {
 	b := setup(t, "env")
-	field := func(p string) *v1.EnvVarSource { return &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: p}} }
+	field := func(p string) *v1.EnvVarSource {
+		return &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: p}}
+	}
 	c := v1.Container{Name: "c", Command: []string{"sh"},
 		Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}, Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")}},
 		EnvFrom: []v1.EnvFromSource{
@@ -173,7 +175,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	podDir := filepath.Join(b.rootDir, "pods", "uid-1", "volumes")
 	for path, want := range map[string]string{
-		"kubernetes.io~configmap/cfg/sub/b.txt": "two",
+		"kubernetes.io~configmap/cfg/sub/b.txt":  "two",
 		"kubernetes.io~downward-api/info/labels": "app=\"web\"\ntier=\"front\"",
 		"kubernetes.io~downward-api/info/name":   "web",
 		"kubernetes.io~projected/all/token":      "sekret",

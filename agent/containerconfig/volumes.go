@@ -25,7 +25,9 @@ const (
 )
 
 // PodDir is the pod's directory under the root: <root>/pods/<uid>.
-func (b *Builder) PodDir(pod *v1.Pod) string { return filepath.Join(b.rootDir, "pods", string(pod.UID)) }
+func (b *Builder) PodDir(pod *v1.Pod) string {
+	return filepath.Join(b.rootDir, "pods", string(pod.UID))
+}
 
 // Volumes materialises the pod's volumes under its directory and returns
 // the host path of each by volume name. It is safe to call again: content
