@@ -13,9 +13,14 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kite-project/kite/agent/runtime/process"
 )
 
 func main() {
+	// A copy of this binary re-executed as a container's supervisor or
+	// init runs that role and exits here; see package process.
+	process.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()

@@ -1,0 +1,159 @@
+package process
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// cgroupFixture is a fixture whose runtime has writable cgroups, or skips
+// the test saying why there are none.
+func cgroupFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, Options{})
+	if why := f.rt.cgroups.unavailable; why != "" {
+		t.Skipf("needs writable cgroups (root, v2 or v1 memory/cpu/pids): %s", why)
+	}
+	return f
+}
+
+func TestLimitWrites(t *testing.T) {
+	res := &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: 64 << 20, CpuQuota: 50000, CpuPeriod: 100000, CpuShares: 512,
+		Unified: map[string]string{"pids.max": "10"},
+	}
+	tests := []struct {
+		name  string
+		paths cgroupPaths
+		res   *runtimeapi.LinuxContainerResources
+		want  []cgroupWrite
+	}{
+		{"v2", cgroupPaths{Unified: "/u"}, res, []cgroupWrite{
+			{"/u", "memory.max", "67108864"}, {"/u", "memory.swap.max", "0"},
+			{"/u", "cpu.max", "50000 100000"}, {"/u", "cpu.weight", "20"}, {"/u", "pids.max", "10"},
+		}},
+		{"v1", cgroupPaths{Memory: "/m", CPU: "/c", Pids: "/p"}, res, []cgroupWrite{
+			{"/m", "memory.limit_in_bytes", "67108864"}, {"/m", "memory.memsw.limit_in_bytes", "67108864"},
+			{"/c", "cpu.cfs_period_us", "100000"}, {"/c", "cpu.cfs_quota_us", "50000"}, {"/c", "cpu.shares", "512"},
+			{"/p", "pids.max", "10"},
+		}},
+		{"v1 without a pids hierarchy", cgroupPaths{Memory: "/m"}, &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 1 << 20, Unified: map[string]string{"pids.max": "10"}}, []cgroupWrite{
+			{"/m", "memory.limit_in_bytes", "1048576"}, {"/m", "memory.memsw.limit_in_bytes", "1048576"},
+		}},
+		{"quota without period gets 100ms", cgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{CpuQuota: 20000}, []cgroupWrite{
+			{"/u", "cpu.max", "20000 100000"},
+		}},
+		{"nothing set", cgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.paths.limitWrites(tt.res)
+			if len(got) != len(tt.want) {
+				t.Fatalf("writes %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("write %d: %v, want %v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestContainerCgroupHasItsLimits(t *testing.T) {
+	f := cgroupFixture(t)
+	cfg := containerConfig("limited", "sleep", "100")
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{
+		MemoryLimitInBytes: 48 << 20, CpuQuota: 25000, CpuPeriod: 100000, Unified: map[string]string{"pids.max": "7"},
+	}}
+	id := f.run(cfg)
+	c, _ := f.rt.container(id)
+	st := startedOf(t, f.rt, id)
+	for _, w := range c.spec.Cgroup.limitWrites(cfg.Linux.Resources) {
+		if strings.Contains(w.file, "swap") || strings.Contains(w.file, "memsw") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(w.dir, w.file))
+		if err != nil {
+			t.Errorf("read %s: %v", w.file, err)
+			continue
+		}
+		if got := strings.TrimSpace(string(b)); got != w.value {
+			t.Errorf("%s = %q, want %q", w.file, got, w.value)
+		}
+	}
+	found := false
+	for _, pid := range c.spec.Cgroup.procs() {
+		found = found || pid == st.Process.PID
+	}
+	if !found {
+		t.Errorf("the container's process %d is not in its cgroup %v", st.Process.PID, c.spec.Cgroup)
+	}
+	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if c.spec.Cgroup.populated() {
+		t.Error("cgroup still populated after StopContainer")
+	}
+}
+
+func TestMemoryLimitExceededIsOOMKilled(t *testing.T) {
+	f := cgroupFixture(t)
+	if f.rt.cgroups.root.Unified == "" && f.rt.cgroups.root.Memory == "" {
+		t.Skip("needs a writable memory cgroup")
+	}
+	cfg := containerConfig("hog", "sh", "-c", "exec dd if=/dev/zero of=/dev/null bs=128M count=1")
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 32 << 20}}
+	id := f.run(cfg)
+	s := f.waitExited(id, 20*time.Second)
+	if s.Reason != "OOMKilled" || s.ExitCode != 137 {
+		t.Errorf("over its memory limit: reason %q exit %d, want OOMKilled 137", s.Reason, s.ExitCode)
+	}
+}
+
+// TestStopKillsProcessesThatLeftTheGroup: a daemon that setsid()s out of
+// the container's process group is still in its cgroup, and StopContainer
+// returns only once it too is gone.
+func TestStopKillsProcessesThatLeftTheGroup(t *testing.T) {
+	f := cgroupFixture(t)
+	id := f.run(containerConfig("daemon", "sh", "-c", `setsid sleep 1000 & echo child=$!; sleep 1000`))
+	child := childPID(t, f.waitLog("daemon", "child=", 5*time.Second))
+	if err := f.rt.StopContainer(context.Background(), id, 5); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(child) {
+		t.Errorf("daemon %d that left the process group outlived StopContainer", child)
+	}
+}
+
+func TestStatusSaysWhetherCgroupsWork(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	st, err := f.rt.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := map[string]*runtimeapi.RuntimeCondition{}
+	for _, c := range st.Conditions {
+		conds[c.Type] = c
+	}
+	if !conds[runtimeapi.RuntimeReady].GetStatus() || !conds[runtimeapi.NetworkReady].GetStatus() {
+		t.Errorf("RuntimeReady/NetworkReady not true: %v", st.Conditions)
+	}
+	if c := conds[ConditionResourceLimits]; c == nil || c.Status || c.Reason != ReasonNoWritableCgroup || c.Message == "" {
+		t.Errorf("without cgroups: %v, want %s false with reason %s", c, ConditionResourceLimits, ReasonNoWritableCgroup)
+	}
+	// And containers run anyway.
+	id := f.run(containerConfig("free", "true"))
+	if s := f.waitExited(id, 10*time.Second); s.ExitCode != 0 {
+		t.Errorf("container without cgroups exited %d", s.ExitCode)
+	}
+	v, err := f.rt.Version(context.Background())
+	if err != nil || v.RuntimeName != RuntimeName || v.RuntimeVersion == "" || v.RuntimeApiVersion != "v1" {
+		t.Errorf("Version = %v, %v", v, err)
+	}
+}

@@ -1,0 +1,113 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	kiteruntime "github.com/kite-project/kite/agent/runtime"
+)
+
+// execWaitDelay bounds how long ExecSync waits for the output pipes after
+// the command was killed (a child it forked may hold them).
+const execWaitDelay = time.Second
+
+// ExecSync implements runtime.Service: cmd runs with the container's
+// environment and working directory, in its own process group and, where
+// the container has a mount namespace, in that namespace. A command that
+// outlives timeout is killed with its group, and the error wraps
+// context.DeadlineExceeded.
+//
+// Entering the mount namespace is nsenter(1)'s job: setns(CLONE_NEWNS)
+// works only in a single-threaded process, which a Go process never is,
+// and asking the container's supervisor to fork the command would cost
+// every supervisor a control socket and a goroutine listening on it for
+// the container's whole life. nsenter is one short-lived process per
+// exec, and only for containers with mounts.
+func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (kiteruntime.ExecResult, error) {
+	if len(cmd) == 0 {
+		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: empty command", containerID)
+	}
+	c, err := r.container(containerID)
+	if err != nil {
+		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container: %w", err)
+	}
+	st, ex := r.observe(c)
+	if st == nil || ex != nil || !st.Process.alive() {
+		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: container is not running", containerID)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	wd := c.spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	var args []string
+	if len(c.spec.Mounts) == 0 {
+		path, err := lookPath(cmd[0], c.spec.Env)
+		if err != nil {
+			return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: %w", containerID, err)
+		}
+		args = append([]string{path}, cmd[1:]...)
+	} else {
+		// The command is looked up inside the namespace (by nsenter's
+		// execvp, with the container's PATH), where the mounts are.
+		if r.nsenter == "" {
+			return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: entering its mount namespace needs nsenter(1), which is not in $PATH", containerID)
+		}
+		// nsenter opens --wd before it enters the namespace: through
+		// /proc/<pid>/root that path resolves in the container's mounts.
+		proc := "/proc/" + strconv.Itoa(st.Process.PID)
+		args = append([]string{r.nsenter, "--mount=" + proc + "/ns/mnt", "--wd=" + proc + "/root" + wd, "--"}, cmd...)
+	}
+	var stdout, stderr bytes.Buffer
+	x := exec.CommandContext(ctx, args[0], args[1:]...)
+	x.Env = c.spec.Env
+	x.Dir = wd
+	if len(c.spec.Mounts) > 0 {
+		x.Dir = "/" // nsenter changes to wd inside the namespace
+	}
+	x.Stdout, x.Stderr = &stdout, &stderr
+	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if dir := c.spec.Cgroup.Unified; dir != "" {
+		if f, err := os.Open(dir); err == nil {
+			defer f.Close()
+			x.SysProcAttr.UseCgroupFD, x.SysProcAttr.CgroupFD = true, int(f.Fd())
+		}
+	}
+	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
+	x.WaitDelay = execWaitDelay
+	err = x.Run()
+	res := kiteruntime.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		res.ExitCode = -1
+		return res, fmt.Errorf("exec %q in container %s: timed out after %s: %w", cmd, containerID, timeout, ctxErr)
+	case ctxErr != nil:
+		res.ExitCode = -1
+		return res, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctxErr)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay) && x.ProcessState.Success():
+		return res, nil
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int32(ws.Signal())
+		} else {
+			res.ExitCode = int32(exitErr.ExitCode())
+		}
+		return res, nil
+	default:
+		return res, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
+	}
+}

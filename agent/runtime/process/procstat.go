@@ -1,0 +1,78 @@
+package process
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// procIdentity names one process for its whole life: a PID alone is not
+// enough, because the kernel reuses PIDs, so every record of a process
+// also keeps its start time (/proc/<pid>/stat field 22, clock ticks since
+// boot), which a reused PID does not share.
+type procIdentity struct {
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"startTime"`
+}
+
+// procStat reads the start time and the state letter of pid from
+// /proc/<pid>/stat. A process that does not exist is an error wrapping
+// os.ErrNotExist.
+func procStat(pid int) (startTime uint64, state byte, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name (field 2) is in parentheses and may itself hold
+	// spaces and parentheses: the fields after it start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
+	}
+	fields := bytes.Fields(b[i+2:])
+	// fields[0] is field 3 (state), so field 22 is fields[19].
+	if len(fields) < 20 {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields)+2)
+	}
+	startTime, err = strconv.ParseUint(string(fields[19]), 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("parse /proc/%d/stat start time: %w", pid, err)
+	}
+	return startTime, fields[0][0], nil
+}
+
+// identify returns the identity of the running process pid.
+func identify(pid int) (procIdentity, error) {
+	st, _, err := procStat(pid)
+	if err != nil {
+		return procIdentity{}, err
+	}
+	return procIdentity{PID: pid, StartTime: st}, nil
+}
+
+// alive reports whether the process p recorded is still the one running
+// under its PID: it exists, has not exited (a zombie has), and started at
+// the recorded time.
+func (p procIdentity) alive() bool {
+	if p.PID <= 0 {
+		return false
+	}
+	st, state, err := procStat(p.PID)
+	return err == nil && st == p.StartTime && state != 'Z' && state != 'X'
+}
+
+// groupExists reports whether any process is left in the process group
+// pgid. The group's leader is the container's first process (it ran
+// setsid), and Linux does not hand out a PID while a process group of that
+// number has members, so signalling -pgid cannot reach a stranger while
+// this reports true.
+func groupExists(pgid int) bool {
+	if pgid <= 0 {
+		return false
+	}
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,148 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TestRestartedRuntimeAdoptsRunningContainers opens a second Runtime over
+// the root dir of a first, as a restarted agent would, while the first
+// one's container keeps running under its supervisor.
+func TestRestartedRuntimeAdoptsRunningContainers(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("long", "sh", "-c", `trap 'echo bye; exit 7' TERM; echo up; while :; do sleep 0.1; done`))
+	done := f.run(containerConfig("short", "sh", "-c", "exit 4"))
+	f.waitExited(done, 10*time.Second)
+	f.waitLog("long", "up", 5*time.Second)
+	before := f.status(id)
+
+	again, err := New(Options{RootDir: f.root, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := again.ListContainers(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("restarted runtime lists %d containers, want 2", len(list))
+	}
+	s, err := again.ContainerStatus(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != runtimeapi.ContainerState_CONTAINER_RUNNING || s.StartedAt != before.StartedAt || s.Metadata.Name != "long" {
+		t.Errorf("adopted container: %v started %d name %q, want RUNNING started %d long", s.State, s.StartedAt, s.Metadata.Name, before.StartedAt)
+	}
+	if s, _ := again.ContainerStatus(ctx, done); s.ExitCode != 4 || s.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("adopted exited container: %v exit %d, want EXITED 4", s.State, s.ExitCode)
+	}
+	if err := again.StartContainer(ctx, id); err == nil {
+		t.Error("the restarted runtime started a second copy of a running container")
+	}
+	if sbs, _ := again.ListPodSandbox(ctx, nil); len(sbs) != 1 || sbs[0].Id != f.sandbox || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Errorf("restarted runtime lists sandboxes %v, want the one ready sandbox", sbs)
+	}
+	// Only one copy runs: one process in the container's group.
+	rec := startedOf(t, again, id)
+	if n := groupMembers(t, rec.Process.PID); n != 1 {
+		t.Errorf("%d processes led by the container's shell, want 1", n)
+	}
+
+	if err := again.StopContainer(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := again.ContainerStatus(ctx, id); s.ExitCode != 7 {
+		t.Errorf("stopped by the restarted runtime: exit %d, want 7 from the trap", s.ExitCode)
+	}
+	f.waitLog("long", "stdout F bye", time.Second)
+	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 7 {
+		t.Errorf("the first runtime sees %v exit %d, want EXITED 7", s.State, s.ExitCode)
+	}
+}
+
+// TestReusedPIDIsNotTakenForTheContainer records a live stranger's PID
+// with another start time as a container's process and supervisor: the
+// container reads as exited, and stopping it leaves the stranger alone.
+func TestReusedPIDIsNotTakenForTheContainer(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("gone", "true"))
+	f.waitExited(id, 10*time.Second)
+
+	stranger := exec.Command("sleep", "100")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stranger.Process.Kill(); stranger.Wait() }()
+	ident, err := identify(stranger.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.rt.container(id)
+	other := procIdentity{PID: ident.PID, StartTime: ident.StartTime + 1}
+	if err := writeRecord(c.dir, startedFile, startedRecord{Process: other, Supervisor: other, StartedAt: time.Now().UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(c.dir + "/" + exitFile); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := New(Options{RootDir: f.root, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := again.ContainerStatus(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "Unknown" {
+		t.Errorf("container whose PID was reused: %v %q, want EXITED Unknown", s.State, s.Reason)
+	}
+	if err := again.StopContainer(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if !processAlive(stranger.Process.Pid) {
+		t.Error("StopContainer killed the process that reused the container's PID")
+	}
+}
+
+func startedOf(t *testing.T, r *Runtime, id string) *startedRecord {
+	t.Helper()
+	c, err := r.container(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.observe(c)
+	if st == nil {
+		t.Fatalf("container %s has no start record", id)
+	}
+	return st
+}
+
+// groupMembers counts the processes whose process group is pgid.
+func groupMembers(t *testing.T, pgid int) int {
+	t.Helper()
+	out, err := exec.Command("ps", "-e", "-o", "pgid=,comm=").Output()
+	if err != nil {
+		t.Skipf("ps: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var g int
+		var comm string
+		if _, err := fmt.Sscan(line, &g, &comm); err == nil && g == pgid && comm == "sh" {
+			n++
+		}
+	}
+	return n
+}

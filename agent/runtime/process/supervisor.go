@@ -1,0 +1,243 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// reportFD is the supervisor's end of the pipe to the agent that started
+// it: one line, "ok" once the command runs or "error: <why>".
+const reportFD = 3
+
+const (
+	// exitCodeStartError and reasonStartError are what containerd records
+	// for a container whose command could not start.
+	exitCodeStartError = 128
+	reasonStartError   = "StartError"
+	// drainTimeout bounds how long the supervisor waits, once the
+	// container's first process is gone and the rest killed, for its
+	// stdout and stderr to reach EOF (a process that escaped the group
+	// and the cgroup may hold them forever).
+	drainTimeout = 2 * time.Second
+)
+
+// superviseMain is a container's supervisor, the process that plays
+// conmon's or containerd-shim's part: it holds the container's stdout and
+// stderr pipes and writes them to the CRI log, waits for the container,
+// and records how it ended in exit.json. It runs in its own session, so
+// neither a signal to the agent's process group nor the agent's exit
+// reaches it, and it is a child subreaper, so the container's orphaned
+// processes are reparented to it and reaped.
+func superviseMain(dir string) int {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	syscall.CloseOnExec(reportFD)
+	report := os.NewFile(reportFD, "report")
+	err := supervise(dir, func(err error) {
+		if err != nil {
+			fmt.Fprintf(report, "error: %v\n", err)
+		} else {
+			fmt.Fprintln(report, "ok")
+		}
+		report.Close()
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "supervise %s: %v\n", dir, err)
+		return 1
+	}
+	return 0
+}
+
+// supervise starts the container described in dir and waits for it;
+// started is called once, with nil when the command runs.
+func supervise(dir string, started func(error)) error {
+	var spec containerSpec
+	if err := readRecord(dir, specFile, &spec); err != nil {
+		started(err)
+		return err
+	}
+	startFailed := func(err error) error {
+		werr := writeRecord(dir, exitFile, exitRecord{
+			ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(),
+			Reason: reasonStartError, Message: err.Error(),
+		})
+		started(err)
+		return errors.Join(err, werr)
+	}
+	const prSetChildSubreaper = 36
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return startFailed(fmt.Errorf("become child subreaper: %w", errno))
+	}
+	log, err := openLogWriter(spec.LogPath, spec.LogMaxSize, spec.LogMaxFiles)
+	if err != nil {
+		return startFailed(err)
+	}
+	defer log.close()
+
+	pid, err := startInit(dir, spec, log)
+	if err != nil {
+		if pid > 0 {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			spec.Cgroup.kill()
+			waitFor(pid)
+		}
+		return startFailed(err)
+	}
+	started(nil)
+	code, signaled := waitFor(pid)
+	// The container is its first process: once that is gone, the rest
+	// of its process group and cgroup go too, as a PID namespace's would.
+	syscall.Kill(-pid, syscall.SIGKILL)
+	spec.Cgroup.kill()
+	reapAll(drainTimeout)
+	log.drained(drainTimeout)
+
+	rec := exitRecord{ExitCode: int32(code), FinishedAt: time.Now().UnixNano(), Reason: "Error"}
+	switch {
+	case spec.Cgroup.oomKills() > 0:
+		rec.Reason = "OOMKilled"
+	case code == 0 && !signaled:
+		rec.Reason = "Completed"
+	}
+	return writeRecord(dir, exitFile, rec)
+}
+
+// startInit starts the container's init (see initMain) with its stdout
+// and stderr going to log, waits until it has exec'd the command, records
+// it in started.json. It returns the container's PID, also with an error
+// if the command runs but could not be recorded.
+func startInit(dir string, spec containerSpec, log *logWriter) (int, error) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer devNull.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	initR, initW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	sys := &syscall.SysProcAttr{Setsid: true}
+	if len(spec.Mounts) > 0 {
+		// A private mount namespace for the container: Go makes "/"
+		// recursively private in the child before exec, so init's binds
+		// never propagate to the host.
+		sys.Unshareflags = syscall.CLONE_NEWNS
+	}
+	proc, err := os.StartProcess(selfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{roleEnv + "=" + roleInit, "GOMAXPROCS=1"},
+		Files: []*os.File{devNull, outW, errW, initW},
+		Sys:   sys,
+	})
+	outW.Close()
+	errW.Close()
+	initW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		initR.Close()
+		return 0, fmt.Errorf("start container init: %w", err)
+	}
+	pid := proc.Pid
+	// The supervisor reaps with wait4(-1): it is the subreaper of all the
+	// container's processes, not only of this one.
+	proc.Release()
+	self, serr := identify(os.Getpid())
+	ident, ierr := identify(pid)
+	msg, _ := io.ReadAll(initR)
+	initR.Close()
+	if len(msg) > 0 || serr != nil || ierr != nil {
+		outR.Close()
+		errR.Close()
+		syscall.Kill(-pid, syscall.SIGKILL)
+		waitFor(pid)
+		return 0, errors.Join(errorsFromText(msg), serr, ierr)
+	}
+	log.copy(outR, "stdout")
+	log.copy(errR, "stderr")
+	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano()})
+}
+
+func errorsFromText(msg []byte) error {
+	if len(msg) == 0 {
+		return nil
+	}
+	return errors.New(string(msg))
+}
+
+// waitFor reaps children until pid has exited and returns its exit code
+// (128+signal for a signal, as shells and containerd report it).
+func waitFor(pid int) (code int, signaled bool) {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			// ECHILD: nothing left to wait for, pid included.
+			return 255, false
+		}
+		if got != pid {
+			continue
+		}
+		if ws.Signaled() {
+			return 128 + int(ws.Signal()), true
+		}
+		return ws.ExitStatus(), false
+	}
+}
+
+// reapAll reaps the container's remaining processes, the killed ones,
+// for at most timeout.
+func reapAll(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil:
+			return
+		case got == 0:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// copy writes the container's stream r to the log until EOF, in its own
+// goroutine (of the supervisor process, not the agent).
+func (w *logWriter) copy(r *os.File, stream string) {
+	w.streams.Add(1)
+	go func() {
+		defer w.streams.Done()
+		defer r.Close()
+		if err := copyStream(r, stream, w, maxLogLine); err != nil {
+			fmt.Fprintf(os.Stderr, "log %s: %v\n", stream, err)
+			io.Copy(io.Discard, r)
+		}
+	}()
+}
+
+// drained waits for the streams being copied to reach EOF, at most
+// timeout.
+func (w *logWriter) drained(timeout time.Duration) {
+	done := make(chan struct{})
+	go func() { w.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
