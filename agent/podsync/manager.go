@@ -105,7 +105,7 @@ type Manager struct {
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]podstatus.Waiting
 	backOff map[types.UID]*podactions.BackOff
-	probes  map[string]*probeResults // by container instance ID
+	probes  map[string]*probeResults   // by container instance ID
 	last    map[types.UID]v1.PodStatus // standalone: the status last computed
 	// orphans are runtime pods being stopped by housekeeping.
 	orphans map[types.UID]bool
