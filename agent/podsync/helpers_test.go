@@ -25,6 +25,7 @@ type node struct {
 	name   string
 	cs     kubernetes.Interface
 	root   string
+	rt     *process.Runtime
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -32,11 +33,17 @@ type node struct {
 // startNode runs an agent for node name until the test ends. It needs
 // /bin/sh; the runtime's cgroups and mount namespaces are optional.
 func startNode(t *testing.T, name string, opts Options) *node {
+	return startNodeAt(t, name, t.TempDir(), opts)
+}
+
+// startNodeAt runs an agent whose --root-dir is root (an agent started
+// again over the root of one stopped finds its containers there).
+func startNodeAt(t *testing.T, name, root string, opts Options) *node {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("needs sh")
 	}
-	n := &node{name: name, cs: kubernetes.NewForConfigOrDie(shared.RESTConfig()), root: t.TempDir()}
+	n := &node{name: name, cs: kubernetes.NewForConfigOrDie(shared.RESTConfig()), root: root}
 	rt, err := process.New(process.Options{RootDir: n.root + "/runtime", NoCgroups: true})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +70,7 @@ func startNode(t *testing.T, name string, opts Options) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.rt = rt
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.wg.Go(func() { pc.Run(ctx) })
@@ -70,13 +78,19 @@ func startNode(t *testing.T, name string, opts Options) *node {
 	n.wg.Go(func() { events.Run(ctx) })
 	n.wg.Go(func() { m.Run(ctx, pc.Updates()) })
 	t.Cleanup(func() {
-		cancel()
-		n.wg.Wait()
+		n.stop()
 		// The agent leaves pods running when it stops; the test's do not
 		// outlive it.
 		stopAll(rt)
 	})
 	return n
+}
+
+// stop stops the agent as SIGTERM does: its goroutines end, its
+// containers keep running.
+func (n *node) stop() {
+	n.cancel()
+	n.wg.Wait()
 }
 
 // stopAll stops every container the runtime has, with a fresh context.

@@ -102,12 +102,16 @@ func TestCrashLoopBackOff(t *testing.T) {
 	}
 }
 
-// TestGracefulDelete: deleting the pod runs the container's TERM trap
-// within the grace period, then the agent removes the pod from the API.
+// TestGracefulDelete: deleting the pod runs the preStop hook, then the
+// container's TERM trap within the grace period, then the agent removes
+// the pod from the API.
 func TestGracefulDelete(t *testing.T) {
 	n := startNode(t, "node-delete", Options{})
-	mark := filepath.Join(t.TempDir(), "term")
-	p := n.create(t, "del", "web", v1.RestartPolicyAlways, "trap 'echo term > "+mark+"; exit 0' TERM; while true; do sleep 0.1; done", nil)
+	dir := t.TempDir()
+	mark, pre := filepath.Join(dir, "term"), filepath.Join(dir, "prestop")
+	p := n.create(t, "del", "web", v1.RestartPolicyAlways, "trap 'echo term > "+mark+"; exit 0' TERM; while true; do sleep 0.1; done", func(p *v1.Pod) {
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo pre > " + pre}}}}
+	})
 	n.waitPod(t, p, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	grace := int64(10)
 	start := time.Now()
@@ -127,6 +131,12 @@ func TestGracefulDelete(t *testing.T) {
 	}
 	if b, err := os.ReadFile(mark); err != nil || strings.TrimSpace(string(b)) != "term" {
 		t.Errorf("TERM trap did not run: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(pre); err != nil || strings.TrimSpace(string(b)) != "pre" {
+		t.Errorf("preStop hook did not run: %q, %v", b, err)
+	}
+	if r := n.reasons(t, p); !r["Killing"] {
+		t.Errorf("events = %v, want Killing", r)
 	}
 	if d := time.Since(start); d > 9*time.Second {
 		t.Errorf("delete took %v: the trap should have ended the container at once", d)

@@ -1,0 +1,76 @@
+package podsync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process"
+)
+
+func containersOf(t *testing.T, rt runtime.Service, p *v1.Pod) []*runtimeapi.Container {
+	t.Helper()
+	list, err := rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{runtime.LabelPodUID: string(p.UID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// TestRestartAdoptsRunningPods: an agent stopped leaves its pods running;
+// one started again over the same root adopts them, keeping the
+// container, its restartCount and startedAt, and starts no second copy.
+// A pod deleted while the agent was down is stopped once every source has
+// been seen.
+func TestRestartAdoptsRunningPods(t *testing.T) {
+	root := t.TempDir()
+	a := startNodeAt(t, "node-restart", root, Options{})
+	kept := a.create(t, "restart", "kept", v1.RestartPolicyAlways, "exec sleep 600", nil)
+	gone := a.create(t, "restart", "gone", v1.RestartPolicyAlways, "exec sleep 600", nil)
+	kept = a.waitPod(t, kept, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	gone = a.waitPod(t, gone, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	before := kept.Status.ContainerStatuses[0]
+	a.stop()
+
+	rt, err := process.New(process.Options{RootDir: root + "/runtime", NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{kept, gone} {
+		if cs := containersOf(t, rt, p); len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("after the agent stopped, %s's containers = %v; want it still running", p.Name, cs)
+		}
+	}
+	if err := a.cs.CoreV1().Pods("restart").Delete(context.Background(), "gone", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startNodeAt(t, "node-restart", root, Options{})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cs := containersOf(t, b.rt, gone)
+		if len(cs) == 0 || cs[0].State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted pod's container still runs: %v", cs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // several relists and housekeeping passes
+	cs := containersOf(t, b.rt, kept)
+	if len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("the kept pod's containers = %v; want the one it had, running", cs)
+	}
+	got := b.waitPod(t, kept, "its status", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	after := got.Status.ContainerStatuses[0]
+	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil ||
+		!after.State.Running.StartedAt.Equal(&before.State.Running.StartedAt) {
+		t.Errorf("after the restart: %+v\nbefore: %+v", after, before)
+	}
+}
