@@ -160,17 +160,37 @@ func condition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	return ""
 }
 
-func (n *node) reasons(t *testing.T, p *v1.Pod) map[string]bool {
+
+// messages are the messages of the pod's events of reason.
+func (n *node) messages(t *testing.T, p *v1.Pod, reason string) []string {
 	t.Helper()
 	list, err := n.cs.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
+	var out []string
 	for _, e := range list.Items {
-		if e.InvolvedObject.UID == p.UID {
-			out[e.Reason] = true
+		if e.InvolvedObject.UID == p.UID && e.Reason == reason {
+			out = append(out, e.Message)
 		}
 	}
 	return out
+}
+
+// waitEvent waits for an event of reason on the pod (with message, if
+// not empty): events are written asynchronously.
+func (n *node) waitEvent(t *testing.T, p *v1.Pod, reason, message string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, m := range n.messages(t, p, reason) {
+			if message == "" || m == message {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event %s %q on pod %s; its %s events: %q", reason, message, p.Name, reason, n.messages(t, p, reason))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

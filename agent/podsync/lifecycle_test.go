@@ -51,13 +51,9 @@ func TestPodRuns(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for r := n.reasons(t, p); !r["Created"] || !r["Started"]; r = n.reasons(t, p) {
-		if time.Now().After(deadline) {
-			t.Fatalf("events = %v, want Created and Started", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	n.waitEvent(t, p, "Pulled", `Container image "busybox" already present on machine`)
+	n.waitEvent(t, p, "Created", "Container created")
+	n.waitEvent(t, p, "Started", "Container started")
 }
 
 // TestNeverExit3Fails: restartPolicy Never and exit 3 end Failed, exit
@@ -97,9 +93,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	if p.Status.Phase != v1.PodRunning {
 		t.Errorf("phase = %s, want Running (restarting)", p.Status.Phase)
 	}
-	if r := n.reasons(t, p); !r["BackOff"] {
-		t.Errorf("events = %v, want BackOff", r)
-	}
+	n.waitEvent(t, p, "BackOff", "Back-off restarting failed container main in pod loop_crash("+string(p.UID)+")")
 }
 
 // TestGracefulDelete: deleting the pod runs the preStop hook, then the
@@ -135,9 +129,7 @@ func TestGracefulDelete(t *testing.T) {
 	if b, err := os.ReadFile(pre); err != nil || strings.TrimSpace(string(b)) != "pre" {
 		t.Errorf("preStop hook did not run: %q, %v", b, err)
 	}
-	if r := n.reasons(t, p); !r["Killing"] {
-		t.Errorf("events = %v, want Killing", r)
-	}
+	n.waitEvent(t, p, "Killing", "Stopping container main")
 	if d := time.Since(start); d > 9*time.Second {
 		t.Errorf("delete took %v: the trap should have ended the container at once", d)
 	}
@@ -172,6 +164,7 @@ func TestMissingConfigMapKey(t *testing.T) {
 	if msg := nocmd.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "no command") {
 		t.Errorf("no-command message = %q", msg)
 	}
+	n.waitEvent(t, bad, "Failed", "Error: couldn't find key missing in ConfigMap cfg/settings")
 	n.waitPod(t, good, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	// Adding the key lets the pod start on a later retry.
 	cm, _ := n.cs.CoreV1().ConfigMaps("cfg").Get(context.Background(), "settings", metav1.GetOptions{})
