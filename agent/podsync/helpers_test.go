@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kite-project/kite/agent/config"
@@ -26,6 +27,9 @@ type node struct {
 	cs     kubernetes.Interface
 	root   string
 	rt     *process.Runtime
+	// input takes SETs of the file source (static pods), as the file
+	// source sends them to the merge.
+	input  chan<- kubetypes.PodUpdate
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -52,7 +56,7 @@ func startNodeAt(t *testing.T, name, root string, opts Options) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := config.New(config.Options{Sources: []string{kubetypes.APISource}})
+	pc, err := config.New(config.Options{Sources: []string{kubetypes.FileSource, kubetypes.APISource}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +74,14 @@ func startNodeAt(t *testing.T, name, root string, opts Options) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.rt = rt
+	n.rt, n.input = rt, pc.Input()
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.wg.Go(func() { pc.Run(ctx) })
 	n.wg.Go(func() { src.Run(ctx, pc.Input()) })
 	n.wg.Go(func() { events.Run(ctx) })
 	n.wg.Go(func() { m.Run(ctx, pc.Updates()) })
+	n.setStatic(t) // no static pods
 	t.Cleanup(func() {
 		n.stop()
 		// The agent leaves pods running when it stops; the test's do not
@@ -192,5 +197,27 @@ func (n *node) waitEvent(t *testing.T, p *v1.Pod, reason, message string) {
 			t.Fatalf("no event %s %q on pod %s; its %s events: %q", reason, message, p.Name, reason, n.messages(t, p, reason))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// setStatic sends the file source's complete set of static pods.
+func (n *node) setStatic(t *testing.T, pods ...*v1.Pod) {
+	t.Helper()
+	select {
+	case n.input <- kubetypes.PodUpdate{Op: kubetypes.SET, Source: kubetypes.FileSource, Pods: pods}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the merge did not take the file source's update")
+	}
+}
+
+// staticPod is a static pod as the file source makes it: its UID is its
+// config hash.
+func (n *node) staticPod(name, uid, script string) *v1.Pod {
+	grace := int64(5)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + n.name, Namespace: "kube-system", UID: types.UID(uid),
+			Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource, kubetypes.ConfigHashAnnotationKey: uid}},
+		Spec: v1.PodSpec{NodeName: n.name, RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", script}}}},
 	}
 }

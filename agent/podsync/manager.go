@@ -213,6 +213,15 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[types.UID]*v1.Pod) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("SyncLoop "+u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
+	// A mirror pod stands for a static pod and is never run (the Agent
+	// keeps them from the sync loop already; this holds without it too).
+	var kept []*v1.Pod
+	for _, p := range u.Pods {
+		if !kubetypes.IsMirrorPod(p) {
+			kept = append(kept, p)
+		}
+	}
+	u.Pods = kept
 	switch u.Op {
 	case kubetypes.ADD:
 		sorted := append([]*v1.Pod(nil), u.Pods...)
