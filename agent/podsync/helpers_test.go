@@ -23,10 +23,10 @@ import (
 // node is one agent under test: the api source and the merge feeding a
 // Manager over a real process runtime, for its own node name.
 type node struct {
-	name   string
-	cs     kubernetes.Interface
-	root   string
-	rt     *process.Runtime
+	name string
+	cs   kubernetes.Interface
+	root string
+	rt   *process.Runtime
 	// input takes SETs of the file source (static pods), as the file
 	// source sends them to the merge.
 	input  chan<- kubetypes.PodUpdate
@@ -164,7 +164,6 @@ func condition(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
 	}
 	return ""
 }
-
 
 // messages are the messages of the pod's events of reason.
 func (n *node) messages(t *testing.T, p *v1.Pod, reason string) []string {
