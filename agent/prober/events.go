@@ -11,6 +11,14 @@ type EventRecorder interface {
 	Eventf(pod *v1.Pod, eventtype, reason, messageFmt string, args ...any)
 }
 
+// ContainerEventRecorder is an EventRecorder that can also say which
+// container an event is about (involvedObject.fieldPath
+// "spec.containers{name}"), as upstream's probe events do. When the
+// Manager's recorder has it, probe events use it.
+type ContainerEventRecorder interface {
+	ContainerEventf(pod *v1.Pod, container, eventtype, reason, messageFmt string, args ...any)
+}
+
 // Event reasons, as upstream's kubelet writes them (pkg/kubelet/events).
 const (
 	// ReasonUnhealthy is a check that failed or could not be made.
@@ -75,13 +83,19 @@ func KillGracePeriod(pod *v1.Pod, c *v1.Container, t Type) int64 {
 // recordOutcome writes the event upstream's prober writes for one probe
 // run: Unhealthy for a failure or an error, ProbeWarning for a warning,
 // nothing for a success.
-func recordOutcome(rec EventRecorder, pod *v1.Pod, t Type, o Outcome, output string, err error) {
+func recordOutcome(rec EventRecorder, pod *v1.Pod, container string, t Type, o Outcome, output string, err error) {
+	eventf := rec.Eventf
+	if cr, ok := rec.(ContainerEventRecorder); ok {
+		eventf = func(pod *v1.Pod, eventtype, reason, messageFmt string, args ...any) {
+			cr.ContainerEventf(pod, container, eventtype, reason, messageFmt, args...)
+		}
+	}
 	switch {
 	case err != nil:
-		rec.Eventf(pod, v1.EventTypeWarning, ReasonUnhealthy, "%s probe errored and resulted in %s state: %s", t, "unknown", err)
+		eventf(pod, v1.EventTypeWarning, ReasonUnhealthy, "%s probe errored and resulted in %s state: %s", t, "unknown", err)
 	case o == OutcomeFailure:
-		rec.Eventf(pod, v1.EventTypeWarning, ReasonUnhealthy, "%s probe failed: %s", t, output)
+		eventf(pod, v1.EventTypeWarning, ReasonUnhealthy, "%s probe failed: %s", t, output)
 	case o == OutcomeWarning:
-		rec.Eventf(pod, v1.EventTypeWarning, ReasonProbeWarning, "%s probe warning: %s", t, output)
+		eventf(pod, v1.EventTypeWarning, ReasonProbeWarning, "%s probe warning: %s", t, output)
 	}
 }

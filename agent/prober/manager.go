@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,7 @@ type Manager struct {
 	recorder EventRecorder
 	hostIP   string
 	updates  chan Update
+	start    time.Time // when New was called
 	wg       sync.WaitGroup
 
 	// mu guards the fields below. It is never held across a check, an
@@ -56,6 +58,13 @@ type Manager struct {
 	closed  bool // Wait was called: no worker may start
 	pods    map[types.UID]*podEntry
 	results map[workerKey]published
+	// byID holds the same results by container instance, for Results.
+	byID map[instanceKey]Result
+}
+
+type instanceKey struct {
+	containerID string
+	probe       Type
 }
 
 type workerKey struct {
@@ -88,8 +97,10 @@ func New(ctx context.Context, opts Options) (*Manager, error) {
 		recorder: opts.Recorder,
 		hostIP:   opts.HostIP,
 		updates:  make(chan Update, updatesBuffer),
+		start:    time.Now(),
 		pods:     make(map[types.UID]*podEntry),
 		results:  make(map[workerKey]published),
+		byID:     make(map[instanceKey]Result),
 	}, nil
 }
 
@@ -110,7 +121,8 @@ func (m *Manager) Wait() {
 // worker has it; container IDs in the CRI's "<runtime>://<id>" form or
 // bare) and starts the workers of probes it does not run yet, for app
 // containers and sidecars (restartable init containers). Workers read
-// the status at each tick; a new container ID resets a probe.
+// the status at each tick; a new container ID resets a probe. The pod is
+// kept as given and must not be modified afterwards; the status is copied.
 func (m *Manager) UpdatePod(pod *v1.Pod, status v1.PodStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,7 +135,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status v1.PodStatus) {
 		e = &podEntry{ctx: ctx, cancel: cancel, workers: make(map[workerKey]*worker)}
 		m.pods[pod.UID] = e
 	}
-	e.pod, e.status = pod, status
+	e.pod, e.status = pod, *status.DeepCopy()
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		if isSidecar(c) {
@@ -161,9 +173,10 @@ func (m *Manager) RemovePod(uid types.UID) {
 	}
 	e.cancel()
 	delete(m.pods, uid)
-	for k := range m.results {
+	for k, r := range m.results {
 		if k.pod == uid {
 			delete(m.results, k)
+			delete(m.byID, instanceKey{r.containerID, k.probe})
 		}
 	}
 }
@@ -260,6 +273,10 @@ func (m *Manager) publish(w *worker, containerID string, r Result) {
 	prev, had := m.results[w.key]
 	now := published{containerID: containerID, result: r}
 	m.results[w.key] = now
+	if had && prev.containerID != containerID {
+		delete(m.byID, instanceKey{prev.containerID, w.key.probe})
+	}
+	m.byID[instanceKey{containerID, w.key.probe}] = r
 	m.mu.Unlock()
 	if had && prev == now {
 		return

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +34,18 @@ func (w *worker) poke() {
 
 func (w *worker) run() {
 	defer w.m.wg.Done()
+	// Just after the agent starts, the probes of every pod it finds
+	// running would all fire at once; spread the first checks over a
+	// period, as upstream does.
+	if time.Since(w.m.start) < w.params.Period {
+		t := time.NewTimer(rand.N(w.params.Period))
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	ticker := time.NewTicker(w.params.Period)
 	defer ticker.Stop()
 	for w.tick() {
@@ -94,7 +107,7 @@ func (w *worker) check(pod *v1.Pod, t Target) (Result, bool) {
 		// A check cut short by the stop says nothing of the container.
 		return Unknown, false
 	}
-	recordOutcome(w.m.recorder, pod, w.key.probe, o, out, err)
+	recordOutcome(w.m.recorder, pod, w.key.container, w.key.probe, o, out, err)
 	if err != nil {
 		return Unknown, false
 	}
