@@ -37,6 +37,8 @@ import (
 //   - ExecSync runs cmd in the container's environment and returns its
 //     output and exit code; a command that cannot start is an error, a
 //     non-zero exit is not. The timeout bounds the command; 0 means none.
+//     A command that outlives it is killed, and the error wraps
+//     context.DeadlineExceeded (exec probes report that as a timeout).
 type Service interface {
 	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
 	// Status reports RuntimeReady and NetworkReady as the CRI does.

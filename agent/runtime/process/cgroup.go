@@ -50,6 +50,7 @@ func (p cgroupPaths) child(name string) cgroupPaths {
 type cgroupHost struct {
 	root        cgroupPaths
 	unavailable string // why there is no cgroup; "" when there is
+	partial     string // which limits cannot be enforced although there is a cgroup
 }
 
 // v2Controllers are the controllers the runtime enables and writes.
@@ -99,7 +100,7 @@ func detectCgroups(name string) cgroupHost {
 	if p.Memory == "" && p.CPU == "" && p.Pids == "" {
 		return cgroupHost{unavailable: "no writable cgroup: " + strings.Join(problems, "; ")}
 	}
-	return cgroupHost{root: p}
+	return cgroupHost{root: p, partial: strings.Join(problems, "; ")}
 }
 
 // cgroupMounts maps "cgroup2" and each v1 controller to its mount point,

@@ -3,8 +3,11 @@ package process
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,5 +158,60 @@ func TestStatusSaysWhetherCgroupsWork(t *testing.T) {
 	v, err := f.rt.Version(context.Background())
 	if err != nil || v.RuntimeName != RuntimeName || v.RuntimeVersion == "" || v.RuntimeApiVersion != "v1" {
 		t.Errorf("Version = %v, %v", v, err)
+	}
+}
+
+// TestUnifiedCgroupKillAndPopulated exercises the v2 side (join,
+// populated, cgroup.kill, remove) on whatever cgroup2 hierarchy is
+// mounted, with or without controllers: a process and its child that
+// left its process group are both killed through cgroup.kill.
+func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
+	mounts, err := cgroupMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, ok := mounts["cgroup2"]
+	if !ok {
+		t.Skip("needs a cgroup2 hierarchy")
+	}
+	p := cgroupPaths{Unified: filepath.Join(root, "kite-test-"+strconv.Itoa(os.Getpid()))}
+	if err := p.create(nil, false); err != nil {
+		t.Skipf("needs a writable cgroup2 hierarchy: %v", err)
+	}
+	defer p.remove()
+	if _, err := os.Stat(filepath.Join(p.Unified, "cgroup.kill")); err != nil {
+		t.Skipf("needs cgroup.kill (Linux 5.14): %v", err)
+	}
+	cg, err := os.Open(p.Unified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	cmd := exec.Command("sh", "-c", "setsid sleep 1000 & sleep 1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone := make(chan struct{})
+	go func() { cmd.Wait(); close(waitDone) }()
+	for deadline := time.Now().Add(5 * time.Second); len(p.procs()) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroup holds %v, want the shell and two sleeps", p.procs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !p.populated() {
+		t.Fatal("populated() false with three processes in the cgroup")
+	}
+	p.kill()
+	<-waitDone
+	for deadline := time.Now().Add(5 * time.Second); p.populated(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("still populated after cgroup.kill: %v", p.procs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := p.remove(); err != nil {
+		t.Errorf("remove: %v", err)
 	}
 }

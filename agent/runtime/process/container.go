@@ -217,7 +217,7 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 		return err
 	}
 	defer reportR.Close()
-	proc, err := os.StartProcess(selfExe, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
+	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1"},
 		Files: []*os.File{devNull, logFile, logFile, reportW},
@@ -318,30 +318,48 @@ func containerState(st *startedRecord, ex *exitRecord) runtimeapi.ContainerState
 // process group, SIGKILL to the group and its cgroup once timeout seconds
 // have passed (at once for 0), and it returns when none of its processes
 // is left. The group is signalled only while its leader is the process
-// recorded at start (same PID and start time).
+// recorded at start (same PID and start time; see signalGroup).
 func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
 	c, err := r.container(containerID)
 	if err != nil {
 		return fmt.Errorf("stop container: %w", err)
 	}
 	defer r.reapSupervisors()
+	if err := r.waitStarted(ctx, c); err != nil {
+		return err
+	}
 	st, ex := r.observe(c)
 	if st == nil || ex != nil {
 		return nil
 	}
-	if timeout > 0 && st.Process.alive() {
-		syscall.Kill(-st.Process.PID, syscall.SIGTERM)
+	if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
 		done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
 		if done || err != nil {
 			return err
 		}
 	}
-	if st.Process.alive() {
-		syscall.Kill(-st.Process.PID, syscall.SIGKILL)
-	}
+	signalGroup(st.Process, syscall.SIGKILL)
 	c.spec.Cgroup.kill()
 	_, err = r.waitGone(ctx, c, time.Time{})
 	return err
+}
+
+// waitStarted waits while a StartContainer of c is under way, so that a
+// stop racing a start stops what the start started.
+func (r *Runtime) waitStarted(ctx context.Context, c *container) error {
+	for {
+		r.mu.Lock()
+		starting := c.starting
+		r.mu.Unlock()
+		if !starting {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop container %s while it starts: %w", c.ID, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // waitGone polls until c has an exit record and no process left in its

@@ -91,8 +91,15 @@ func bindMount(m mountSpec) error {
 
 // lookPath resolves name as exec(3p) would with the container's PATH.
 func lookPath(name string, env []string) (string, error) {
+	return lookPathIn("", name, env)
+}
+
+// lookPathIn resolves name as lookPath does, with every path seen under
+// root (a process's /proc/<pid>/root, to look through its mounts); the
+// path returned is without root.
+func lookPathIn(root, name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
-		if err := executable(name); err != nil {
+		if err := executable(root + name); err != nil {
 			return "", fmt.Errorf("command %s: %w", name, err)
 		}
 		return name, nil
@@ -108,7 +115,7 @@ func lookPath(name string, env []string) (string, error) {
 			d = "."
 		}
 		p := filepath.Join(d, name)
-		if executable(p) == nil {
+		if executable(root+p) == nil {
 			return p, nil
 		}
 	}

@@ -51,23 +51,24 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	if wd == "" {
 		wd = "/"
 	}
-	var args []string
-	if len(c.spec.Mounts) == 0 {
-		path, err := lookPath(cmd[0], c.spec.Env)
-		if err != nil {
-			return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: %w", containerID, err)
-		}
-		args = append([]string{path}, cmd[1:]...)
-	} else {
-		// The command is looked up inside the namespace (by nsenter's
-		// execvp, with the container's PATH), where the mounts are.
+	proc := "/proc/" + strconv.Itoa(st.Process.PID)
+	root := ""
+	if len(c.spec.Mounts) > 0 {
+		// Look the command up through the container's mounts.
+		root = proc + "/root"
+	}
+	path, err := lookPathIn(root, cmd[0], c.spec.Env)
+	if err != nil {
+		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: %w", containerID, err)
+	}
+	args := append([]string{path}, cmd[1:]...)
+	if len(c.spec.Mounts) > 0 {
 		if r.nsenter == "" {
 			return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: entering its mount namespace needs nsenter(1), which is not in $PATH", containerID)
 		}
 		// nsenter opens --wd before it enters the namespace: through
 		// /proc/<pid>/root that path resolves in the container's mounts.
-		proc := "/proc/" + strconv.Itoa(st.Process.PID)
-		args = append([]string{r.nsenter, "--mount=" + proc + "/ns/mnt", "--wd=" + proc + "/root" + wd, "--"}, cmd...)
+		args = append([]string{r.nsenter, "--mount=" + proc + "/ns/mnt", "--wd=" + root + wd, "--"}, args...)
 	}
 	var stdout, stderr bytes.Buffer
 	x := exec.CommandContext(ctx, args[0], args[1:]...)

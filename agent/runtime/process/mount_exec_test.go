@@ -25,6 +25,9 @@ func mountFixture(t *testing.T) (f *fixture, hostDir, target string) {
 	if err := os.WriteFile(filepath.Join(hostDir, "config"), []byte("from-the-volume\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(hostDir, "probe.sh"), []byte("#!/bin/sh\necho probed\nexit 4\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	target = filepath.Join(t.TempDir(), "etc", "app")
 	return f, hostDir, target
 }
@@ -52,6 +55,11 @@ func TestMountsAreVisibleOnlyInsideTheContainer(t *testing.T) {
 	}
 	if string(res.Stdout) != "from-the-volume\n" || res.ExitCode != 0 {
 		t.Errorf("exec in the mount namespace: %q %q exit %d, want the volume's file", res.Stdout, res.Stderr, res.ExitCode)
+	}
+	// A command that exists only in the volume runs from its container path.
+	res, err = f.rt.ExecSync(context.Background(), id, []string{filepath.Join(target, "probe.sh")}, 5*time.Second)
+	if err != nil || string(res.Stdout) != "probed\n" || res.ExitCode != 4 {
+		t.Errorf("exec of the volume's probe.sh: %q exit %d, %v; want probed, 4", res.Stdout, res.ExitCode, err)
 	}
 	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
 		t.Fatal(err)

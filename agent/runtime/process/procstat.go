@@ -76,3 +76,34 @@ func groupExists(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// signalGroup sends sig to the process group led by p, if p is still the
+// process recorded. It opens a pidfd first and checks the start time
+// after: a pidfd cannot come to name another process, so the check and
+// the signal (pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP, Linux
+// 6.9) have no gap in which the PID could be reused. Older kernels get
+// kill(-pgid) right after the check. It reports whether p was ours.
+func signalGroup(p procIdentity, sig syscall.Signal) bool {
+	const (
+		sysPidfdSendSignal      = 424
+		sysPidfdOpen            = 434
+		pidfdSignalProcessGroup = 1 << 2
+	)
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(p.PID), 0, 0)
+	if errno == syscall.ENOSYS {
+		// No pidfds (Linux < 5.3): check, then signal.
+		return p.alive() && syscall.Kill(-p.PID, sig) == nil
+	}
+	if errno != 0 {
+		return false // ESRCH: gone
+	}
+	defer syscall.Close(int(fd))
+	if !p.alive() {
+		return false
+	}
+	_, _, errno = syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(sig), 0, pidfdSignalProcessGroup, 0, 0)
+	if errno == syscall.EINVAL {
+		return syscall.Kill(-p.PID, sig) == nil
+	}
+	return errno == 0
+}

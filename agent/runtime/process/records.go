@@ -16,6 +16,7 @@ import (
 //	<root>/containers/<id>/started.json  startedRecord (supervisor, once the command runs)
 //	<root>/containers/<id>/exit.json     exitRecord (supervisor, once it is gone)
 //	<root>/containers/<id>/supervisor.log the supervisor's own stderr
+//	<root>/containers/<id>/supervisor.lock flock(2)ed by the supervisor while it lives
 //
 // Every file is written once, whole, by rename, so a reader sees either
 // nothing or all of it.
@@ -26,6 +27,7 @@ const (
 	startedFile    = "started.json"
 	exitFile       = "exit.json"
 	supervisorLog  = "supervisor.log"
+	supervisorLock = "supervisor.lock"
 	sandboxesDir   = "sandboxes"
 	containersDir  = "containers"
 	recordFileMode = 0o600

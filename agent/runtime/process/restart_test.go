@@ -146,3 +146,43 @@ func groupMembers(t *testing.T, pgid int) int {
 	}
 	return n
 }
+
+// TestSecondSupervisorIsRefused: a restarted agent that repeats a start
+// before the first supervisor has recorded it (here: its started.json is
+// hidden) gets an error, and the running copy stays the only one, its
+// records untouched.
+func TestSecondSupervisorIsRefused(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("once", "sh", "-c", `echo up; exec sleep 100`))
+	f.waitLog("once", "up", 5*time.Second)
+	c, _ := f.rt.container(id)
+	started := c.dir + "/" + startedFile
+	saved, err := os.ReadFile(started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(started); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(Options{RootDir: f.root, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = again.StartContainer(ctx, id)
+	if err == nil || !strings.Contains(err.Error(), "already supervised") {
+		t.Errorf("second start: %v, want already supervised", err)
+	}
+	if recordExists(c.dir, exitFile) {
+		t.Error("the refused supervisor wrote an exit record over the running container")
+	}
+	if err := os.WriteFile(started, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := again.ContainerStatus(ctx, id); s.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("container is %v after the refused start, want RUNNING", s.State)
+	}
+	if err := again.StopContainer(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+}

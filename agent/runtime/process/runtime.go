@@ -62,6 +62,12 @@ type Options struct {
 	// writable ones (no limits, no OOMKilled): for hosts where another
 	// manager owns them.
 	NoCgroups bool
+	// HelperBinary is the binary started as each container's supervisor
+	// (it must call Main first thing and be of the same build as the
+	// agent); "" means this binary, re-executed. A small binary that
+	// links only this package costs each container about a quarter of the
+	// memory the whole agent's binary does (docs/runtime.md).
+	HelperBinary string
 	// Version is the runtime version Version reports; "" means the main
 	// module's version from the build info.
 	Version string
@@ -79,6 +85,7 @@ type Runtime struct {
 	cgroups     cgroupHost
 	mountsOff   string // why containers cannot have mounts; "" when they can
 	nsenter     string // path of nsenter(1), for ExecSync into a mount namespace
+	helper      string // binary started as supervisor
 
 	mu          sync.Mutex
 	sandboxes   map[string]*sandbox
@@ -112,6 +119,7 @@ func New(o Options) (*Runtime, error) {
 		logMaxSize:  o.ContainerLogMaxSize,
 		logMaxFiles: o.ContainerLogMaxFiles,
 		version:     o.Version,
+		helper:      o.HelperBinary,
 		sandboxes:   map[string]*sandbox{},
 		containers:  map[string]*container{},
 		supervisors: map[int]struct{}{},
@@ -124,6 +132,9 @@ func New(o Options) (*Runtime, error) {
 	}
 	if r.logMaxFiles == 0 {
 		r.logMaxFiles = 5
+	}
+	if r.helper == "" {
+		r.helper = selfExe
 	}
 	if r.version == "" {
 		r.version = moduleVersion()
@@ -181,10 +192,14 @@ func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error)
 		}
 		return &runtimeapi.RuntimeCondition{Type: typ, Status: false, Reason: reason, Message: off}
 	}
+	limits := cond(ConditionResourceLimits, r.cgroups.unavailable, ReasonNoWritableCgroup)
+	if limits.Status && r.cgroups.partial != "" {
+		limits.Message = "some limits are not enforced: " + r.cgroups.partial
+	}
 	return &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true},
-		cond(ConditionResourceLimits, r.cgroups.unavailable, ReasonNoWritableCgroup),
+		limits,
 		cond(ConditionVolumeMounts, r.mountsOff, ReasonMountNamespacesDisabled),
 	}}, nil
 }

@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // reportFD is the supervisor's end of the pipe to the agent that started
@@ -34,6 +37,10 @@ const (
 // reaches it, and it is a child subreaper, so the container's orphaned
 // processes are reparented to it and reaped.
 func superviseMain(dir string) int {
+	// The binary's package initialisers (the whole agent's) ran before
+	// Main: hand what they left behind back to the kernel, since this
+	// process lives as long as its container.
+	debug.FreeOSMemory()
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 	syscall.CloseOnExec(reportFD)
 	report := os.NewFile(reportFD, "report")
@@ -55,6 +62,20 @@ func superviseMain(dir string) int {
 // supervise starts the container described in dir and waits for it;
 // started is called once, with nil when the command runs.
 func supervise(dir string, started func(error)) error {
+	// One supervisor per container, ever: the lock is held until this
+	// process exits, so a start repeated by a restarted agent that did
+	// not see started.json yet fails here instead of running a second
+	// copy, and leaves the first one's records alone.
+	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		err = fmt.Errorf("container is already supervised (%s): %w", supervisorLock, err)
+		started(err)
+		return err
+	}
+	defer lock.Close()
 	var spec containerSpec
 	if err := readRecord(dir, specFile, &spec); err != nil {
 		started(err)
@@ -80,23 +101,26 @@ func supervise(dir string, started func(error)) error {
 
 	pid, err := startInit(dir, spec, log)
 	if err != nil {
-		if pid > 0 {
-			syscall.Kill(-pid, syscall.SIGKILL)
+		if pid > 0 { // runs, but unrecorded: it must not run on
+			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
 			spec.Cgroup.kill()
-			waitFor(pid)
+			waitFor(pid, nil)
 		}
 		return startFailed(err)
 	}
 	started(nil)
-	code, signaled := waitFor(pid)
+	var finishedAt int64
 	// The container is its first process: once that is gone, the rest
 	// of its process group and cgroup go too, as a PID namespace's would.
-	syscall.Kill(-pid, syscall.SIGKILL)
+	code, signaled := waitFor(pid, func() {
+		finishedAt = time.Now().UnixNano()
+		syscall.Kill(-pid, syscall.SIGKILL)
+	})
 	spec.Cgroup.kill()
 	reapAll(drainTimeout)
 	log.drained(drainTimeout)
 
-	rec := exitRecord{ExitCode: int32(code), FinishedAt: time.Now().UnixNano(), Reason: "Error"}
+	rec := exitRecord{ExitCode: int32(code), FinishedAt: finishedAt, Reason: "Error"}
 	switch {
 	case spec.Cgroup.oomKills() > 0:
 		rec.Reason = "OOMKilled"
@@ -161,8 +185,8 @@ func startInit(dir string, spec containerSpec, log *logWriter) (int, error) {
 	if len(msg) > 0 || serr != nil || ierr != nil {
 		outR.Close()
 		errR.Close()
-		syscall.Kill(-pid, syscall.SIGKILL)
-		waitFor(pid)
+		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
+		waitFor(pid, nil)
 		return 0, errors.Join(errorsFromText(msg), serr, ierr)
 	}
 	log.copy(outR, "stdout")
@@ -178,25 +202,48 @@ func errorsFromText(msg []byte) error {
 }
 
 // waitFor reaps children until pid has exited and returns its exit code
-// (128+signal for a signal, as shells and containerd report it).
-func waitFor(pid int) (code int, signaled bool) {
+// (128+signal for a signal, as shells and containerd report it). Before
+// it reaps pid it calls beforeReap (if not nil): until pid is reaped its
+// number cannot be given to another process, so that is when its process
+// group can be signalled without any chance of reaching a stranger.
+func waitFor(pid int, beforeReap func()) (code int, signaled bool) {
 	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		exited, err := waitExited()
 		if err != nil {
 			// ECHILD: nothing left to wait for, pid included.
 			return 255, false
 		}
-		if got != pid {
+		if exited == pid && beforeReap != nil {
+			beforeReap()
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(exited, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+			return 255, false
+		}
+		if exited != pid {
 			continue
 		}
 		if ws.Signaled() {
 			return 128 + int(ws.Signal()), true
 		}
 		return ws.ExitStatus(), false
+	}
+}
+
+// waitExited waits until a child has exited and returns its PID without
+// reaping it (waitid with WNOWAIT).
+func waitExited() (int, error) {
+	const pAll = 0
+	var info [128]byte // siginfo_t; si_pid is at offset 16 on 64-bit Linux
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		return int(*(*int32)(unsafe.Pointer(&info[16]))), nil
 	}
 }
 
