@@ -99,13 +99,15 @@ type Manager struct {
 	runtimeName string
 	workers     *podworkers.Workers
 	prober      *prober.Manager
+	// probes are the probe results the decisions read: the prober's, by
+	// container instance; set before the workers start.
+	probes probeResults
 
 	// mu guards the per-pod state below, shared by the workers and the
 	// loop; it is never held across a runtime or API call.
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]podstatus.Waiting
 	backOff map[types.UID]*podactions.BackOff
-	probes  map[string]*probeResults   // by container instance ID
 	last    map[types.UID]v1.PodStatus // standalone: the status last computed
 	// orphans are runtime pods being stopped by housekeeping.
 	orphans map[types.UID]bool
@@ -126,7 +128,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, rt: opts.Runtime, builder: b, events: opts.Events, seenAll: opts.SeenAllSources,
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
-		probes: map[string]*probeResults{}, last: map[types.UID]v1.PodStatus{}, orphans: map[types.UID]bool{}}
+		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, orphans: map[types.UID]bool{}}
 	if opts.Client != nil {
 		if m.status, err = status.New(status.Options{Client: opts.Client.CoreV1(), SyncPeriod: opts.StatusSyncPeriod}); err != nil {
 			return nil, fmt.Errorf("podsync: %w", err)
@@ -160,6 +162,8 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	var err error
 	if m.prober, err = prober.New(ctx, prober.Options{Execer: m.rt, Recorder: m.events, HostIP: first(m.opts.HostIPs)}); err != nil {
 		logger.Error(err, "Probes disabled")
+	} else {
+		m.probes = m.prober.Results()
 	}
 	if m.workers, err = podworkers.New(ctx, podworkers.Options{Syncer: m, ResyncInterval: m.opts.ResyncInterval}); err != nil {
 		logger.Error(err, "Pod workers")
@@ -193,7 +197,6 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 			}
 			m.handle(ctx, u, pods)
 		case pu := <-probeUpdates:
-			m.recordProbe(pu)
 			if p := pods[pu.PodUID]; p != nil {
 				m.workers.UpdatePod(podworkers.Update{Type: podworkers.Sync, Pod: p})
 			}
@@ -362,6 +365,23 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// probeResults are what the decisions need of the probes.
+type probeResults interface {
+	podactions.Probes
+	podstatus.Probes
+}
+
+var _ probeResults = prober.Results{}
+
+// noProbes stands in without a prober: running containers are alive,
+// started and ready.
+type noProbes struct{ podactions.NoProbes }
+
+func (noProbes) Ready(string) bool   { return true }
+func (noProbes) Started(string) bool { return true }
+
+var _ probeResults = noProbes{}
 
 // logEvents is the EventRecorder of a standalone agent: the log.
 type logEvents struct{}

@@ -84,11 +84,6 @@ func (m *Manager) removeRuntimePod(ctx context.Context, uid types.UID) error {
 			return err
 		}
 	}
-	m.mu.Lock()
-	for _, c := range containers {
-		delete(m.probes, c.Id)
-	}
-	m.mu.Unlock()
 	return os.RemoveAll(m.builder.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
 }
 

@@ -36,7 +36,7 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 		waiting[k] = v
 	}
 	m.mu.Unlock()
-	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: probeView{m},
+	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
 		HostIPs: m.opts.HostIPs, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
 }
 
@@ -72,7 +72,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		return podworkers.SyncResult{}, err
 	}
-	actions := podactions.Compute(pod, rt, probeView{m})
+	actions := podactions.Compute(pod, rt, m.probes)
 	m.removeDead(ctx, rt)
 
 	if actions.KillPod {
@@ -195,11 +195,7 @@ func (m *Manager) removeDead(ctx context.Context, rt *podruntime.Pod) {
 	for _, c := range rt.Containers {
 		seen[c.Name]++
 		if seen[c.Name] > 2 && c.State == podruntime.Exited {
-			if err := m.rt.RemoveContainer(ctx, c.ID); err == nil {
-				m.mu.Lock()
-				delete(m.probes, c.ID)
-				m.mu.Unlock()
-			}
+			m.rt.RemoveContainer(ctx, c.ID)
 		}
 	}
 }
