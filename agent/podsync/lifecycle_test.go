@@ -51,6 +51,13 @@ func TestPodRuns(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Nothing changes now: nothing is written (no loop with the watch's
+	// RECONCILE of the agent's own writes).
+	rv := p.ResourceVersion
+	time.Sleep(3 * time.Second)
+	if got := n.waitPod(t, p, "still Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }); got.ResourceVersion != rv {
+		t.Errorf("an unchanged pod was written: resourceVersion %s -> %s; status %+v", rv, got.ResourceVersion, got.Status)
+	}
 	n.waitEvent(t, p, "Pulled", `Container image "busybox" already present on machine`)
 	n.waitEvent(t, p, "Created", "Container created")
 	n.waitEvent(t, p, "Started", "Container started")

@@ -244,9 +244,13 @@ func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[ty
 			m.workers.UpdatePod(podworkers.Update{Type: podworkers.Kill, Pod: p})
 		}
 	case kubetypes.RECONCILE:
+		// Only the API status changed: rewrite it if someone else did.
 		for _, p := range u.Pods {
 			if _, ok := pods[p.UID]; ok {
 				pods[p.UID] = p
+				if m.status != nil {
+					m.status.Reconcile(p)
+				}
 			}
 		}
 	default:

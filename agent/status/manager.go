@@ -132,6 +132,24 @@ func (m *Manager) TerminatePod(pod *v1.Pod, status v1.PodStatus) {
 	m.signal()
 }
 
+// Reconcile compares the API's version of the pod (from the agent's
+// watch) with the status recorded for it, and writes the status again if
+// the API's differs in what the agent owns: another writer changed it, as
+// upstream's needsReconcile.
+func (m *Manager) Reconcile(api *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[api.UID]
+	if e == nil || e.version > e.sent || kubetypes.IsStaticPod(e.pod) {
+		return // unknown, a write pending anyway, or reported via a mirror
+	}
+	patch, err := Patch(api.UID, api.Status, Merge(api.Status, e.status, e.finished))
+	if err == nil && patch != nil {
+		e.version++
+		m.signal()
+	}
+}
+
 // RemovePod forgets the pod once its worker is gone.
 func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()

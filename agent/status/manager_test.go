@@ -193,3 +193,27 @@ func TestStaticPodReportsThroughMirror(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	get(t, cs, mirror)
 }
+
+// TestReconcileRewritesAForeignChange: a status another writer changed is
+// written again when the agent sees the API's version.
+func TestReconcileRewritesAForeignChange(t *testing.T) {
+	m, cs := run(t)
+	p := createPod(t, cs, "st-reconcile", "web", nil)
+	m.SetPodStatus(p, running(time.Now().Truncate(time.Second)))
+	eventually(t, "Running", func() bool { return get(t, cs, p).Status.Phase == v1.PodRunning })
+	got := get(t, cs, p)
+	got.Status.HostIP = "192.0.2.9"
+	got, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(context.Background(), got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reconcile(got)
+	eventually(t, "the agent's hostIP back", func() bool { return get(t, cs, p).Status.HostIP == "10.0.0.1" })
+	// The agent's own write seen back changes nothing.
+	again := get(t, cs, p)
+	m.Reconcile(again)
+	time.Sleep(400 * time.Millisecond)
+	if rv := get(t, cs, p).ResourceVersion; rv != again.ResourceVersion {
+		t.Errorf("reconciling an unchanged pod wrote it: %s -> %s", again.ResourceVersion, rv)
+	}
+}
