@@ -120,7 +120,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 // carry out, refusing what this runtime cannot do.
 func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig, s *sandbox) (containerSpec, error) {
 	if len(config.Command) == 0 {
-		return containerSpec{}, fmt.Errorf("no command: the process runtime runs a container's command on the host and cannot take it from image %q", config.GetImage().GetImage())
+		return containerSpec{}, fmt.Errorf("%w: the process runtime runs a container's command on the host and cannot take it from image %q", ErrNoCommand, config.GetImage().GetImage())
 	}
 	if config.Tty || config.Stdin {
 		return containerSpec{}, errors.New("the process runtime has no stdin or tty for containers")
@@ -154,6 +154,11 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 	if !hasPath {
 		spec.Env = append(spec.Env, "PATH="+defaultPath)
 	}
+	user, err := resolveUser(config.GetLinux().GetSecurityContext())
+	if err != nil {
+		return containerSpec{}, err
+	}
+	spec.User = user
 	if len(config.Mounts) > 0 && r.mountsOff != "" {
 		return containerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}

@@ -20,8 +20,8 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // initMain is the container's first process before it becomes the
 // command: it joins the container's cgroups (so that nothing the command
 // forks starts outside them), binds the mounts in the private mount
-// namespace its supervisor created for it, changes to the working
-// directory and execs the command with the container's environment. The
+// namespace its supervisor created for it, becomes the container's user,
+// changes to the working directory and execs the command with the container's environment. The
 // PID stays the same through exec, so the supervisor's record of it holds.
 func initMain(dir string) int {
 	syscall.CloseOnExec(initErrorFD)
@@ -41,6 +41,9 @@ func initMain(dir string) int {
 		if err := bindMount(m); err != nil {
 			return fail(err)
 		}
+	}
+	if err := spec.User.become(); err != nil {
+		return fail(err)
 	}
 	wd := spec.WorkingDir
 	if wd == "" {

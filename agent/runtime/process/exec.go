@@ -18,8 +18,8 @@ import (
 // the command was killed (a child it forked may hold them).
 const execWaitDelay = time.Second
 
-// ExecSync implements runtime.Service: cmd runs with the container's
-// environment and working directory, in its own process group and, where
+// ExecSync implements runtime.Service: cmd runs as the container's user,
+// with its environment and working directory, in its own process group and, where
 // the container has a mount namespace, in that namespace. A command that
 // outlives timeout is killed with its group, and the error wraps
 // context.DeadlineExceeded.
@@ -68,7 +68,13 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 		}
 		// nsenter opens --wd before it enters the namespace: through
 		// /proc/<pid>/root that path resolves in the container's mounts.
-		args = append([]string{r.nsenter, "--mount=" + proc + "/ns/mnt", "--wd=" + root + wd, "--"}, args...)
+		ns := []string{r.nsenter, "--mount=" + proc + "/ns/mnt", "--wd=" + root + wd}
+		if u := c.spec.User; u != nil {
+			// nsenter must enter as root; it drops to the user after.
+			// (It keeps no supplementary groups.)
+			ns = append(ns, "--setgid="+strconv.FormatUint(uint64(u.GID), 10), "--setuid="+strconv.FormatUint(uint64(u.UID), 10))
+		}
+		args = append(append(ns, "--"), args...)
 	}
 	var stdout, stderr bytes.Buffer
 	x := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -79,6 +85,9 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	}
 	x.Stdout, x.Stderr = &stdout, &stderr
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if len(c.spec.Mounts) == 0 {
+		x.SysProcAttr.Credential = c.spec.User.credential()
+	}
 	if dir := c.spec.Cgroup.Unified; dir != "" {
 		if f, err := os.Open(dir); err == nil {
 			defer f.Close()

@@ -38,12 +38,15 @@ type logWriter struct {
 	maxFiles int   // files kept, the current one included (≥ 2)
 	now      func() time.Time
 
-	streams sync.WaitGroup // the copy goroutines (supervisor only)
+	streams     sync.WaitGroup // the copy goroutines (supervisor only)
+	compression sync.WaitGroup // the compress goroutine
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
-	buf  []byte
+	mu            sync.Mutex
+	f             *os.File
+	size          int64
+	buf           []byte
+	compressing   bool // a compress goroutine runs
+	compressAgain bool // a rotation came meanwhile: look again when done
 }
 
 func openLogWriter(path string, maxSize int64, maxFiles int) (*logWriter, error) {
@@ -96,7 +99,8 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 // rotate does what the kubelet's container log manager does for a log of
 // at least containerLogMaxSize (kubelet-runtime.md L-5): drop temporary
 // leftovers, delete the oldest rotated files so that at most maxFiles−2
-// remain, gzip the rotated files not yet compressed, rename the current
+// remain, gzip the rotated files not yet compressed (in the background),
+// rename the current
 // file to <log>.<timestamp> and reopen <log>. A reader following the log
 // keeps its open file (renamed, complete) and finds the new one by path,
 // as it does with upstream's rotation. Two rotations within one second
@@ -113,7 +117,9 @@ func (w *logWriter) rotate(now time.Time) error {
 	var keep []string
 	for _, name := range rotated {
 		if strings.HasSuffix(name, ".tmp") {
-			os.Remove(name)
+			if !w.compressing { // else it may be the one being written
+				os.Remove(name)
+			}
 			continue
 		}
 		keep = append(keep, name)
@@ -125,12 +131,23 @@ func (w *logWriter) rotate(now time.Time) error {
 		}
 		keep = keep[1:]
 	}
+	var compress []string
 	for _, name := range keep {
 		if !strings.HasSuffix(name, ".gz") {
-			if err := gzipFile(name); err != nil {
-				return err
-			}
+			compress = append(compress, name)
 		}
+	}
+	switch {
+	case len(compress) == 0:
+	case w.compressing:
+		// The compressor looks again for what is left when it is done.
+		w.compressAgain = true
+	default:
+		// Compressed beside the writes, as the kubelet's log manager
+		// does, so a container never blocks on its log being gzipped.
+		w.compressing = true
+		w.compression.Add(1)
+		go w.compress(compress)
 	}
 	if err := os.Rename(w.path, rotatedName); err != nil {
 		return err
@@ -147,24 +164,81 @@ func (w *logWriter) rotate(now time.Time) error {
 	return nil
 }
 
+// compress gzips names, then what rotations that came meanwhile left.
+func (w *logWriter) compress(names []string) {
+	defer w.compression.Done()
+	for {
+		for _, name := range names {
+			w.compressOne(name)
+		}
+		w.mu.Lock()
+		again := w.compressAgain
+		w.compressAgain, w.compressing = false, again
+		w.mu.Unlock()
+		if !again {
+			return
+		}
+		names = w.uncompressedButNewest()
+	}
+}
+
+func (w *logWriter) compressOne(name string) {
+	tmp, err := gzipFile(name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "compress %s: %v\n", name, err)
+		return
+	}
+	// Under the writer's lock, which rotations hold while they delete old
+	// files: a file deleted while it was being compressed must not come
+	// back as its .gz.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := os.Stat(name); err != nil {
+		os.Remove(tmp)
+	} else if err := os.Rename(tmp, name+".gz"); err != nil {
+		os.Remove(tmp)
+		fmt.Fprintf(os.Stderr, "compress %s: %v\n", name, err)
+	} else {
+		os.Remove(name)
+	}
+}
+
+// uncompressedButNewest lists the rotated files not yet compressed,
+// except the newest rotated file, which stays as it is until the next
+// rotation (as upstream leaves it).
+func (w *logWriter) uncompressedButNewest() []string {
+	rotated, _ := filepath.Glob(globEscape(w.path) + ".*")
+	sort.Strings(rotated)
+	var names []string
+	for i, name := range rotated {
+		if i < len(rotated)-1 && !strings.HasSuffix(name, ".gz") && !strings.HasSuffix(name, ".tmp") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// close waits for a compression under way and closes the log.
 func (w *logWriter) close() error {
+	w.compression.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.f.Close()
 }
 
-// gzipFile compresses name to name.gz (through name.tmp, which a failed
-// attempt leaves for the next rotation to remove) and removes name.
-func gzipFile(name string) error {
+// gzipFile compresses name to name.tmp; the caller renames that to
+// name.gz and removes name (see compress). A failed attempt removes its
+// .tmp, and a rotation removes any left by a supervisor that died.
+func gzipFile(name string) (tmp string, err error) {
 	in, err := os.Open(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer in.Close()
-	tmp := name + ".tmp"
+	tmp = name + ".tmp"
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
-		return err
+		return "", err
 	}
 	zw := gzip.NewWriter(out)
 	_, err = io.Copy(zw, in)
@@ -174,14 +248,11 @@ func gzipFile(name string) error {
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, name+".gz")
-	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
+		return "", err
 	}
-	return os.Remove(name)
+	return tmp, nil
 }
 
 func globEscape(s string) string {

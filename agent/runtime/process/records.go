@@ -45,6 +45,7 @@ type containerSpec struct {
 	LogMaxFiles int         `json:"logMaxFiles,omitempty"`
 	Cgroup      cgroupPaths `json:"cgroup"`
 	Mounts      []mountSpec `json:"mounts,omitempty"`
+	User        *userSpec   `json:"user,omitempty"`
 }
 
 type mountSpec struct {

@@ -37,6 +37,11 @@ const (
 	ReasonMountNamespacesDisabled = "MountNamespacesUnavailable"
 )
 
+// ErrNoCommand is wrapped by CreateContainer's error for a container
+// without a command: the runtime cannot take one from the image, which it
+// does not pull. The agent reports it as CreateContainerConfigError.
+var ErrNoCommand = errors.New("container has no command")
+
 // ErrMountsUnsupported is wrapped by CreateContainer's error for a
 // container with mounts on a host where the runtime cannot bind them.
 var ErrMountsUnsupported = errors.New("the process runtime cannot mount volumes on this host")

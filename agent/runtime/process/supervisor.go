@@ -41,7 +41,10 @@ func superviseMain(dir string) int {
 	// Main: hand what they left behind back to the kernel, since this
 	// process lives as long as its container.
 	debug.FreeOSMemory()
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	// Caught and dropped, not ignored: an ignored signal stays ignored
+	// across exec, and a shell cannot trap a TERM it was started with
+	// ignored. Nothing reads the channel; signals past its one slot drop.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	syscall.CloseOnExec(reportFD)
 	report := os.NewFile(reportFD, "report")
 	err := supervise(dir, func(err error) {
@@ -99,7 +102,7 @@ func supervise(dir string, started func(error)) error {
 	}
 	defer log.close()
 
-	pid, err := startInit(dir, spec, log)
+	pid, err := startContainer(dir, spec, log)
 	if err != nil {
 		if pid > 0 { // runs, but unrecorded: it must not run on
 			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
@@ -130,11 +133,11 @@ func supervise(dir string, started func(error)) error {
 	return writeRecord(dir, exitFile, rec)
 }
 
-// startInit starts the container's init (see initMain) with its stdout
-// and stderr going to log, waits until it has exec'd the command, records
-// it in started.json. It returns the container's PID, also with an error
-// if the command runs but could not be recorded.
-func startInit(dir string, spec containerSpec, log *logWriter) (int, error) {
+// startContainer starts the container's command with its stdout and
+// stderr going to log, and records it in started.json once it runs. It
+// returns the container's PID, also with an error if the command runs
+// but could not be recorded.
+func startContainer(dir string, spec containerSpec, log *logWriter) (int, error) {
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, err
@@ -148,10 +151,49 @@ func startInit(dir string, spec containerSpec, log *logWriter) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	pid, err := startCommand(dir, spec, devNull, outW, errW)
+	outW.Close()
+	errW.Close()
+	var self, ident procIdentity
+	if err == nil {
+		// Not reaped yet (the supervisor reaps with wait4), so the PID
+		// is still the command's.
+		self, err = identify(os.Getpid())
+		if err == nil {
+			ident, err = identify(pid)
+		}
+		if err != nil {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			waitFor(pid, nil)
+		}
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return 0, err
+	}
+	log.copy(outR, "stdout")
+	log.copy(errR, "stderr")
+	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano()})
+}
+
+// startCommand starts the container's command with stdin, stdout and
+// stderr, in a session of its own, and returns its PID once it runs. Where
+// the command must join v1 cgroups or get mounts before it execs, it
+// starts the container's init (see initMain), which does that and execs
+// it. Otherwise it execs the command directly: a v2 cgroup is joined as
+// part of clone3 (CgroupFD), and os.StartProcess reports a failed exec
+// itself. That saves starting this binary a second time.
+func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	c := spec.Cgroup
+	if len(spec.Mounts) == 0 && c.Memory == "" && c.CPU == "" && c.Pids == "" {
+		return startDirect(spec, stdin, stdout, stderr)
+	}
 	initR, initW, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
+	defer initR.Close()
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if len(spec.Mounts) > 0 {
 		// A private mount namespace for the container: Go makes "/"
@@ -162,43 +204,52 @@ func startInit(dir string, spec containerSpec, log *logWriter) (int, error) {
 	proc, err := os.StartProcess(selfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
 		Dir:   "/",
 		Env:   []string{roleEnv + "=" + roleInit, "GOMAXPROCS=1"},
-		Files: []*os.File{devNull, outW, errW, initW},
+		Files: []*os.File{stdin, stdout, stderr, initW},
 		Sys:   sys,
 	})
-	outW.Close()
-	errW.Close()
 	initW.Close()
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		initR.Close()
 		return 0, fmt.Errorf("start container init: %w", err)
 	}
 	pid := proc.Pid
 	// The supervisor reaps with wait4(-1): it is the subreaper of all the
 	// container's processes, not only of this one.
 	proc.Release()
-	self, serr := identify(os.Getpid())
-	ident, ierr := identify(pid)
-	msg, _ := io.ReadAll(initR)
-	initR.Close()
-	if len(msg) > 0 || serr != nil || ierr != nil {
-		outR.Close()
-		errR.Close()
+	if msg, _ := io.ReadAll(initR); len(msg) > 0 {
 		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
 		waitFor(pid, nil)
-		return 0, errors.Join(errorsFromText(msg), serr, ierr)
+		return 0, errors.New(string(msg))
 	}
-	log.copy(outR, "stdout")
-	log.copy(errR, "stderr")
-	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano()})
+	return pid, nil
 }
 
-func errorsFromText(msg []byte) error {
-	if len(msg) == 0 {
-		return nil
+func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	path, err := lookPath(spec.Args[0], spec.Env)
+	if err != nil {
+		return 0, err
 	}
-	return errors.New(string(msg))
+	wd := spec.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	sys := &syscall.SysProcAttr{Setsid: true, Credential: spec.User.credential()}
+	if spec.Cgroup.Unified != "" {
+		cg, err := os.Open(spec.Cgroup.Unified)
+		if err != nil {
+			return 0, fmt.Errorf("open cgroup: %w", err)
+		}
+		defer cg.Close()
+		sys.UseCgroupFD, sys.CgroupFD = true, int(cg.Fd())
+	}
+	proc, err := os.StartProcess(path, spec.Args, &os.ProcAttr{
+		Dir: wd, Env: spec.Env, Files: []*os.File{stdin, stdout, stderr}, Sys: sys,
+	})
+	if err != nil {
+		return 0, err
+	}
+	pid := proc.Pid
+	proc.Release()
+	return pid, nil
 }
 
 // waitFor reaps children until pid has exited and returns its exit code
