@@ -7,6 +7,7 @@
 // configMap, secret, downwardAPI, projected) materialised under
 // <root>/pods/<uid>/volumes and passed as mounts; the log directory and
 // path in upstream's layout; resources as LinuxContainerResources; the
+// effective security context (user, groups, runAsNonRoot checked); the
 // labels and annotations by which the agent knows its containers again.
 //
 // A configuration that cannot be built (a missing key that is not
@@ -175,6 +176,10 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	sc, err := securityContext(pod, c)
+	if err != nil {
+		return nil, err
+	}
 	labels := podLabels(pod)
 	labels[runtime.LabelContainerName] = c.Name
 	annotations := map[string]string{
@@ -198,7 +203,7 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: b.resources(pod, c)},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: b.resources(pod, c), SecurityContext: sc},
 	}, nil
 }
 

@@ -286,3 +286,53 @@ func TestVolumeUpdateIsAtomic(t *testing.T) {
 		t.Errorf("entries = %v, want a, ..data and one data directory", names)
 	}
 }
+
+func TestSecurityContext(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	yes := true
+	cases := []struct {
+		name      string
+		pod       *v1.PodSecurityContext
+		container *v1.SecurityContext
+		wantUser  *int64
+		wantGroup *int64
+		groups    []int64
+		err       string
+	}{
+		{name: "none"},
+		{name: "pod user and groups, fsGroup appended", pod: &v1.PodSecurityContext{RunAsUser: i(1000), RunAsGroup: i(100), SupplementalGroups: []int64{5}, FSGroup: i(7)},
+			wantUser: i(1000), wantGroup: i(100), groups: []int64{5, 7}},
+		{name: "container overrides pod", pod: &v1.PodSecurityContext{RunAsUser: i(1000)}, container: &v1.SecurityContext{RunAsUser: i(2000)}, wantUser: i(2000)},
+		{name: "runAsNonRoot without a user", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes},
+			err: `container has runAsNonRoot and image will run as root (pod: "web_sec(uid-1)", container: c)`},
+		{name: "runAsNonRoot with user 0", container: &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i(0)},
+			err: `container's runAsUser breaks non-root policy (pod: "web_sec(uid-1)", container: c)`},
+		{name: "runAsNonRoot with user 1000", container: &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i(1000)}, wantUser: i(1000)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := v1.Container{Name: "c", SecurityContext: tc.container}
+			pod := testPod("sec", c)
+			pod.Spec.SecurityContext = tc.pod
+			sc, err := securityContext(pod, &c)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (sc.RunAsUser == nil) != (tc.wantUser == nil) || sc.RunAsUser != nil && sc.RunAsUser.Value != *tc.wantUser {
+				t.Errorf("runAsUser = %v, want %v", sc.RunAsUser, tc.wantUser)
+			}
+			if (sc.RunAsGroup == nil) != (tc.wantGroup == nil) || sc.RunAsGroup != nil && sc.RunAsGroup.Value != *tc.wantGroup {
+				t.Errorf("runAsGroup = %v, want %v", sc.RunAsGroup, tc.wantGroup)
+			}
+			if d := cmp.Diff(tc.groups, sc.SupplementalGroups); d != "" {
+				t.Errorf("supplementalGroups (-want +got):\n%s", d)
+			}
+		})
+	}
+}
