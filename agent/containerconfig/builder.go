@@ -129,6 +129,7 @@ func (b *Builder) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Annotations:  annotations,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}},
+			Resources:       podResources(pod),
 		},
 	}
 }
@@ -263,6 +264,63 @@ func (b *Builder) resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxConta
 		r.MemoryLimitInBytes = l.Value()
 	}
 	r.OomScoreAdj = b.oomScoreAdj(pod, c)
+	return r
+}
+
+// podResources are the pod cgroup's limits, as the kubelet's
+// ResourceConfigForPod: CPU shares from the requests; a CPU quota and a
+// memory limit only when every container limits them (else the pod is
+// unbounded in it). An init container runs alone, so the pod needs the
+// larger of the largest init container and the sum of the others;
+// pod-level resources, when set, decide.
+func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
+	requests, limits := v1.ResourceList{}, v1.ResourceList{}
+	if r := pod.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
+		requests, limits = r.Requests, r.Limits
+	} else {
+		cpuLimited, memLimited := true, true
+		add := func(l v1.ResourceList, sum v1.ResourceList) {
+			for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				if q, ok := l[n]; ok {
+					t := sum[n]
+					t.Add(q)
+					sum[n] = t
+				}
+			}
+		}
+		for _, c := range pod.Spec.Containers {
+			add(c.Resources.Requests, requests)
+			add(c.Resources.Limits, limits)
+			_, hasCPU := c.Resources.Limits[v1.ResourceCPU]
+			_, hasMem := c.Resources.Limits[v1.ResourceMemory]
+			cpuLimited, memLimited = cpuLimited && hasCPU, memLimited && hasMem
+		}
+		for _, c := range pod.Spec.InitContainers {
+			for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				if q, ok := c.Resources.Requests[n]; ok && q.Cmp(requests[n]) > 0 {
+					requests[n] = q
+				}
+				if q, ok := c.Resources.Limits[n]; ok && q.Cmp(limits[n]) > 0 {
+					limits[n] = q
+				}
+			}
+		}
+		if !cpuLimited {
+			delete(limits, v1.ResourceCPU)
+		}
+		if !memLimited {
+			delete(limits, v1.ResourceMemory)
+		}
+	}
+	r := &runtimeapi.LinuxContainerResources{}
+	r.CpuShares = min(max(requests.Cpu().MilliValue()*1024/1000, minShares), maxShares)
+	if l, ok := limits[v1.ResourceCPU]; ok {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = max(l.MilliValue()*quotaPeriod/1000, minQuota)
+	}
+	if l, ok := limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = l.Value()
+	}
 	return r
 }
 

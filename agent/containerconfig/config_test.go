@@ -336,3 +336,43 @@ func TestSecurityContext(t *testing.T) {
 		})
 	}
 }
+
+func TestPodResources(t *testing.T) {
+	rl := func(cpu, mem string) v1.ResourceList {
+		l := v1.ResourceList{}
+		if cpu != "" {
+			l[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			l[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	cases := []struct {
+		name       string
+		containers []v1.ResourceRequirements
+		inits      []v1.ResourceRequirements
+		quota, mem int64
+		shares     int64
+	}{
+		{"no limits: unbounded", []v1.ResourceRequirements{{}}, nil, 0, 0, 2},
+		{"all limited: the sum", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi"), Requests: rl("250m", "")}, {Limits: rl("1", "64Mi")}}, nil, 150000, 128 << 20, 256},
+		{"one unlimited memory: no memory limit", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi")}, {Limits: rl("500m", "")}}, nil, 100000, 0, 2},
+		{"a bigger init container wins", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi")}}, []v1.ResourceRequirements{{Limits: rl("2", "1Gi")}}, 200000, 1 << 30, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{}
+			for _, r := range tc.containers {
+				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Resources: r})
+			}
+			for _, r := range tc.inits {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Resources: r})
+			}
+			r := podResources(p)
+			if r.CpuQuota != tc.quota || r.MemoryLimitInBytes != tc.mem || r.CpuShares != tc.shares {
+				t.Errorf("quota %d memory %d shares %d; want %d %d %d", r.CpuQuota, r.MemoryLimitInBytes, r.CpuShares, tc.quota, tc.mem, tc.shares)
+			}
+		})
+	}
+}
