@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/agent/config"
 	"github.com/kite-project/kite/agent/kubetypes"
@@ -43,11 +44,16 @@ func startNode(t *testing.T, name string, opts Options) *node {
 // startNodeAt runs an agent whose --root-dir is root (an agent started
 // again over the root of one stopped finds its containers there).
 func startNodeAt(t *testing.T, name, root string, opts Options) *node {
+	return startNodeWith(t, name, root, shared.RESTConfig(), opts)
+}
+
+// startNodeWith runs an agent against the API server of cfg.
+func startNodeWith(t *testing.T, name, root string, cfg *rest.Config, opts Options) *node {
 	t.Helper()
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("needs sh")
 	}
-	n := &node{name: name, cs: kubernetes.NewForConfigOrDie(shared.RESTConfig()), root: root}
+	n := &node{name: name, cs: kubernetes.NewForConfigOrDie(cfg), root: root}
 	rt, err := process.New(process.Options{RootDir: n.root + "/runtime", NoCgroups: true})
 	if err != nil {
 		t.Fatal(err)

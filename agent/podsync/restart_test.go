@@ -2,6 +2,8 @@ package podsync
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/runtime/process"
+	"github.com/kite-project/kite/kitetest"
 )
 
 func containersOf(t *testing.T, rt runtime.Service, p *v1.Pod) []*runtimeapi.Container {
@@ -72,5 +75,39 @@ func TestRestartAdoptsRunningPods(t *testing.T) {
 	if after.ContainerID != before.ContainerID || after.RestartCount != before.RestartCount || after.State.Running == nil ||
 		!after.State.Running.StartedAt.Equal(&before.State.Running.StartedAt) {
 		t.Errorf("after the restart: %+v\nbefore: %+v", after, before)
+	}
+}
+
+// TestAPIServerRestartRestartsNothing: the API server going away and
+// coming back stops and restarts nothing (an unreachable source sends
+// nothing), and status writing resumes.
+func TestAPIServerRestartRestartsNothing(t *testing.T) {
+	srv := kitetest.StartRestartable(t)
+	cfg := srv.Server().RESTConfig()
+	n := startNodeWith(t, "node-apirestart", t.TempDir(), cfg, Options{})
+	p := n.create(t, "apirestart", "web", v1.RestartPolicyAlways, "exec sleep 600", nil)
+	flag := filepath.Join(t.TempDir(), "ready")
+	exiting := n.create(t, "apirestart", "job", v1.RestartPolicyNever, "while [ ! -f "+flag+" ]; do sleep 0.1; done; exit 4", nil)
+	p = n.waitPod(t, p, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	n.waitPod(t, exiting, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	before := containersOf(t, n.rt, p)
+
+	srv.Stop()
+	// While the server is away the second pod's container exits.
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	srv.Start()
+
+	n.waitPod(t, exiting, "Failed, written after the server came back", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	time.Sleep(2 * time.Second)
+	after := containersOf(t, n.rt, p)
+	if len(after) != 1 || len(before) != 1 || after[0].Id != before[0].Id || after[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("containers before %v, after %v; want the same one running", before, after)
+	}
+	got := n.waitPod(t, p, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if got.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("restartCount = %d after the API server restart", got.Status.ContainerStatuses[0].RestartCount)
 	}
 }
