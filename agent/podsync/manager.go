@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -102,6 +103,8 @@ type Manager struct {
 	// probes are the probe results the decisions read: the prober's, by
 	// container instance; set before the workers start.
 	probes probeResults
+	// running guards against a second Run.
+	running atomic.Bool
 
 	// mu guards the per-pod state below, shared by the workers and the
 	// loop; it is never held across a runtime or API call.
@@ -149,10 +152,24 @@ func New(opts Options) (*Manager, error) {
 // container.
 func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	logger := klog.FromContext(ctx)
+	if !m.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Pod manager already ran; ignoring a second Run")
+		return
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Everything started here ends with ctx: cancel first (Run may return
+	// because updates was closed), then wait for all of it.
+	defer func() {
+		cancel()
+		if m.workers != nil {
+			m.workers.Wait()
+		}
+		if m.prober != nil {
+			m.prober.Wait()
+		}
+		wg.Wait()
+	}()
 
 	if v, err := m.rt.Version(ctx); err == nil {
 		m.runtimeName = v.GetRuntimeName()
@@ -168,10 +185,6 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	if m.workers, err = podworkers.New(ctx, podworkers.Options{Syncer: m, ResyncInterval: m.opts.ResyncInterval}); err != nil {
 		logger.Error(err, "Pod workers")
 		return
-	}
-	defer m.workers.Wait()
-	if m.prober != nil {
-		defer m.prober.Wait()
 	}
 	if m.status != nil {
 		wg.Go(func() { m.status.Run(ctx) })

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/runtime/process"
 	"github.com/kite-project/kite/kitetest"
@@ -110,4 +111,44 @@ func TestAPIServerRestartRestartsNothing(t *testing.T) {
 	if got.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("restartCount = %d after the API server restart", got.Status.ContainerStatuses[0].RestartCount)
 	}
+}
+
+// TestRunEndsWhenUpdatesClose: closing the channel of operations ends
+// Run, with every goroutine it started, and leaves the pods running.
+func TestRunEndsWhenUpdatesClose(t *testing.T) {
+	rt, err := process.New(process.Options{RootDir: t.TempDir(), NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{NodeName: "n", Runtime: rt, RootDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates := make(chan kubetypes.PodUpdate, 1)
+	grace := int64(1)
+	updates <- kubetypes.PodUpdate{Op: kubetypes.ADD, Source: kubetypes.FileSource, Pods: []*v1.Pod{{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: "static-1",
+			Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource, kubetypes.ConfigHashAnnotationKey: "static-1"}},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep", "600"}}}}}}}
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(context.Background(), updates) }()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "static-1"}}
+	deadline := time.Now().Add(20 * time.Second)
+	for cs := containersOf(t, rt, pod); len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING; cs = containersOf(t, rt, pod) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the standalone static pod never ran: %v", cs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(updates)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its updates closed")
+	}
+	if cs := containersOf(t, rt, pod); len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("after Run returned the container is %v; want it still running", cs)
+	}
+	stopAll(rt)
 }
