@@ -180,4 +180,21 @@ func TestMissingConfigMapKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.waitPod(t, bad, "Running once the key exists", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+
+	// A pod that never started is still deleted to the end: its final
+	// status is Failed, its container ContainerStatusUnknown.
+	if err := n.cs.CoreV1().Pods("cfg").Delete(context.Background(), nocmd.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := n.cs.CoreV1().Pods("cfg").Get(context.Background(), nocmd.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a deleted pod that never started stays in the API: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

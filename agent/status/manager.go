@@ -118,8 +118,13 @@ func (m *Manager) Status(uid types.UID) (v1.PodStatus, bool) {
 
 // TerminatePod says the pod's containers are all stopped and status is
 // final: its terminal phase may be written, and, if it is being deleted
-// through the API, the deletion completed.
+// through the API, the deletion completed. As upstream's TerminatePod, a
+// container without a terminated state is marked ContainerStatusUnknown
+// with exit code 137 (whether it succeeded is unknown), and a pod still
+// Pending or Running becomes Failed (static pods excepted, upstream
+// #116484), so that the API never keeps a stopped pod in a live phase.
 func (m *Manager) TerminatePod(pod *v1.Pod, status v1.PodStatus) {
+	status = Terminated(pod, status)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entries[pod.UID]
@@ -148,6 +153,26 @@ func (m *Manager) Reconcile(api *v1.Pod) {
 		e.version++
 		m.signal()
 	}
+}
+
+// Terminated is status with every container terminated and a terminal
+// phase, as TerminatePod records it.
+func Terminated(pod *v1.Pod, status v1.PodStatus) v1.PodStatus {
+	status = *status.DeepCopy()
+	for _, list := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
+		for i := range list {
+			if list[i].State.Terminated != nil {
+				continue
+			}
+			list[i].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
+			list[i].Ready = false
+		}
+	}
+	if !kubetypes.IsStaticPod(pod) && !terminal(status.Phase) {
+		status.Phase = v1.PodFailed
+	}
+	return status
 }
 
 // RemovePod forgets the pod once its worker is gone.

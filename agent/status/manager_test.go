@@ -217,3 +217,37 @@ func TestReconcileRewritesAForeignChange(t *testing.T) {
 		t.Errorf("reconciling an unchanged pod wrote it: %s -> %s", again.ResourceVersion, rv)
 	}
 }
+
+func TestTerminated(t *testing.T) {
+	waiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CreateContainerConfigError"}}
+	done := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: "file"}}}
+	cases := []struct {
+		name      string
+		pod       *v1.Pod
+		in        v1.PodStatus
+		wantPhase v1.PodPhase
+	}{
+		{"never started: Failed, unknown", &v1.Pod{}, v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: waiting}}}, v1.PodFailed},
+		{"succeeded stays", &v1.Pod{}, v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: done}}}, v1.PodSucceeded},
+		{"static pod keeps its phase", static, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: waiting}}}, v1.PodRunning},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Terminated(tc.pod, tc.in)
+			if got.Phase != tc.wantPhase {
+				t.Errorf("phase = %s, want %s", got.Phase, tc.wantPhase)
+			}
+			for _, c := range got.ContainerStatuses {
+				if c.State.Terminated == nil {
+					t.Errorf("container %s not terminated: %+v", c.Name, c.State)
+				}
+			}
+			if tc.in.ContainerStatuses[0].State.Waiting != nil {
+				if tt := got.ContainerStatuses[0].State.Terminated; tt.Reason != "ContainerStatusUnknown" || tt.ExitCode != 137 {
+					t.Errorf("unknown container = %+v", tt)
+				}
+			}
+		})
+	}
+}
