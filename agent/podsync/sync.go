@@ -80,8 +80,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 			return podworkers.SyncResult{}, err
 		}
 		if !actions.CreateSandbox {
-			// Nothing left to run: the next status is terminal.
-			return podworkers.SyncResult{RequeueAfter: time.Millisecond}, nil
+			// Nothing left to run: the next status should be terminal.
+			// A second, not at once, so that a pod that is not never
+			// spins.
+			return podworkers.SyncResult{RequeueAfter: time.Second}, nil
 		}
 		if actions.Attempt > 0 {
 			m.events.Eventf(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
