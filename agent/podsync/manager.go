@@ -72,9 +72,11 @@ type Options struct {
 	// HostIPs are the node's addresses (hostIP, and podIP: pods use the
 	// host's network).
 	HostIPs []string
-	// Allocatable is the node's allocatable resources (resourceFieldRef
-	// defaults, OOM score).
+	// Allocatable is the node's allocatable resources (admission,
+	// resourceFieldRef defaults, OOM score).
 	Allocatable v1.ResourceList
+	// MaxPods is --max-pods, the most pods admitted at once; zero is 110.
+	MaxPods int
 	// SeenAllSources says whether every source has sent its first
 	// snapshot (the Agent's SeenAllSources): until then no runtime pod is
 	// stopped for being unknown. Nil means always.
@@ -198,7 +200,8 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	if m.prober != nil {
 		probeUpdates = m.prober.Updates()
 	}
-	pods := map[types.UID]*v1.Pod{} // what the sources have; this goroutine's
+	pods := map[types.UID]*v1.Pod{}  // what the sources have; this goroutine's
+	rejected := map[types.UID]bool{} // pods admission refused; they never run
 	seen := map[string]runtimeapi.ContainerState{}
 	for {
 		select {
@@ -208,7 +211,7 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 			if !ok {
 				return
 			}
-			m.handle(ctx, u, pods)
+			m.handle(ctx, u, pods, rejected)
 		case pu := <-probeUpdates:
 			if p := pods[pu.PodUID]; p != nil {
 				m.workers.UpdatePod(podworkers.Update{Type: podworkers.Sync, Pod: p})
@@ -226,7 +229,7 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 // handle dispatches one operation of the merge, as the kubelet's
 // syncLoopIteration: DELETE is an update (the deletionTimestamp starts a
 // graceful termination), REMOVE a kill.
-func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[types.UID]*v1.Pod) {
+func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[types.UID]*v1.Pod, rejected map[types.UID]bool) {
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("SyncLoop "+u.Op.String(), "source", u.Source, "pods", klog.KObjSlice(u.Pods))
 	// A mirror pod stands for a static pod and is never run (the Agent
@@ -244,16 +247,38 @@ func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[ty
 		sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].CreationTimestamp.Before(&sorted[j].CreationTimestamp) })
 		for _, p := range sorted {
 			pods[p.UID] = p
+			if rejected[p.UID] {
+				continue
+			}
+			if r := m.admit(p, pods); r != nil {
+				rejected[p.UID] = true
+				m.reject(ctx, p, r)
+				continue
+			}
 			m.workers.UpdatePod(podworkers.Update{Type: podworkers.Create, Pod: p})
 		}
 	case kubetypes.UPDATE, kubetypes.DELETE:
 		for _, p := range u.Pods {
 			pods[p.UID] = p
+			if rejected[p.UID] {
+				// Never run; a deletion completes at once.
+				if m.status != nil {
+					if st, ok := m.status.Status(p.UID); ok {
+						m.status.TerminatePod(p, st)
+					}
+				}
+				continue
+			}
 			m.workers.UpdatePod(podworkers.Update{Type: podworkers.Modify, Pod: p})
 		}
 	case kubetypes.REMOVE:
 		for _, p := range u.Pods {
 			delete(pods, p.UID)
+			if rejected[p.UID] {
+				delete(rejected, p.UID)
+				m.forget(p.UID)
+				continue
+			}
 			m.workers.UpdatePod(podworkers.Update{Type: podworkers.Kill, Pod: p})
 		}
 	case kubetypes.RECONCILE:
@@ -268,6 +293,37 @@ func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[ty
 		}
 	default:
 		logger.Error(nil, "Invalid operation type received", "op", u.Op)
+	}
+}
+
+// admit runs the kubelet's admission for a pod new to the workers: it
+// must fit beside the active pods (not yet terminated). Pods the workers
+// know already, pods in a terminal phase or being deleted, and static pods
+// are not checked.
+func (m *Manager) admit(pod *v1.Pod, pods map[types.UID]*v1.Pod) *podactions.Rejection {
+	if m.workers.PodStatus(pod.UID).Known || pod.DeletionTimestamp != nil || kubetypes.IsStaticPod(pod) ||
+		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return nil
+	}
+	var active []*v1.Pod
+	for uid, p := range pods {
+		if st := m.workers.PodStatus(uid); uid != pod.UID && st.Known && !st.Terminated {
+			active = append(active, p)
+		}
+	}
+	return podactions.Admit(pod, active, m.opts.Allocatable, m.opts.MaxPods)
+}
+
+// reject fails a pod that admission refused, as the kubelet's rejectPod:
+// a Warning event and the status Failed with the reason and "Pod was
+// rejected: <message>". It gets no worker.
+func (m *Manager) reject(ctx context.Context, pod *v1.Pod, r *podactions.Rejection) {
+	klog.FromContext(ctx).Info("Pod rejected", "pod", klog.KObj(pod), "reason", r.Reason, "message", r.Message)
+	m.events.Eventf(pod, v1.EventTypeWarning, r.Reason, "%s", r.Message)
+	st := *pod.Status.DeepCopy()
+	st.Phase, st.Reason, st.Message = v1.PodFailed, r.Reason, "Pod was rejected: "+r.Message
+	if m.status != nil {
+		m.status.TerminatePod(pod, st)
 	}
 }
 
