@@ -23,7 +23,8 @@ import (
 //
 // Semantics are the CRI's (cri-api api.proto):
 //   - RunPodSandbox creates and starts a pod's sandbox (for the process
-//     runtime: the pod's cgroup and mount namespace) and returns its ID;
+//     runtime: the pod's cgroup; each container gets its own mount
+//     namespace) and returns its ID;
 //     StopPodSandbox force-stops every container of it; RemovePodSandbox
 //     removes it and its containers. Stop and Remove of an unknown or
 //     already stopped sandbox succeed.
@@ -31,7 +32,12 @@ import (
 //     relative to sandboxConfig.LogDirectory); StartContainer starts it.
 //   - StopContainer sends the stop signal (SIGTERM) to every process of
 //     the container and force-kills them after timeout seconds; it returns
-//     once none is left. Stopping a stopped container succeeds.
+//     once none is left. Stopping a stopped (or never started) container
+//     succeeds. RemoveContainer force-stops and removes a container (not
+//     its log, which is the agent's); removing one the runtime does not
+//     know succeeds, as the CRI's idempotent remove does.
+//   - A failed StartContainer leaves the container exited, with reason
+//     StartError and exit code 128, as containerd records it.
 //   - ListContainers and ListPodSandbox filter by ID, state and labels, as
 //     the CRI filters do; a nil filter lists everything.
 //   - ExecSync runs cmd in the container's environment and returns its

@@ -215,3 +215,28 @@ func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
 		t.Errorf("remove: %v", err)
 	}
 }
+
+func TestOOMScoreAdjIsSet(t *testing.T) {
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		cfg := containerConfig("adj", "sh", "-c", `echo "adj $(cat /proc/$$/oom_score_adj)"`)
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: 873}}
+		prepare(cfg)
+		f.waitExited(f.run(cfg), 10*time.Second)
+		f.waitLog("adj", "stdout F adj 873", time.Second)
+	})
+}
+
+func TestExecRunsInTheContainerCgroup(t *testing.T) {
+	f := cgroupFixture(t)
+	id := f.run(containerConfig("target", "sleep", "100"))
+	res, err := f.rt.ExecSync(context.Background(), id, []string{"sh", "-c", "sleep 0.2; cat /proc/$$/cgroup"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Stdout), "ctr-"+id) {
+		t.Errorf("exec's cgroups:\n%s\nwant the container's (ctr-%s)", res.Stdout, id)
+	}
+	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,23 +1,17 @@
 package process
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// startTimeout bounds how long StartContainer waits for a supervisor to
-// say that the command runs, when the caller's context has no deadline.
-const startTimeout = 30 * time.Second
 
 // container is one container's records. The started and exit records are
 // cached once read (they never change); fields below dir are guarded by
@@ -159,6 +153,13 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 		return containerSpec{}, err
 	}
 	spec.User = user
+	if res := config.GetLinux().GetResources(); res != nil && res.OomScoreAdj != 0 {
+		if res.OomScoreAdj < -1000 || res.OomScoreAdj > 1000 {
+			return containerSpec{}, fmt.Errorf("oom_score_adj %d: not in [-1000, 1000]", res.OomScoreAdj)
+		}
+		adj := res.OomScoreAdj
+		spec.OOMScoreAdj = &adj
+	}
 	if len(config.Mounts) > 0 && r.mountsOff != "" {
 		return containerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}
@@ -172,219 +173,6 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 		spec.Mounts = append(spec.Mounts, mountSpec{Source: m.HostPath, Target: filepath.Clean(m.ContainerPath), ReadOnly: m.Readonly})
 	}
 	return spec, nil
-}
-
-// StartContainer implements runtime.Service: it starts the container's
-// supervisor and returns once the command runs, or with why it could not
-// (the container is then exited with reason StartError, as containerd
-// records it).
-func (r *Runtime) StartContainer(ctx context.Context, containerID string) error {
-	r.mu.Lock()
-	c := r.containers[containerID]
-	switch {
-	case c == nil:
-		r.mu.Unlock()
-		return fmt.Errorf("start container: %w", notFound("container", containerID))
-	case c.starting || c.started != nil || c.exit != nil:
-		r.mu.Unlock()
-		return fmt.Errorf("start container %s: already started", containerID)
-	}
-	c.starting = true
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		c.starting = false
-		r.mu.Unlock()
-	}()
-	if recordExists(c.dir, startedFile) || recordExists(c.dir, exitFile) {
-		return fmt.Errorf("start container %s: already started", containerID)
-	}
-	if err := r.startSupervisor(ctx, c); err != nil {
-		return fmt.Errorf("start container %s (%s): %w", c.config.Metadata.Name, containerID, err)
-	}
-	r.observe(c)
-	return nil
-}
-
-func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		return err
-	}
-	defer devNull.Close()
-	logFile, err := os.OpenFile(filepath.Join(c.dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	reportR, reportW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	defer reportR.Close()
-	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1"},
-		Files: []*os.File{devNull, logFile, logFile, reportW},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	reportW.Close()
-	if err != nil {
-		return fmt.Errorf("start supervisor: %w", err)
-	}
-	r.mu.Lock()
-	r.supervisors[proc.Pid] = struct{}{}
-	r.mu.Unlock()
-	// Reaped by reapSupervisors with wait4, not by a goroutine per
-	// container waiting on it.
-	proc.Release()
-
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(startTimeout)
-	}
-	reportR.SetReadDeadline(deadline)
-	line, err := bufio.NewReader(reportR).ReadString('\n')
-	line = strings.TrimSpace(line)
-	switch {
-	case line == "ok":
-		return nil
-	case strings.HasPrefix(line, "error: "):
-		return errors.New(strings.TrimPrefix(line, "error: "))
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the supervisor did not report within %s", time.Until(deadline).Round(time.Second))
-	default:
-		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisorLog))
-		return fmt.Errorf("the supervisor ended without a report (%v): %s", err, lastLine(tail))
-	}
-}
-
-func lastLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
-}
-
-// observe returns what is known of c's process: its start record (nil if
-// it never started) and its exit record (nil while it runs). A container
-// whose process and supervisor are both gone without an exit record (the
-// host rebooted, someone killed the supervisor) gets one with reason
-// Unknown, so that it reads as exited from then on; a process under a
-// reused PID is not taken for it, since aliveness checks the start time.
-func (r *Runtime) observe(c *container) (*startedRecord, *exitRecord) {
-	r.mu.Lock()
-	st, ex := c.started, c.exit
-	r.mu.Unlock()
-	if ex != nil {
-		return st, ex
-	}
-	if st == nil {
-		var s startedRecord
-		if readRecord(c.dir, startedFile, &s) == nil {
-			st = &s
-		}
-	}
-	var e exitRecord
-	if readRecord(c.dir, exitFile, &e) == nil {
-		ex = &e
-	} else if st != nil && !st.Process.alive() && !st.Supervisor.alive() {
-		if readRecord(c.dir, exitFile, &e) == nil { // written as the supervisor exited
-			ex = &e
-		} else {
-			ex = &exitRecord{
-				ExitCode: 255, FinishedAt: time.Now().UnixNano(), Reason: "Unknown",
-				Message: "the container's process and its supervisor are gone and left no exit record",
-			}
-			if err := writeRecord(c.dir, exitFile, *ex); err != nil {
-				fmt.Fprintf(os.Stderr, "process runtime: %v\n", err)
-			}
-		}
-	}
-	r.mu.Lock()
-	c.started, c.exit = st, ex
-	r.mu.Unlock()
-	return st, ex
-}
-
-func containerState(st *startedRecord, ex *exitRecord) runtimeapi.ContainerState {
-	switch {
-	case ex != nil:
-		return runtimeapi.ContainerState_CONTAINER_EXITED
-	case st != nil:
-		return runtimeapi.ContainerState_CONTAINER_RUNNING
-	default:
-		return runtimeapi.ContainerState_CONTAINER_CREATED
-	}
-}
-
-// StopContainer implements runtime.Service: SIGTERM to the container's
-// process group, SIGKILL to the group and its cgroup once timeout seconds
-// have passed (at once for 0), and it returns when none of its processes
-// is left. The group is signalled only while its leader is the process
-// recorded at start (same PID and start time; see signalGroup).
-func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
-	c, err := r.container(containerID)
-	if err != nil {
-		return fmt.Errorf("stop container: %w", err)
-	}
-	defer r.reapSupervisors()
-	if err := r.waitStarted(ctx, c); err != nil {
-		return err
-	}
-	st, ex := r.observe(c)
-	if st == nil || ex != nil {
-		return nil
-	}
-	if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
-		done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
-		if done || err != nil {
-			return err
-		}
-	}
-	signalGroup(st.Process, syscall.SIGKILL)
-	c.spec.Cgroup.kill()
-	_, err = r.waitGone(ctx, c, time.Time{})
-	return err
-}
-
-// waitStarted waits while a StartContainer of c is under way, so that a
-// stop racing a start stops what the start started.
-func (r *Runtime) waitStarted(ctx context.Context, c *container) error {
-	for {
-		r.mu.Lock()
-		starting := c.starting
-		r.mu.Unlock()
-		if !starting {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stop container %s while it starts: %w", c.ID, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// waitGone polls until c has an exit record and no process left in its
-// cgroup, until deadline (zero: none) or ctx ends.
-func (r *Runtime) waitGone(ctx context.Context, c *container, deadline time.Time) (bool, error) {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if _, ex := r.observe(c); ex != nil && !c.spec.Cgroup.populated() {
-			return true, nil
-		}
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, fmt.Errorf("stop container %s: %w", c.ID, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // RemoveContainer implements runtime.Service: it kills the container if
@@ -403,68 +191,18 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err := c.spec.Cgroup.remove(); err != nil {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
-	if err := os.RemoveAll(c.dir); err != nil {
+	// Renamed away first, in one step, so that nothing writing a record
+	// into the directory meanwhile (a status call recording an Unknown
+	// exit) can refill it while it is being deleted.
+	gone := filepath.Join(filepath.Dir(c.dir), removingPrefix+containerID)
+	if err := os.Rename(c.dir, gone); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
 	r.mu.Lock()
 	delete(r.containers, containerID)
 	r.mu.Unlock()
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove container %s: %w", containerID, err)
+	}
 	return nil
-}
-
-// ListContainers implements runtime.Service.
-func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	r.reapSupervisors()
-	r.mu.Lock()
-	cs := make([]*container, 0, len(r.containers))
-	for _, c := range r.containers {
-		if filter != nil {
-			if filter.Id != "" && filter.Id != c.ID ||
-				filter.PodSandboxId != "" && filter.PodSandboxId != c.SandboxID ||
-				!labelsMatch(filter.LabelSelector, c.config.Labels) {
-				continue
-			}
-		}
-		cs = append(cs, c)
-	}
-	r.mu.Unlock()
-	var out []*runtimeapi.Container
-	for _, c := range cs {
-		state := containerState(r.observe(c))
-		if filter != nil && filter.State != nil && filter.State.State != state {
-			continue
-		}
-		out = append(out, &runtimeapi.Container{
-			Id: c.ID, PodSandboxId: c.SandboxID, Metadata: c.config.Metadata,
-			Image: c.config.Image, ImageRef: c.config.GetImage().GetImage(),
-			State: state, CreatedAt: c.CreatedAt,
-			Labels: c.config.Labels, Annotations: c.config.Annotations,
-		})
-	}
-	return out, nil
-}
-
-// ContainerStatus implements runtime.Service.
-func (r *Runtime) ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error) {
-	r.reapSupervisors()
-	c, err := r.container(containerID)
-	if err != nil {
-		return nil, fmt.Errorf("container status: %w", err)
-	}
-	st, ex := r.observe(c)
-	s := &runtimeapi.ContainerStatus{
-		Id: c.ID, Metadata: c.config.Metadata, State: containerState(st, ex),
-		CreatedAt: c.CreatedAt,
-		Image:     c.config.Image, ImageRef: c.config.GetImage().GetImage(),
-		Labels: c.config.Labels, Annotations: c.config.Annotations,
-		Mounts: c.config.Mounts, LogPath: c.spec.LogPath,
-		Resources: &runtimeapi.ContainerResources{Linux: c.config.GetLinux().GetResources()},
-	}
-	if st != nil {
-		s.StartedAt = st.StartedAt
-	}
-	if ex != nil {
-		s.FinishedAt, s.ExitCode, s.Reason, s.Message = ex.FinishedAt, ex.ExitCode, ex.Reason, ex.Message
-	}
-	return s, nil
 }

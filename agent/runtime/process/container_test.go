@@ -162,43 +162,32 @@ func TestListAndFilterContainers(t *testing.T) {
 }
 
 // TestStopGracefullyRunsTrapAndLeavesNoChild runs both ways a command is
-// started: exec'd by the supervisor directly, and through the container's
-// init (needed for v1 cgroups and mounts).
+// started (a signal disposition could differ between them).
 func TestStopGracefullyRunsTrapAndLeavesNoChild(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		o    Options
-	}{
-		{"started directly", Options{NoCgroups: true}},
-		{"started through init", Options{}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, tt.o)
-			if c := f.rt.cgroups.root; !tt.o.NoCgroups && c.Memory == "" && c.CPU == "" && c.Pids == "" {
-				t.Skip("init is used for v1 cgroups, and this host has none writable")
-			}
-			// The shell forks sleep into the background and waits: a TERM
-			// to the process group reaches both, and the trap runs.
-			id := f.run(containerConfig("trap", "sh", "-c", `trap 'echo got TERM; exit 0' TERM; sleep 1000 & echo child=$!; wait`))
-			log := f.waitLog("trap", "child=", 5*time.Second)
-			child := childPID(t, log)
-			start := time.Now()
-			if err := f.rt.StopContainer(context.Background(), id, 10); err != nil {
-				t.Fatal(err)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("graceful stop took %s: the TERM trap did not end it", d)
-			}
-			if processAlive(child) {
-				t.Errorf("background child %d outlived StopContainer", child)
-			}
-			s := f.status(id)
-			if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 0 {
-				t.Errorf("after stop: %v exit %d, want EXITED 0 (the trap's exit)", s.State, s.ExitCode)
-			}
-			f.waitLog("trap", "stdout F got TERM", time.Second)
-		})
-	}
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		// The shell forks sleep into the background and waits: a TERM to
+		// the process group reaches both, and the trap runs.
+		cfg := containerConfig("trap", "sh", "-c", `trap 'echo got TERM; exit 0' TERM; sleep 1000 & echo child=$!; wait`)
+		prepare(cfg)
+		id := f.run(cfg)
+		log := f.waitLog("trap", "child=", 5*time.Second)
+		child := childPID(t, log)
+		start := time.Now()
+		if err := f.rt.StopContainer(context.Background(), id, 10); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("graceful stop took %s: the TERM trap did not end it", d)
+		}
+		if processAlive(child) {
+			t.Errorf("background child %d outlived StopContainer", child)
+		}
+		s := f.status(id)
+		if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.ExitCode != 0 {
+			t.Errorf("after stop: %v exit %d, want EXITED 0 (the trap's exit)", s.State, s.ExitCode)
+		}
+		f.waitLog("trap", "stdout F got TERM", time.Second)
+	})
 }
 
 func TestStopKillsAfterTimeout(t *testing.T) {
@@ -233,4 +222,60 @@ func childPID(t *testing.T, log string) int {
 		t.Fatalf("no child pid in log: %v", err)
 	}
 	return pid
+}
+
+// TestConcurrentCalls starts, lists, inspects, stops and removes
+// containers from several goroutines at once (run it with -race).
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	done := make(chan struct{})
+	listed := make(chan error, 1)
+	go func() {
+		defer close(listed)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			list, err := f.rt.ListContainers(ctx, nil)
+			if err != nil {
+				listed <- err
+				return
+			}
+			for _, c := range list {
+				f.rt.ContainerStatus(ctx, c.Id)
+			}
+		}
+	}()
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			cfg := containerConfig("c"+strconv.Itoa(i), "sh", "-c", "echo hi; sleep 100")
+			id, err := f.rt.CreateContainer(ctx, f.sandbox, cfg, f.sbCfg)
+			if err == nil {
+				err = f.rt.StartContainer(ctx, id)
+			}
+			if err == nil {
+				err = f.rt.StopContainer(ctx, id, 1)
+			}
+			if err == nil {
+				err = f.rt.RemoveContainer(ctx, id)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	close(done)
+	if err := <-listed; err != nil {
+		t.Error(err)
+	}
+	if list, _ := f.rt.ListContainers(ctx, nil); len(list) != 0 {
+		t.Errorf("%d containers left", len(list))
+	}
 }

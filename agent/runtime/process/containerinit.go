@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -41,6 +42,9 @@ func initMain(dir string) int {
 		if err := bindMount(m); err != nil {
 			return fail(err)
 		}
+	}
+	if err := setOOMScoreAdj(os.Getpid(), spec.OOMScoreAdj); err != nil {
+		return fail(err)
 	}
 	if err := spec.User.become(); err != nil {
 		return fail(err)
@@ -132,6 +136,18 @@ func executable(path string) error {
 	}
 	if st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+// setOOMScoreAdj sets pid's oom_score_adj (nil: leaves it as inherited).
+func setOOMScoreAdj(pid int, adj *int64) error {
+	if adj == nil {
+		return nil
+	}
+	path := "/proc/" + strconv.Itoa(pid) + "/oom_score_adj"
+	if err := os.WriteFile(path, []byte(strconv.FormatInt(*adj, 10)), 0); err != nil {
+		return fmt.Errorf("set oom_score_adj %d: %w", *adj, err)
 	}
 	return nil
 }

@@ -74,8 +74,9 @@ func TestManyContainersCost(t *testing.T) {
 		t.Skip("starts 110 containers; set KITE_PROCESS_SCALE_TEST=1 to run")
 	}
 	const n = 110
-	// KITE_PROCESS_HELPER: measure another supervisor binary (cmd/kite).
-	f := newFixture(t, Options{HelperBinary: os.Getenv("KITE_PROCESS_HELPER")})
+	// KITE_PROCESS_HELPER: measure another supervisor binary (cmd/kite);
+	// KITE_PROCESS_NO_CGROUPS: without cgroups, so without init on v1.
+	f := newFixture(t, Options{HelperBinary: os.Getenv("KITE_PROCESS_HELPER"), NoCgroups: os.Getenv("KITE_PROCESS_NO_CGROUPS") != ""})
 	ctx := context.Background()
 	rssBefore := selfRSS(t)
 	start := time.Now()

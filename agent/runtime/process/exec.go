@@ -96,7 +96,18 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	}
 	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
 	x.WaitDelay = execWaitDelay
-	err = x.Run()
+	err = x.Start()
+	if err == nil {
+		// v1 has no clone-into-cgroup: the command joins the container's
+		// cgroups as soon as it runs (what it forks in that instant stays
+		// outside, which a probe does not do).
+		v1 := c.spec.Cgroup
+		v1.Unified = ""
+		if jerr := v1.join(x.Process.Pid); jerr != nil {
+			fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, jerr)
+		}
+		err = x.Wait()
+	}
 	res := kiteruntime.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):

@@ -162,3 +162,22 @@ func processAlive(pid int) bool {
 	_, state, err := procStat(pid)
 	return err == nil && state != 'Z'
 }
+
+// forEachStartPath runs test once for each way a command is started: exec'd
+// by the supervisor directly, and through the container's init (which v1
+// cgroups and mounts need). prepare makes a config take the path: for init
+// it adds a read-only mount, which needs mount namespaces.
+func forEachStartPath(t *testing.T, test func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig))) {
+	t.Run("started directly", func(t *testing.T) {
+		test(t, newFixture(t, Options{NoCgroups: true}), func(*runtimeapi.ContainerConfig) {})
+	})
+	t.Run("started through init", func(t *testing.T) {
+		f := newFixture(t, Options{NoCgroups: true})
+		if f.rt.mountsOff != "" {
+			t.Skipf("init is taken for mounts, and this host has no mount namespaces: %s", f.rt.mountsOff)
+		}
+		test(t, f, func(cfg *runtimeapi.ContainerConfig) {
+			cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: t.TempDir(), ContainerPath: t.TempDir(), Readonly: true})
+		})
+	})
+}

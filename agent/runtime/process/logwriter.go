@@ -184,6 +184,9 @@ func (w *logWriter) compress(names []string) {
 
 func (w *logWriter) compressOne(name string) {
 	tmp, err := gzipFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return // deleted by a rotation meanwhile
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "compress %s: %v\n", name, err)
 		return

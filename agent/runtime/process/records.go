@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The runtime's state lives in files under Options.RootDir, so that a
@@ -18,8 +19,8 @@ import (
 //	<root>/containers/<id>/supervisor.log the supervisor's own stderr
 //	<root>/containers/<id>/supervisor.lock flock(2)ed by the supervisor while it lives
 //
-// Every file is written once, whole, by rename, so a reader sees either
-// nothing or all of it.
+// Every file is written whole, by rename, so a reader sees either nothing
+// or all of it.
 const (
 	sandboxFile    = "sandbox.json"
 	containerFile  = "container.json"
@@ -30,6 +31,7 @@ const (
 	supervisorLock = "supervisor.lock"
 	sandboxesDir   = "sandboxes"
 	containersDir  = "containers"
+	removingPrefix = ".removing-" // a directory being removed; New finishes the job
 	recordFileMode = 0o600
 )
 
@@ -46,6 +48,7 @@ type containerSpec struct {
 	Cgroup      cgroupPaths `json:"cgroup"`
 	Mounts      []mountSpec `json:"mounts,omitempty"`
 	User        *userSpec   `json:"user,omitempty"`
+	OOMScoreAdj *int64      `json:"oomScoreAdj,omitempty"` // the kubelet's per-QoS value
 }
 
 type mountSpec struct {
@@ -68,6 +71,7 @@ type startedRecord struct {
 	Process    procIdentity `json:"process"`    // the container's first process, leader of its process group
 	Supervisor procIdentity `json:"supervisor"` // the supervisor that waits for it
 	StartedAt  int64        `json:"startedAt"`  // Unix nanoseconds
+	BootID     string       `json:"bootID"`     // the host's boot: PIDs and start times hold within one
 }
 
 // exitRecord is written by the supervisor when the container has ended,
@@ -86,6 +90,7 @@ type sandboxRecord struct {
 	Config    []byte      `json:"config"`
 	Cgroup    cgroupPaths `json:"cgroup"`
 	Stopped   bool        `json:"stopped,omitempty"`
+	BootID    string      `json:"bootID"` // a sandbox does not survive a reboot (its cgroup does not)
 }
 
 // writeRecord writes v as JSON to dir/name through a temporary file and a
@@ -135,4 +140,13 @@ func readRecord(dir, name string, v any) error {
 func recordExists(dir, name string) bool {
 	_, err := os.Stat(filepath.Join(dir, name))
 	return err == nil
+}
+
+// readBootID returns the kernel's ID of this boot.
+func readBootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("read boot id: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

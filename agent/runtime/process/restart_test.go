@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestReusedPIDIsNotTakenForTheContainer(t *testing.T) {
 	}
 	c, _ := f.rt.container(id)
 	other := procIdentity{PID: ident.PID, StartTime: ident.StartTime + 1}
-	if err := writeRecord(c.dir, startedFile, startedRecord{Process: other, Supervisor: other, StartedAt: time.Now().UnixNano()}); err != nil {
+	if err := writeRecord(c.dir, startedFile, startedRecord{Process: other, Supervisor: other, StartedAt: time.Now().UnixNano(), BootID: f.rt.bootID}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(c.dir + "/" + exitFile); err != nil {
@@ -184,5 +185,87 @@ func TestSecondSupervisorIsRefused(t *testing.T) {
 	}
 	if err := again.StopContainer(ctx, id, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRecordsFromAnotherBoot: after a reboot, a recorded PID and start
+// time may match a new process, so records of an earlier boot are never
+// taken as running, and their sandboxes are not ready.
+func TestRecordsFromAnotherBoot(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("before", "sleep", "100"))
+	st := startedOf(t, f.rt, id)
+	// Whatever happens, the process this test pretends is a stranger
+	// ends, and so does its supervisor, before the fixture removes its
+	// directory.
+	defer func() {
+		syscall.Kill(-st.Process.PID, syscall.SIGKILL)
+		for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	c, _ := f.rt.container(id)
+	moved := *st
+	moved.BootID = "an-earlier-boot"
+	if err := writeRecord(c.dir, startedFile, moved); err != nil {
+		t.Fatal(err)
+	}
+	sb := f.rt.sandboxes[f.sandbox].sandboxRecord
+	sb.BootID = "an-earlier-boot"
+	if err := writeRecord(f.rt.sandboxDir(f.sandbox), sandboxFile, sb); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := New(Options{RootDir: f.root, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := again.ContainerStatus(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "Unknown" || !strings.Contains(s.Message, "rebooted") {
+		t.Errorf("container of an earlier boot: %v %q %q, want EXITED Unknown (rebooted)", s.State, s.Reason, s.Message)
+	}
+	if ps, _ := again.PodSandboxStatus(ctx, f.sandbox); ps.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Errorf("sandbox of an earlier boot is %v, want NOTREADY", ps.State)
+	}
+	if err := again.StopContainer(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !processAlive(st.Process.PID) {
+		t.Error("StopContainer signalled a process recorded in an earlier boot")
+	}
+}
+
+// TestStopWithoutSupervisor: a container whose supervisor was killed
+// still reads as running while its process lives, and StopContainer
+// still stops it; with nobody to record the exit, it is Unknown.
+func TestStopWithoutSupervisor(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	ctx := context.Background()
+	id := f.run(containerConfig("orphan", "sleep", "100"))
+	st := startedOf(t, f.rt, id)
+	if err := syscall.Kill(st.Supervisor.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive(); {
+		if time.Now().After(deadline) {
+			t.Fatal("supervisor survived SIGKILL")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("container without supervisor is %v while its process runs, want RUNNING", s.State)
+	}
+	if err := f.rt.StopContainer(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st.Process.alive() {
+		t.Error("StopContainer left the unsupervised process running")
+	}
+	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "Unknown" {
+		t.Errorf("after stop: %v %q, want EXITED Unknown", s.State, s.Reason)
 	}
 }

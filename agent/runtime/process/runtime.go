@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -91,6 +93,7 @@ type Runtime struct {
 	mountsOff   string // why containers cannot have mounts; "" when they can
 	nsenter     string // path of nsenter(1), for ExecSync into a mount namespace
 	helper      string // binary started as supervisor
+	bootID      string // this boot of the host
 
 	mu          sync.Mutex
 	sandboxes   map[string]*sandbox
@@ -149,6 +152,9 @@ func New(o Options) (*Runtime, error) {
 		r.cgroups = cgroupHost{unavailable: "cgroups are disabled (Options.NoCgroups)"}
 	default:
 		r.cgroups = detectCgroups(o.CgroupName)
+	}
+	if r.bootID, err = readBootID(); err != nil {
+		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	r.mountsOff = mountNamespaceSupport()
 	r.nsenter, _ = lookPath("nsenter", os.Environ())
@@ -227,6 +233,14 @@ func (r *Runtime) load() error {
 		if err := proto.Unmarshal(rec.Config, cfg); err != nil {
 			return fmt.Errorf("sandbox %s: decode config: %w", rec.ID, err)
 		}
+		if rec.BootID != r.bootID && !rec.Stopped {
+			// The host rebooted: the sandbox's cgroup is gone, and the
+			// kubelet must make a new one (a not-ready sandbox).
+			rec.Stopped = true
+			if err := writeRecord(dir, sandboxFile, rec); err != nil {
+				return err
+			}
+		}
 		r.sandboxes[rec.ID] = &sandbox{sandboxRecord: rec, config: cfg}
 	}
 	entries, err = os.ReadDir(filepath.Join(r.root, containersDir))
@@ -235,6 +249,10 @@ func (r *Runtime) load() error {
 	}
 	for _, e := range entries {
 		dir := filepath.Join(r.root, containersDir, e.Name())
+		if strings.HasPrefix(e.Name(), removingPrefix) {
+			os.RemoveAll(dir)
+			continue
+		}
 		var rec containerRecord
 		var spec containerSpec
 		if err := readRecord(dir, containerFile, &rec); err != nil {
@@ -248,6 +266,18 @@ func (r *Runtime) load() error {
 		cfg := &runtimeapi.ContainerConfig{}
 		if err := proto.Unmarshal(rec.Config, cfg); err != nil {
 			return fmt.Errorf("container %s: decode config: %w", rec.ID, err)
+		}
+		var st startedRecord
+		if readRecord(dir, startedFile, &st) == nil && st.BootID != r.bootID && !recordExists(dir, exitFile) {
+			// Started before the host rebooted: gone, whatever runs under
+			// its PID with whatever start time now.
+			err := writeRecord(dir, exitFile, exitRecord{
+				ExitCode: 255, FinishedAt: time.Now().UnixNano(), Reason: "Unknown",
+				Message: "the host rebooted while the container ran",
+			})
+			if err != nil {
+				return err
+			}
 		}
 		r.containers[rec.ID] = &container{containerRecord: rec, spec: spec, config: cfg, dir: dir}
 	}

@@ -40,7 +40,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		return "", fmt.Errorf("run pod sandbox %s: encode config: %w", config.Metadata.Name, err)
 	}
 	id := newID()
-	rec := sandboxRecord{ID: id, CreatedAt: time.Now().UnixNano(), Config: cfg}
+	rec := sandboxRecord{ID: id, CreatedAt: time.Now().UnixNano(), Config: cfg, BootID: r.bootID}
 	if r.cgroups.unavailable == "" {
 		rec.Cgroup = r.cgroups.root.child("pod-" + id)
 		if err := rec.Cgroup.create(config.GetLinux().GetResources(), true); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -75,4 +76,27 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Errorf("status of an unknown container: %v", err)
 	}
 
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	file := t.TempDir() + "/file"
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no root dir", Options{}, "RootDir is required"},
+		{"one log file", Options{RootDir: t.TempDir(), ContainerLogMaxFiles: 1}, "at least 2"},
+		{"root dir is a file", Options{RootDir: file}, "not a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New = %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
 }

@@ -174,7 +174,11 @@ func startContainer(dir string, spec containerSpec, log *logWriter) (int, error)
 	}
 	log.copy(outR, "stdout")
 	log.copy(errR, "stderr")
-	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano()})
+	boot, err := readBootID()
+	if err != nil {
+		return pid, err
+	}
+	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
 }
 
 // startCommand starts the container's command with stdin, stdout and
@@ -249,6 +253,13 @@ func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error
 	}
 	pid := proc.Pid
 	proc.Release()
+	// Set as soon as the command runs: before it can have forked much,
+	// which is as close as a direct exec gets to init's "before exec".
+	if err := setOOMScoreAdj(pid, spec.OOMScoreAdj); err != nil {
+		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
+		waitFor(pid, nil)
+		return 0, err
+	}
 	return pid, nil
 }
 

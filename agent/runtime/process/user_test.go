@@ -51,37 +51,26 @@ func TestResolveUser(t *testing.T) {
 }
 
 // TestContainerRunsAsItsUser checks both ways of starting a command, and
-// ExecSync, with runAsUser, runAsGroup and supplementalGroups.
+// ExecSync (directly, and through nsenter for the container with a mount),
+// with runAsUser, runAsGroup and supplementalGroups.
 func TestContainerRunsAsItsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a container as another user")
 	}
-	for _, withMount := range []bool{false, true} {
-		name := "started directly"
-		if withMount {
-			name = "through init, with a mount"
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		cfg := containerConfig("user", "sh", "-c", `echo "ids $(id -u) $(id -g) $(id -G)"; sleep 100`)
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			RunAsUser: &runtimeapi.Int64Value{Value: 4321}, RunAsGroup: &runtimeapi.Int64Value{Value: 8765}, SupplementalGroups: []int64{555},
+		}}
+		prepare(cfg)
+		id := f.run(cfg)
+		f.waitLog("user", "stdout F ids 4321 8765 8765 555", 5*time.Second)
+		res, err := f.rt.ExecSync(context.Background(), id, []string{"id", "-u"}, 5*time.Second)
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != "4321" {
+			t.Errorf("ExecSync id -u: %q %q %v, want 4321", res.Stdout, res.Stderr, err)
 		}
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, Options{NoCgroups: true})
-			cfg := containerConfig("user", "sh", "-c", `echo "ids $(id -u) $(id -g) $(id -G)"; sleep 100`)
-			cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				RunAsUser: &runtimeapi.Int64Value{Value: 4321}, RunAsGroup: &runtimeapi.Int64Value{Value: 8765}, SupplementalGroups: []int64{555},
-			}}
-			if withMount {
-				if f.rt.mountsOff != "" {
-					t.Skip(f.rt.mountsOff)
-				}
-				cfg.Mounts = []*runtimeapi.Mount{{HostPath: t.TempDir(), ContainerPath: t.TempDir(), Readonly: true}}
-			}
-			id := f.run(cfg)
-			f.waitLog("user", "stdout F ids 4321 8765 8765 555", 5*time.Second)
-			res, err := f.rt.ExecSync(context.Background(), id, []string{"id", "-u"}, 5*time.Second)
-			if err != nil || strings.TrimSpace(string(res.Stdout)) != "4321" {
-				t.Errorf("ExecSync id -u: %q %q %v, want 4321", res.Stdout, res.Stderr, err)
-			}
-			if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

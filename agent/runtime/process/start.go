@@ -1,0 +1,110 @@
+package process
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// startTimeout bounds how long StartContainer waits for a supervisor to
+// say that the command runs, when the caller's context has no deadline.
+const startTimeout = 30 * time.Second
+
+// StartContainer implements runtime.Service: it starts the container's
+// supervisor and returns once the command runs, or with why it could not
+// (the container is then exited with reason StartError, as containerd
+// records it).
+func (r *Runtime) StartContainer(ctx context.Context, containerID string) error {
+	r.mu.Lock()
+	c := r.containers[containerID]
+	switch {
+	case c == nil:
+		r.mu.Unlock()
+		return fmt.Errorf("start container: %w", notFound("container", containerID))
+	case c.starting || c.started != nil || c.exit != nil:
+		r.mu.Unlock()
+		return fmt.Errorf("start container %s: already started", containerID)
+	}
+	c.starting = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		c.starting = false
+		r.mu.Unlock()
+	}()
+	if recordExists(c.dir, startedFile) || recordExists(c.dir, exitFile) {
+		return fmt.Errorf("start container %s: already started", containerID)
+	}
+	if err := r.startSupervisor(ctx, c); err != nil {
+		return fmt.Errorf("start container %s (%s): %w", c.config.Metadata.Name, containerID, err)
+	}
+	r.observe(c)
+	return nil
+}
+
+func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devNull.Close()
+	logFile, err := os.OpenFile(filepath.Join(c.dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer reportR.Close()
+	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1"},
+		Files: []*os.File{devNull, logFile, logFile, reportW},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	reportW.Close()
+	if err != nil {
+		return fmt.Errorf("start supervisor: %w", err)
+	}
+	r.mu.Lock()
+	r.supervisors[proc.Pid] = struct{}{}
+	r.mu.Unlock()
+	// Reaped by reapSupervisors with wait4, not by a goroutine per
+	// container waiting on it.
+	proc.Release()
+
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(startTimeout)
+	}
+	reportR.SetReadDeadline(deadline)
+	line, err := bufio.NewReader(reportR).ReadString('\n')
+	line = strings.TrimSpace(line)
+	switch {
+	case line == "ok":
+		return nil
+	case strings.HasPrefix(line, "error: "):
+		return errors.New(strings.TrimPrefix(line, "error: "))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("the supervisor did not report within %s", time.Until(deadline).Round(time.Second))
+	default:
+		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisorLog))
+		return fmt.Errorf("the supervisor ended without a report (%v): %s", err, lastLine(tail))
+	}
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
