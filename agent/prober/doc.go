@@ -12,7 +12,8 @@
 //     thresholds, holding after a verdict that ends the container;
 //   - Manager owns one worker goroutine per probe per container, fed by
 //     UpdatePod with the pod worker's status, and publishes changed
-//     results on Updates and through Readiness and Started.
+//     results on Updates, through Readiness and Started (by pod and
+//     container name) and through Results (by container instance).
 //
 // The prober decides nothing about containers: a liveness or startup
 // Failure on Updates is the pod worker's cue to kill the container and
