@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // TestPodRuns: a pod bound to the node runs as a process and its status
@@ -196,5 +197,70 @@ func TestMissingConfigMapKey(t *testing.T) {
 			t.Fatalf("a deleted pod that never started stays in the API: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestForceDeleteStops: a pod removed from the API at once (grace 0) is
+// gone from the api source, and the agent stops its containers.
+func TestForceDeleteStops(t *testing.T) {
+	n := startNode(t, "node-force", Options{})
+	p := n.create(t, "force", "web", v1.RestartPolicyAlways, "exec sleep 600", nil)
+	n.waitPod(t, p, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if err := n.cs.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cs := containersOf(t, n.rt, p)
+		if len(cs) == 0 || cs[0].State == runtimeapi.ContainerState_CONTAINER_EXITED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containers of a removed pod: %v", cs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestInitContainersRunInOrder: init containers run one at a time, each to
+// success, before the app container; a sidecar keeps running beside it.
+func TestInitContainersRunInOrder(t *testing.T) {
+	n := startNode(t, "node-init", Options{})
+	dir := t.TempDir()
+	always := v1.ContainerRestartPolicyAlways
+	p := n.create(t, "init", "web", v1.RestartPolicyAlways, "cat "+dir+"/order > "+dir+"/seen; exec sleep 600", func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{
+			{Name: "first", Image: "busybox", Command: []string{"sh", "-c", "sleep 0.3; echo first >> " + dir + "/order"}},
+			{Name: "sidecar", Image: "busybox", RestartPolicy: &always, Command: []string{"sh", "-c", "echo sidecar >> " + dir + "/order; exec sleep 600"}},
+			{Name: "second", Image: "busybox", Command: []string{"sh", "-c", "echo second >> " + dir + "/order"}},
+		}
+	})
+	pending := n.waitPod(t, p, "Pending while initializing", func(p *v1.Pod) bool { return len(p.Status.InitContainerStatuses) == 3 })
+	if pending.Status.Phase != v1.PodPending && pending.Status.Phase != v1.PodRunning {
+		t.Errorf("phase while initializing = %s", pending.Status.Phase)
+	}
+	p = n.waitPod(t, p, "Running and Initialized", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodRunning && condition(p, v1.PodInitialized) == v1.ConditionTrue && condition(p, v1.PodReady) == v1.ConditionTrue
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "seen"))
+		if string(b) == "first\nsidecar\nsecond\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the app container saw %q; want first, sidecar, second", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := map[string]v1.ContainerStatus{}
+	for _, c := range p.Status.InitContainerStatuses {
+		st[c.Name] = c
+	}
+	if c := st["first"]; c.State.Terminated == nil || c.State.Terminated.Reason != "Completed" || !c.Ready {
+		t.Errorf("first = %+v", c)
+	}
+	if c := st["sidecar"]; c.State.Running == nil || !c.Ready {
+		t.Errorf("sidecar = %+v", c)
 	}
 }
