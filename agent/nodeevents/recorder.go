@@ -33,8 +33,9 @@ import (
 // Component is the event source's component, as "kubelet" is upstream's.
 const Component = "kite-agent"
 
-// queueSize bounds the events waiting to be written.
-const queueSize = 256
+// queueSize bounds the events waiting to be written: a node starting
+// 110 pods at once records about four events for each.
+const queueSize = 1024
 
 // Options configures a Recorder.
 type Options struct {

@@ -184,7 +184,10 @@ func (m *Manager) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 	if m.status != nil {
 		m.status.TerminatePod(pod, final)
 	} else {
-		m.setStatus(pod, final)
+		// Not setStatus: the prober must not take the pod back.
+		m.mu.Lock()
+		m.last[pod.UID] = final
+		m.mu.Unlock()
 	}
 	klog.FromContext(ctx).V(2).Info("Pod terminated", "pod", klog.KObj(pod), "phase", final.Phase)
 	return nil
