@@ -264,3 +264,21 @@ func TestInitContainersRunInOrder(t *testing.T) {
 		t.Errorf("sidecar = %+v", c)
 	}
 }
+
+// TestActiveDeadlineFailsThePod: a pod past activeDeadlineSeconds is
+// stopped and Failed with DeadlineExceeded, as the kubelet does (Jobs set
+// it).
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	n := startNode(t, "node-deadline", Options{})
+	deadline := int64(2)
+	p := n.create(t, "deadline", "job", v1.RestartPolicyNever, "exec sleep 600", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = &deadline })
+	n.waitPod(t, p, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	p = n.waitPod(t, p, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if cs := containersOf(t, n.rt, p); len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("containers after the deadline: %v; want the one exited", cs)
+	}
+	n.waitEvent(t, p, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+}

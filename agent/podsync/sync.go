@@ -63,6 +63,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		return podworkers.SyncResult{}, err
 	}
 	st := m.generate(pod, rt, false)
+	var start *time.Time
+	if st.StartTime != nil {
+		start = &st.StartTime.Time
+	}
+	deadline, exceeded := podstatus.ActiveDeadline(pod, start, time.Now())
+	if exceeded && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed {
+		m.events.Eventf(pod, v1.EventTypeNormal, podstatus.ReasonDeadlineExceeded, "%s", podstatus.MessageDeadlineExceeded)
+		st = podstatus.ExceedDeadline(st)
+	}
 	m.setStatus(pod, st)
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		return podworkers.SyncResult{Terminal: true}, nil
@@ -140,6 +149,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	// Report what was started without waiting for the next relist.
 	if rt2, err := m.runtimePod(ctx, pod); err == nil {
 		m.setStatus(pod, m.generate(pod, rt2, false))
+	}
+	if deadline > 0 && (wait == 0 || deadline < wait) {
+		wait = deadline // sync when the active deadline passes
 	}
 	res := podworkers.SyncResult{RequeueAfter: wait}
 	if len(errs) > 0 {
