@@ -68,11 +68,16 @@ func TestPodRuns(t *testing.T) {
 // code 3, reason Error, and nothing restarts.
 func TestNeverExit3Fails(t *testing.T) {
 	n := startNode(t, "node-fail", Options{})
-	p := n.create(t, "fail", "job", v1.RestartPolicyNever, "exit 3", nil)
+	p := n.create(t, "fail", "job", v1.RestartPolicyNever, "echo it broke >&2; exit 3", func(p *v1.Pod) {
+		p.Spec.Containers[0].TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
+	})
 	p = n.waitPod(t, p, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	c := p.Status.ContainerStatuses[0]
 	if c.State.Terminated == nil || c.State.Terminated.ExitCode != 3 || c.State.Terminated.Reason != "Error" || c.RestartCount != 0 {
 		t.Errorf("container status = %+v", c)
+	}
+	if c.State.Terminated != nil && c.State.Terminated.Message != "it broke\n" {
+		t.Errorf("termination message = %q, want the log's tail (FallbackToLogsOnError)", c.State.Terminated.Message)
 	}
 	if condition(p, v1.PodReady) != v1.ConditionFalse {
 		t.Errorf("Ready = %s, want False", condition(p, v1.PodReady))

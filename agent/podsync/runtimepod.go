@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kite-project/kite/agent/containerconfig"
 	"github.com/kite-project/kite/agent/podruntime"
 	"github.com/kite-project/kite/agent/runtime"
 )
@@ -44,7 +46,24 @@ func (m *Manager) runtimePod(ctx context.Context, pod *v1.Pod) (*podruntime.Pod,
 		}
 		statuses = append(statuses, s)
 	}
-	return podruntime.FromCRI(pod.UID, pod.Name, pod.Namespace, sandboxes, statuses), nil
+	rt := podruntime.FromCRI(pod.UID, pod.Name, pod.Namespace, sandboxes, statuses)
+	m.fallbackMessages(pod, rt)
+	return rt, nil
+}
+
+// fallbackMessages gives a failed container of terminationMessagePolicy
+// FallbackToLogsOnError without a message the tail of its log, as the
+// kubelet does. (The process runtime has no container filesystem of its
+// own, so terminationMessagePath is not read: it would be the host's.)
+func (m *Manager) fallbackMessages(pod *v1.Pod, rt *podruntime.Pod) {
+	for _, c := range rt.Containers {
+		if c.State != podruntime.Exited || c.ExitCode == 0 || c.Message != "" {
+			continue
+		}
+		if spec := specOf(pod, c.Name); spec != nil && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+			c.Message = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+		}
+	}
 }
 
 // removeRuntimePod stops and removes everything the runtime has of a pod
