@@ -228,6 +228,10 @@ func (m *Manager) syncBatch(ctx context.Context) {
 			return
 		}
 		deleted, err := m.syncPod(ctx, w)
+		if errors.Is(err, errNoMirror) {
+			logger.V(4).Info("Static pod does not have a corresponding mirror pod; skipping", "pod", klog.KObj(w.pod))
+			continue
+		}
 		if err != nil {
 			logger.Info("Failed to update status for pod", "pod", klog.KObj(w.pod), "podUID", w.uid, "err", err)
 			continue
@@ -260,7 +264,7 @@ func (m *Manager) syncPod(ctx context.Context, w work) (gone bool, err error) {
 		if mh, ok := api.Annotations[kubetypes.ConfigMirrorAnnotationKey]; !ok || mh != hash {
 			// No mirror (yet): nothing to report to; the mirror
 			// reconciler creates it and a later pass writes.
-			return false, fmt.Errorf("static pod has no mirror pod yet")
+			return false, errNoMirror
 		}
 	} else if api.UID != w.uid {
 		// Deleted and created again under the same name: not ours.
@@ -291,6 +295,9 @@ func (m *Manager) syncPod(ctx context.Context, w work) (gone bool, err error) {
 	klog.FromContext(ctx).V(2).Info("Pod fully terminated and removed from etcd", "pod", klog.KObj(w.pod))
 	return true, nil
 }
+
+// errNoMirror: a static pod's status waits for its mirror pod.
+var errNoMirror = errors.New("static pod has no mirror pod yet")
 
 func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
