@@ -218,11 +218,20 @@ func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
 
 func TestOOMScoreAdjIsSet(t *testing.T) {
 	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
-		cfg := containerConfig("adj", "sh", "-c", `echo "adj $(cat /proc/$$/oom_score_adj)"`)
+		cfg := containerConfig("adj", "sh", "-c", `echo "adj $(cat /proc/$$/oom_score_adj)"; exec sleep 100`)
 		cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: 873}}
 		prepare(cfg)
-		f.waitExited(f.run(cfg), 10*time.Second)
-		f.waitLog("adj", "stdout F adj 873", time.Second)
+		id := f.run(cfg)
+		f.waitLog("adj", "stdout F adj 873", 5*time.Second)
+		// The supervisor lent its own value for the fork and took it back.
+		own, _ := os.ReadFile("/proc/self/oom_score_adj")
+		sup, _ := os.ReadFile("/proc/" + strconv.Itoa(startedOf(t, f.rt, id).Supervisor.PID) + "/oom_score_adj")
+		if string(sup) != string(own) {
+			t.Errorf("supervisor's oom_score_adj %q, want the agent's %q", sup, own)
+		}
+		if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

@@ -43,9 +43,6 @@ func initMain(dir string) int {
 			return fail(err)
 		}
 	}
-	if err := setOOMScoreAdj(os.Getpid(), spec.OOMScoreAdj); err != nil {
-		return fail(err)
-	}
 	if err := spec.User.become(); err != nil {
 		return fail(err)
 	}

@@ -1,7 +1,10 @@
 package process
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,11 +12,24 @@ import (
 
 // TestMain lets the test binary serve as the runtime's supervisor and
 // container init (Main returns at once in the test process itself), and
-// as a short-lived agent for TestAgentProcessRestart.
+// as a short-lived agent for TestAgentProcessRestart. It checks for
+// leaked goroutines and removes the tests' parent cgroups afterwards.
 func TestMain(m *testing.M) {
 	Main()
 	if root := os.Getenv(testAgentEnv); root != "" {
 		os.Exit(testAgentMain(root))
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	if mounts, err := cgroupMounts(); err == nil {
+		for _, root := range mounts {
+			syscall.Rmdir(filepath.Join(root, testCgroupName)) // empty once every test has cleaned up
+		}
+	}
+	os.Exit(code)
 }

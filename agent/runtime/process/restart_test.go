@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,8 @@ import (
 func TestRestartedRuntimeAdoptsRunningContainers(t *testing.T) {
 	f := newFixture(t, Options{NoCgroups: true})
 	ctx := context.Background()
-	id := f.run(containerConfig("long", "sh", "-c", `trap 'echo bye; exit 7' TERM; echo up; while :; do sleep 0.1; done`))
+	marker := "adopt-" + strconv.Itoa(os.Getpid())
+	id := f.run(containerConfig("long", "sh", "-c", `trap 'echo bye; exit 7' TERM; echo up; while :; do sleep 0.1; done # `+marker))
 	done := f.run(containerConfig("short", "sh", "-c", "exit 4"))
 	f.waitExited(done, 10*time.Second)
 	f.waitLog("long", "up", 5*time.Second)
@@ -52,10 +54,9 @@ func TestRestartedRuntimeAdoptsRunningContainers(t *testing.T) {
 	if sbs, _ := again.ListPodSandbox(ctx, nil); len(sbs) != 1 || sbs[0].Id != f.sandbox || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Errorf("restarted runtime lists sandboxes %v, want the one ready sandbox", sbs)
 	}
-	// Only one copy runs: one process in the container's group.
-	rec := startedOf(t, again, id)
-	if n := groupMembers(t, rec.Process.PID); n != 1 {
-		t.Errorf("%d processes led by the container's shell, want 1", n)
+	// Only one copy runs.
+	if n := copiesRunning(t, marker); n != 1 {
+		t.Errorf("%d copies of the container run, want 1", n)
 	}
 
 	if err := again.StopContainer(ctx, id, 10); err != nil {
@@ -130,18 +131,25 @@ func startedOf(t *testing.T, r *Runtime, id string) *startedRecord {
 	return st
 }
 
-// groupMembers counts the processes whose process group is pgid.
-func groupMembers(t *testing.T, pgid int) int {
+// copiesRunning counts the processes whose command line holds marker
+// and whose parent's does not: each copy of a container's shell once,
+// not its children forked before they exec.
+func copiesRunning(t *testing.T, marker string) int {
 	t.Helper()
-	out, err := exec.Command("ps", "-e", "-o", "pgid=,comm=").Output()
+	out, err := exec.Command("ps", "-e", "-o", "pid=,ppid=,args=").Output()
 	if err != nil {
 		t.Skipf("ps: %v", err)
 	}
-	n := 0
+	marked := map[int]int{} // pid → ppid
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var g int
-		var comm string
-		if _, err := fmt.Sscan(line, &g, &comm); err == nil && g == pgid && comm == "sh" {
+		var pid, ppid int
+		if _, err := fmt.Sscan(line, &pid, &ppid); err == nil && strings.Contains(line, marker) {
+			marked[pid] = ppid
+		}
+	}
+	n := 0
+	for _, ppid := range marked {
+		if _, child := marked[ppid]; !child {
 			n++
 		}
 	}

@@ -81,9 +81,10 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	// container waiting on it.
 	proc.Release()
 
+	waited := time.Now()
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(startTimeout)
+		deadline = waited.Add(startTimeout)
 	}
 	reportR.SetReadDeadline(deadline)
 	line, err := bufio.NewReader(reportR).ReadString('\n')
@@ -94,7 +95,7 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	case strings.HasPrefix(line, "error: "):
 		return errors.New(strings.TrimPrefix(line, "error: "))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the supervisor did not report within %s", time.Until(deadline).Round(time.Second))
+		return fmt.Errorf("the supervisor did not report within %s (see %s)", time.Since(waited).Round(time.Millisecond), filepath.Join(c.dir, supervisorLog))
 	default:
 		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisorLog))
 		return fmt.Errorf("the supervisor ended without a report (%v): %s", err, lastLine(tail))

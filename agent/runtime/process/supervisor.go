@@ -189,6 +189,19 @@ func startContainer(dir string, spec containerSpec, log *logWriter) (int, error)
 // part of clone3 (CgroupFD), and os.StartProcess reports a failed exec
 // itself. That saves starting this binary a second time.
 func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	// oom_score_adj is inherited through fork: the supervisor takes the
+	// container's value for the moment of the fork, so the command has it
+	// from its first instruction, then takes its own back.
+	if adj := spec.OOMScoreAdj; adj != nil {
+		own, err := os.ReadFile("/proc/self/oom_score_adj")
+		if err != nil {
+			return 0, fmt.Errorf("read oom_score_adj: %w", err)
+		}
+		if err := setOOMScoreAdj(os.Getpid(), adj); err != nil {
+			return 0, err
+		}
+		defer os.WriteFile("/proc/self/oom_score_adj", own, 0)
+	}
 	c := spec.Cgroup
 	if len(spec.Mounts) == 0 && c.Memory == "" && c.CPU == "" && c.Pids == "" {
 		return startDirect(spec, stdin, stdout, stderr)
@@ -253,13 +266,6 @@ func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error
 	}
 	pid := proc.Pid
 	proc.Release()
-	// Set as soon as the command runs: before it can have forked much,
-	// which is as close as a direct exec gets to init's "before exec".
-	if err := setOOMScoreAdj(pid, spec.OOMScoreAdj); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
-		waitFor(pid, nil)
-		return 0, err
-	}
 	return pid, nil
 }
 
