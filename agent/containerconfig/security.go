@@ -1,0 +1,61 @@
+package containerconfig
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// securityContext is the container's effective security context for the
+// runtime, as the kubelet's determineEffectiveSecurityContext: the
+// container's fields over the pod's; supplemental groups (with fsGroup)
+// from the pod. A runAsNonRoot the agent cannot honour is an error with
+// upstream's message (verifyRunAsNonRoot): the process runtime has no
+// image user to fall back on, so an unset runAsUser would be root.
+func securityContext(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	sc := &runtimeapi.LinuxContainerSecurityContext{}
+	var runAsNonRoot *bool
+	if p := pod.Spec.SecurityContext; p != nil {
+		if p.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *p.RunAsUser}
+		}
+		if p.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *p.RunAsGroup}
+		}
+		sc.SupplementalGroups = append(sc.SupplementalGroups, p.SupplementalGroups...)
+		if p.FSGroup != nil {
+			sc.SupplementalGroups = append(sc.SupplementalGroups, *p.FSGroup)
+		}
+		runAsNonRoot = p.RunAsNonRoot
+	}
+	if s := c.SecurityContext; s != nil {
+		if s.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *s.RunAsUser}
+		}
+		if s.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *s.RunAsGroup}
+		}
+		if s.RunAsNonRoot != nil {
+			runAsNonRoot = s.RunAsNonRoot
+		}
+		if s.Privileged != nil {
+			sc.Privileged = *s.Privileged
+		}
+		if s.ReadOnlyRootFilesystem != nil {
+			sc.ReadonlyRootfs = *s.ReadOnlyRootFilesystem
+		}
+		if s.AllowPrivilegeEscalation != nil {
+			sc.NoNewPrivs = !*s.AllowPrivilegeEscalation
+		}
+	}
+	if runAsNonRoot != nil && *runAsNonRoot {
+		switch {
+		case sc.RunAsUser == nil:
+			return nil, fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", c.Name)
+		case sc.RunAsUser.Value == 0:
+			return nil, fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")", c.Name)
+		}
+	}
+	return sc, nil
+}

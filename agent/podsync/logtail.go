@@ -1,0 +1,63 @@
+package podsync
+
+import (
+	"bytes"
+	"io"
+	"os"
+)
+
+// Termination message from logs, as the kubelet's FallbackToLogsOnError:
+// the last 80 lines of the container's log, at most 2048 bytes of them.
+const (
+	fallbackLines = 80
+	fallbackBytes = 2048
+	// tailWindow is how much of the file's end is read to find them.
+	tailWindow = 64 << 10
+)
+
+// logTail is the content of the last lines of a CRI-format log file
+// ("<time> <stream> <F|P> <content>"): a P(artial) entry continues on the
+// next one, an F(ull) entry ends a line. Lines that do not parse are
+// skipped, as the kubelet's reader does.
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > tailWindow {
+		f.Seek(fi.Size()-tailWindow, io.SeekStart)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	entries := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	// Walk back to the first entry of the last 80 lines: stop at the full
+	// entry that ends the line before them.
+	var out []byte
+	start, lines := len(entries), 0
+	for i := len(entries) - 1; i >= 0; i-- {
+		if f := bytes.SplitN(entries[i], []byte(" "), 4); len(f) == 4 && string(f[2]) != "P" {
+			if lines == fallbackLines {
+				break
+			}
+			lines++
+		}
+		start = i
+	}
+	for _, e := range entries[start:] {
+		f := bytes.SplitN(e, []byte(" "), 4)
+		if len(f) != 4 || (string(f[1]) != "stdout" && string(f[1]) != "stderr") {
+			continue
+		}
+		out = append(out, f[3]...)
+		if string(f[2]) != "P" {
+			out = append(out, '\n')
+		}
+		if len(out) >= fallbackBytes {
+			return string(out[:fallbackBytes])
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,109 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/containerconfig"
+	"github.com/kite-project/kite/agent/podruntime"
+	"github.com/kite-project/kite/agent/runtime"
+)
+
+// runtimePod is what the runtime has of the pod: its sandboxes and every
+// container instance, found by the pod UID label.
+func (m *Manager) runtimePod(ctx context.Context, pod *v1.Pod) (*podruntime.Pod, error) {
+	sel := map[string]string{runtime.LabelPodUID: string(pod.UID)}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	statuses := make([]*runtimeapi.ContainerStatus, 0, len(containers))
+	for _, c := range containers {
+		s, err := m.rt.ContainerStatus(ctx, c.Id)
+		if errors.Is(err, runtime.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		if s.Labels == nil {
+			s.Labels = c.Labels
+		}
+		if s.Annotations == nil {
+			s.Annotations = c.Annotations
+		}
+		statuses = append(statuses, s)
+	}
+	rt := podruntime.FromCRI(pod.UID, pod.Name, pod.Namespace, sandboxes, statuses)
+	m.fallbackMessages(pod, rt)
+	return rt, nil
+}
+
+// fallbackMessages gives a failed container of terminationMessagePolicy
+// FallbackToLogsOnError without a message the tail of its log, as the
+// kubelet does. (The process runtime has no container filesystem of its
+// own, so terminationMessagePath is not read: it would be the host's.)
+func (m *Manager) fallbackMessages(pod *v1.Pod, rt *podruntime.Pod) {
+	for _, c := range rt.Containers {
+		if c.State != podruntime.Exited || c.ExitCode == 0 || c.Message != "" {
+			continue
+		}
+		if spec := specOf(pod, c.Name); spec != nil && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+			c.Message = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+		}
+	}
+}
+
+// removeRuntimePod stops and removes everything the runtime has of a pod
+// UID that no source has (grace 2 s, as the kubelet kills orphans with
+// the minimum), and its directory.
+func (m *Manager) removeRuntimePod(ctx context.Context, uid types.UID) error {
+	sel := map[string]string{runtime.LabelPodUID: string(uid)}
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			if err := m.rt.StopContainer(ctx, c.Id, minimumGracePeriod); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	for _, s := range sandboxes {
+		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return err
+		}
+		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return err
+		}
+	}
+	for _, c := range containers {
+		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			return err
+		}
+	}
+	return os.RemoveAll(m.builder.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
+}
+
+func metaUID(uid types.UID) metav1.ObjectMeta { return metav1.ObjectMeta{UID: uid} }

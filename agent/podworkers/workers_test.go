@@ -1,0 +1,296 @@
+package podworkers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kite-project/kite/agent/kubetypes"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Syncer that records each call ("sync p v2", "terminating
+// p 30", "terminated p") and can hold a sync until released.
+type recorder struct {
+	mu       sync.Mutex
+	calls    []string
+	hold     chan struct{} // when set, SyncPod waits on it (or ctx)
+	terminal map[string]bool
+	running  map[string]int // full names with a started, unfinished pod
+	overlap  bool           // two pods of one full name ran together
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	r.calls = append(r.calls, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error) {
+	r.mu.Lock()
+	hold := r.hold
+	name := kubetypes.PodFullName(pod)
+	if r.running == nil {
+		r.running = map[string]int{}
+	}
+	if r.running[name+string(pod.UID)] == 0 {
+		r.running[name+string(pod.UID)] = 1
+		r.running[name]++
+		if r.running[name] > 1 {
+			r.overlap = true
+		}
+	}
+	r.mu.Unlock()
+	r.add(fmt.Sprintf("sync %s %s", pod.Name, pod.ResourceVersion))
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			r.add("cancelled " + pod.Name)
+			return SyncResult{}, ctx.Err()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return SyncResult{Terminal: r.terminal[pod.Name]}, nil
+}
+
+func (r *recorder) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int64) error {
+	r.add(fmt.Sprintf("terminating %s %d", pod.Name, grace))
+	return nil
+}
+
+func (r *recorder) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+	r.add("terminated " + pod.Name)
+	r.mu.Lock()
+	name := kubetypes.PodFullName(pod)
+	if r.running[name+string(pod.UID)] == 1 {
+		r.running[name]--
+		r.running[name+string(pod.UID)] = 2
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+func (r *recorder) waitFor(t *testing.T, call string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, c := range r.snapshot() {
+			if c == call {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no call %q; calls: %q", call, r.snapshot())
+}
+
+func start(t *testing.T, r *recorder) *Workers {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := New(ctx, Options{Syncer: r, ResyncInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); w.Wait() })
+	return w
+}
+
+func pod(name, uid, rv string) *v1.Pod {
+	grace := int64(30)
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv},
+		Spec: v1.PodSpec{TerminationGracePeriodSeconds: &grace}}
+}
+
+func count(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if len(c) >= len(prefix) && c[:len(prefix)] == prefix {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLatestUpdateWins: updates that arrive during a sync collapse into
+// one sync of the newest.
+func TestLatestUpdateWins(t *testing.T) {
+	hold := make(chan struct{})
+	r := &recorder{hold: hold}
+	w := start(t, r)
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "1")})
+	r.waitFor(t, "sync p 1")
+	for _, rv := range []string{"2", "3", "4"} {
+		w.UpdatePod(Update{Type: Modify, Pod: pod("p", "u1", rv)})
+	}
+	close(hold)
+	r.waitFor(t, "sync p 4")
+	time.Sleep(50 * time.Millisecond)
+	if calls := r.snapshot(); count(calls, "sync p 2") != 0 || count(calls, "sync p 3") != 0 || count(calls, "sync p 4") != 1 {
+		t.Errorf("calls = %q; want only the newest update synced, once", calls)
+	}
+}
+
+// TestTerminationIsFinal: once killed, a UID terminates, finishes, and no
+// later update runs it again.
+func TestTerminationIsFinal(t *testing.T) {
+	r := &recorder{}
+	w := start(t, r)
+	p := pod("p", "u1", "1")
+	w.UpdatePod(Update{Type: Create, Pod: p})
+	r.waitFor(t, "sync p 1")
+	w.UpdatePod(Update{Type: Kill, Pod: p})
+	r.waitFor(t, "terminated p")
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "2")})
+	w.UpdatePod(Update{Type: Modify, Pod: pod("p", "u1", "3")})
+	time.Sleep(50 * time.Millisecond)
+	calls := r.snapshot()
+	if count(calls, "sync p 2")+count(calls, "sync p 3") != 0 || count(calls, "terminating") != 1 {
+		t.Errorf("calls = %q; a finished UID ran again", calls)
+	}
+	if st := w.PodStatus("u1"); !st.Finished {
+		t.Errorf("status = %+v, want finished", st)
+	}
+	// Forgotten once no source has it; only then may the UID start anew.
+	if got := w.SyncKnownPods(map[types.UID]bool{}); len(got) != 1 {
+		t.Errorf("forgotten = %v, want [u1]", got)
+	}
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "5")})
+	r.waitFor(t, "sync p 5")
+}
+
+// TestTerminationCancelsSync: a kill during a sync cancels it, and the
+// termination runs next.
+func TestTerminationCancelsSync(t *testing.T) {
+	r := &recorder{hold: make(chan struct{})}
+	w := start(t, r)
+	p := pod("p", "u1", "1")
+	w.UpdatePod(Update{Type: Create, Pod: p})
+	r.waitFor(t, "sync p 1")
+	w.UpdatePod(Update{Type: Kill, Pod: p})
+	r.waitFor(t, "cancelled p")
+	r.waitFor(t, "terminating p 30")
+	r.waitFor(t, "terminated p")
+}
+
+func TestTerminalPhaseTerminates(t *testing.T) {
+	r := &recorder{terminal: map[string]bool{"p": true}}
+	w := start(t, r)
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "1")})
+	r.waitFor(t, "terminating p 30")
+	r.waitFor(t, "terminated p")
+}
+
+func TestGracePeriod(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name     string
+		latched  int64
+		spec     *int64
+		deletion *int64
+		override *int64
+		want     int64
+	}{
+		{"spec", 0, i(30), nil, nil, 30},
+		{"no spec: the API default", 0, nil, nil, nil, 30},
+		{"deletion grace", 0, i(30), i(5), nil, 5},
+		{"override smaller", 0, i(30), i(5), i(2), 2},
+		{"override larger does not raise", 0, i(30), i(5), i(20), 5},
+		{"latched only shrinks", 5, i(30), i(10), nil, 5},
+		{"force delete (0) gives 1", 0, i(30), i(0), nil, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{Spec: v1.PodSpec{TerminationGracePeriodSeconds: tc.spec}}
+			p.DeletionGracePeriodSeconds = tc.deletion
+			if got := effectiveGrace(tc.latched, p, tc.override); got != tc.want {
+				t.Errorf("grace = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeletionUsesDeletionGrace: an update with a deletionTimestamp
+// terminates with the deletion grace.
+func TestDeletionUsesDeletionGrace(t *testing.T) {
+	r := &recorder{}
+	w := start(t, r)
+	p := pod("p", "u1", "1")
+	w.UpdatePod(Update{Type: Create, Pod: p})
+	r.waitFor(t, "sync p 1")
+	d := pod("p", "u1", "2")
+	now := metav1.Now()
+	g := int64(7)
+	d.DeletionTimestamp, d.DeletionGracePeriodSeconds = &now, &g
+	w.UpdatePod(Update{Type: Modify, Pod: d})
+	r.waitFor(t, "terminating p 7")
+}
+
+// TestStaticPodsOfOneNameNeverOverlap: an edited static pod (new UID, same
+// full name) starts only after the old one finished.
+func TestStaticPodsOfOneNameNeverOverlap(t *testing.T) {
+	r := &recorder{}
+	w := start(t, r)
+	static := func(uid, rv string) *v1.Pod {
+		p := pod("etcd", uid, rv)
+		p.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource}
+		return p
+	}
+	old, edited := static("a", "1"), static("b", "2")
+	w.UpdatePod(Update{Type: Create, Pod: old})
+	r.waitFor(t, "sync etcd 1")
+	// The merge sends the new UID's ADD before or after the old one's
+	// REMOVE; here it comes first.
+	w.UpdatePod(Update{Type: Create, Pod: edited})
+	time.Sleep(50 * time.Millisecond)
+	if count(r.snapshot(), "sync etcd 2") != 0 {
+		t.Fatalf("the successor started while its predecessor runs: %q", r.snapshot())
+	}
+	w.UpdatePod(Update{Type: Kill, Pod: old})
+	r.waitFor(t, "sync etcd 2")
+	calls := r.snapshot()
+	if i, j := index(calls, "terminated etcd"), index(calls, "sync etcd 2"); i < 0 || i > j {
+		t.Errorf("calls = %q; want the old pod terminated before the new one syncs", calls)
+	}
+	if r.overlap {
+		t.Error("two pods of one full name ran at once")
+	}
+}
+
+func index(calls []string, c string) int {
+	for i, x := range calls {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestFirstSeenTerminalPodIsNotStarted: after an agent restart a pod the
+// API shows Failed only gets its termination, never a sync.
+func TestFirstSeenTerminalPodIsNotStarted(t *testing.T) {
+	r := &recorder{}
+	w := start(t, r)
+	p := pod("p", "u1", "1")
+	p.Status.Phase = v1.PodFailed
+	w.UpdatePod(Update{Type: Create, Pod: p})
+	r.waitFor(t, "terminated p")
+	if count(r.snapshot(), "sync") != 0 {
+		t.Errorf("calls = %q; a terminal pod was synced", r.snapshot())
+	}
+}
