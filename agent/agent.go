@@ -23,11 +23,13 @@ import (
 	"fmt"
 	"net"
 	nethttp "net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,6 +41,7 @@ import (
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/source/api"
 	"github.com/kite-project/kite/agent/source/file"
 	"github.com/kite-project/kite/agent/source/http"
@@ -76,9 +79,19 @@ type Options struct {
 	// MirrorRetryInitial and MirrorRetryMax bound the mirror reconciler's
 	// backoff after failed calls; zero means mirror's defaults.
 	MirrorRetryInitial, MirrorRetryMax time.Duration
-	// RootDir holds the agent's files (--root-dir).
+	// RootDir holds the agent's files (--root-dir): pod directories,
+	// volumes, container logs and the runtime's state. Required to run
+	// pods.
 	RootDir string
-	// Syncer consumes the operations; nil logs each one (see LogSyncer).
+	// Runtime runs the containers; nil means the built-in process runtime
+	// (agent/runtime/process) with its state under RootDir/runtime.
+	Runtime runtime.Service
+	// ContainerLogMaxSize (bytes) and ContainerLogMaxFiles configure the
+	// process runtime's log rotation; zero means its defaults.
+	ContainerLogMaxSize  int64
+	ContainerLogMaxFiles int
+	// Syncer consumes the operations; nil means the pod manager
+	// (agent/podsync) that runs them on Runtime. LogSyncer only logs them.
 	Syncer Syncer
 	// Node configures the Node's registration, status and Lease (with a
 	// REST config); its Client and NodeName are filled in by New.
@@ -107,13 +120,14 @@ func FromOptions(o *options.Options) (Options, error) {
 		return Options{}, err
 	}
 	opts := Options{
-		NodeName:           name,
-		StaticPodPath:      o.Config.StaticPodPath,
-		FileCheckFrequency: o.Config.FileCheckFrequency.Duration,
-		StaticPodURL:       o.Config.StaticPodURL,
-		StaticPodURLHeader: nethttp.Header(o.Config.StaticPodURLHeader),
-		HTTPCheckFrequency: o.Config.HTTPCheckFrequency.Duration,
-		RootDir:            o.RootDir,
+		NodeName:             name,
+		StaticPodPath:        o.Config.StaticPodPath,
+		FileCheckFrequency:   o.Config.FileCheckFrequency.Duration,
+		StaticPodURL:         o.Config.StaticPodURL,
+		StaticPodURLHeader:   nethttp.Header(o.Config.StaticPodURLHeader),
+		HTTPCheckFrequency:   o.Config.HTTPCheckFrequency.Duration,
+		RootDir:              o.RootDir,
+		ContainerLogMaxFiles: int(o.Config.ContainerLogMaxFiles),
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),
 			Port:    o.Config.Port,
@@ -124,6 +138,11 @@ func FromOptions(o *options.Options) (Options, error) {
 	if o.NodeIP != "" {
 		opts.Node.NodeIP = net.ParseIP(o.NodeIP)
 	}
+	size, err := resource.ParseQuantity(o.Config.ContainerLogMaxSize)
+	if err != nil {
+		return Options{}, fmt.Errorf("--container-log-max-size %q: %w", o.Config.ContainerLogMaxSize, err)
+	}
+	opts.ContainerLogMaxSize = size.Value()
 	if o.KubeConfig != "" {
 		if opts.RESTConfig, err = clientcmd.BuildConfigFromFlags("", o.KubeConfig); err != nil {
 			return Options{}, fmt.Errorf("--kubeconfig %s: %w", o.KubeConfig, err)
@@ -160,12 +179,19 @@ func New(opts Options) (*Agent, error) {
 	if opts.NodeName == "" {
 		return nil, errors.New("agent: no node name given")
 	}
+	if opts.RootDir != "" {
+		// Log paths and volume paths handed to the runtime are absolute.
+		abs, err := filepath.Abs(opts.RootDir)
+		if err != nil {
+			return nil, fmt.Errorf("agent: root directory %s: %w", opts.RootDir, err)
+		}
+		opts.RootDir, opts.Node.RootDir = abs, abs
+	}
 	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}, syncer: opts.Syncer}
-	if a.syncer == nil {
-		a.syncer = LogSyncer{}
-		if opts.Node.Health == nil {
-			// An agent that runs no pods must not look able to.
-			opts.Node.Health = func(context.Context) []string { return []string{"container runtime is down"} }
+	if _, logs := a.syncer.(LogSyncer); logs && opts.Node.Health == nil {
+		// An agent that runs no pods must not look able to.
+		opts.Node.Health = func(context.Context) ([]string, []v1.NodeCondition) {
+			return []string{"container runtime is down"}, nil
 		}
 	}
 	var cs *kubernetes.Clientset
@@ -180,11 +206,6 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		opts.Reporter = bothReporters(opts.Reporter, a.events)
-		nodeOpts := opts.Node
-		nodeOpts.Client, nodeOpts.NodeName = cs, opts.NodeName
-		if a.node, err = node.New(nodeOpts); err != nil {
-			return nil, fmt.Errorf("agent: %w", err)
-		}
 	}
 	var names []string
 	if opts.StaticPodPath != "" {
@@ -222,6 +243,18 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.pc = pc
+	if a.syncer == nil {
+		if a.syncer, err = a.newPodSyncer(&opts, cs); err != nil {
+			return nil, err
+		}
+	}
+	if cs != nil {
+		nodeOpts := opts.Node
+		nodeOpts.Client, nodeOpts.NodeName = cs, opts.NodeName
+		if a.node, err = node.New(nodeOpts); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
 	return a, nil
 }
 

@@ -60,8 +60,9 @@ type Options struct {
 	// "<name>://<version>".
 	RuntimeVersion string
 	// Health returns why the node cannot run pods now (the runtime is
-	// down, ...); none means Ready. Nil means always ready.
-	Health func(ctx context.Context) []string
+	// down, ...; none means Ready) and what the runtime cannot do while
+	// it runs pods (Info.Degraded). Nil means always ready.
+	Health func(ctx context.Context) (notReady []string, degraded []v1.NodeCondition)
 	// Labels are added to the Node at registration; they win over the
 	// defaults, as the kubelet's --node-labels do.
 	Labels map[string]string
@@ -155,27 +156,34 @@ func (m *Manager) Run(ctx context.Context) {
 
 // info is what the host and the agent report now.
 func (m *Manager) info(ctx context.Context) Info {
-	h := m.opts.Host
+	info := HostInfo(m.opts.Host, m.opts.RootDir, m.opts.MaxPods)
+	info.NodeInfo.ContainerRuntimeVersion = m.opts.RuntimeVersion
+	info.Port = m.opts.Port
+	info.Addresses = []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: m.opts.NodeIP.String()},
+		{Type: v1.NodeHostName, Address: m.opts.NodeName},
+	}
+	if m.opts.Health != nil {
+		info.NotReady, info.Degraded = m.opts.Health(ctx)
+	}
+	return info
+}
+
+// HostInfo is what h reports of the machine: capacity (the ephemeral
+// storage of rootDir's file system, if given; maxPods pods), nodeInfo and
+// the pressure verdicts (memory.available < 100Mi, nodefs.available < 10%,
+// pid.available < 10%, the kubelet's hard eviction defaults).
+func HostInfo(h Host, rootDir string, maxPods int64) Info {
 	sys := h.SystemInfo()
 	sys.KubeletVersion = kiteversion.GitVersion
-	sys.ContainerRuntimeVersion = m.opts.RuntimeVersion
-	info := Info{
-		CPUs:     int64(runtime.NumCPU()),
-		MaxPods:  m.opts.MaxPods,
-		NodeInfo: sys,
-		Port:     m.opts.Port,
-		Addresses: []v1.NodeAddress{
-			{Type: v1.NodeInternalIP, Address: m.opts.NodeIP.String()},
-			{Type: v1.NodeHostName, Address: m.opts.NodeName},
-		},
-	}
+	info := Info{CPUs: int64(runtime.NumCPU()), MaxPods: maxPods, NodeInfo: sys}
 	total, avail := h.Memory()
 	info.MemoryBytes = total
 	if total > 0 {
 		info.MemoryPressure = ptr.To(avail < 100<<20)
 	}
-	if m.opts.RootDir != "" {
-		total, avail := h.Disk(m.opts.RootDir)
+	if rootDir != "" {
+		total, avail := h.Disk(rootDir)
 		info.EphemeralStorageBytes = total
 		if total > 0 {
 			info.DiskPressure = ptr.To(avail < total/10)
@@ -183,9 +191,6 @@ func (m *Manager) info(ctx context.Context) Info {
 	}
 	if used, max := h.PIDs(); max > 0 {
 		info.PIDPressure = ptr.To(max-used < max/10)
-	}
-	if m.opts.Health != nil {
-		info.NotReady = m.opts.Health(ctx)
 	}
 	return info
 }

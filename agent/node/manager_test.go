@@ -119,11 +119,11 @@ func TestManagerKeepsALeaseOwnedByTheNode(t *testing.T) {
 func TestManagerPatchesTheStatusWhenHealthChanges(t *testing.T) {
 	name := unique("health")
 	var down atomic.Bool
-	_, cs := run(t, Options{NodeName: name, UpdateInterval: 30 * time.Millisecond, Health: func(context.Context) []string {
+	_, cs := run(t, Options{NodeName: name, UpdateInterval: 30 * time.Millisecond, Health: func(context.Context) ([]string, []v1.NodeCondition) {
 		if down.Load() {
-			return []string{"container runtime is down"}
+			return []string{"container runtime is down"}, []v1.NodeCondition{{Type: "ResourceLimits", Reason: "NoWritableCgroup", Message: "no cgroup"}}
 		}
-		return nil
+		return nil, nil
 	}})
 	ready := func(want v1.ConditionStatus, msg string) func() (bool, string) {
 		return func() (bool, string) {
@@ -132,6 +132,10 @@ func TestManagerPatchesTheStatusWhenHealthChanges(t *testing.T) {
 				return false, err.Error()
 			}
 			c := condition(n.Status, v1.NodeReady)
+			degraded := condition(n.Status, "ResourceLimits")
+			if (want == v1.ConditionFalse) != (degraded.Reason == "NoWritableCgroup" && degraded.Status == v1.ConditionFalse) {
+				return false, fmt.Sprintf("ResourceLimits %+v", degraded)
+			}
 			return c.Status == want && c.Message == msg, fmt.Sprintf("%+v", c)
 		}
 	}

@@ -30,6 +30,11 @@ type Info struct {
 	// MemoryPressure, DiskPressure and PIDPressure are the eviction
 	// signals' verdicts; nil means not measured yet (Unknown).
 	MemoryPressure, DiskPressure, PIDPressure *bool
+	// Degraded are the runtime's conditions of what it cannot do while it
+	// still runs pods (no writable cgroup: no limits, ...), shown as Node
+	// conditions of their type with status False, after Ready. A
+	// condition that is no longer reported goes from the Node.
+	Degraded []v1.NodeCondition
 }
 
 // Ready condition reasons and messages, the kubelet's
@@ -91,6 +96,22 @@ func Build(info Info, old *v1.NodeStatus, now metav1.Time) v1.NodeStatus {
 		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, ReasonNotReady, joinErrors(info.NotReady)
 	}
 	conds = append(conds, stamp(ready, oldConds, now))
+	own := map[v1.NodeConditionType]bool{v1.NodeReady: true}
+	for _, p := range pressures {
+		own[p.typ] = true
+	}
+	for _, c := range info.Degraded {
+		c.Status = v1.ConditionFalse
+		conds = append(conds, stamp(c, oldConds, now))
+		own[c.Type] = true
+	}
+	for _, o := range oldConds {
+		// Conditions others set (a node problem detector's) stay; the
+		// runtime's that are no longer reported go.
+		if !own[o.Type] && !DegradedTypes[o.Type] {
+			conds = append(conds, o)
+		}
+	}
 
 	status := v1.NodeStatus{
 		Capacity:        capacity,
@@ -107,6 +128,10 @@ func Build(info Info, old *v1.NodeStatus, now metav1.Time) v1.NodeStatus {
 	}
 	return status
 }
+
+// DegradedTypes are the condition types the agent's runtimes report in
+// Info.Degraded: they are the agent's to remove.
+var DegradedTypes = map[v1.NodeConditionType]bool{"ResourceLimits": true, "VolumeMounts": true}
 
 // allocatable is capacity less the kubelet's default hard eviction
 // threshold for memory (memory.available < 100Mi), floored at zero; no

@@ -120,3 +120,19 @@ func TestChangedIgnoresHeartbeatsOnly(t *testing.T) {
 		t.Error("no previous status does not count as changed")
 	}
 }
+
+func TestBuildKeepsOthersConditionsAndDropsGoneDegradedOnes(t *testing.T) {
+	now := metav1.Now()
+	old := Build(Info{MaxPods: 1, Degraded: []v1.NodeCondition{{Type: "ResourceLimits", Reason: "NoWritableCgroup"}}}, nil, now)
+	old.Conditions = append(old.Conditions, v1.NodeCondition{Type: "KernelDeadlock", Status: v1.ConditionFalse, Reason: "KernelHasNoDeadlock"})
+	if c := condition(old, "ResourceLimits"); c.Status != v1.ConditionFalse || c.Reason != "NoWritableCgroup" {
+		t.Fatalf("degraded condition %+v", c)
+	}
+	next := Build(Info{MaxPods: 1}, &old, now)
+	if c := condition(next, "ResourceLimits"); c.Type != "" {
+		t.Errorf("a degraded condition no longer reported stays: %+v", c)
+	}
+	if c := condition(next, "KernelDeadlock"); c.Reason != "KernelHasNoDeadlock" {
+		t.Errorf("another writer's condition is dropped: %v", next.Conditions)
+	}
+}

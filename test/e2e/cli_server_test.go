@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
@@ -48,9 +50,29 @@ func TestServerAsAUser(t *testing.T) {
 			t.Errorf("namespace %s missing:\n%s", ns, out)
 		}
 	}
-	if out := kubectl(t, kubeconfig, "get", "node", node); !strings.Contains(out, "NotReady") {
-		t.Errorf("the agent's node should be registered NotReady (no container runtime):\n%s", out)
+	if out := kubectl(t, kubeconfig, "get", "node", node); !strings.Contains(out, " Ready ") {
+		t.Errorf("the agent's node should be registered Ready:\n%s", out)
 	}
+	// A pod that runs: scheduled onto the node, started by the agent as a
+	// host process. Deleted before the end (its process would outlive the
+	// test's kite); killed by its marker if the test fails first.
+	// The marker is the container's command line: sleep takes a fraction.
+	marker := fmt.Sprintf("sleep 3600.%d", time.Now().UnixNano()%1e9)
+	t.Cleanup(func() { exec.Command("pkill", "-f", marker).Run() })
+	runFile := filepath.Join(t.TempDir(), "run.yaml")
+	writeFile(t, runFile, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: run}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: c, image: busybox, command: [sh, -c, "echo hi; exec `+marker+`"]}
+`))
+	kubectl(t, kubeconfig, "apply", "-f", runFile)
+	eventually(t, "pod run not Running", func() bool {
+		out, err := tryKubectl(t, kubeconfig, "get", "pod", "run", "-o", "jsonpath={.status.phase} {.spec.nodeName}")
+		return err == nil && strings.TrimSpace(out) == "Running "+node
+	})
 	// Capacity as a kubelet reports it (kubectl describe node divides by it).
 	if out := kubectl(t, kubeconfig, "get", "node", node, "-o", "jsonpath={.status.capacity.pods} {.status.allocatable.cpu}"); strings.TrimSpace(out) != fmt.Sprintf("110 %d", runtime.NumCPU()) {
 		t.Errorf("node capacity pods and allocatable cpu = %q, want \"110 %d\"", out, runtime.NumCPU())
@@ -82,6 +104,18 @@ func TestServerAsAUser(t *testing.T) {
 	k = StartKite(t, args...)
 	if out := kubectl(t, kubeconfig, "get", "pod", "web", "-o", "name"); !strings.Contains(out, "pod/web") {
 		t.Errorf("after restart: %s", out)
+	}
+	// The running pod's process outlived the restart and was adopted, not
+	// started again.
+	if out := kubectl(t, kubeconfig, "get", "pod", "run", "-o", "jsonpath={.status.phase} {.status.containerStatuses[0].restartCount}"); strings.TrimSpace(out) != "Running 0" {
+		t.Errorf("after restart, pod run: %q, want Running with 0 restarts", out)
+	}
+	if out, _ := exec.Command("pgrep", "-fc", marker).Output(); strings.TrimSpace(string(out)) != "1" {
+		t.Errorf("after restart, %s processes of pod run, want 1", strings.TrimSpace(string(out)))
+	}
+	kubectl(t, kubeconfig, "delete", "pod", "run", "--wait=true", "--timeout=30s")
+	if out, _ := exec.Command("pgrep", "-fc", marker).Output(); strings.TrimSpace(string(out)) != "0" {
+		t.Errorf("after delete, %s processes of pod run are left", strings.TrimSpace(string(out)))
 	}
 	// The kubeconfig of the first run still works once pointed at the new
 	// port: same CA, same token.

@@ -1,6 +1,8 @@
 package process
 
 import (
+	kiteversion "github.com/kite-project/kite/version"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -176,11 +178,14 @@ func mountNamespaceSupport() string {
 	return ""
 }
 
+// moduleVersion is the main module's version, or Kite's Kubernetes
+// version for a build from a work tree (whose module version is
+// "(devel)", which says nothing to a user reading the Node).
 func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "(devel)"
+	return kiteversion.GitVersion
 }
 
 // Version implements runtime.Service.

@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/node"
+	"github.com/kite-project/kite/agent/podsync"
+	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process"
+)
+
+// podSyncer is the agent's Syncer when it runs pods: podsync's Manager
+// over a runtime.
+type podSyncer struct{ m *podsync.Manager }
+
+// Run logs each operation, as LogSyncer does, and hands it to the pod
+// manager.
+func (p podSyncer) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
+	logged := make(chan kubetypes.PodUpdate)
+	var wg sync.WaitGroup
+	wg.Go(func() { p.m.Run(ctx, logged) })
+	defer wg.Wait()
+	defer close(logged)
+	log := klog.FromContext(ctx)
+	for u := range updates {
+		logOperation(log, u)
+		select {
+		case logged <- u:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// newPodSyncer builds the runtime (the process runtime under
+// RootDir/runtime unless opts.Runtime is set), the pod manager over it,
+// and fills in what the Node reports of the runtime: its version and its
+// health. cs and events may be nil (standalone).
+func (a *Agent) newPodSyncer(opts *Options, cs *kubernetes.Clientset) (Syncer, error) {
+	if opts.RootDir == "" {
+		return nil, fmt.Errorf("agent: a root directory (--root-dir) is required to run pods")
+	}
+	rt := opts.Runtime
+	if rt == nil {
+		p, err := process.New(process.Options{
+			RootDir:              filepath.Join(opts.RootDir, "runtime"),
+			ContainerLogMaxSize:  opts.ContainerLogMaxSize,
+			ContainerLogMaxFiles: opts.ContainerLogMaxFiles,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("agent: process runtime under %s: %w", opts.RootDir, err)
+		}
+		rt = p
+	}
+	if v, err := rt.Version(context.Background()); err == nil && opts.Node.RuntimeVersion == "" {
+		opts.Node.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	}
+	if opts.Node.Health == nil {
+		opts.Node.Health = (&runtimeHealth{rt: rt}).check
+	}
+	ip := opts.Node.NodeIP
+	if ip == nil {
+		ip = opts.Node.Host.InternalIP()
+		opts.Node.NodeIP = ip
+	}
+	maxPods := opts.Node.MaxPods
+	if maxPods == 0 {
+		maxPods = node.DefaultMaxPods
+	}
+	po := podsync.Options{
+		NodeName:       opts.NodeName,
+		Runtime:        rt,
+		RootDir:        opts.RootDir,
+		HostIPs:        []string{ip.String()},
+		Allocatable:    node.Build(node.HostInfo(opts.Node.Host, opts.RootDir, maxPods), nil, metav1.Now()).Allocatable,
+		MaxPods:        int(maxPods),
+		SeenAllSources: a.SeenAllSources,
+	}
+	if cs != nil {
+		po.Client = cs
+	}
+	if a.events != nil {
+		po.Events = a.events
+	}
+	m, err := podsync.New(po)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return podSyncer{m}, nil
+}
+
+// runtimeHealth turns the runtime's status into the Node's: not ready
+// while RuntimeReady or NetworkReady is false (the kubelet's "container
+// runtime is down" and "container runtime network not ready"); the other
+// false conditions (no writable cgroup, no mount namespaces) are degraded
+// abilities, logged once each and shown on the Node, while pods still run.
+type runtimeHealth struct {
+	mu     sync.Mutex
+	rt     runtime.Service
+	logged map[string]bool
+}
+
+func (h *runtimeHealth) check(ctx context.Context) ([]string, []v1.NodeCondition) {
+	st, err := h.rt.Status(ctx)
+	if err != nil {
+		return []string{"container runtime is down"}, nil
+	}
+	var notReady []string
+	var degraded []v1.NodeCondition
+	for _, c := range st.Conditions {
+		switch {
+		case c.Status:
+		case c.Type == "RuntimeReady":
+			notReady = append(notReady, "container runtime is down")
+		case c.Type == "NetworkReady":
+			notReady = append(notReady, fmt.Sprintf("container runtime network not ready: %s: %s", c.Reason, c.Message))
+		default:
+			degraded = append(degraded, v1.NodeCondition{Type: v1.NodeConditionType(c.Type), Reason: c.Reason, Message: c.Message})
+			h.mu.Lock()
+			first := !h.logged[c.Type]
+			if h.logged == nil {
+				h.logged = map[string]bool{}
+			}
+			h.logged[c.Type] = true
+			h.mu.Unlock()
+			if first {
+				klog.FromContext(ctx).Info("The runtime runs pods without this ability", "condition", c.Type, "reason", c.Reason, "message", c.Message)
+			}
+		}
+	}
+	return notReady, degraded
+}
