@@ -31,8 +31,12 @@ spec.nodeName is the node; the agent then registers its Node and keeps a
 mirror pod for each static pod). Flags are the kubelet's; --config reads a
 KubeletConfiguration file and flags given override it.
 
-The agent does not run containers yet: it logs each operation (ADD, UPDATE,
-DELETE, REMOVE, RECONCILE) with the full names of its pods, one line each.`,
+It runs each pod's containers as host processes (the built-in process
+runtime), keeps their logs, state and volumes under --root-dir, writes the
+pods' status, and keeps the Node's status and Lease current. It logs each
+operation (ADD, UPDATE, DELETE, REMOVE, RECONCILE) with the full names of its
+pods, one line each. Stopping the agent leaves the pods running; the next
+agent on the same --root-dir adopts them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := &syncWriter{w: cmd.OutOrStdout()}

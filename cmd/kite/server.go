@@ -49,8 +49,8 @@ func newServerCommand() *cobra.Command {
 		Long: `Run etcd (embedded unless --etcd-servers), the Kubernetes API server over it
 (as kite apiserver), and the node agent for this host (as kite agent) on the
 in-process API. The agent registers its Node and reads static pods from
---pod-manifest-path and --manifest-url; it does not run containers yet: it
-logs each pod operation it would hand to a runtime.`,
+--pod-manifest-path and --manifest-url, and runs its pods as host processes
+(state under --root-dir, default --data-dir/agent).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := flags.options(cmd.Flags())
