@@ -231,12 +231,14 @@ func listOptions(c *call) (*metainternalversion.ListOptions, error) {
 	if c.info.Name != "" {
 		// A list or watch of a named path selects that name.
 		nameSelector := fields.OneTermEqualSelector("metadata.name", c.info.Name)
+		// As upstream: a selector that already requires the name is kept
+		// as it is, not given the term twice.
 		if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
 			opts.FieldSelector = nameSelector
-		} else if v, found := opts.FieldSelector.RequiresExactMatch("metadata.name"); found && v != c.info.Name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector metadata.name doesn't match requested name: %q != %q", v, c.info.Name))
-		} else {
+		} else if v, found := opts.FieldSelector.RequiresExactMatch("metadata.name"); !found {
 			opts.FieldSelector = fields.AndSelectors(opts.FieldSelector, nameSelector)
+		} else if v != c.info.Name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector metadata.name doesn't match requested name: %q != %q", v, c.info.Name))
 		}
 	}
 	metainternalversion.SetListOptionsDefaults(opts, true)
