@@ -15,6 +15,7 @@ import (
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -375,8 +376,11 @@ func (s *Server) deleteOptions(c *call) (*metav1.DeleteOptions, error) {
 	} else if err := decodeParams(c.r, opts); err != nil {
 		return nil, err
 	}
-	if err := validateWriteOptions("DeleteOptions", opts.DryRun, ""); err != nil {
-		return nil, err
+	// Upstream's checks: dryRun, a known propagationPolicy (not with
+	// orphanDependents), ignoreStoreReadErrorWithClusterBreakingPotential
+	// alone.
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }
