@@ -85,6 +85,8 @@ func TestBadInputGetsUpstreamStatus(t *testing.T) {
 		{name: "resourceVersion from the future", method: "GET", path: pods + "?resourceVersion=999999999&resourceVersionMatch=NotOlderThan", code: 504, reason: metav1.StatusReasonTimeout},
 		{name: "continue with resourceVersion", method: "GET", path: pods + "?continue=abc&resourceVersion=5", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "sendInitialEvents without watch", method: "GET", path: pods + "?sendInitialEvents=true&resourceVersionMatch=NotOlderThan", code: 422, reason: metav1.StatusReasonInvalid},
+		{name: "unknown propagationPolicy", method: "DELETE", path: pods + "/p", contentType: "application/json", body: []byte(`{"propagationPolicy":"Sideways"}`), code: 422, reason: metav1.StatusReasonInvalid, causeField: "propagationPolicy"},
+		{name: "orphanDependents with propagationPolicy", method: "DELETE", path: pods + "/p", contentType: "application/json", body: []byte(`{"orphanDependents":true,"propagationPolicy":"Orphan"}`), code: 422, reason: metav1.StatusReasonInvalid, causeField: "propagationPolicy"},
 		{name: "namespace mismatch", method: "POST", path: pods, contentType: "application/json", body: []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"other"},"spec":{"containers":[{"name":"c","image":"i"}]}}`), code: 400, reason: metav1.StatusReasonBadRequest},
 	}
 	for _, tt := range tests {

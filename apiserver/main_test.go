@@ -16,8 +16,9 @@ import (
 	"github.com/kite-project/kite/kitetest"
 )
 
-// shared is the control plane the tests of this package send requests
-// to through real HTTPS; tests that need other limits start their own.
+// shared is the control plane the tests and fuzz targets of this package
+// send requests to through real HTTPS (one per test binary: each fuzz
+// worker is one); tests that need other limits start their own.
 var shared *kite.Server
 
 func TestMain(m *testing.M) { kitetest.Main(m, func(s *kite.Server) { shared = s }) }

@@ -16,6 +16,7 @@ import (
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -238,12 +239,14 @@ func listOptions(c *call) (*metainternalversion.ListOptions, error) {
 	if c.info.Name != "" {
 		// A list or watch of a named path selects that name.
 		nameSelector := fields.OneTermEqualSelector("metadata.name", c.info.Name)
+		// As upstream: a selector that already requires the name is kept
+		// as it is, not given the term twice.
 		if opts.FieldSelector == nil || opts.FieldSelector.Empty() {
 			opts.FieldSelector = nameSelector
-		} else if v, found := opts.FieldSelector.RequiresExactMatch("metadata.name"); found && v != c.info.Name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector metadata.name doesn't match requested name: %q != %q", v, c.info.Name))
-		} else {
+		} else if v, found := opts.FieldSelector.RequiresExactMatch("metadata.name"); !found {
 			opts.FieldSelector = fields.AndSelectors(opts.FieldSelector, nameSelector)
+		} else if v != c.info.Name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector metadata.name doesn't match requested name: %q != %q", v, c.info.Name))
 		}
 	}
 	metainternalversion.SetListOptionsDefaults(opts, true)
@@ -423,8 +426,11 @@ func (s *Server) deleteOptions(c *call) (*metav1.DeleteOptions, error) {
 	} else if err := decodeParams(c.r, opts); err != nil {
 		return nil, err
 	}
-	if err := validateWriteOptions("DeleteOptions", opts.DryRun, ""); err != nil {
-		return nil, err
+	// Upstream's checks: dryRun, a known propagationPolicy (not with
+	// orphanDependents), ignoreStoreReadErrorWithClusterBreakingPotential
+	// alone.
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }

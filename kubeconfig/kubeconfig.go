@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -67,6 +68,15 @@ func (o Options) validate() error {
 		return fmt.Errorf("kubeconfig: CAData is required for server %s", o.Server)
 	case o.Token == "":
 		return fmt.Errorf("kubeconfig: Token is required for server %s", o.Server)
+	}
+	// YAML carries text only: invalid UTF-8 would be written as U+FFFD and
+	// read back as something else.
+	for _, f := range []struct{ name, value string }{
+		{"Server", o.Server}, {"Token", o.Token}, {"Cluster", o.Cluster}, {"User", o.User}, {"Context", o.Context},
+	} {
+		if !utf8.ValidString(f.value) {
+			return fmt.Errorf("kubeconfig: %s %q is not valid UTF-8", f.name, f.value)
+		}
 	}
 	return nil
 }

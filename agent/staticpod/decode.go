@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -151,6 +152,11 @@ func prepare(pod *v1.Pod, o Origin) error {
 		}
 		pod.UID = uid
 	}
+	// The decoder takes apiVersion and kind case-insensitively (its meta
+	// factory uses encoding/json) but the object's fields exactly, and list
+	// items may say any kind: give every pod the one type it has, after the
+	// hash so that UIDs stay what they were.
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	defaults.Pod(pod)
 	if err := ApplyDefaults(pod, o); err != nil {
 		return err

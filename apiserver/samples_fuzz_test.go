@@ -1,0 +1,69 @@
+package apiserver_test
+
+import (
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fuzzNamespace holds the namespaced objects the request targets create.
+const fuzzNamespace = "fuzz"
+
+// sample returns a valid object of kind named name, in fuzzNamespace when
+// the kind is namespaced: a seed for the body targets and the fixture they
+// update. Every kind Kite serves has one (TestEveryServedKindHasASample).
+func sample(kind schema.GroupVersionKind, name string) runtime.Object {
+	meta := metav1.ObjectMeta{Name: name, Namespace: fuzzNamespace, Labels: map[string]string{"app": "web", "example.com/tier": "front"}, Annotations: map[string]string{"note": "a: b, c"}}
+	now := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	var obj runtime.Object
+	switch kind.GroupKind() {
+	case schema.GroupKind{Kind: "Pod"}:
+		obj = &v1.Pod{ObjectMeta: meta, Spec: v1.PodSpec{Containers: []v1.Container{{
+			Name: "web", Image: "nginx:1.27", Ports: []v1.ContainerPort{{ContainerPort: 80}},
+			Env: []v1.EnvVar{{Name: "A", Value: "1"}}, Command: []string{"nginx", "-g", "daemon off;"},
+		}}}}
+	case schema.GroupKind{Kind: "Node"}:
+		meta.Namespace = ""
+		obj = &v1.Node{ObjectMeta: meta, Spec: v1.NodeSpec{PodCIDR: "10.244.1.0/24", Taints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}}}
+	case schema.GroupKind{Kind: "Namespace"}:
+		meta.Namespace = ""
+		obj = &v1.Namespace{ObjectMeta: meta}
+	case schema.GroupKind{Kind: "ConfigMap"}:
+		obj = &v1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"config.yaml": "a: 1\n", "empty": ""}, BinaryData: map[string][]byte{"bin": {0, 1, 2}}}
+	case schema.GroupKind{Kind: "Secret"}:
+		obj = &v1.Secret{ObjectMeta: meta, Type: v1.SecretTypeOpaque, Data: map[string][]byte{"password": []byte("s3cr3t")}, StringData: map[string]string{"user": "admin"}}
+	case schema.GroupKind{Kind: "Service"}:
+		obj = &v1.Service{ObjectMeta: meta, Spec: v1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []v1.ServicePort{{Name: "http", Port: 80}}}}
+	case schema.GroupKind{Kind: "ServiceAccount"}:
+		obj = &v1.ServiceAccount{ObjectMeta: meta, Secrets: []v1.ObjectReference{{Name: "token"}}}
+	case schema.GroupKind{Kind: "Event"}:
+		obj = &v1.Event{ObjectMeta: meta, InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: fuzzNamespace, Name: "web", APIVersion: "v1"},
+			Reason: "Started", Message: "Started container web", Type: v1.EventTypeNormal, Source: v1.EventSource{Component: "kubelet", Host: "node1"},
+			FirstTimestamp: metav1.NewTime(now.Time), LastTimestamp: metav1.NewTime(now.Time), Count: 1}
+	case schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}:
+		obj = &eventsv1.Event{ObjectMeta: meta, EventTime: now, ReportingController: "example.com/controller", ReportingInstance: "controller-1",
+			Action: "Scheduling", Reason: "Scheduled", Type: v1.EventTypeNormal, Note: "assigned",
+			Regarding: v1.ObjectReference{Kind: "Pod", Namespace: fuzzNamespace, Name: "web", APIVersion: "v1"}}
+	case schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}:
+		holder, seconds := "node1", int32(40)
+		obj = &coordinationv1.Lease{ObjectMeta: meta, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds, RenewTime: &now}}
+	case schema.GroupKind{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}:
+		obj = &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: fuzzNamespace, Verb: "list", Resource: "pods"}}}
+	case schema.GroupKind{Group: "authorization.k8s.io", Kind: "SelfSubjectRulesReview"}:
+		obj = &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: fuzzNamespace}}
+	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "SelfSubjectReview"}:
+		obj = &authenticationv1.SelfSubjectReview{}
+	default:
+		return nil
+	}
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	return obj
+}
