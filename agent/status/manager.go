@@ -251,14 +251,19 @@ func (m *Manager) syncPod(ctx context.Context, w work) (gone bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	pods := m.client.Pods(w.pod.Namespace)
+	static := kubetypes.IsStaticPod(w.pod)
 	api, err := pods.Get(ctx, w.pod.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if static {
+			// The mirror pod is not created yet (or was deleted and is
+			// being created again): the static pod is not gone.
+			return false, errNoMirror
+		}
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	static := kubetypes.IsStaticPod(w.pod)
 	if static {
 		hash := w.pod.Annotations[kubetypes.ConfigHashAnnotationKey]
 		if mh, ok := api.Annotations[kubetypes.ConfigMirrorAnnotationKey]; !ok || mh != hash {

@@ -194,6 +194,22 @@ func TestStaticPodReportsThroughMirror(t *testing.T) {
 	get(t, cs, mirror)
 }
 
+// TestStaticPodStatusWaitsForItsMirror: a static pod's status recorded
+// before its mirror pod exists (the agent starts it at once; the mirror
+// reconciler creates the mirror a moment later) reaches the mirror once it
+// is created, instead of being taken for a pod that is gone.
+func TestStaticPodStatusWaitsForItsMirror(t *testing.T) {
+	m, cs := run(t)
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late-n1", Namespace: "st-late", UID: "hash2",
+		Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: "file", kubetypes.ConfigHashAnnotationKey: "hash2"}}}
+	m.SetPodStatus(static, running(time.Now()))
+	time.Sleep(500 * time.Millisecond) // a few sync periods without a mirror
+	mirror := createPod(t, cs, "st-late", "late-n1", func(p *v1.Pod) {
+		p.Annotations = map[string]string{kubetypes.ConfigMirrorAnnotationKey: "hash2", kubetypes.ConfigSourceAnnotationKey: "file", kubetypes.ConfigHashAnnotationKey: "hash2"}
+	})
+	eventually(t, "the late mirror Running", func() bool { return get(t, cs, mirror).Status.Phase == v1.PodRunning })
+}
+
 // TestReconcileRewritesAForeignChange: a status another writer changed is
 // written again when the agent sees the API's version.
 func TestReconcileRewritesAForeignChange(t *testing.T) {
