@@ -370,31 +370,29 @@ func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
 // server-side field validation.
 func openAPI(stores []*registry.Store, version string) (*openapi.Service, error) {
 	var resources []openapi.Resource
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 	for _, st := range stores {
-		strat := st.Strategy()
-		r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: verbs, Object: strat.New()}
-		if strat.Virtual != nil {
-			r.Verbs = []string{"create"}
-		} else {
-			r.List = strat.NewList()
-		}
-		for name, sub := range strat.Subresources {
-			os := openapi.Subresource{Name: name, Verbs: []string{"get", "update", "patch"}}
-			switch {
-			case sub.Create != nil:
-				os.Verbs = []string{"create"}
-				os.Object, os.GVK = sub.New(), sub.Kind
-			case name == "finalize":
-				os.Verbs = []string{"update"}
-			}
-			r.Subresources = append(r.Subresources, os)
-		}
-		resources = append(resources, r)
+		resources = append(resources, openAPIResource(st.Strategy()))
 	}
 	oa, err := openapi.New(openapi.Options{Resources: resources, Version: version})
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return oa, nil
+}
+
+// openAPIResource describes one strategy to the OpenAPI documents, with
+// the verbs routing and discovery use.
+func openAPIResource(strat *registry.Strategy) openapi.Resource {
+	r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Object: strat.New()}
+	if strat.Virtual == nil {
+		r.List = strat.NewList()
+	}
+	for name, sub := range strat.Subresources {
+		os := openapi.Subresource{Name: name, Verbs: sub.Verbs()}
+		if sub.Create != nil {
+			os.Object, os.GVK = sub.New(), sub.Kind
+		}
+		r.Subresources = append(r.Subresources, os)
+	}
+	return r
 }

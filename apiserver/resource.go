@@ -42,7 +42,7 @@ func (c *call) strategy() *registry.Strategy { return c.store.Strategy() }
 
 // serveResource resolves the resource and dispatches by verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
-	store := s.routes[info.GroupVersion][info.Resource]
+	store := s.set.Load().routes[info.GroupVersion][info.Resource]
 	if store == nil {
 		s.writeError(w, r, notFoundPath(r.URL.Path))
 		return
@@ -61,7 +61,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 	}
 	v := verb(r, info)
-	if !allowed(v, info, c.sub, strat.Virtual != nil) {
+	if !allowed(v, info, strat, c.sub) {
 		s.writeError(w, r, methodNotAllowed(r.Method, info))
 		return
 	}
@@ -139,19 +139,20 @@ func (s *Server) dispatch(c *call, v string) {
 	}
 }
 
-// allowed says whether a verb applies to the path's shape: creates go to
-// collections or to POST subresources (binding), updates and patches to
-// objects and their status-like subresources.
-func allowed(v string, info requestInfo, sub *registry.Subresource, virtual bool) bool {
+// allowed says whether the resource or subresource serves the verb (as
+// its Verbs say, which discovery and OpenAPI list too) and the verb
+// applies to the path's shape: creates go to collections (or to a POST
+// subresource such as binding), updates and patches to objects.
+func allowed(v string, info requestInfo, strat *registry.Strategy, sub *registry.Subresource) bool {
+	verbs := strat.Verbs()
+	if sub != nil {
+		verbs = sub.Verbs()
+	}
 	switch {
-	case v == "":
+	case !registry.Serves(verbs, v):
 		return false
-	case virtual:
-		return v == "create" && info.Name == "" && sub == nil
-	case sub != nil && sub.Create != nil:
-		return v == "create"
 	case sub != nil:
-		return v == "get" || v == "update" || v == "patch"
+		return true
 	case v == "create":
 		return info.Name == ""
 	case v == "update" || v == "patch":

@@ -121,8 +121,11 @@ type Subresource struct {
 	PrepareForUpdate func(obj, old runtime.Object)
 	// ValidateUpdate validates the result; nil means the parent's.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// UpdateOnly makes the subresource take PUT alone (namespaces/finalize,
+	// as upstream).
+	UpdateOnly bool
 	// Create handles POST on the subresource (pods/binding). When nil, the
-	// subresource takes GET, PUT and PATCH instead.
+	// subresource takes GET, PUT and PATCH instead (see Verbs).
 	Create func(ctx context.Context, store *Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error)
 }
 

@@ -1,0 +1,34 @@
+package registry
+
+import "slices"
+
+// The verbs of a stored resource, sorted as discovery lists them.
+var storedVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// Verbs returns the Kubernetes verbs the resource serves, sorted: what
+// routing admits, discovery lists and the OpenAPI documents describe. A
+// virtual resource takes only create. The caller may keep but not modify
+// the slice.
+func (s *Strategy) Verbs() []string {
+	if s.Virtual != nil {
+		return []string{"create"}
+	}
+	return storedVerbs
+}
+
+// Verbs returns the verbs of the subresource, sorted: create for a POST
+// subresource (pods/binding), update for an update-only one
+// (namespaces/finalize), else get, patch and update. The caller may keep
+// but not modify the slice.
+func (sub *Subresource) Verbs() []string {
+	switch {
+	case sub.Create != nil:
+		return []string{"create"}
+	case sub.UpdateOnly:
+		return []string{"update"}
+	}
+	return []string{"get", "patch", "update"}
+}
+
+// Serves reports whether verb is one of verbs.
+func Serves(verbs []string, verb string) bool { return slices.Contains(verbs, verb) }
