@@ -90,19 +90,20 @@ type Server struct {
 	dataDir        string
 	removeDataDir  bool
 
-	metrics  *metrics.Metrics
-	etcd     *backend.Backend
-	ownEtcd  bool // opened by Start, closed by Close
-	http     *http.Server
-	api      *apiserver.Server
-	scheme   *k8sruntime.Scheme
-	stores   map[string]*registry.Store
-	stops    []func()
-	cancel   context.CancelFunc // ends background loops and open requests
-	wg       sync.WaitGroup     // background loops
-	errc     chan error
-	closeErr error
-	once     sync.Once
+	metrics *metrics.Metrics
+	etcd    *backend.Backend
+	ownEtcd bool // opened by Start, closed by Close
+	http    *http.Server
+	api     *apiserver.Server
+	scheme  *k8sruntime.Scheme
+	// resources owns the served resources' storage stacks.
+	resources *resourceSet
+	runCtx    context.Context    // lives until Close: stacks built while serving run under it
+	cancel    context.CancelFunc // ends background loops and open requests
+	wg        sync.WaitGroup     // background loops
+	errc      chan error
+	closeErr  error
+	once      sync.Once
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -124,7 +125,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("create data directory %s: %w", s.dataDir, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.runCtx, s.cancel = runCtx, cancel
 
 	if s.etcd = opts.Backend; s.etcd == nil {
 		s.etcd, err = backend.Open(ctx, backend.Options{
@@ -146,8 +147,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		})
 	}
 	s.metrics = metrics.New(metrics.Options{RuntimeMetrics: true})
-	stores, err := s.buildStores(runCtx, opts)
-	if err != nil {
+	if err := s.buildStores(runCtx, opts); err != nil {
 		return nil, err
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
@@ -170,9 +170,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if v == (version.Info{}) {
 		v = DefaultVersion()
 	}
-	oa, err := openAPI(stores, v.GitVersion)
+	oa, err := openapi.New(openapi.Options{Resources: s.resources.openAPIResources(), Version: v.GitVersion})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	extra := map[string]http.Handler{"/openapi/": oa}
 	if opts.Profiling {
@@ -180,7 +180,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.api, err = apiserver.New(apiserver.Options{
 		Extra:         extra,
-		Stores:        stores,
+		Stores:        s.resources.stores(),
 		Scheme:        s.scheme,
 		Version:       v,
 		Authenticator: authenticator,
@@ -192,6 +192,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.resources.serve(s.api, oa)
 
 	host := opts.BindAddress
 	if host == "" {
@@ -312,8 +313,8 @@ func (s *Server) Close() error {
 			cancel()
 		}
 		s.wg.Wait()
-		for i := len(s.stops) - 1; i >= 0; i-- {
-			s.stops[i]()
+		if s.resources != nil {
+			s.resources.stopAll()
 		}
 		if s.etcd != nil && s.ownEtcd {
 			s.etcd.Close()
@@ -327,7 +328,7 @@ func (s *Server) Close() error {
 
 // ensureNamespaces creates the namespaces that exist from the start.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
-	ns := s.stores["namespaces"]
+	ns := s.resources.store("namespaces")
 	for _, name := range builtin.ImmortalNamespaces {
 		obj := ns.Strategy().New()
 		obj.(metav1.Object).SetName(name)
@@ -347,12 +348,12 @@ func (s *Server) checkEtcd(r *http.Request) error {
 }
 
 func (s *Server) checkStorage(*http.Request) error {
-	for name, st := range s.stores {
+	for _, st := range s.resources.stores() {
 		if st.Storage() == nil {
 			continue // a virtual resource
 		}
 		if err := st.Storage().ReadinessCheck(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", st.Strategy().GroupResource(), err)
 		}
 	}
 	return nil
@@ -364,20 +365,6 @@ func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
 	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
 		return tc.Convert(obj, table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv})
 	}
-}
-
-// openAPI describes what the stores serve, for kubectl apply, explain and
-// server-side field validation.
-func openAPI(stores []*registry.Store, version string) (*openapi.Service, error) {
-	var resources []openapi.Resource
-	for _, st := range stores {
-		resources = append(resources, openAPIResource(st.Strategy()))
-	}
-	oa, err := openapi.New(openapi.Options{Resources: resources, Version: version})
-	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
-	}
-	return oa, nil
 }
 
 // openAPIResource describes one strategy to the OpenAPI documents, with

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -32,6 +33,13 @@ type definitions struct {
 
 func newDefinitions() *definitions {
 	return &definitions{defs: spec.Definitions{}, oneOf: map[string][]string{}, names: map[reflect.Type]string{}}
+}
+
+// snapshot returns a copy of d that later definitions do not change (the
+// schemas themselves are shared: they are never modified once defined,
+// only replaced).
+func (d *definitions) snapshot() *definitions {
+	return &definitions{defs: maps.Clone(d.defs), oneOf: maps.Clone(d.oneOf), names: d.names}
 }
 
 // name is the OpenAPI name of a named Go type: its OpenAPIModelName when
