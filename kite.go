@@ -32,6 +32,7 @@ import (
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
@@ -98,12 +99,15 @@ type Server struct {
 	scheme  *k8sruntime.Scheme
 	// resources owns the served resources' storage stacks.
 	resources *resourceSet
-	runCtx    context.Context    // lives until Close: stacks built while serving run under it
-	cancel    context.CancelFunc // ends background loops and open requests
-	wg        sync.WaitGroup     // background loops
-	errc      chan error
-	closeErr  error
-	once      sync.Once
+	// crds names, establishes and cleans up CRDs, installing their
+	// resources into resources.
+	crds     *apiextensions.Loop
+	runCtx   context.Context    // lives until Close: stacks built while serving run under it
+	cancel   context.CancelFunc // ends background loops and open requests
+	wg       sync.WaitGroup     // background loops
+	errc     chan error
+	closeErr error
+	once     sync.Once
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -193,6 +197,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.resources.serve(s.api, oa)
+	// Only now: what the loop installs must reach the API server.
+	s.wg.Go(func() { s.crds.Run(runCtx) })
 
 	host := opts.BindAddress
 	if host == "" {

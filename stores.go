@@ -15,6 +15,7 @@ import (
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/registry/namespacedeleter"
 	"github.com/kite-project/kite/registry/serviceaccounts"
@@ -189,7 +190,7 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 	}
 	s.resources = newResourceSet(b)
 	built := map[schema.GroupResource]*stack{}
-	for _, strat := range builtin.All(time.Now) {
+	for _, strat := range append(builtin.All(time.Now), apiextensions.Strategy(time.Now)) {
 		var so stackOptions
 		if strat.Conversion != nil {
 			if inner := built[strat.StoredWith]; inner != nil {
@@ -222,5 +223,9 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 	s.wg.Go(func() { deleter.Run(ctx) })
 	accounts := serviceaccounts.New(serviceaccounts.Options{Namespaces: namespaces, ServiceAccounts: s.resources.store("serviceaccounts")})
 	s.wg.Go(func() { accounts.Run(ctx) })
+	s.crds = apiextensions.New(apiextensions.Options{
+		CRDs:      s.resources.store("customresourcedefinitions.apiextensions.k8s.io"),
+		Installer: &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}},
+	})
 	return nil
 }

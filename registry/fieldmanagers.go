@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,10 +60,27 @@ func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, re
 		}
 	}
 	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
+	if err == nil && !f.knows(kind) {
+		err = errUnknownKind
+	}
 	if err != nil {
 		// Unknown kinds keep working without managed fields.
 		m = nil
 	}
 	f.managers[k] = m
 	return m
+}
+
+var errUnknownKind = errors.New("registry: the structured-merge schema does not know the kind")
+
+// knows reports whether the schema can type objects of kind (client-go's
+// compiled-in schema lacks e.g. apiextensions.k8s.io).
+func (f *FieldManagers) knows(kind schema.GroupVersionKind) bool {
+	obj, err := f.scheme.New(kind)
+	if err != nil {
+		return false
+	}
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	_, err = f.converter.ObjectToTyped(obj)
+	return err == nil
 }

@@ -1,0 +1,203 @@
+package apiextensions
+
+import (
+	"context"
+	"fmt"
+
+	internal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// CustomResourceStrategy returns the strategy of the custom resources of
+// an Established CRD in one of its versions, as upstream's
+// registry/customresource: objects are unstructured; Default prunes
+// unknown fields and applies the schema's defaults; validation is the
+// OpenAPI schema, then the CEL rules (oldSelf transition rules on
+// update) within upstream's cost budget; with a status subresource, spec
+// and status writes are separated and generation follows the spec.
+func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, version string) (*registry.Strategy, error) {
+	var ver *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == version {
+			ver = &crd.Spec.Versions[i]
+		}
+	}
+	if ver == nil {
+		return nil, fmt.Errorf("CRD %s has no version %q", crd.Name, version)
+	}
+	names := crd.Status.AcceptedNames
+	gvk := schemaGVK(crd.Spec.Group, version, names.Kind)
+	s := &customResource{gvk: gvk}
+	if ver.Schema != nil && ver.Schema.OpenAPIV3Schema != nil {
+		in := &internal.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(ver.Schema.OpenAPIV3Schema, in, nil); err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: schema: %w", crd.Name, version, err)
+		}
+		structural, err := structuralschema.NewStructural(in)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: structural schema: %w", crd.Name, version, err)
+		}
+		validator, _, err := schemavalidation.NewSchemaValidator(in)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: schema validator: %w", crd.Name, version, err)
+		}
+		s.structural, s.validator = structural, validator
+		s.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	}
+	hasStatus := ver.Subresources != nil && ver.Subresources.Status != nil
+	strat := &registry.Strategy{
+		Kind:          gvk,
+		Resource:      names.Plural,
+		SingularName:  names.Singular,
+		ShortNames:    names.ShortNames,
+		Categories:    names.Categories,
+		Namespaced:    crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		StoragePrefix: crd.Spec.Group + "/" + names.Plural,
+		New: func() runtime.Object {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			return u
+		},
+		NewList: func() runtime.Object {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
+			return l
+		},
+		Default: s.defaults,
+		PrepareForCreate: func(obj runtime.Object) {
+			u := obj.(*unstructured.Unstructured)
+			if hasStatus {
+				delete(u.Object, "status")
+			}
+			u.SetGeneration(1)
+		},
+		PrepareForUpdate: func(obj, old runtime.Object) {
+			u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+			if hasStatus {
+				if st, ok := o.Object["status"]; ok {
+					u.Object["status"] = runtime.DeepCopyJSONValue(st)
+				} else {
+					delete(u.Object, "status")
+				}
+			}
+			if !apiequality.Semantic.DeepEqual(withoutMeta(u), withoutMeta(o)) {
+				u.SetGeneration(o.GetGeneration() + 1)
+			} else {
+				u.SetGeneration(o.GetGeneration())
+			}
+		},
+		Validate:                 func(obj runtime.Object) field.ErrorList { return s.validate(obj, nil) },
+		ValidateUpdate:           func(obj, old runtime.Object) field.ErrorList { return s.validate(obj, old) },
+		AllowUnconditionalUpdate: true,
+	}
+	if hasStatus {
+		strat.Subresources = map[string]*registry.Subresource{"status": {
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+				st, has := u.Object["status"]
+				fresh := o.DeepCopy()
+				delete(fresh.Object, "status")
+				if has {
+					fresh.Object["status"] = st
+				}
+				fresh.SetResourceVersion(u.GetResourceVersion())
+				fresh.SetManagedFields(u.GetManagedFields())
+				u.Object = fresh.Object
+			},
+		}}
+	}
+	return strat, nil
+}
+
+func schemaGVK(group, version, kind string) (gvk schema.GroupVersionKind) {
+	gvk.Group, gvk.Version, gvk.Kind = group, version, kind
+	return gvk
+}
+
+// withoutMeta is the object without metadata: what a spec change is
+// measured on.
+func withoutMeta(u *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		if k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// customResource is one CRD version's schema machinery.
+type customResource struct {
+	gvk        schema.GroupVersionKind
+	structural *structuralschema.Structural // nil: no schema
+	validator  schemavalidation.SchemaValidator
+	cel        *cel.Validator // nil: no rules
+}
+
+// defaults prunes unknown fields and fills defaults, as upstream's
+// schema-coercing decoder and defaulter do.
+func (s *customResource) defaults(obj runtime.Object) {
+	if s.structural == nil {
+		return
+	}
+	u := obj.(*unstructured.Unstructured)
+	pruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{})
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
+	structuraldefaulting.Default(u.Object, s.structural)
+}
+
+// validate is upstream's customResourceValidator: the apiVersion and kind,
+// then the OpenAPI schema, then CEL (unless an earlier error blocks it).
+func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
+	u := obj.(*unstructured.Unstructured)
+	var errs field.ErrorList
+	if u.GetAPIVersion() != s.gvk.GroupVersion().String() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), "must be "+s.gvk.GroupVersion().String()))
+	}
+	if u.GetKind() != s.gvk.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
+	}
+	if len(errs) > 0 || s.validator == nil {
+		return errs
+	}
+	var oldContent any
+	if old != nil {
+		oldContent = old.(*unstructured.Unstructured).UnstructuredContent()
+		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(nil, u.UnstructuredContent(), oldContent, s.validator)...)
+	} else {
+		errs = append(errs, schemavalidation.ValidateCustomResource(nil, u.UnstructuredContent(), s.validator)...)
+	}
+	if s.cel == nil {
+		return errs
+	}
+	if blocking(errs) {
+		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
+}
+
+// blocking is upstream's hasBlockingErr: errors after which CEL rules are
+// not run, since the values they would see are of the wrong shape.
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
