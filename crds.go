@@ -3,6 +3,8 @@ package kite
 import (
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kite-project/kite/apiserver/openapi"
+	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/apiextensions"
 )
@@ -27,6 +31,33 @@ type crdInstaller struct {
 	// mu guards served and orders installs.
 	mu     sync.Mutex
 	served map[string]*servedCRD // by CRD name
+
+	// columnsMu guards columns, read by every Table request.
+	columnsMu sync.RWMutex
+	columns   map[schema.GroupVersionKind]*table.Columns // by kind and list kind
+}
+
+// tableColumns returns the printer columns of a custom resource kind or
+// list kind, or nil.
+func (c *crdInstaller) tableColumns(gvk schema.GroupVersionKind) *table.Columns {
+	c.columnsMu.RLock()
+	defer c.columnsMu.RUnlock()
+	return c.columns[gvk]
+}
+
+func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Columns) {
+	c.columnsMu.Lock()
+	defer c.columnsMu.Unlock()
+	if c.columns == nil {
+		c.columns = map[schema.GroupVersionKind]*table.Columns{}
+	}
+	for _, gvk := range gvks {
+		if cols == nil {
+			delete(c.columns, gvk)
+		} else {
+			c.columns[gvk] = cols
+		}
+	}
 }
 
 // servedCRD is what one CRD's resource is served as.
@@ -35,6 +66,7 @@ type servedCRD struct {
 	spec    apiextensionsv1.CustomResourceDefinitionSpec
 	names   apiextensionsv1.CustomResourceDefinitionNames
 	gvrs    []schema.GroupVersionResource
+	kinds   []schema.GroupVersionKind // kinds and list kinds with columns
 	storage *registry.Store
 }
 
@@ -65,12 +97,25 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 			c.undo(s)
 			return err
 		}
+		cols, err := apiextensions.Columns(crd, v.Name)
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		kinds := []schema.GroupVersionKind{strat.Kind, strat.Kind.GroupVersion().WithKind(crd.Status.AcceptedNames.ListKind)}
+		c.setColumns(kinds, cols)
+		s.kinds = append(s.kinds, kinds...)
 		codec := versionCodec{
 			Codec:    unstructured.UnstructuredJSONScheme,
 			served:   schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name},
 			storedAs: schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
 		}
-		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec})
+		oa, err := crdOpenAPI(crd, v.Name, strat)
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec, OpenAPI: oa})
 		if err != nil {
 			c.undo(s)
 			return err
@@ -93,6 +138,7 @@ func (c *crdInstaller) undo(s *servedCRD) {
 	for _, gvr := range s.gvrs {
 		c.resources.remove(gvr)
 	}
+	c.setColumns(s.kinds, nil)
 }
 
 func (c *crdInstaller) Uninstall(name string) error {
@@ -147,4 +193,23 @@ func (c versionCodec) Encode(obj runtime.Object, w io.Writer) error {
 		obj = shallow
 	}
 	return c.Codec.Encode(obj, w)
+}
+
+// crdOpenAPI describes one served version of a CRD to the OpenAPI
+// documents, with the verbs routing and discovery use.
+func crdOpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string, strat *registry.Strategy) (*openapi.Resource, error) {
+	sch, name, err := apiextensions.OpenAPI(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	r := &openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Schema: sch, DefinitionName: name}
+	for _, n := range slices.Sorted(maps.Keys(strat.Subresources)) {
+		sub := strat.Subresources[n]
+		os := openapi.Subresource{Name: n, Verbs: sub.Verbs()}
+		if sub.New != nil {
+			os.Object, os.GVK = sub.New(), sub.Kind
+		}
+		r.Subresources = append(r.Subresources, os)
+	}
+	return r, nil
 }

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -101,13 +102,14 @@ type Server struct {
 	resources *resourceSet
 	// crds names, establishes and cleans up CRDs, installing their
 	// resources into resources.
-	crds     *apiextensions.Loop
-	runCtx   context.Context    // lives until Close: stacks built while serving run under it
-	cancel   context.CancelFunc // ends background loops and open requests
-	wg       sync.WaitGroup     // background loops
-	errc     chan error
-	closeErr error
-	once     sync.Once
+	crds         *apiextensions.Loop
+	crdInstaller *crdInstaller
+	runCtx       context.Context    // lives until Close: stacks built while serving run under it
+	cancel       context.CancelFunc // ends background loops and open requests
+	wg           sync.WaitGroup     // background loops
+	errc         chan error
+	closeErr     error
+	once         sync.Once
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -190,7 +192,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Authenticator: authenticator,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
-		Tables:        tableFunc(s.scheme),
+		Tables:        tableFunc(s.scheme, s.crdInstaller.tableColumns),
 		Metrics:       s.metrics,
 	})
 	if err != nil {
@@ -365,11 +367,17 @@ func (s *Server) checkStorage(*http.Request) error {
 	return nil
 }
 
-// tableFunc adapts the table package to the API server.
-func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
+// tableFunc adapts the table package to the API server. Custom resources
+// (unstructured objects, which carry their kind) get their CRD's columns.
+func tableFunc(scheme *k8sruntime.Scheme, columns func(schema.GroupVersionKind) *table.Columns) apiserver.TableFunc {
 	tc := table.New(table.Options{Typer: scheme})
 	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
-		return tc.Convert(obj, table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv})
+		opts := table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv}
+		switch obj.(type) {
+		case *unstructured.Unstructured, *unstructured.UnstructuredList:
+			opts.Columns = columns(obj.GetObjectKind().GroupVersionKind())
+		}
+		return tc.Convert(obj, opts)
 	}
 }
 

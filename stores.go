@@ -62,6 +62,8 @@ type stackOptions struct {
 	// StoredWith is the storage of the resource that holds this one's
 	// objects (Strategy.StoredWith), which the stack converts through.
 	StoredWith storage.Interface
+	// OpenAPI describes the resource; nil means from its Go types.
+	OpenAPI *openapi.Resource
 }
 
 // build makes and starts the stack of strat. The stack runs until its
@@ -157,7 +159,11 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 		stop()
 		return nil, err
 	}
-	return &stack{store: store, openapi: openAPIResource(strat), etcd: bottom, stop: stop}, nil
+	describe := openAPIResource(strat)
+	if so.OpenAPI != nil {
+		describe = *so.OpenAPI
+	}
+	return &stack{store: store, openapi: describe, etcd: bottom, stop: stop}, nil
 }
 
 // buildStores makes the stacks of the built-in resources and starts the
@@ -223,9 +229,10 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 	s.wg.Go(func() { deleter.Run(ctx) })
 	accounts := serviceaccounts.New(serviceaccounts.Options{Namespaces: namespaces, ServiceAccounts: s.resources.store("serviceaccounts")})
 	s.wg.Go(func() { accounts.Run(ctx) })
+	s.crdInstaller = &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}}
 	s.crds = apiextensions.New(apiextensions.Options{
 		CRDs:      s.resources.store("customresourcedefinitions.apiextensions.k8s.io"),
-		Installer: &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}},
+		Installer: s.crdInstaller,
 	})
 	return nil
 }

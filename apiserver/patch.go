@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,11 +38,8 @@ func (s *Server) patch(c *call) error {
 	if err != nil {
 		patchType = ""
 	}
-	switch patchType {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
-	default:
-		return unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{
-			string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
+	if accepted := c.strategy().PatchTypes(); !slices.Contains(accepted, string(patchType)) {
+		return unsupportedMediaType(c.r.Header.Get("Content-Type"), accepted)
 	}
 	body, err := s.readBody(c.r)
 	if err != nil {

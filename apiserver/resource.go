@@ -212,7 +212,7 @@ func (s *Server) get(c *call) error {
 	if err := decodeParams(c.r, &opts); err != nil {
 		return err
 	}
-	obj, err := c.store.Get(c.ctx(), c.info.Namespace, c.info.Name, &opts)
+	obj, err := c.store.GetSubresource(c.ctx(), c.info.Namespace, c.info.Name, c.info.Subresource, &opts)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,11 @@ func (s *Server) update(c *call) error {
 	if opts.FieldManager == "" {
 		opts.FieldManager = managerFromUserAgent(c.r)
 	}
-	obj, err := s.decodeBody(c, c.strategy().New(), c.strategy().Kind, opts.FieldValidation)
+	newBody, kind := c.strategy().New, c.strategy().Kind
+	if c.sub != nil && c.sub.New != nil {
+		newBody, kind = c.sub.New, c.sub.Kind // a view such as Scale
+	}
+	obj, err := s.decodeBody(c, newBody(), kind, opts.FieldValidation)
 	if err != nil {
 		return err
 	}

@@ -121,6 +121,14 @@ type Subresource struct {
 	PrepareForUpdate func(obj, old runtime.Object)
 	// ValidateUpdate validates the result; nil means the parent's.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// View, when set, makes the subresource a different object computed
+	// from its parent (a custom resource's autoscaling/v1 Scale): reads
+	// answer View(parent); an update computes the new view from the
+	// current one and Apply writes it back into (a copy of) the parent,
+	// whose rules then apply as for the main resource. Both are set or
+	// neither.
+	View  func(parent runtime.Object) (runtime.Object, error)
+	Apply func(parent, view runtime.Object) (runtime.Object, error)
 	// UpdateOnly makes the subresource take PUT alone (namespaces/finalize,
 	// as upstream).
 	UpdateOnly bool

@@ -1,6 +1,11 @@
 package registry
 
-import "slices"
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // The verbs of a stored resource, sorted as discovery lists them.
 var storedVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -32,3 +37,14 @@ func (sub *Subresource) Verbs() []string {
 
 // Serves reports whether verb is one of verbs.
 func Serves(verbs []string, verb string) bool { return slices.Contains(verbs, verb) }
+
+// PatchTypes returns the patch media types the resource accepts, as
+// upstream: JSON patch, merge patch, strategic merge patch (only where Go
+// types carry the patch strategies, so not for custom resources) and
+// server-side apply.
+func (s *Strategy) PatchTypes() []string {
+	if _, custom := s.New().(runtime.Unstructured); custom {
+		return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+	}
+	return []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
+}

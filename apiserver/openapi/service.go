@@ -131,6 +131,16 @@ func (s *Service) SetGroupVersion(gv schema.GroupVersion, resources []Resource) 
 
 func (s *Service) setLocked(gv schema.GroupVersion, resources []Resource) {
 	key := v3Key(gv)
+	if old := s.byGV[gv]; old != nil {
+		// Definitions of schema-described resources belong to their group
+		// version alone: a CRD's schema goes with it.
+		for _, r := range old.resources {
+			if r.Schema != nil {
+				delete(s.d.defs, r.DefinitionName)
+				delete(s.d.defs, r.DefinitionName+"List")
+			}
+		}
+	}
 	if len(resources) == 0 {
 		delete(s.byGV, gv)
 		s.v3Handler.DeleteGroupVersion(key)
@@ -232,7 +242,31 @@ func swagger(version string, paths map[string]spec.PathItem, defs spec.Definitio
 // which kubectl uses to find a kind's schema.
 func gvkExtensions(d *definitions, rs []Resource) {
 	mark := func(obj runtime.Object, gvk schema.GroupVersionKind) {
-		n := d.define(typeOf(obj))
+		markName(d, d.define(typeOf(obj)), gvk)
+	}
+	for _, r := range rs {
+		if r.Schema != nil {
+			markName(d, r.DefinitionName, r.GVK)
+			markName(d, r.DefinitionName+"List", r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+		} else {
+			mark(r.Object, r.GVK)
+			if r.List != nil {
+				mark(r.List, r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+			}
+		}
+		for _, sub := range r.Subresources {
+			if sub.Object != nil && !sub.GVK.Empty() {
+				mark(sub.Object, sub.GVK)
+			}
+		}
+	}
+	mark(&metav1.Status{}, metav1.Unversioned.WithKind("Status"))
+	mark(&metav1.DeleteOptions{}, metav1.Unversioned.WithKind("DeleteOptions"))
+}
+
+// markName adds gvk to definition n's x-kubernetes-group-version-kind.
+func markName(d *definitions, n string, gvk schema.GroupVersionKind) {
+	{
 		sc := d.defs[n]
 		entry := map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}
 		var list []any
@@ -249,19 +283,6 @@ func gvkExtensions(d *definitions, rs []Resource) {
 		sc.AddExtension("x-kubernetes-group-version-kind", append(slices.Clip(list), entry))
 		d.defs[n] = sc
 	}
-	for _, r := range rs {
-		mark(r.Object, r.GVK)
-		if r.List != nil {
-			mark(r.List, r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
-		}
-		for _, sub := range r.Subresources {
-			if sub.Object != nil && !sub.GVK.Empty() {
-				mark(sub.Object, sub.GVK)
-			}
-		}
-	}
-	mark(&metav1.Status{}, metav1.Unversioned.WithKind("Status"))
-	mark(&metav1.DeleteOptions{}, metav1.Unversioned.WithKind("DeleteOptions"))
 }
 
 func typeOf(obj any) reflect.Type {

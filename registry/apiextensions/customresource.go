@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -103,8 +105,12 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 		ValidateUpdate:           func(obj, old runtime.Object) field.ErrorList { return s.validate(obj, old) },
 		AllowUnconditionalUpdate: true,
 	}
+	strat.Subresources = map[string]*registry.Subresource{}
+	if ver.Subresources != nil && ver.Subresources.Scale != nil {
+		strat.Subresources["scale"] = scaleSubresource(ver.Subresources.Scale, strat.PrepareForUpdate)
+	}
 	if hasStatus {
-		strat.Subresources = map[string]*registry.Subresource{"status": {
+		strat.Subresources["status"] = &registry.Subresource{
 			PrepareForUpdate: func(obj, old runtime.Object) {
 				u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
 				st, has := u.Object["status"]
@@ -117,7 +123,7 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 				fresh.SetManagedFields(u.GetManagedFields())
 				u.Object = fresh.Object
 			},
-		}}
+		}
 	}
 	return strat, nil
 }
@@ -200,4 +206,33 @@ func blocking(errs field.ErrorList) bool {
 		}
 	}
 	return false
+}
+
+// OpenAPI returns a CRD version's object schema for the OpenAPI
+// documents and its definition name ("com.example.stable.v1.CronTab", as
+// upstream names it): the structural schema as kube-openapi describes it.
+// A version without a schema is described as an object that keeps
+// everything.
+func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Schema, string, error) {
+	name := util.ToRESTFriendlyName(fmt.Sprintf("%s/%s/%s", crd.Spec.Group, version, crd.Status.AcceptedNames.Kind))
+	for _, v := range crd.Spec.Versions {
+		if v.Name != version {
+			continue
+		}
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+			s.AddExtension("x-kubernetes-preserve-unknown-fields", true)
+			return s, name, nil
+		}
+		in := &internal.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, in, nil); err != nil {
+			return nil, "", err
+		}
+		structural, err := structuralschema.NewStructural(in)
+		if err != nil {
+			return nil, "", err
+		}
+		return structural.ToKubeOpenAPI(), name, nil
+	}
+	return nil, "", fmt.Errorf("CRD %s has no version %q", crd.Name, version)
 }
