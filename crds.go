@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -62,12 +63,14 @@ func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Co
 
 // servedCRD is what one CRD's resource is served as.
 type servedCRD struct {
-	uid     types.UID
-	spec    apiextensionsv1.CustomResourceDefinitionSpec
-	names   apiextensionsv1.CustomResourceDefinitionNames
-	gvrs    []schema.GroupVersionResource
-	kinds   []schema.GroupVersionKind // kinds and list kinds with columns
-	storage *registry.Store
+	uid   types.UID
+	spec  apiextensionsv1.CustomResourceDefinitionSpec
+	names apiextensionsv1.CustomResourceDefinitionNames
+	gvrs  []schema.GroupVersionResource
+	kinds []schema.GroupVersionKind // kinds and list kinds with columns
+	// terminating is set once the CRD's deletion began.
+	terminating atomic.Bool
+	storage     *registry.Store
 }
 
 var _ apiextensions.Installer = (*crdInstaller)(nil)
@@ -97,6 +100,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 			c.undo(s)
 			return err
 		}
+		strat.Terminating = s.terminating.Load
 		cols, err := apiextensions.Columns(crd, v.Name)
 		if err != nil {
 			c.undo(s)
@@ -153,6 +157,16 @@ func (c *crdInstaller) uninstallLocked(name string) {
 		c.undo(s)
 		delete(c.served, name)
 	}
+}
+
+func (c *crdInstaller) Terminate(name string) error {
+	c.mu.Lock()
+	s := c.served[name]
+	c.mu.Unlock()
+	if s == nil || s.terminating.Swap(true) {
+		return nil
+	}
+	return c.resources.republish()
 }
 
 func (c *crdInstaller) Instances(name string) *registry.Store {

@@ -99,6 +99,17 @@ func (r *resourceSet) publish(next []*stack, gv schema.GroupVersion) error {
 	return nil
 }
 
+// republish hands the API server the current set again: discovery is
+// recomputed (a resource began terminating).
+func (r *resourceSet) republish() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.api == nil {
+		return nil
+	}
+	return r.api.SetStores(storesOf(r.stacks))
+}
+
 // serve makes the set hand its changes to api and oa from now on.
 func (r *resourceSet) serve(api *apiserver.Server, oa openAPIUpdater) {
 	r.mu.Lock()

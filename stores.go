@@ -216,11 +216,14 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 		}
 	}
 	namespaces = s.resources.store("namespaces")
-	var contents []*registry.Store
-	for _, st := range s.resources.stores() {
-		if st.Strategy().Namespaced {
-			contents = append(contents, st)
+	contents := func() []*registry.Store {
+		var out []*registry.Store
+		for _, st := range s.resources.stores() {
+			if st.Strategy().Namespaced && st.Strategy().Virtual == nil && st.Strategy().Conversion == nil {
+				out = append(out, st)
+			}
 		}
+		return out
 	}
 	if s.metrics != nil {
 		s.wg.Go(func() { countObjects(ctx, s.metrics, s.resources.etcdStores, time.Minute) })

@@ -8,6 +8,7 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -48,7 +49,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			v = &apiVersion{gv: gv}
 			g.versions = append(g.versions, v)
 		}
-		verbs := metav1.Verbs(strat.Verbs())
+		verbs := metav1.Verbs(strat.DiscoveryVerbs())
 		scope := apidiscoveryv2.ScopeCluster
 		if strat.Namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
@@ -93,6 +94,11 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 		v.discovery = append(v.discovery, d)
 	}
 	for _, g := range groups {
+		// Preferred first: the highest by Kubernetes version priority
+		// (v2 > v1 > v1beta1 > v1alpha1), as upstream orders CRD versions.
+		sort.SliceStable(g.versions, func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(g.versions[i].gv.Version, g.versions[j].gv.Version) > 0
+		})
 		for _, v := range g.versions {
 			sort.Slice(v.resources, func(i, j int) bool { return v.resources[i].Name < v.resources[j].Name })
 			sort.Slice(v.discovery, func(i, j int) bool { return v.discovery[i].Resource < v.discovery[j].Resource })

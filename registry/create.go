@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
 	}
 	if err := s.checkNamespace(m, namespace); err != nil {
+		return nil, err
+	}
+	if err := s.admitCreate(m.GetName()); err != nil {
 		return nil, err
 	}
 	if s.strategy.Namespaced && s.admit != nil {
@@ -162,3 +166,11 @@ func managerName(manager string) string {
 }
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
+
+// admitCreate refuses creates while the resource terminates.
+func (s *Store) admitCreate(name string) error {
+	if s.strategy.Terminating != nil && s.strategy.Terminating() {
+		return apierrors.NewForbidden(s.strategy.GroupResource(), name, errors.New("create not allowed while custom resource definition is terminating"))
+	}
+	return nil
+}

@@ -92,6 +92,12 @@ type Strategy struct {
 	// whether it changed anything. An error refuses the delete.
 	Graceful func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object) bool, err error)
 
+	// Terminating, when set and true, says the resource is going away (its
+	// CustomResourceDefinition is being deleted): creates are refused with
+	// 403 and discovery lists only the verbs that remove and read, as
+	// upstream; updates still work, so finalizers can be removed.
+	Terminating func() bool
+
 	// AllowCreateOnUpdate lets PUT create a missing object.
 	AllowCreateOnUpdate bool
 	// AllowUnconditionalUpdate lets PUT without resourceVersion overwrite.

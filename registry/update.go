@@ -142,6 +142,9 @@ func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime
 	if err := s.checkNamespace(m, req.Namespace); err != nil {
 		return nil, err
 	}
+	if err := s.admitCreate(m.GetName()); err != nil {
+		return nil, err
+	}
 	if s.strategy.Namespaced && s.admit != nil {
 		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
 			return nil, err

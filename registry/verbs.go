@@ -21,6 +21,16 @@ func (s *Strategy) Verbs() []string {
 	return storedVerbs
 }
 
+// DiscoveryVerbs returns the verbs discovery lists: Verbs, but while the
+// resource is terminating only delete, deletecollection, get, list and
+// watch, as upstream's CRD discovery.
+func (s *Strategy) DiscoveryVerbs() []string {
+	if s.Terminating == nil || !s.Terminating() {
+		return s.Verbs()
+	}
+	return slices.DeleteFunc(slices.Clone(s.Verbs()), func(v string) bool { return v == "create" || v == "update" || v == "patch" })
+}
+
 // Verbs returns the verbs of the subresource, sorted: create for a POST
 // subresource (pods/binding), update for an update-only one
 // (namespaces/finalize), else get, patch and update. The caller may keep

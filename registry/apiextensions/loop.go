@@ -26,6 +26,9 @@ type Installer interface {
 	// serves it anew when its spec or accepted names changed; it does
 	// nothing when crd is served as it is.
 	Install(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error
+	// Terminate marks the CRD's resource as going away: creates are
+	// refused from now on and discovery shows it read-and-delete only.
+	Terminate(name string) error
 	// Uninstall stops serving the resource of the CRD named name.
 	Uninstall(name string) error
 	// Instances returns the store of the CRD's custom resources (its
@@ -88,11 +91,9 @@ func (l *Loop) Sync(ctx context.Context) (pending bool, rv string, err error) {
 		return false, "", err
 	}
 	list := obj.(*apiextensionsv1.CustomResourceDefinitionList)
-	seen := sets.New[string]()
 	var errs []error
 	for i := range list.Items {
 		crd := &list.Items[i]
-		seen.Insert(crd.Name)
 		more, err := l.sync(ctx, crd, list.Items)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("CRD %s: %w", crd.Name, err))
@@ -154,6 +155,9 @@ func (l *Loop) cleanup(ctx context.Context, crd *apiextensionsv1.CustomResourceD
 		if err != nil {
 			return true, err
 		}
+	}
+	if err := l.installer.Terminate(crd.Name); err != nil {
+		return true, err
 	}
 	if store := l.installer.Instances(crd.Name); store != nil {
 		left, err := deleteInstances(ctx, store)

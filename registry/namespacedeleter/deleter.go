@@ -29,8 +29,9 @@ import (
 type Options struct {
 	// Namespaces is the namespaces' Store. Required.
 	Namespaces *registry.Store
-	// Contents are the Stores of every namespaced resource.
-	Contents []*registry.Store
+	// Contents returns the Stores of every namespaced resource served now
+	// (custom resources come and go).
+	Contents func() []*registry.Store
 	// Retry is how soon a namespace that still has content is looked at
 	// again; 0 means one second.
 	Retry time.Duration
@@ -39,7 +40,7 @@ type Options struct {
 // Deleter removes terminating namespaces. Run drives it.
 type Deleter struct {
 	namespaces *registry.Store
-	contents   []*registry.Store
+	contents   func() []*registry.Store
 	retry      time.Duration
 }
 
@@ -97,7 +98,7 @@ func (d *Deleter) sync(ctx context.Context) (pending bool, rv string, err error)
 // gone (or only waits on finalizers of others).
 func (d *Deleter) delete(ctx context.Context, ns *v1.Namespace) (bool, error) {
 	remaining := 0
-	for _, st := range d.contents {
+	for _, st := range d.contents() {
 		if _, err := st.DeleteCollection(ctx, ns.Name, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{}); err != nil {
 			return false, err
 		}
