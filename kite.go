@@ -1,6 +1,7 @@
 package kite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -245,6 +247,16 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	crds := slices.Clone(opts.CRDs)
+	fromFiles, err := readCRDFiles(s.scheme, opts.CRDPaths)
+	if err != nil {
+		return nil, err
+	}
+	crdCtx, cancelCRDs := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
+	defer cancelCRDs()
+	if err := s.installCRDs(crdCtx, append(crds, fromFiles...)); err != nil {
 		return nil, err
 	}
 	return s, nil
