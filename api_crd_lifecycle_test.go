@@ -2,6 +2,7 @@ package kite_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -255,5 +256,73 @@ func TestNamespaceDeletionRemovesCustomResources(t *testing.T) {
 	}
 	if kv, _ := shared.EtcdClient().Get(ctx, "/registry/"+group+"/crontabs/"+ns+"/", clientv3WithPrefix()...); kv != nil && len(kv.Kvs) > 0 {
 		t.Errorf("custom resource left in the deleted namespace")
+	}
+}
+
+// TestCustomResourceSelectableFieldsAndReadDefaults selects custom
+// resources by a declared selectableField (and refuses an undeclared
+// one with upstream's 400), then adds a default to the schema: objects
+// stored before show it on read without being rewritten.
+func TestCustomResourceSelectableFieldsAndReadDefaults(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	const group = "select.example.com"
+	name := "crontabs." + group
+	crd := crontabs(group)
+	crd.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.image"}}
+	if _, err := createCRD(t, ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteCRD(t, ctx, name)
+	waitCRD(t, ctx, name, established)
+	dyn := dynamic.NewForConfigOrDie(config(t)).Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "crontabs"}).Namespace("default")
+	for i, image := range []string{"a", "b", "a"} {
+		obj := crontab(group, fmt.Sprintf("c%d", i), nil)
+		unstructured.SetNestedField(obj.Object, image, "spec", "image")
+		var err error
+		for range 200 {
+			if _, err = dyn.Create(ctx, obj, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := dyn.List(ctx, metav1.ListOptions{FieldSelector: "spec.image=a"})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("select spec.image=a: %v items, %v; want 2", len(list.Items), err)
+	}
+	_, err = dyn.List(ctx, metav1.ListOptions{FieldSelector: "spec.cronSpec=x"})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "field label not supported: spec.cronSpec") {
+		t.Errorf("select on an undeclared field: %v, want 400", err)
+	}
+
+	cur, err := getCRD(t, ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	policy := spec.Properties["policy"]
+	policy.Default = &apiextensionsv1.JSON{Raw: []byte(`"Allow"`)}
+	spec.Properties["policy"] = policy
+	cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if err := crdClient(t).Put().Resource("customresourcedefinitions").Name(name).Body(cur).Do(ctx).Error(); err != nil {
+		t.Fatalf("add a default: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := dyn.Get(ctx, "c0", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		p, _, _ := unstructured.NestedString(got.Object, "spec", "policy")
+		return p == "Allow", nil
+	}); err != nil {
+		t.Error("the new default does not show on read")
+	}
+	kv, _ := shared.EtcdClient().Get(ctx, "/registry/"+group+"/crontabs/default/c0")
+	if len(kv.Kvs) == 1 && strings.Contains(string(kv.Kvs[0].Value), "policy") {
+		t.Errorf("etcd was rewritten: %s", kv.Kvs[0].Value)
 	}
 }

@@ -111,6 +111,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 		s.kinds = append(s.kinds, kinds...)
 		codec := versionCodec{
 			Codec:    unstructured.UnstructuredJSONScheme,
+			defaults: strat.Default,
 			served:   schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name},
 			storedAs: schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
 		}
@@ -184,6 +185,9 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 type versionCodec struct {
 	runtime.Codec
 	served, storedAs schema.GroupVersion
+	// defaults prunes and defaults what is read, as upstream's storage
+	// codec does: a default added to the schema shows without a rewrite.
+	defaults func(runtime.Object)
 }
 
 func (c versionCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -191,8 +195,13 @@ func (c versionCodec) Decode(data []byte, defaults *schema.GroupVersionKind, int
 	if err != nil {
 		return obj, gvk, err
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && c.served != c.storedAs {
-		u.SetAPIVersion(c.served.String())
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if c.served != c.storedAs {
+			u.SetAPIVersion(c.served.String())
+		}
+		if c.defaults != nil {
+			c.defaults(u)
+		}
 	}
 	return obj, gvk, nil
 }

@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	internal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,6 +14,7 @@ import (
 	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -101,6 +103,8 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 				u.SetGeneration(o.GetGeneration())
 			}
 		},
+		SelectableFields:         selectableFields(ver.SelectableFields),
+		FieldLabels:              fieldLabels(ver.SelectableFields),
 		Validate:                 func(obj runtime.Object) field.ErrorList { return s.validate(obj, nil) },
 		ValidateUpdate:           func(obj, old runtime.Object) field.ErrorList { return s.validate(obj, old) },
 		AllowUnconditionalUpdate: true,
@@ -235,4 +239,36 @@ func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*sp
 		return structural.ToKubeOpenAPI(), name, nil
 	}
 	return nil, "", fmt.Errorf("CRD %s has no version %q", crd.Name, version)
+}
+
+// fieldLabels are the field selector names of a version's
+// selectableFields: their JSON paths without the leading dot.
+func fieldLabels(sf []apiextensionsv1.SelectableField) []string {
+	var out []string
+	for _, f := range sf {
+		out = append(out, strings.TrimPrefix(f.JSONPath, "."))
+	}
+	return out
+}
+
+// selectableFields returns the selectable field values of a custom
+// resource, as upstream: a scalar's string form, "" when absent.
+func selectableFields(sf []apiextensionsv1.SelectableField) func(runtime.Object) fields.Set {
+	if len(sf) == 0 {
+		return nil
+	}
+	labels := fieldLabels(sf)
+	return func(obj runtime.Object) fields.Set {
+		u := obj.(*unstructured.Unstructured)
+		set := fields.Set{}
+		for _, l := range labels {
+			v, found, err := unstructured.NestedFieldNoCopy(u.Object, strings.Split(l, ".")...)
+			if err != nil || !found || v == nil {
+				set[l] = ""
+				continue
+			}
+			set[l] = fmt.Sprint(v)
+		}
+		return set
+	}
 }

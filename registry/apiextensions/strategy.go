@@ -61,7 +61,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			if in == nil {
 				return errs
 			}
-			return validation.ValidateCustomResourceDefinition(context.Background(), in)
+			return append(validation.ValidateCustomResourceDefinition(context.Background(), in), refuseWebhook(obj)...)
 		},
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			in, errs := toInternal(obj)
@@ -69,7 +69,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			if in == nil || oldIn == nil {
 				return append(errs, oldErrs...)
 			}
-			return validation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn)
+			return append(validation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn), refuseWebhook(obj)...)
 		},
 		Graceful: graceful(now),
 		Subresources: map[string]*registry.Subresource{
@@ -90,6 +90,17 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			},
 		},
 	}
+}
+
+// refuseWebhook refuses the Webhook conversion strategy, which Kite does
+// not run yet: a CRD that needs it would otherwise be served with objects
+// in the wrong version.
+func refuseWebhook(obj runtime.Object) field.ErrorList {
+	c := obj.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion
+	if c == nil || c.Strategy != apiextensionsv1.WebhookConverter {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(field.NewPath("spec", "conversion", "strategy"), c.Strategy, []string{string(apiextensionsv1.NoneConverter)})}
 }
 
 // recordStorageVersion adds the storage version to status.storedVersions
