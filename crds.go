@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
@@ -131,6 +133,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 			return err
 		}
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
+		c.enableApply(strat.Kind)
 		if v.Name == storageVersion {
 			s.storage = st.store
 		}
@@ -142,6 +145,9 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 func (c *crdInstaller) undo(s *servedCRD) {
 	for _, gvr := range s.gvrs {
 		c.resources.remove(gvr)
+	}
+	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
+		c.resources.build.fields.SetCustom(s.kinds[i], nil)
 	}
 	c.setColumns(s.kinds, nil)
 }
@@ -177,6 +183,23 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 		return s.storage
 	}
 	return nil
+}
+
+// enableApply gives the kind's field manager the structured-merge schema
+// of its group version's OpenAPI document (list types, map keys), so that
+// managed fields are tracked and server-side apply works. Without it the
+// resource is still served; apply is refused with 400.
+func (c *crdInstaller) enableApply(kind schema.GroupVersionKind) {
+	schemas := c.resources.schemasOf(kind.GroupVersion())
+	if schemas == nil {
+		return
+	}
+	tc, err := managedfields.NewTypeConverter(schemas, false)
+	if err != nil {
+		klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
+		return
+	}
+	c.resources.build.fields.SetCustom(kind, tc)
 }
 
 // versionCodec stores custom resources in the storage version and reads

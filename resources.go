@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/openapi"
@@ -33,6 +35,22 @@ type resourceSet struct {
 // openAPIUpdater is what the set needs of the OpenAPI service.
 type openAPIUpdater interface {
 	SetGroupVersion(gv schema.GroupVersion, resources []openapi.Resource) error
+	V3(gv schema.GroupVersion) *spec3.OpenAPI
+}
+
+// schemasOf returns the OpenAPI v3 component schemas of gv's document, or
+// nil before the set serves.
+func (r *resourceSet) schemasOf(gv schema.GroupVersion) map[string]*spec.Schema {
+	r.mu.Lock()
+	oa := r.openapi
+	r.mu.Unlock()
+	if oa == nil {
+		return nil
+	}
+	if doc := oa.V3(gv); doc != nil && doc.Components != nil {
+		return doc.Components.Schemas
+	}
+	return nil
 }
 
 func newResourceSet(b *stackBuilder) *resourceSet { return &resourceSet{build: b} }
