@@ -1,6 +1,7 @@
 package kite_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,45 @@ func TestCustomResourceInformersAndMetadata(t *testing.T) {
 	one, err := mc.Resource(gvr).Namespace("default").Get(ctx, "watched", metav1.GetOptions{})
 	if err != nil || one.UID != obj.GetUID() {
 		t.Fatalf("metadata get: %+v %v", one, err)
+	}
+}
+
+// TestCustomResourcesHaveNoProtobuf: custom resources are JSON and YAML
+// only, as upstream (protobuf only for Tables and metadata): a protobuf
+// Accept falls back to JSON when the client allows it, else 406, and a
+// protobuf body is 415.
+func TestCustomResourcesHaveNoProtobuf(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 30*time.Second)
+	defer cancel()
+	const group = "protobuf.example.com"
+	if _, err := createCRD(t, ctx, crontabs(group)); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteCRD(t, ctx, "crontabs."+group)
+	waitCRD(t, ctx, "crontabs."+group, established)
+	path := "/apis/" + group + "/v1/namespaces/default/crontabs"
+	var code int
+	for range 200 {
+		if code, _, _ = raw(t, "GET", path, "", "application/json", nil); code != 404 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		accept   string
+		wantCode int
+		wantType string
+	}{
+		{"application/vnd.kubernetes.protobuf, application/json", 200, "application/json"},
+		{"application/vnd.kubernetes.protobuf", 406, ""},
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", 200, "application/vnd.kubernetes.protobuf"},
+	} {
+		code, _, hdr := raw(t, "GET", path, "", tc.accept, nil)
+		if code != tc.wantCode || (tc.wantType != "" && !strings.HasPrefix(hdr.Get("Content-Type"), tc.wantType)) {
+			t.Errorf("Accept %s: %d %s, want %d %s", tc.accept, code, hdr.Get("Content-Type"), tc.wantCode, tc.wantType)
+		}
+	}
+	if code, _, _ := raw(t, "POST", path, "application/vnd.kubernetes.protobuf", "application/json", []byte("k8s\x00")); code != 415 {
+		t.Errorf("protobuf body: %d, want 415", code)
 	}
 }

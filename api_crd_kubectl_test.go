@@ -87,6 +87,9 @@ func TestKubectlCustomResources(t *testing.T) {
 	if !strings.Contains(out, "SIZE") || !strings.Contains(out, "REPLICAS") || !strings.Contains(out, "large") {
 		t.Errorf("get with printer columns:\n%s", out)
 	}
+	if out := kubectl(t, "get", "all", "-n", "default"); !strings.Contains(out, "widget.kubectl.example.com/w1") {
+		t.Errorf("get all (categories: [all]):\n%s", out)
+	}
 	if out := kubectl(t, "explain", "widgets.spec.size"); !strings.Contains(out, "How big the widget is.") {
 		t.Errorf("explain:\n%s", out)
 	}

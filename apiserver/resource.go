@@ -65,7 +65,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(w, r, methodNotAllowed(r.Method, info))
 		return
 	}
-	allow := negotiation{table: v == "get" || v == "list" || v == "watch"}
+	custom := isCustom(strat)
+	allow := negotiation{table: v == "get" || v == "list" || v == "watch", noProtobuf: custom && (c.sub == nil || c.sub.Kind.Empty())}
 	switch v {
 	case "get", "watch":
 		allow.partial = "PartialObjectMetadata"
@@ -105,6 +106,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		c.w = w
 		s.dispatch(c, v)
 	})).ServeHTTP(w, c.r)
+}
+
+// isCustom reports a resource served as unstructured objects (custom
+// resources), which have no protobuf form.
+func isCustom(strat *registry.Strategy) bool {
+	_, ok := strat.New().(runtime.Unstructured)
+	return ok
 }
 
 // DefaultRequestTimeout bounds every request but watches, as
@@ -458,6 +466,9 @@ func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersi
 	info, err := s.bodySerializer(c.r)
 	if err != nil {
 		return nil, err
+	}
+	if info.MediaType == mediaProtobuf && isCustom(c.strategy()) && (c.sub == nil || c.sub.Kind.Empty()) {
+		return nil, unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{mediaJSON, mediaYAML})
 	}
 	if len(body) == 0 {
 		return nil, apierrors.NewBadRequest("the request body is empty")
