@@ -127,13 +127,12 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 			c.undo(s)
 			return err
 		}
-		if err := c.resources.add(st); err != nil {
+		if err := c.resources.addWith(st, func(oa openAPIUpdater) { c.enableApply(oa, strat.Kind) }); err != nil {
 			st.stop()
 			c.undo(s)
 			return err
 		}
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
-		c.enableApply(strat.Kind)
 		if v.Name == storageVersion {
 			s.storage = st.store
 		}
@@ -189,8 +188,8 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 // of its group version's OpenAPI document (list types, map keys), so that
 // managed fields are tracked and server-side apply works. Without it the
 // resource is still served; apply is refused with 400.
-func (c *crdInstaller) enableApply(kind schema.GroupVersionKind) {
-	schemas := c.resources.schemasOf(kind.GroupVersion())
+func (c *crdInstaller) enableApply(oa openAPIUpdater, kind schema.GroupVersionKind) {
+	schemas := schemasOf(oa, kind.GroupVersion())
 	if schemas == nil {
 		return
 	}

@@ -39,11 +39,8 @@ type openAPIUpdater interface {
 }
 
 // schemasOf returns the OpenAPI v3 component schemas of gv's document, or
-// nil before the set serves.
-func (r *resourceSet) schemasOf(gv schema.GroupVersion) map[string]*spec.Schema {
-	r.mu.Lock()
-	oa := r.openapi
-	r.mu.Unlock()
+// nil.
+func schemasOf(oa openAPIUpdater, gv schema.GroupVersion) map[string]*spec.Schema {
 	if oa == nil {
 		return nil
 	}
@@ -57,7 +54,14 @@ func newResourceSet(b *stackBuilder) *resourceSet { return &resourceSet{build: b
 
 // add serves st from now on. A resource that is already served is
 // refused and changes nothing.
-func (r *resourceSet) add(st *stack) error {
+func (r *resourceSet) add(st *stack) error { return r.addWith(st, nil) }
+
+// addWith is add with a step between publishing the OpenAPI documents and
+// routing requests: beforeRoutes gets the OpenAPI service (nil before the
+// set serves) and may read the new group version's documents, e.g. for
+// the field manager's schema, so the first request finds it ready. It must
+// not call the set.
+func (r *resourceSet) addWith(st *stack, beforeRoutes func(oa openAPIUpdater)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	gvr := st.store.Strategy().GroupVersionResource()
@@ -67,7 +71,7 @@ func (r *resourceSet) add(st *stack) error {
 		}
 	}
 	next := append(slices.Clip(r.stacks), st)
-	if err := r.publish(next, gvr.GroupVersion()); err != nil {
+	if err := r.publish(next, gvr.GroupVersion(), beforeRoutes); err != nil {
 		return err
 	}
 	r.stacks = next
@@ -85,7 +89,7 @@ func (r *resourceSet) remove(gvr schema.GroupVersionResource) error {
 	}
 	gone := r.stacks[i]
 	next := slices.Delete(slices.Clone(r.stacks), i, i+1)
-	if err := r.publish(next, gvr.GroupVersion()); err != nil {
+	if err := r.publish(next, gvr.GroupVersion(), nil); err != nil {
 		r.mu.Unlock()
 		return err
 	}
@@ -95,14 +99,10 @@ func (r *resourceSet) remove(gvr schema.GroupVersionResource) error {
 	return nil
 }
 
-// publish hands the API server and the OpenAPI service the set next,
-// whose group version changed gv. Called with mu held.
-func (r *resourceSet) publish(next []*stack, gv schema.GroupVersion) error {
-	if r.api != nil {
-		if err := r.api.SetStores(storesOf(next)); err != nil {
-			return err
-		}
-	}
+// publish hands the OpenAPI service and then the API server the set next,
+// whose group version changed gv; between the two it runs beforeRoutes.
+// Called with mu held.
+func (r *resourceSet) publish(next []*stack, gv schema.GroupVersion, beforeRoutes func(openAPIUpdater)) error {
 	if r.openapi != nil {
 		var described []openapi.Resource
 		for _, st := range next {
@@ -112,6 +112,14 @@ func (r *resourceSet) publish(next []*stack, gv schema.GroupVersion) error {
 		}
 		if err := r.openapi.SetGroupVersion(gv, described); err != nil {
 			return fmt.Errorf("openapi of %s: %w", gv, err)
+		}
+	}
+	if beforeRoutes != nil {
+		beforeRoutes(r.openapi)
+	}
+	if r.api != nil {
+		if err := r.api.SetStores(storesOf(next)); err != nil {
+			return err
 		}
 	}
 	return nil
