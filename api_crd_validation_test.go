@@ -1,6 +1,7 @@
 package kite_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 )
@@ -93,4 +95,66 @@ func TestCustomResourceValidationCases(t *testing.T) {
 			t.Errorf("create a CRD whose rule has no bound: %v", err)
 		}
 	})
+}
+
+// TestCustomResourceValidationRatchets tightens a CRD's schema under an
+// existing object: an update that leaves the now-invalid value alone is
+// accepted (ratcheting, GA upstream), one that changes it to another
+// invalid value is refused.
+func TestCustomResourceValidationRatchets(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	const group = "ratchet.example.com"
+	name := "crontabs." + group
+	if _, err := createCRD(t, ctx, crontabs(group)); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteCRD(t, ctx, name)
+	waitCRD(t, ctx, name, established)
+	cr := dynamic.NewForConfigOrDie(config(t)).Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "crontabs"}).Namespace("default")
+	obj := crontab(group, "old", nil)
+	unstructured.SetNestedField(obj.Object, "a-long-image-name", "spec", "image")
+	var err error
+	for range 200 {
+		if _, err = cr.Create(ctx, obj, metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := getCRD(t, ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	image := spec.Properties["image"]
+	image.MaxLength = ptr.To[int64](5)
+	spec.Properties["image"] = image
+	cur.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	if err := crdClient(t).Put().Resource("customresourcedefinitions").Name(name).Body(cur).Do(ctx).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the tightened schema: a new long image is refused.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		probe := crontab(group, "probe", nil)
+		unstructured.SetNestedField(probe.Object, "too-long-image", "spec", "image")
+		_, err := cr.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err), nil
+	}); err != nil {
+		t.Fatal("tightened schema never applied")
+	}
+	got, err := cr.Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.SetNestedField(got.Object, "0 * * * *", "spec", "cronSpec")
+	if got, err = cr.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("update leaving the old invalid value alone: %v", err)
+	}
+	unstructured.SetNestedField(got.Object, "another-long-one", "spec", "image")
+	if _, err := cr.Update(ctx, got, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.image: Too long: may not be more than 5 bytes") {
+		t.Errorf("update to a new invalid value: %v", err)
+	}
 }

@@ -9,7 +9,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -184,11 +188,24 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	var oldContent any
+	var schemaOpts []schemavalidation.ValidationOption
+	var celOpts []cel.Option
 	if old != nil {
+		// Ratcheting (GA): errors on values an update leaves as they were
+		// are dropped, so a tightened schema does not lock old objects.
 		oldContent = old.(*unstructured.Unstructured).UnstructuredContent()
-		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(nil, u.UnstructuredContent(), oldContent, s.validator)...)
+		correlated := common.NewCorrelatedObject(u.Object, oldContent, &model.Structural{Structural: s.structural})
+		schemaOpts = append(schemaOpts, schemavalidation.WithRatcheting(correlated))
+		celOpts = append(celOpts, cel.WithRatcheting(correlated))
+		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(nil, u.UnstructuredContent(), oldContent, s.validator, schemaOpts...)...)
 	} else {
 		errs = append(errs, schemavalidation.ValidateCustomResource(nil, u.UnstructuredContent(), s.validator)...)
+	}
+	errs = append(errs, objectmeta.Validate(context.Background(), nil, u.Object, s.structural, false)...)
+	// Set and map list uniqueness, ratcheted: only if the old object had
+	// no such error.
+	if old == nil || len(listtype.ValidateListSetsAndMaps(nil, s.structural, oldContent.(map[string]any))) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
 	}
 	if s.cel == nil {
 		return errs
@@ -196,7 +213,7 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 	if blocking(errs) {
 		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
-	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget)
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget, celOpts...)
 	return append(errs, celErrs...)
 }
 
