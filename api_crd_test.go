@@ -141,6 +141,16 @@ func TestCRDServedFromEstablished(t *testing.T) {
 	if _, found, _ := unstructured.NestedString(out.Object, "spec", "unknown"); found {
 		t.Errorf("unknown field kept: %v", out.Object["spec"])
 	}
+	// Unknown fields: a warning by default, 400 with Strict, as upstream.
+	body := []byte(`{"apiVersion":"` + group + `/v1","kind":"CronTab","metadata":{"name":"strict"},"spec":{"image":"i","bogus":1}}`)
+	code, st, _ := raw(t, "POST", "/apis/"+group+"/v1/namespaces/default/crontabs?fieldValidation=Strict&dryRun=All", "application/json", "application/json", body)
+	if want := `CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: unknown field "spec.bogus"`; code != 400 || st.Message != want {
+		t.Errorf("Strict create with an unknown field: %d %q, want 400 %q", code, st.Message, want)
+	}
+	code, _, hdr := raw(t, "POST", "/apis/"+group+"/v1/namespaces/default/crontabs?dryRun=All", "application/json", "application/json", body)
+	if code != 201 || !strings.Contains(hdr.Get("Warning"), `unknown field \"spec.bogus\"`) {
+		t.Errorf("default create with an unknown field: %d, Warning %q", code, hdr.Get("Warning"))
+	}
 	if _, found := out.Object["status"]; found {
 		t.Errorf("status kept on create with a status subresource: %v", out.Object["status"])
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/registry"
@@ -38,6 +39,11 @@ type call struct {
 
 func (c *call) ctx() context.Context { return c.r.Context() }
 
+// warningsOf records a request's warnings into its call.
+type warningsOf struct{ c *call }
+
+func (w warningsOf) AddWarning(_, text string) { w.c.warnings = append(w.c.warnings, text) }
+
 func (c *call) strategy() *registry.Strategy { return c.store.Strategy() }
 
 // serveResource resolves the resource and dispatches by verb.
@@ -53,6 +59,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	c := &call{w: w, r: r, info: info, store: store}
+	// Warnings the registry adds (e.g. pruned unknown fields) go out as
+	// Warning headers with the response.
+	c.r = r.WithContext(warning.WithWarningRecorder(r.Context(), warningsOf{c}))
 	if info.Subresource != "" {
 		c.sub = strat.Subresources[info.Subresource]
 		if c.sub == nil {
@@ -91,9 +100,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 			}
 			timeout = min(d, DefaultRequestTimeout)
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		ctx, cancel := context.WithTimeout(c.r.Context(), timeout)
 		defer cancel()
-		c.r = r.WithContext(ctx)
+		c.r = c.r.WithContext(ctx)
 	}
 	if s.opts.Metrics == nil {
 		s.dispatch(c, v)

@@ -52,6 +52,11 @@ type Strategy struct {
 	// Default fills defaults into a decoded object before anything else
 	// looks at it (upstream's v1 defaulting).
 	Default func(obj runtime.Object)
+	// PruneUnknown, if set, drops the fields the resource's schema does
+	// not declare from a written object and returns their paths (custom
+	// resources); the Store then refuses them (fieldValidation=Strict),
+	// warns about them (Warn, the default) or says nothing (Ignore).
+	PruneUnknown func(obj runtime.Object) []string
 	// PrepareForCreate clears what a client may not set on create (status
 	// for most resources) and sets what the server owns.
 	PrepareForCreate func(obj runtime.Object)

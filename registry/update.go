@@ -64,6 +64,9 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
+			return nil, nil, err
+		}
 		obj, err = s.prepareUpdate(obj, existing, req, sub)
 		deleteAfter = err == nil && hadFinalizers(existing) && shouldDeleteAfterUpdate(obj)
 		return obj, nil, err
@@ -130,6 +133,9 @@ func viewOf(sub *Subresource, obj runtime.Object, created bool) (runtime.Object,
 func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime.Object, error) {
 	obj, err := req.Object(ctx, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
 		return nil, err
 	}
 	m, err := meta.Accessor(obj)

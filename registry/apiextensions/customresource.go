@@ -84,7 +84,8 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
 			return l
 		},
-		Default: s.defaults,
+		Default:      s.defaults,
+		PruneUnknown: s.pruneUnknown,
 		PrepareForCreate: func(obj runtime.Object) {
 			u := obj.(*unstructured.Unstructured)
 			if hasStatus {
@@ -171,6 +172,14 @@ func (s *customResource) defaults(obj runtime.Object) {
 	pruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{})
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
 	structuraldefaulting.Default(u.Object, s.structural)
+}
+
+// pruneUnknown drops undeclared fields and returns their paths.
+func (s *customResource) pruneUnknown(obj runtime.Object) []string {
+	if s.structural == nil {
+		return nil
+	}
+	return pruning.PruneWithOptions(obj.(*unstructured.Unstructured).Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 }
 
 // validate is upstream's customResourceValidator: the apiVersion and kind,
