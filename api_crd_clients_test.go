@@ -76,6 +76,12 @@ func TestCustomResourceInformersAndMetadata(t *testing.T) {
 	if ready, _, _ := unstructured.NestedBool(up.Object, "status", "ready"); !ready || up.GetGeneration() != 2 {
 		t.Errorf("spec write: status.ready %v generation %d, want true and 2", ready, up.GetGeneration())
 	}
+	// A status write is checked against properties.status.
+	bad := up.DeepCopy()
+	unstructured.SetNestedField(bad.Object, "yes", "status", "ready")
+	if _, err := cr.UpdateStatus(ctx, bad, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `status.ready: Invalid value: "string": ready in body must be of type boolean: "string"`) {
+		t.Errorf("status write of the wrong type: %v", err)
+	}
 	want := []string{"add", "update", "update"}
 	for i, w := range want {
 		select {

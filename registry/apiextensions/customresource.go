@@ -63,6 +63,11 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 			return nil, fmt.Errorf("CRD %s version %s: schema validator: %w", crd.Name, version, err)
 		}
 		s.structural, s.validator = structural, validator
+		if st, ok := in.Properties["status"]; ok {
+			if s.statusValidator, _, err = schemavalidation.NewSchemaValidator(&st); err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: status schema validator: %w", crd.Name, version, err)
+			}
+		}
 		s.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
 	}
 	hasStatus := ver.Subresources != nil && ver.Subresources.Status != nil
@@ -132,6 +137,7 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 				fresh.SetManagedFields(u.GetManagedFields())
 				u.Object = fresh.Object
 			},
+			ValidateUpdate: s.validateStatus,
 		}
 	}
 	return strat, nil
@@ -159,7 +165,9 @@ type customResource struct {
 	gvk        schema.GroupVersionKind
 	structural *structuralschema.Structural // nil: no schema
 	validator  schemavalidation.SchemaValidator
-	cel        *cel.Validator // nil: no rules
+	// statusValidator checks status writes against properties.status.
+	statusValidator schemavalidation.SchemaValidator
+	cel             *cel.Validator // nil: no rules
 }
 
 // defaults prunes unknown fields and fills defaults, as upstream's
@@ -223,6 +231,38 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
 	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget, celOpts...)
+	return append(errs, celErrs...)
+}
+
+// validateStatus is upstream's status strategy validation: the status
+// against properties.status (ratcheted), list uniqueness, then CEL over
+// the whole object.
+func (s *customResource) validateStatus(obj, old runtime.Object) field.ErrorList {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	var errs field.ErrorList
+	if u.GetAPIVersion() != s.gvk.GroupVersion().String() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), "must be "+s.gvk.GroupVersion().String()))
+	}
+	if u.GetKind() != s.gvk.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
+	}
+	if len(errs) > 0 || s.structural == nil {
+		return errs
+	}
+	correlated := common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: s.structural})
+	if status, ok := u.Object["status"]; ok && s.statusValidator != nil {
+		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], s.statusValidator, schemavalidation.WithRatcheting(correlated.Key("status")))...)
+	}
+	if newErrs := listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object); len(newErrs) > 0 && len(listtype.ValidateListSetsAndMaps(nil, s.structural, o.Object)) == 0 {
+		errs = append(errs, newErrs...)
+	}
+	if s.cel == nil {
+		return errs
+	}
+	if blocking(errs) {
+		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
 	return append(errs, celErrs...)
 }
 
