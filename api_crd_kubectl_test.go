@@ -105,6 +105,13 @@ func TestKubectlCustomResources(t *testing.T) {
 	if out := kubectl(t, "get", "widget", "w1", "-n", "default", "-o", "jsonpath={.spec.replicas}"); out != "5" {
 		t.Errorf("after scale: spec.replicas %q", out)
 	}
+	if code, st, _ := raw(t, "PATCH", "/apis/kubectl.example.com/v1/namespaces/default/widgets/w1/scale", "application/merge-patch+json", "application/json", []byte(`{"spec":{"replicas":-1}}`)); code != 422 || !strings.Contains(st.Message, "spec.replicas: Invalid value: -1: must be greater than or equal to 0") {
+		t.Errorf("scale to -1: %d %q, want 422", code, st.Message)
+	}
+	code, _, hdr := raw(t, "GET", "/apis/kubectl.example.com/v1/namespaces/default/widgets/w1/scale", "", "application/json", nil)
+	if code != 200 {
+		t.Errorf("GET scale: %d %v", code, hdr)
+	}
 	kubectl(t, "delete", "-f", crdFile, "--timeout=20s")
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -164,6 +164,7 @@ func TestCRDVersionsShareObjects(t *testing.T) {
 	crd := crontabs(group)
 	v2 := *crd.Spec.Versions[0].DeepCopy()
 	v2.Name, v2.Storage = "v2", false
+	crd.Spec.Versions[0].Deprecated = true
 	crd.Spec.Versions = append(crd.Spec.Versions, v2)
 	if _, err := createCRD(t, ctx, crd); err != nil {
 		t.Fatal(err)
@@ -188,6 +189,10 @@ func TestCRDVersionsShareObjects(t *testing.T) {
 	got, err := v1c.Get(ctx, "shared", metav1.GetOptions{})
 	if err != nil || got.GetAPIVersion() != group+"/v1" {
 		t.Fatalf("get through v1: %v %v", got, err)
+	}
+	_, _, hdr := raw(t, "GET", "/apis/"+group+"/v1/namespaces/default/crontabs/shared", "", "application/json", nil)
+	if want := group + "/v1 CronTab is deprecated; use " + group + "/v2 CronTab"; !strings.Contains(hdr.Get("Warning"), want) {
+		t.Errorf("deprecated version's Warning %q, want %q", hdr.Get("Warning"), want)
 	}
 	kv, err := shared.EtcdClient().Get(ctx, "/registry/"+group+"/crontabs/default/shared")
 	if err != nil || len(kv.Kvs) != 1 || !strings.Contains(string(kv.Kvs[0].Value), `"apiVersion":"`+group+`/v1"`) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(w, r, notFoundPath(r.URL.Path))
 		return
 	}
-	c := &call{w: w, r: r, info: info, store: store}
+	c := &call{w: w, r: r, info: info, store: store, warnings: slices.Clone(strat.Warnings)}
 	// Warnings the registry adds (e.g. pruned unknown fields) go out as
 	// Warning headers with the response.
 	c.r = r.WithContext(warning.WithWarningRecorder(r.Context(), warningsOf{c}))

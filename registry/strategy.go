@@ -97,6 +97,10 @@ type Strategy struct {
 	// whether it changed anything. An error refuses the delete.
 	Graceful func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object) bool, err error)
 
+	// Warnings go out with every request to the resource (a deprecated
+	// custom resource version's deprecation warning).
+	Warnings []string
+
 	// Terminating, when set and true, says the resource is going away (its
 	// CustomResourceDefinition is being deleted): creates are refused with
 	// 403 and discovery lists only the verbs that remove and read, as

@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	internal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/kube-openapi/pkg/util"
@@ -118,6 +120,13 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 		Validate:                 func(obj runtime.Object) field.ErrorList { return s.validate(obj, nil) },
 		ValidateUpdate:           func(obj, old runtime.Object) field.ErrorList { return s.validate(obj, old) },
 		AllowUnconditionalUpdate: true,
+	}
+	if ver.Deprecated {
+		if ver.DeprecationWarning != nil {
+			strat.Warnings = []string{*ver.DeprecationWarning}
+		} else {
+			strat.Warnings = []string{deprecationWarning(version, crd.Spec)}
+		}
 	}
 	strat.Subresources = map[string]*registry.Subresource{}
 	if ver.Subresources != nil && ver.Subresources.Scale != nil {
@@ -337,4 +346,22 @@ func selectableFields(sf []apiextensionsv1.SelectableField) func(runtime.Object)
 		}
 		return set
 	}
+}
+
+// deprecationWarning is upstream's default warning for a deprecated
+// version: "<group>/<version> <Kind> is deprecated; use <group>/<newest
+// served, not deprecated, newer version> <Kind>".
+func deprecationWarning(deprecated string, crd apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Group, deprecated, crd.Names.Kind)
+	var newer []string
+	for _, v := range crd.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 {
+			newer = append(newer, v.Name)
+		}
+	}
+	if len(newer) == 0 {
+		return msg
+	}
+	slices.SortFunc(newer, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
+	return msg + fmt.Sprintf("; use %s/%s %s", crd.Group, newer[0], crd.Names.Kind)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -54,6 +55,10 @@ func scaleSubresource(sc *apiextensionsv1.CustomResourceSubresourceScale, prepar
 			scale, err := asScale(view)
 			if err != nil {
 				return nil, err
+			}
+			if scale.Spec.Replicas < 0 {
+				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name,
+					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
 			}
 			u := parent.(*unstructured.Unstructured)
 			if err := unstructured.SetNestedField(u.Object, int64(scale.Spec.Replicas), spec...); err != nil {
