@@ -105,7 +105,7 @@ func benchCRD() *apiextensionsv1.CustomResourceDefinition {
 func benchPod(i int) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: "default", Labels: map[string]string{"app": "bench"}},
-		Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%100), Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Command: []string{"/pause", "--flag"}}}},
+		Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%100), Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Command: []string{"/pause", "--flag"}}}},
 	}
 }
 
