@@ -91,6 +91,7 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
 			return l
 		},
+		Intern:       newInterner().intern,
 		Default:      s.defaults,
 		PruneUnknown: s.pruneUnknown,
 		PrepareForCreate: func(obj runtime.Object) {
