@@ -81,11 +81,11 @@ func (i *instrumented) Watch(ctx context.Context, key string, opts storage.ListO
 
 // countObjects sets apiserver_resource_objects for every resource now and
 // then every interval, until ctx ends.
-func countObjects(ctx context.Context, m *metrics.Metrics, stores map[schema.GroupResource]storage.Interface, interval time.Duration) {
+func countObjects(ctx context.Context, m *metrics.Metrics, stores func() map[schema.GroupResource]storage.Interface, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		for gr, st := range stores {
+		for gr, st := range stores() {
 			n := int64(-1)
 			if stats, err := st.Stats(ctx); err == nil {
 				n = stats.ObjectCount

@@ -1,6 +1,7 @@
 package kite
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -33,6 +36,7 @@ import (
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
@@ -93,20 +97,25 @@ type Server struct {
 	dataDir        string
 	removeDataDir  bool
 
-	metrics  *metrics.Metrics
-	etcd     *backend.Backend
-	ownEtcd  bool // opened by Start, closed by Close
-	http     *http.Server
-	api      *apiserver.Server
-	scheme   *k8sruntime.Scheme
-	stores   map[string]*registry.Store
-	ctrl     *controllers.Manager
-	stops    []func()
-	cancel   context.CancelFunc // ends background loops and open requests
-	wg       sync.WaitGroup     // background loops
-	errc     chan error
-	closeErr error
-	once     sync.Once
+	metrics *metrics.Metrics
+	etcd    *backend.Backend
+	ownEtcd bool // opened by Start, closed by Close
+	http    *http.Server
+	api     *apiserver.Server
+	scheme  *k8sruntime.Scheme
+	// resources owns the served resources' storage stacks.
+	resources *resourceSet
+	// crds names, establishes and cleans up CRDs, installing their
+	// resources into resources.
+	crds         *apiextensions.Loop
+	crdInstaller *crdInstaller
+	ctrl         *controllers.Manager
+	runCtx       context.Context    // lives until Close: stacks built while serving run under it
+	cancel       context.CancelFunc // ends background loops and open requests
+	wg           sync.WaitGroup     // background loops
+	errc         chan error
+	closeErr     error
+	once         sync.Once
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -128,7 +137,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("create data directory %s: %w", s.dataDir, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.runCtx, s.cancel = runCtx, cancel
 
 	if s.etcd = opts.Backend; s.etcd == nil {
 		s.etcd, err = backend.Open(ctx, backend.Options{
@@ -150,8 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		})
 	}
 	s.metrics = metrics.New(metrics.Options{RuntimeMetrics: true})
-	stores, err := s.buildStores(runCtx, opts)
-	if err != nil {
+	if err := s.buildStores(runCtx, opts); err != nil {
 		return nil, err
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
@@ -174,9 +182,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if v == (version.Info{}) {
 		v = DefaultVersion()
 	}
-	oa, err := openAPI(stores, v.GitVersion)
+	oa, err := openapi.New(openapi.Options{Resources: s.resources.openAPIResources(), Version: v.GitVersion})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	extra := map[string]http.Handler{"/openapi/": oa}
 	if opts.Profiling {
@@ -184,13 +192,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.api, err = apiserver.New(apiserver.Options{
 		Extra:         extra,
-		Stores:        stores,
+		Stores:        s.resources.stores(),
 		Scheme:        s.scheme,
 		Version:       v,
 		Authenticator: authenticator,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
-		Tables:        tableFunc(s.scheme),
+		Tables:        tableFunc(s.scheme, s.crdInstaller.tableColumns),
 		Metrics:       s.metrics,
 
 		MinRequestTimeout:           opts.MinRequestTimeout,
@@ -201,6 +209,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.resources.serve(s.api, oa)
+	// Only now: what the loop installs must reach the API server.
+	s.wg.Go(func() { s.crds.Run(runCtx) })
 
 	host := opts.BindAddress
 	if host == "" {
@@ -257,6 +268,16 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	crds := slices.Clone(opts.CRDs)
+	fromFiles, err := readCRDFiles(s.scheme, opts.CRDPaths)
+	if err != nil {
+		return nil, err
+	}
+	crdCtx, cancelCRDs := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
+	defer cancelCRDs()
+	if err := s.installCRDs(crdCtx, append(crds, fromFiles...)); err != nil {
 		return nil, err
 	}
 	if err := s.startControllers(runCtx, opts); err != nil {
@@ -361,8 +382,8 @@ func (s *Server) Close() error {
 			cancel()
 		}
 		s.wg.Wait()
-		for i := len(s.stops) - 1; i >= 0; i-- {
-			s.stops[i]()
+		if s.resources != nil {
+			s.resources.stopAll()
 		}
 		if s.etcd != nil && s.ownEtcd {
 			s.etcd.Close()
@@ -376,7 +397,7 @@ func (s *Server) Close() error {
 
 // ensureNamespaces creates the namespaces that exist from the start.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
-	ns := s.stores["namespaces"]
+	ns := s.resources.store("namespaces")
 	for _, name := range builtin.ImmortalNamespaces {
 		obj := ns.Strategy().New()
 		obj.(metav1.Object).SetName(name)
@@ -396,54 +417,44 @@ func (s *Server) checkEtcd(r *http.Request) error {
 }
 
 func (s *Server) checkStorage(*http.Request) error {
-	for name, st := range s.stores {
+	for _, st := range s.resources.stores() {
 		if st.Storage() == nil {
 			continue // a virtual resource
 		}
 		if err := st.Storage().ReadinessCheck(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", st.Strategy().GroupResource(), err)
 		}
 	}
 	return nil
 }
 
-// tableFunc adapts the table package to the API server.
-func tableFunc(scheme *k8sruntime.Scheme) apiserver.TableFunc {
+// tableFunc adapts the table package to the API server. Custom resources
+// (unstructured objects, which carry their kind) get their CRD's columns.
+func tableFunc(scheme *k8sruntime.Scheme, columns func(schema.GroupVersionKind) *table.Columns) apiserver.TableFunc {
 	tc := table.New(table.Options{Typer: scheme})
 	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
-		return tc.Convert(obj, table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv})
+		opts := table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv}
+		switch obj.(type) {
+		case *unstructured.Unstructured, *unstructured.UnstructuredList:
+			opts.Columns = columns(obj.GetObjectKind().GroupVersionKind())
+		}
+		return tc.Convert(obj, opts)
 	}
 }
 
-// openAPI describes what the stores serve, for kubectl apply, explain and
-// server-side field validation.
-func openAPI(stores []*registry.Store, version string) (*openapi.Service, error) {
-	var resources []openapi.Resource
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-	for _, st := range stores {
-		strat := st.Strategy()
-		r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: verbs, Object: strat.New()}
-		if strat.Virtual != nil {
-			r.Verbs = []string{"create"}
-		} else {
-			r.List = strat.NewList()
-		}
-		for name, sub := range strat.Subresources {
-			os := openapi.Subresource{Name: name, Verbs: []string{"get", "update", "patch"}}
-			switch {
-			case sub.Create != nil:
-				os.Verbs = []string{"create"}
-				os.Object, os.GVK = sub.New(), sub.Kind
-			case name == "finalize":
-				os.Verbs = []string{"update"}
-			}
-			r.Subresources = append(r.Subresources, os)
-		}
-		resources = append(resources, r)
+// openAPIResource describes one strategy to the OpenAPI documents, with
+// the verbs routing and discovery use.
+func openAPIResource(strat *registry.Strategy) openapi.Resource {
+	r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Object: strat.New()}
+	if strat.Virtual == nil {
+		r.List = strat.NewList()
 	}
-	oa, err := openapi.New(openapi.Options{Resources: resources, Version: version})
-	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
+	for name, sub := range strat.Subresources {
+		os := openapi.Subresource{Name: name, Verbs: sub.Verbs()}
+		if sub.Create != nil {
+			os.Object, os.GVK = sub.New(), sub.Kind
+		}
+		r.Subresources = append(r.Subresources, os)
 	}
-	return oa, nil
+	return r
 }

@@ -3,6 +3,7 @@ package kite
 import (
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/storage"
@@ -93,6 +94,15 @@ type Options struct {
 	// TerminatedPodGCThreshold is how many terminated pods the pod GC
 	// keeps (--terminated-pod-gc-threshold); 0 means 12500, negative all.
 	TerminatedPodGCThreshold int
+	// CRDs are CustomResourceDefinitions installed before Start returns:
+	// each is Established and its resource served, and discovery on the
+	// returned config lists them. On a data directory that has them they
+	// are updated to these.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// CRDPaths are files and directories of CRD YAML (or JSON) installed
+	// as CRDs are: a directory's *.yaml, *.yml and *.json files, several
+	// documents each; documents of other kinds are skipped.
+	CRDPaths []string
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

@@ -8,6 +8,7 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -23,9 +24,6 @@ type apiVersion struct {
 	resources []metav1.APIResource
 	discovery []apidiscoveryv2.APIResourceDiscovery
 }
-
-// verbs every resource supports.
-var resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
 // buildGroups computes the discovery documents once: they change only
 // with the set of stores.
@@ -51,10 +49,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			v = &apiVersion{gv: gv}
 			g.versions = append(g.versions, v)
 		}
-		verbs := resourceVerbs
-		if strat.Virtual != nil {
-			verbs = metav1.Verbs{"create"}
-		}
+		verbs := metav1.Verbs(strat.DiscoveryVerbs())
 		scope := apidiscoveryv2.ScopeCluster
 		if strat.Namespaced {
 			scope = apidiscoveryv2.ScopeNamespace
@@ -83,13 +78,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			if !sub.Kind.Empty() {
 				kind = sub.Kind
 			}
-			verbs := metav1.Verbs{"get", "patch", "update"}
-			switch {
-			case sub.Create != nil:
-				verbs = metav1.Verbs{"create"}
-			case name == "finalize":
-				verbs = metav1.Verbs{"update"}
-			}
+			verbs := metav1.Verbs(sub.Verbs())
 			v.resources = append(v.resources, metav1.APIResource{
 				Name:       strat.Resource + "/" + name,
 				Namespaced: strat.Namespaced,
@@ -105,6 +94,11 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 		v.discovery = append(v.discovery, d)
 	}
 	for _, g := range groups {
+		// Preferred first: the highest by Kubernetes version priority
+		// (v2 > v1 > v1beta1 > v1alpha1), as upstream orders CRD versions.
+		sort.SliceStable(g.versions, func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(g.versions[i].gv.Version, g.versions[j].gv.Version) > 0
+		})
 		for _, v := range g.versions {
 			sort.Slice(v.resources, func(i, j int) bool { return v.resources[i].Name < v.resources[j].Name })
 			sort.Slice(v.discovery, func(i, j int) bool { return v.discovery[i].Resource < v.discovery[j].Resource })
@@ -135,7 +129,7 @@ func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	versions := &metav1.APIVersions{ServerAddressByClientCIDRs: serverAddresses(r)}
-	for _, g := range s.groups {
+	for _, g := range s.set.Load().groups {
 		if g.name == "" {
 			for _, v := range g.versions {
 				versions.Versions = append(versions.Versions, v.gv.Version)
@@ -158,7 +152,7 @@ func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list := &metav1.APIGroupList{Groups: []metav1.APIGroup{}}
-	for _, g := range s.groups {
+	for _, g := range s.set.Load().groups {
 		if g.name != "" {
 			list.Groups = append(list.Groups, g.apiGroup(r))
 		}
@@ -179,7 +173,7 @@ func (g *apiGroup) apiGroup(r *http.Request) metav1.APIGroup {
 // (/api) or of the named groups (/apis).
 func (s *Server) writeAggregated(w http.ResponseWriter, r *http.Request, out output, legacy bool) {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{}
-	for _, g := range s.groups {
+	for _, g := range s.set.Load().groups {
 		if (g.name == "") != legacy {
 			continue
 		}
@@ -207,7 +201,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info req
 		s.writeError(w, r, err)
 		return
 	}
-	for _, g := range s.groups {
+	for _, g := range s.set.Load().groups {
 		if g.name != info.GroupVersion.Group {
 			continue
 		}

@@ -43,11 +43,14 @@ func (s *Server) list(c *call) error {
 		if err != nil {
 			return err
 		}
-		// Items go out without their kind, as upstream's. The typed
-		// list's items are its own copies of the cached structs, so
-		// this changes nothing the cache holds.
+		// Items of typed lists go out without their kind, as upstream's.
+		// The typed list's items are its own copies of the cached
+		// structs, so this changes nothing the cache holds. Custom
+		// resources keep theirs, as upstream's unstructured lists do.
 		meta.EachListItem(obj, func(item runtime.Object) error {
-			item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			if _, ok := item.(runtime.Unstructured); !ok {
+				item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			}
 			return nil
 		})
 		return s.result(c, http.StatusOK, obj)
@@ -111,9 +114,12 @@ func writeList(w io.Writer, id runtime.Identifier, kind schema.GroupVersionKind,
 }
 
 // encodeListItemJSON is an item as encoding/json writes it inside a list:
-// compact, without kind and apiVersion, no trailing newline.
+// compact, without kind and apiVersion (but for custom resources, which
+// keep theirs and whose cached maps must not change), no trailing newline.
 func encodeListItemJSON(obj runtime.Object, w io.Writer) error {
-	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err

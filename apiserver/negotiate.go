@@ -41,6 +41,10 @@ type negotiation struct {
 	// partial is the metadata-only kind this endpoint can return:
 	// PartialObjectMetadata (get, watch) or PartialObjectMetadataList (list).
 	partial string
+	// noProtobuf says the objects have no protobuf form (custom
+	// resources): protobuf is offered for Tables and metadata only, as
+	// upstream.
+	noProtobuf bool
 }
 
 // negotiate picks the response form from the Accept header, in the
@@ -66,6 +70,9 @@ func (s *Server) negotiate(r *http.Request, allow negotiation) (output, error) {
 		out := output{info: info, mediaType: info.MediaType}
 		switch as := clause.Params["as"]; as {
 		case "":
+			if allow.noProtobuf && mediaType == mediaProtobuf {
+				continue
+			}
 			return out, nil
 		case "Table":
 			v := clause.Params["v"]
@@ -88,6 +95,9 @@ func (s *Server) negotiate(r *http.Request, allow negotiation) (output, error) {
 			out.mediaType = info.MediaType + ";g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 			return out, nil
 		}
+	}
+	if allow.noProtobuf {
+		return output{}, notAcceptable([]string{mediaJSON, mediaYAML})
 	}
 	return output{}, notAcceptable(s.mediaTypes())
 }

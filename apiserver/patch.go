@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,11 +62,8 @@ func (s *Server) patch(c *call) error {
 	if err != nil {
 		patchType = ""
 	}
-	switch patchType {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
-	default:
-		return unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{
-			string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)})
+	if accepted := c.strategy().PatchTypes(); !slices.Contains(accepted, string(patchType)) {
+		return unsupportedMediaType(c.r.Header.Get("Content-Type"), accepted)
 	}
 	body, err := s.readBody(c)
 	if err != nil {

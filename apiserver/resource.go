@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/registry"
@@ -40,11 +42,16 @@ type call struct {
 
 func (c *call) ctx() context.Context { return c.r.Context() }
 
+// warningsOf records a request's warnings into its call.
+type warningsOf struct{ c *call }
+
+func (w warningsOf) AddWarning(_, text string) { w.c.warnings = append(w.c.warnings, text) }
+
 func (c *call) strategy() *registry.Strategy { return c.store.Strategy() }
 
 // serveResource resolves the resource and dispatches by verb.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requestInfo) {
-	store := s.routes[info.GroupVersion][info.Resource]
+	store := s.set.Load().routes[info.GroupVersion][info.Resource]
 	if store == nil {
 		s.writeError(w, r, notFoundPath(r.URL.Path))
 		return
@@ -54,7 +61,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(w, r, notFoundPath(r.URL.Path))
 		return
 	}
-	c := &call{w: w, r: r, info: info, store: store}
+	c := &call{w: w, r: r, info: info, store: store, warnings: slices.Clone(strat.Warnings)}
+	// Warnings the registry adds (e.g. pruned unknown fields) go out as
+	// Warning headers with the response.
+	c.r = r.WithContext(warning.WithWarningRecorder(r.Context(), warningsOf{c}))
 	if info.Subresource != "" {
 		c.sub = strat.Subresources[info.Subresource]
 		if c.sub == nil {
@@ -63,11 +73,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		}
 	}
 	v := verb(r, info)
-	if !allowed(v, info, c.sub, strat.Virtual != nil) {
+	if !allowed(v, info, strat, c.sub) {
 		s.writeError(w, r, methodNotAllowed(r.Method, info))
 		return
 	}
-	allow := negotiation{table: v == "get" || v == "list" || v == "watch"}
+	custom := isCustom(strat)
+	allow := negotiation{table: v == "get" || v == "list" || v == "watch", noProtobuf: custom && (c.sub == nil || c.sub.Kind.Empty())}
 	switch v {
 	case "get", "watch":
 		allow.partial = "PartialObjectMetadata"
@@ -92,9 +103,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 			}
 			timeout = min(d, DefaultRequestTimeout)
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		ctx, cancel := context.WithTimeout(c.r.Context(), timeout)
 		defer cancel()
-		c.r = r.WithContext(ctx)
+		c.r = c.r.WithContext(ctx)
 	}
 	if s.opts.Metrics == nil {
 		s.dispatch(c, v)
@@ -113,6 +124,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 // timeout (504).
 func requestTimedOut() error {
 	return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+}
+
+// isCustom reports a resource served as unstructured objects (custom
+// resources), which have no protobuf form.
+func isCustom(strat *registry.Strategy) bool {
+	_, ok := strat.New().(runtime.Unstructured)
+	return ok
 }
 
 // DefaultRequestTimeout bounds every request but watches, as
@@ -147,19 +165,20 @@ func (s *Server) dispatch(c *call, v string) {
 	}
 }
 
-// allowed says whether a verb applies to the path's shape: creates go to
-// collections or to POST subresources (binding), updates and patches to
-// objects and their status-like subresources.
-func allowed(v string, info requestInfo, sub *registry.Subresource, virtual bool) bool {
+// allowed says whether the resource or subresource serves the verb (as
+// its Verbs say, which discovery and OpenAPI list too) and the verb
+// applies to the path's shape: creates go to collections (or to a POST
+// subresource such as binding), updates and patches to objects.
+func allowed(v string, info requestInfo, strat *registry.Strategy, sub *registry.Subresource) bool {
+	verbs := strat.Verbs()
+	if sub != nil {
+		verbs = sub.Verbs()
+	}
 	switch {
-	case v == "":
+	case !registry.Serves(verbs, v):
 		return false
-	case virtual:
-		return v == "create" && info.Name == "" && sub == nil
-	case sub != nil && sub.Create != nil:
-		return v == "create"
 	case sub != nil:
-		return v == "get" || v == "update" || v == "patch"
+		return true
 	case v == "create":
 		return info.Name == ""
 	case v == "update" || v == "patch":
@@ -219,7 +238,7 @@ func (s *Server) get(c *call) error {
 	if err := decodeParams(c.r, &opts); err != nil {
 		return err
 	}
-	obj, err := c.store.Get(c.ctx(), c.info.Namespace, c.info.Name, &opts)
+	obj, err := c.store.GetSubresource(c.ctx(), c.info.Namespace, c.info.Name, c.info.Subresource, &opts)
 	if err != nil {
 		return err
 	}
@@ -303,7 +322,11 @@ func (s *Server) update(c *call) error {
 	if opts.FieldManager == "" {
 		opts.FieldManager = managerFromUserAgent(c.r)
 	}
-	obj, err := s.decodeBody(c, c.strategy().New(), c.strategy().Kind, opts.FieldValidation)
+	newBody, kind := c.strategy().New, c.strategy().Kind
+	if c.sub != nil && c.sub.New != nil {
+		newBody, kind = c.sub.New, c.sub.Kind // a view such as Scale
+	}
+	obj, err := s.decodeBody(c, newBody(), kind, opts.FieldValidation)
 	if err != nil {
 		return err
 	}
@@ -518,6 +541,9 @@ func (s *Server) decodeBody(c *call, into runtime.Object, kind schema.GroupVersi
 	info, err := s.bodySerializer(c.r)
 	if err != nil {
 		return nil, err
+	}
+	if info.MediaType == mediaProtobuf && isCustom(c.strategy()) && (c.sub == nil || c.sub.Kind.Empty()) {
+		return nil, unsupportedMediaType(c.r.Header.Get("Content-Type"), []string{mediaJSON, mediaYAML})
 	}
 	if len(body) == 0 {
 		return nil, apierrors.NewBadRequest("the request body is empty")

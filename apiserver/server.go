@@ -33,7 +33,7 @@ const DefaultMinRequestTimeout = 30 * time.Minute
 // Options configure a Server.
 type Options struct {
 	// Stores serve the resources; each is routed by its strategy's group,
-	// version and resource. Required.
+	// version and resource. Required; SetStores replaces them later.
 	Stores []*registry.Store
 	// Scheme knows every kind the Stores serve, plus the meta kinds
 	// (NewScheme). Required.
@@ -85,12 +85,12 @@ type TableFunc func(obj runtime.Object, includeObject metav1.IncludeObjectPolicy
 // Server serves the Kubernetes API. It is an http.Handler; it starts no
 // goroutines of its own beyond those of the requests it serves.
 type Server struct {
-	opts     Options
-	codecs   serializer.CodecFactory
-	scheme   *runtime.Scheme
-	handler  http.Handler
-	groups   []*apiGroup
-	routes   map[schema.GroupVersion]map[string]*registry.Store
+	opts    Options
+	codecs  serializer.CodecFactory
+	scheme  *runtime.Scheme
+	handler http.Handler
+	// set is what is served now (routes and discovery); see SetStores.
+	set      atomic.Pointer[resources]
 	maxBody  int64
 	minWatch time.Duration
 	// inflight holds the request limits (see inflight.go).
@@ -113,15 +113,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Scheme == nil {
 		return nil, errors.New("apiserver: Options.Scheme is required")
 	}
-	if len(opts.Stores) == 0 {
-		return nil, errors.New("apiserver: Options.Stores is empty")
-	}
 	s := &Server{
 		opts:   opts,
 		scheme: opts.Scheme,
 		codecs: serializer.NewCodecFactory(opts.Scheme,
 			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf()),
-		routes:       map[schema.GroupVersion]map[string]*registry.Store{},
 		maxBody:      opts.MaxRequestBodyBytes,
 		minWatch:     opts.MinRequestTimeout,
 		inflight:     newInflight(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight),
@@ -136,17 +132,9 @@ func New(opts Options) (*Server, error) {
 	if s.minWatch == 0 {
 		s.minWatch = DefaultMinRequestTimeout
 	}
-	for _, st := range opts.Stores {
-		gv := st.Strategy().Kind.GroupVersion()
-		if s.routes[gv] == nil {
-			s.routes[gv] = map[string]*registry.Store{}
-		}
-		if _, dup := s.routes[gv][st.Strategy().Resource]; dup {
-			return nil, fmt.Errorf("apiserver: two stores for %s", st.Strategy().GroupVersionResource())
-		}
-		s.routes[gv][st.Strategy().Resource] = st
+	if err := s.SetStores(opts.Stores); err != nil {
+		return nil, err
 	}
-	s.groups = buildGroups(opts.Stores)
 	limitJSONPatchCopies()
 	var h http.Handler = http.HandlerFunc(s.serve)
 	if opts.Metrics != nil {

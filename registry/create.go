@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // maxGenerateNameAttempts is how often a create with generateName retries
@@ -34,10 +37,16 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err := s.checkNamespace(m, namespace); err != nil {
 		return nil, err
 	}
+	if err := s.admitCreate(m.GetName()); err != nil {
+		return nil, err
+	}
 	if s.strategy.Namespaced && s.admit != nil {
 		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.pruneUnknown(ctx, obj, opts.FieldValidation); err != nil {
+		return nil, err
 	}
 	generated := m.GetName() == "" && m.GetGenerateName() != ""
 	if err := s.prepareCreate(obj, m, opts.FieldManager, false); err != nil {
@@ -162,3 +171,36 @@ func managerName(manager string) string {
 }
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
+
+// admitCreate refuses creates while the resource terminates.
+func (s *Store) admitCreate(name string) error {
+	if s.strategy.Terminating != nil && s.strategy.Terminating() {
+		return apierrors.NewForbidden(s.strategy.GroupResource(), name, errors.New("create not allowed while custom resource definition is terminating"))
+	}
+	return nil
+}
+
+// pruneUnknown drops undeclared fields (Strategy.PruneUnknown) and
+// answers them as fieldValidation says, with upstream's texts: Strict is
+// a 400, Warn (the default) a warning per field, Ignore nothing.
+func (s *Store) pruneUnknown(ctx context.Context, obj runtime.Object, fieldValidation string) error {
+	if s.strategy.PruneUnknown == nil {
+		return nil
+	}
+	unknown := s.strategy.PruneUnknown(obj)
+	if len(unknown) == 0 || fieldValidation == metav1.FieldValidationIgnore {
+		return nil
+	}
+	texts := make([]string, len(unknown))
+	for i, path := range unknown {
+		texts[i] = fmt.Sprintf("unknown field %q", path)
+	}
+	if fieldValidation == metav1.FieldValidationStrict {
+		kind := s.strategy.Kind
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s", kind.Kind, kind.Version, kind.Kind, strings.Join(texts, ", ")))
+	}
+	for _, t := range texts {
+		warning.AddWarning(ctx, "", t)
+	}
+	return nil
+}

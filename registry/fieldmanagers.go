@@ -1,8 +1,11 @@
 package registry
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -18,9 +21,32 @@ type FieldManagers struct {
 	scheme    *runtime.Scheme
 	converter managedfields.TypeConverter
 
-	// mu guards managers.
+	// mu guards managers and custom.
 	mu       sync.Mutex
 	managers map[fieldManagerKey]*managedfields.FieldManager
+	// custom are the schemas of kinds served from CRDs, by kind.
+	custom map[schema.GroupVersionKind]managedfields.TypeConverter
+}
+
+// SetCustom makes kind, a custom resource kind, known by the schema
+// converter describes (nil forgets it); managers handed out for it before
+// are replaced on the next For.
+func (f *FieldManagers) SetCustom(kind schema.GroupVersionKind, converter managedfields.TypeConverter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.custom == nil {
+		f.custom = map[schema.GroupVersionKind]managedfields.TypeConverter{}
+	}
+	if converter == nil {
+		delete(f.custom, kind)
+	} else {
+		f.custom[kind] = converter
+	}
+	for k := range f.managers {
+		if k.kind == kind {
+			delete(f.managers, k)
+		}
+	}
 }
 
 type fieldManagerKey struct {
@@ -58,11 +84,78 @@ func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, re
 			fieldpath.APIVersion(kind.GroupVersion().String()): fieldpath.NewExcludeSetFilter(set),
 		}
 	}
-	m, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
+	var m *managedfields.FieldManager
+	var err error
+	if tc, ok := f.custom[kind]; ok {
+		m, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, noDefaults{}, unstructuredCreater{}, kind, kind.GroupVersion(), subresource, resetFields)
+	} else {
+		m, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
+		if err == nil && !f.knows(kind) {
+			err = errUnknownKind
+		}
+	}
 	if err != nil {
 		// Unknown kinds keep working without managed fields.
 		m = nil
 	}
 	f.managers[k] = m
 	return m
+}
+
+var errUnknownKind = errors.New("registry: the structured-merge schema does not know the kind")
+
+// knows reports whether the schema can type objects of kind (client-go's
+// compiled-in schema lacks e.g. apiextensions.k8s.io).
+func (f *FieldManagers) knows(kind schema.GroupVersionKind) bool {
+	obj, err := f.scheme.New(kind)
+	if err != nil {
+		return false
+	}
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	_, err = f.converter.ObjectToTyped(obj)
+	return err == nil
+}
+
+// unstructuredConvertor converts custom resources between versions as
+// conversion None does: only apiVersion changes.
+type unstructuredConvertor struct{}
+
+func (unstructuredConvertor) Convert(in, out, _ any) error {
+	src, ok1 := in.(*unstructured.Unstructured)
+	dst, ok2 := out.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("registry: cannot convert %T to %T", in, out)
+	}
+	dst.Object = runtime.DeepCopyJSON(src.Object)
+	return nil
+}
+
+func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("registry: cannot convert %T", in)
+	}
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok {
+		return nil, fmt.Errorf("registry: no version of %s for %v", u.GroupVersionKind(), gv)
+	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(target)
+	return out, nil
+}
+
+func (unstructuredConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kind)
+	return u, nil
 }

@@ -126,6 +126,19 @@ func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.Ge
 	return obj, nil
 }
 
+// GetSubresource returns one object as its subresource sub shows it: the
+// object itself, or its view (see Subresource.View).
+func (s *Store) GetSubresource(ctx context.Context, namespace, name, sub string, opts *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := s.Get(ctx, namespace, name, opts)
+	if err != nil || sub == "" {
+		return obj, err
+	}
+	if r := s.strategy.Subresources[sub]; r != nil && r.View != nil {
+		return r.View(obj)
+	}
+	return obj, nil
+}
+
 // List returns the objects of a namespace ("" = all namespaces) that match
 // opts, one page of them when opts.Limit is set.
 func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {

@@ -52,6 +52,11 @@ type Strategy struct {
 	// Default fills defaults into a decoded object before anything else
 	// looks at it (upstream's v1 defaulting).
 	Default func(obj runtime.Object)
+	// PruneUnknown, if set, drops the fields the resource's schema does
+	// not declare from a written object and returns their paths (custom
+	// resources); the Store then refuses them (fieldValidation=Strict),
+	// warns about them (Warn, the default) or says nothing (Ignore).
+	PruneUnknown func(obj runtime.Object) []string
 	// PrepareForCreate clears what a client may not set on create (status
 	// for most resources) and sets what the server owns.
 	PrepareForCreate func(obj runtime.Object)
@@ -92,6 +97,16 @@ type Strategy struct {
 	// whether it changed anything. An error refuses the delete.
 	Graceful func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object) bool, err error)
 
+	// Warnings go out with every request to the resource (a deprecated
+	// custom resource version's deprecation warning).
+	Warnings []string
+
+	// Terminating, when set and true, says the resource is going away (its
+	// CustomResourceDefinition is being deleted): creates are refused with
+	// 403 and discovery lists only the verbs that remove and read, as
+	// upstream; updates still work, so finalizers can be removed.
+	Terminating func() bool
+
 	// AllowCreateOnUpdate lets PUT create a missing object.
 	AllowCreateOnUpdate bool
 	// AllowUnconditionalUpdate lets PUT without resourceVersion overwrite.
@@ -121,8 +136,19 @@ type Subresource struct {
 	PrepareForUpdate func(obj, old runtime.Object)
 	// ValidateUpdate validates the result; nil means the parent's.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// View, when set, makes the subresource a different object computed
+	// from its parent (a custom resource's autoscaling/v1 Scale): reads
+	// answer View(parent); an update computes the new view from the
+	// current one and Apply writes it back into (a copy of) the parent,
+	// whose rules then apply as for the main resource. Both are set or
+	// neither.
+	View  func(parent runtime.Object) (runtime.Object, error)
+	Apply func(parent, view runtime.Object) (runtime.Object, error)
+	// UpdateOnly makes the subresource take PUT alone (namespaces/finalize,
+	// as upstream).
+	UpdateOnly bool
 	// Create handles POST on the subresource (pods/binding). When nil, the
-	// subresource takes GET, PUT and PATCH instead.
+	// subresource takes GET, PUT and PATCH instead (see Verbs).
 	Create func(ctx context.Context, store *Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error)
 }
 

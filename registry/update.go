@@ -60,8 +60,11 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return obj, nil, err
 		}
 		created = false
-		obj, err := req.Object(ctx, existing.DeepCopyObject())
+		obj, err := s.updated(ctx, req, sub, existing)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
 			return nil, nil, err
 		}
 		obj, err = s.prepareUpdate(obj, existing, req, sub)
@@ -79,7 +82,7 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 		if err != nil {
 			return nil, false, s.interpret(err, req.Name)
 		}
-		return obj, created, nil
+		return viewOf(sub, obj, created)
 	}
 
 	out := s.strategy.New()
@@ -98,12 +101,41 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return nil, false, s.interpret(err, req.Name)
 		}
 	}
-	return out, created, nil
+	return viewOf(sub, out, created)
+}
+
+// updated computes the object an update writes: req.Object of the
+// existing object or, for a view subresource, of its view, applied back.
+func (s *Store) updated(ctx context.Context, req *UpdateRequest, sub *Subresource, existing runtime.Object) (runtime.Object, error) {
+	if sub == nil || sub.View == nil {
+		return req.Object(ctx, existing.DeepCopyObject())
+	}
+	view, err := sub.View(existing.DeepCopyObject())
+	if err != nil {
+		return nil, err
+	}
+	next, err := req.Object(ctx, view)
+	if err != nil {
+		return nil, err
+	}
+	return sub.Apply(existing.DeepCopyObject(), next)
+}
+
+// viewOf returns what an update of sub answers: the object, or its view.
+func viewOf(sub *Subresource, obj runtime.Object, created bool) (runtime.Object, bool, error) {
+	if sub == nil || sub.View == nil {
+		return obj, created, nil
+	}
+	view, err := sub.View(obj)
+	return view, created, err
 }
 
 func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime.Object, error) {
 	obj, err := req.Object(ctx, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
 		return nil, err
 	}
 	m, err := meta.Accessor(obj)
@@ -114,6 +146,9 @@ func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime
 		return nil, err
 	}
 	if err := s.checkNamespace(m, req.Namespace); err != nil {
+		return nil, err
+	}
+	if err := s.admitCreate(m.GetName()); err != nil {
 		return nil, err
 	}
 	if s.strategy.Namespaced && s.admit != nil {

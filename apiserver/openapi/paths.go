@@ -108,10 +108,15 @@ func (b *pathBuilder) add(r Resource) {
 	gv := r.GVK.GroupVersion()
 	base := prefix(gv)
 	on := operationName(gv)
-	obj := b.d.schemaOf(typeOf(r.Object))
-	var list spec.Schema
-	if r.List != nil {
-		list = b.d.schemaOf(typeOf(r.List))
+	var obj, list spec.Schema
+	switch {
+	case r.Schema != nil:
+		obj, list = b.d.defineSchema(r.DefinitionName, *r.Schema)
+	default:
+		obj = b.d.schemaOf(typeOf(r.Object))
+		if r.List != nil {
+			list = b.d.schemaOf(typeOf(r.List))
+		}
 	}
 	status := b.d.schemaOf(typeOf(&metav1.Status{}))
 	deleteOpts := b.d.schemaOf(typeOf(&metav1.DeleteOptions{}))
@@ -175,13 +180,14 @@ func (b *pathBuilder) add(r Resource) {
 
 	for _, sub := range r.Subresources {
 		sr := Resource{GVK: r.GVK, Verbs: sub.Verbs, Object: r.Object}
+		sobj := obj
 		if sub.Object != nil {
 			sr.Object = sub.Object
+			sobj = b.d.schemaOf(typeOf(sr.Object))
 		}
 		if !sub.GVK.Empty() {
 			sr.GVK = sub.GVK
 		}
-		sobj := b.d.schemaOf(typeOf(sr.Object))
 		name := kind + upperFirst(sub.Name)
 		p := b.paths[item+"/"+sub.Name]
 		p.Parameters = one.Parameters

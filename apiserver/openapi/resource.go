@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Resource is one served resource, as the apiserver registers it.
@@ -22,6 +23,11 @@ type Resource struct {
 	// Object and List are zero values of the Go types, e.g. &corev1.Pod{}
 	// and &corev1.PodList{}. List may be nil when list is not served.
 	Object, List runtime.Object
+	// Schema, when set, describes the objects instead of Object's Go type
+	// (custom resources), as definition DefinitionName; their list is
+	// defined beside it as DefinitionName+"List".
+	Schema         *spec.Schema
+	DefinitionName string
 	// Subresources served on each object, e.g. status.
 	Subresources []Subresource
 }
@@ -46,6 +52,10 @@ func (r Resource) validate() error {
 		return fmt.Errorf("openapi: resource %q has no kind or version", r.Plural)
 	case r.Plural == "":
 		return fmt.Errorf("openapi: resource of kind %s has no plural", r.GVK)
+	case r.Schema != nil:
+		if r.DefinitionName == "" {
+			return fmt.Errorf("openapi: resource %s has a Schema but no DefinitionName", r.Plural)
+		}
 	case r.Object == nil:
 		return fmt.Errorf("openapi: resource %s has no Object", r.Plural)
 	case (r.has("list") || r.has("watch")) && r.List == nil:

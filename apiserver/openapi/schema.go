@@ -1,10 +1,12 @@
 package openapi
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -33,6 +35,41 @@ type definitions struct {
 func newDefinitions() *definitions {
 	return &definitions{defs: spec.Definitions{}, oneOf: map[string][]string{}, names: map[reflect.Type]string{}}
 }
+
+// snapshot returns a copy of d that later definitions do not change (the
+// schemas themselves are shared: they are never modified once defined,
+// only replaced).
+func (d *definitions) snapshot() *definitions {
+	return &definitions{defs: maps.Clone(d.defs), oneOf: maps.Clone(d.oneOf), names: d.names}
+}
+
+// defineSchema defines a resource described by a schema rather than a Go
+// type (a custom resource) as name, with apiVersion, kind and metadata
+// properties, and its list as name+"List"; it returns references to both.
+func (d *definitions) defineSchema(name string, s spec.Schema) (obj, list spec.Schema) {
+	s.Properties = maps.Clone(s.Properties)
+	if s.Properties == nil {
+		s.Properties = map[string]spec.Schema{}
+	}
+	s.Properties["apiVersion"] = primitive("string", "")
+	s.Properties["kind"] = primitive("string", "")
+	s.Properties["metadata"] = d.schemaOf(reflect.TypeFor[metav1.ObjectMeta]())
+	d.defs[name] = s
+	l := spec.Schema{SchemaProps: spec.SchemaProps{
+		Type:     spec.StringOrArray{"object"},
+		Required: []string{"items"},
+		Properties: map[string]spec.Schema{
+			"apiVersion": primitive("string", ""),
+			"kind":       primitive("string", ""),
+			"metadata":   d.schemaOf(reflect.TypeFor[metav1.ListMeta]()),
+			"items":      {SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, Items: &spec.SchemaOrArray{Schema: ptrTo(refTo(name))}}},
+		},
+	}}
+	d.defs[name+"List"] = l
+	return refTo(name), refTo(name + "List")
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // name is the OpenAPI name of a named Go type: its OpenAPIModelName when
 // it has one (k8s.io/api types do: "io.k8s.api.core.v1.Pod"), else the

@@ -8,9 +8,11 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -36,8 +38,31 @@ type Options struct {
 }
 
 // Service holds the OpenAPI documents built from Options and serves them.
-// It is immutable after New and safe for concurrent use.
+// SetGroupVersion replaces one group version's part while serving; the
+// v2 document, which covers every group version, is re-encoded on the
+// next request for it. It is safe for concurrent use.
 type Service struct {
+	version   string
+	v3Handler *handler3.OpenAPIService
+
+	// mu guards d and byGV, and orders updates.
+	mu   sync.Mutex
+	d    *definitions
+	byGV map[schema.GroupVersion]*gvDoc
+
+	// docs is what is served now: swapped whole on each update.
+	docs atomic.Pointer[documents]
+}
+
+// gvDoc is one group version's part: its resources and paths.
+type gvDoc struct {
+	resources []Resource
+	paths     map[string]spec.PathItem
+	v3        func() *spec3.OpenAPI
+}
+
+// documents is one generation of the served documents, encoded lazily.
+type documents struct {
 	v2 *spec.Swagger
 	// v2Encoded encodes v2 on first use: the protobuf form costs a YAML
 	// parse of the whole document (most of New's time otherwise), and
@@ -45,8 +70,7 @@ type Service struct {
 	v2Encoded   func() (*encodedV2, error)
 	built       time.Time
 	v3          map[string]func() *spec3.OpenAPI // by discovery key, e.g. "api/v1"
-	v3Handler   *handler3.OpenAPIService
-	definitions func() map[string]*spec.Schema // v3 component schemas of every served group version
+	definitions func() map[string]*spec.Schema   // v3 component schemas of every served group version
 }
 
 // New builds the documents' schemas and paths. Encoding them (v2 JSON and
@@ -59,49 +83,109 @@ func New(opts Options) (*Service, error) {
 	if opts.Version == "" {
 		opts.Version = "unversioned"
 	}
-	d := newDefinitions()
-	byGV := map[schema.GroupVersion]*pathBuilder{}
+	s := &Service{
+		version:   opts.Version,
+		v3Handler: handler3.NewOpenAPIService(),
+		d:         newDefinitions(),
+		byGV:      map[schema.GroupVersion]*gvDoc{},
+	}
+	byGV := map[schema.GroupVersion][]Resource{}
+	var order []schema.GroupVersion
 	for _, r := range opts.Resources {
 		if err := r.validate(); err != nil {
 			return nil, err
 		}
 		gv := r.GVK.GroupVersion()
 		if byGV[gv] == nil {
-			byGV[gv] = &pathBuilder{d: d, paths: map[string]spec.PathItem{}}
+			order = append(order, gv)
 		}
-		byGV[gv].add(r)
+		byGV[gv] = append(byGV[gv], r)
 	}
-	gvkExtensions(d, opts.Resources)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, gv := range order {
+		s.setLocked(gv, byGV[gv])
+	}
+	s.publishLocked()
+	return s, nil
+}
 
-	all := map[string]spec.PathItem{}
-	for _, b := range byGV {
-		maps.Copy(all, b.paths)
+// SetGroupVersion replaces what the documents say of group version gv
+// with resources (all of that group version); none removes gv. Only gv's
+// paths and v3 document are rebuilt.
+func (s *Service) SetGroupVersion(gv schema.GroupVersion, resources []Resource) error {
+	for _, r := range resources {
+		if err := r.validate(); err != nil {
+			return err
+		}
+		if r.GVK.GroupVersion() != gv {
+			return fmt.Errorf("openapi: resource %s is not of group version %s", r.Plural, gv)
+		}
 	}
-	v2 := swagger(opts.Version, all, d.defs)
-	s := &Service{
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setLocked(gv, resources)
+	s.publishLocked()
+	return nil
+}
+
+func (s *Service) setLocked(gv schema.GroupVersion, resources []Resource) {
+	key := v3Key(gv)
+	if old := s.byGV[gv]; old != nil {
+		// Definitions of schema-described resources belong to their group
+		// version alone: a CRD's schema goes with it.
+		for _, r := range old.resources {
+			if r.Schema != nil {
+				delete(s.d.defs, r.DefinitionName)
+				delete(s.d.defs, r.DefinitionName+"List")
+			}
+		}
+	}
+	if len(resources) == 0 {
+		delete(s.byGV, gv)
+		s.v3Handler.DeleteGroupVersion(key)
+		return
+	}
+	b := &pathBuilder{d: s.d, paths: map[string]spec.PathItem{}}
+	for _, r := range resources {
+		b.add(r)
+	}
+	gvkExtensions(s.d, resources)
+	// The lazy v3 conversion reads a copy of the definitions as they are
+	// now: later updates add to s.d.
+	d := s.d.snapshot()
+	version := s.version
+	doc := sync.OnceValue(func() *spec3.OpenAPI { return toV3(version, b.paths, d) })
+	s.byGV[gv] = &gvDoc{resources: resources, paths: b.paths, v3: doc}
+	etag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	s.v3Handler.UpdateGroupVersionLazy(key, cached.Func(func() (*spec3.OpenAPI, string, error) {
+		return doc(), etag, nil // unchanged until the next SetGroupVersion of gv
+	}))
+}
+
+// publishLocked makes the current group versions the served generation.
+func (s *Service) publishLocked() {
+	all := map[string]spec.PathItem{}
+	v3 := map[string]func() *spec3.OpenAPI{}
+	for gv, doc := range s.byGV {
+		maps.Copy(all, doc.paths)
+		v3[v3Key(gv)] = doc.v3
+	}
+	v2 := swagger(s.version, all, s.d.snapshot().defs)
+	docs := &documents{
 		v2:        v2,
 		v2Encoded: sync.OnceValues(func() (*encodedV2, error) { return encodeV2(v2) }),
 		built:     time.Now(),
-		v3:        map[string]func() *spec3.OpenAPI{},
-		v3Handler: handler3.NewOpenAPIService(),
+		v3:        v3,
 	}
-	// The v3 documents are converted on first use too; the discovery
-	// document needs their hashes, so the first GET /openapi/v3 pays.
-	for gv, b := range byGV {
-		doc := sync.OnceValue(func() *spec3.OpenAPI { return toV3(opts.Version, b.paths, d) })
-		s.v3[v3Key(gv)] = doc
-		s.v3Handler.UpdateGroupVersionLazy(v3Key(gv), cached.Func(func() (*spec3.OpenAPI, string, error) {
-			return doc(), "static", nil // immutable: one etag for ever
-		}))
-	}
-	s.definitions = sync.OnceValue(func() map[string]*spec.Schema {
+	docs.definitions = sync.OnceValue(func() map[string]*spec.Schema {
 		out := map[string]*spec.Schema{}
-		for _, doc := range s.v3 {
+		for _, doc := range v3 {
 			maps.Copy(out, doc().Components.Schemas)
 		}
 		return out
 	})
-	return s, nil
+	s.docs.Store(docs)
 }
 
 type encodedV2 struct {
@@ -158,7 +242,31 @@ func swagger(version string, paths map[string]spec.PathItem, defs spec.Definitio
 // which kubectl uses to find a kind's schema.
 func gvkExtensions(d *definitions, rs []Resource) {
 	mark := func(obj runtime.Object, gvk schema.GroupVersionKind) {
-		n := d.define(typeOf(obj))
+		markName(d, d.define(typeOf(obj)), gvk)
+	}
+	for _, r := range rs {
+		if r.Schema != nil {
+			markName(d, r.DefinitionName, r.GVK)
+			markName(d, r.DefinitionName+"List", r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+		} else {
+			mark(r.Object, r.GVK)
+			if r.List != nil {
+				mark(r.List, r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
+			}
+		}
+		for _, sub := range r.Subresources {
+			if sub.Object != nil && !sub.GVK.Empty() {
+				mark(sub.Object, sub.GVK)
+			}
+		}
+	}
+	mark(&metav1.Status{}, metav1.Unversioned.WithKind("Status"))
+	mark(&metav1.DeleteOptions{}, metav1.Unversioned.WithKind("DeleteOptions"))
+}
+
+// markName adds gvk to definition n's x-kubernetes-group-version-kind.
+func markName(d *definitions, n string, gvk schema.GroupVersionKind) {
+	{
 		sc := d.defs[n]
 		entry := map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}
 		var list []any
@@ -170,22 +278,11 @@ func gvkExtensions(d *definitions, rs []Resource) {
 				return
 			}
 		}
-		sc.AddExtension("x-kubernetes-group-version-kind", append(list, entry))
+		// A fresh map: snapshots taken before share the old one.
+		sc.Extensions = maps.Clone(sc.Extensions)
+		sc.AddExtension("x-kubernetes-group-version-kind", append(slices.Clip(list), entry))
 		d.defs[n] = sc
 	}
-	for _, r := range rs {
-		mark(r.Object, r.GVK)
-		if r.List != nil {
-			mark(r.List, r.GVK.GroupVersion().WithKind(r.GVK.Kind+"List"))
-		}
-		for _, sub := range r.Subresources {
-			if sub.Object != nil && !sub.GVK.Empty() {
-				mark(sub.Object, sub.GVK)
-			}
-		}
-	}
-	mark(&metav1.Status{}, metav1.Unversioned.WithKind("Status"))
-	mark(&metav1.DeleteOptions{}, metav1.Unversioned.WithKind("DeleteOptions"))
 }
 
 func typeOf(obj any) reflect.Type {
@@ -254,12 +351,12 @@ func reachable(paths map[string]spec.PathItem, defs spec.Definitions) spec.Defin
 }
 
 // V2 returns the OpenAPI v2 document. Callers must not modify it.
-func (s *Service) V2() *spec.Swagger { return s.v2 }
+func (s *Service) V2() *spec.Swagger { return s.docs.Load().v2 }
 
 // V3 returns the v3 document of a group version, or nil. Callers must not
 // modify it.
 func (s *Service) V3(gv schema.GroupVersion) *spec3.OpenAPI {
-	if doc, ok := s.v3[v3Key(gv)]; ok {
+	if doc, ok := s.docs.Load().v3[v3Key(gv)]; ok {
 		return doc()
 	}
 	return nil
@@ -269,7 +366,7 @@ func (s *Service) V3(gv schema.GroupVersion) *spec3.OpenAPI {
 // by definition name: what a server-side apply type converter
 // (k8s.io/apimachinery/pkg/util/managedfields.NewTypeConverter) or a
 // field validator takes. Callers must not modify them.
-func (s *Service) Definitions() map[string]*spec.Schema { return s.definitions() }
+func (s *Service) Definitions() map[string]*spec.Schema { return s.docs.Load().definitions() }
 
 // Media types of the v2 protobuf document; kubectl asks for the first.
 const (
@@ -288,7 +385,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/openapi/v3":
 		s.v3Handler.HandleDiscovery(w, r)
 	case strings.HasPrefix(p, "/openapi/v3/"):
-		if _, ok := s.v3[strings.TrimPrefix(p, "/openapi/v3/")]; !ok {
+		if _, ok := s.docs.Load().v3[strings.TrimPrefix(p, "/openapi/v3/")]; !ok {
 			http.NotFound(w, r)
 			return
 		}
@@ -299,7 +396,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) serveV2(w http.ResponseWriter, r *http.Request) {
-	enc, err := s.v2Encoded()
+	docs := s.docs.Load()
+	enc, err := docs.v2Encoded()
 	if err != nil {
 		// Reached only if a served type cannot be encoded; New's callers
 		// test their resources through this path.
@@ -327,7 +425,7 @@ func (s *Service) serveV2(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Etag", enc.etag)
-		http.ServeContent(w, r, "", s.built, bytes.NewReader(body))
+		http.ServeContent(w, r, "", docs.built, bytes.NewReader(body))
 		return
 	}
 	w.WriteHeader(http.StatusNotAcceptable)

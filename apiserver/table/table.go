@@ -38,6 +38,16 @@ type ConvertOptions struct {
 	// GroupVersion is the Table's group version: meta.k8s.io/v1 (the
 	// default) or meta.k8s.io/v1beta1.
 	GroupVersion schema.GroupVersion
+	// Columns, if set, are the columns instead of the kind's printer's
+	// (a custom resource's additionalPrinterColumns).
+	Columns *Columns
+}
+
+// Columns are a resource's columns given from outside the Convertor.
+type Columns struct {
+	Definitions []metav1.TableColumnDefinition
+	// Cells returns one item's cells, one per definition.
+	Cells func(obj runtime.Object, now time.Time) []any
 }
 
 // Convertor makes Tables. It is immutable and safe for concurrent use.
@@ -103,6 +113,11 @@ func (c *Convertor) Convert(obj runtime.Object, opts ConvertOptions) (*metav1.Ta
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", opts.IncludeObject))
 	}
 	p := c.printers[reflect.TypeOf(obj)]
+	if cols := opts.Columns; cols != nil {
+		p = &printer{columns: cols.Definitions, row: func(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition) {
+			return cols.Cells(obj, now), nil
+		}}
+	}
 	if p == nil {
 		p = defaultPrinter
 	}

@@ -67,6 +67,7 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 				},
 			},
 			"finalize": {
+				UpdateOnly: true,
 				PrepareForUpdate: func(obj, old runtime.Object) {
 					ns, oldNs := obj.(*v1.Namespace), old.(*v1.Namespace)
 					finalizers := ns.Spec.Finalizers

@@ -1,0 +1,260 @@
+package kite
+
+import (
+	"context"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/apiserver/openapi"
+	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/apiextensions"
+)
+
+// crdInstaller serves the custom resources of Established CRDs through
+// the resource set: one stack per served version, all over the same etcd
+// keys (/registry/<group>/<plural>/...), JSON in the storage version as
+// kube-apiserver stores them. It is the apiextensions loop's Installer.
+type crdInstaller struct {
+	ctx       context.Context // stacks run under it
+	resources *resourceSet
+
+	// mu guards served and orders installs.
+	mu     sync.Mutex
+	served map[string]*servedCRD // by CRD name
+
+	// columnsMu guards columns, read by every Table request.
+	columnsMu sync.RWMutex
+	columns   map[schema.GroupVersionKind]*table.Columns // by kind and list kind
+}
+
+// tableColumns returns the printer columns of a custom resource kind or
+// list kind, or nil.
+func (c *crdInstaller) tableColumns(gvk schema.GroupVersionKind) *table.Columns {
+	c.columnsMu.RLock()
+	defer c.columnsMu.RUnlock()
+	return c.columns[gvk]
+}
+
+func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Columns) {
+	c.columnsMu.Lock()
+	defer c.columnsMu.Unlock()
+	if c.columns == nil {
+		c.columns = map[schema.GroupVersionKind]*table.Columns{}
+	}
+	for _, gvk := range gvks {
+		if cols == nil {
+			delete(c.columns, gvk)
+		} else {
+			c.columns[gvk] = cols
+		}
+	}
+}
+
+// servedCRD is what one CRD's resource is served as.
+type servedCRD struct {
+	uid   types.UID
+	spec  apiextensionsv1.CustomResourceDefinitionSpec
+	names apiextensionsv1.CustomResourceDefinitionNames
+	gvrs  []schema.GroupVersionResource
+	kinds []schema.GroupVersionKind // kinds and list kinds with columns
+	// terminating is set once the CRD's deletion began.
+	terminating atomic.Bool
+	storage     *registry.Store
+}
+
+var _ apiextensions.Installer = (*crdInstaller)(nil)
+
+func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.served[crd.Name]; cur != nil {
+		if cur.uid == crd.UID && apiequality.Semantic.DeepEqual(cur.spec, crd.Spec) && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+			return nil
+		}
+		c.uninstallLocked(crd.Name)
+	}
+	var storageVersion string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storageVersion = v.Name
+		}
+	}
+	s := &servedCRD{uid: crd.UID, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		strat, err := apiextensions.CustomResourceStrategy(crd, v.Name)
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		strat.Terminating = s.terminating.Load
+		cols, err := apiextensions.Columns(crd, v.Name)
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		kinds := []schema.GroupVersionKind{strat.Kind, strat.Kind.GroupVersion().WithKind(crd.Status.AcceptedNames.ListKind)}
+		c.setColumns(kinds, cols)
+		s.kinds = append(s.kinds, kinds...)
+		codec := versionCodec{
+			Codec:    unstructured.UnstructuredJSONScheme,
+			defaults: strat.Default,
+			served:   schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name},
+			storedAs: schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
+		}
+		oa, err := crdOpenAPI(crd, v.Name, strat)
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec, OpenAPI: oa})
+		if err != nil {
+			c.undo(s)
+			return err
+		}
+		if err := c.resources.addWith(st, func(oa openAPIUpdater) { c.enableApply(oa, strat.Kind) }); err != nil {
+			st.stop()
+			c.undo(s)
+			return err
+		}
+		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
+		if v.Name == storageVersion {
+			s.storage = st.store
+		}
+	}
+	c.served[crd.Name] = s
+	return nil
+}
+
+func (c *crdInstaller) undo(s *servedCRD) {
+	for _, gvr := range s.gvrs {
+		c.resources.remove(gvr)
+	}
+	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
+		c.resources.build.fields.SetCustom(s.kinds[i], nil)
+	}
+	c.setColumns(s.kinds, nil)
+}
+
+func (c *crdInstaller) Uninstall(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uninstallLocked(name)
+	return nil
+}
+
+func (c *crdInstaller) uninstallLocked(name string) {
+	if s := c.served[name]; s != nil {
+		c.undo(s)
+		delete(c.served, name)
+	}
+}
+
+func (c *crdInstaller) Terminate(name string) error {
+	c.mu.Lock()
+	s := c.served[name]
+	c.mu.Unlock()
+	if s == nil || s.terminating.Swap(true) {
+		return nil
+	}
+	return c.resources.republish()
+}
+
+func (c *crdInstaller) Instances(name string) *registry.Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.served[name]; s != nil {
+		return s.storage
+	}
+	return nil
+}
+
+// enableApply gives the kind's field manager the structured-merge schema
+// of its group version's OpenAPI document (list types, map keys), so that
+// managed fields are tracked and server-side apply works. Without it the
+// resource is still served; apply is refused with 400.
+func (c *crdInstaller) enableApply(oa openAPIUpdater, kind schema.GroupVersionKind) {
+	schemas := schemasOf(oa, kind.GroupVersion())
+	if schemas == nil {
+		return
+	}
+	tc, err := managedfields.NewTypeConverter(schemas, false)
+	if err != nil {
+		klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
+		return
+	}
+	c.resources.build.fields.SetCustom(kind, tc)
+}
+
+// versionCodec stores custom resources in the storage version and reads
+// them as the served version: with conversion None only apiVersion
+// differs between versions, as upstream's nop converter rewrites it.
+type versionCodec struct {
+	runtime.Codec
+	served, storedAs schema.GroupVersion
+	// defaults prunes and defaults what is read, as upstream's storage
+	// codec does: a default added to the schema shows without a rewrite.
+	defaults func(runtime.Object)
+}
+
+func (c versionCodec) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := c.Codec.Decode(data, defaults, into)
+	if err != nil {
+		return obj, gvk, err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if c.served != c.storedAs {
+			u.SetAPIVersion(c.served.String())
+		}
+		if c.defaults != nil {
+			c.defaults(u)
+		}
+	}
+	return obj, gvk, nil
+}
+
+func (c versionCodec) Encode(obj runtime.Object, w io.Writer) error {
+	if u, ok := obj.(*unstructured.Unstructured); ok && c.served != c.storedAs {
+		shallow := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
+		for k, v := range u.Object {
+			shallow.Object[k] = v
+		}
+		shallow.SetAPIVersion(c.storedAs.String())
+		obj = shallow
+	}
+	return c.Codec.Encode(obj, w)
+}
+
+// crdOpenAPI describes one served version of a CRD to the OpenAPI
+// documents, with the verbs routing and discovery use.
+func crdOpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string, strat *registry.Strategy) (*openapi.Resource, error) {
+	sch, name, err := apiextensions.OpenAPI(crd, version)
+	if err != nil {
+		return nil, err
+	}
+	r := &openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Schema: sch, DefinitionName: name}
+	for _, n := range slices.Sorted(maps.Keys(strat.Subresources)) {
+		sub := strat.Subresources[n]
+		os := openapi.Subresource{Name: n, Verbs: sub.Verbs()}
+		if sub.New != nil {
+			os.Object, os.GVK = sub.New(), sub.Kind
+		}
+		r.Subresources = append(r.Subresources, os)
+	}
+	return r, nil
+}

@@ -1,0 +1,368 @@
+package apiextensions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	internal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// CustomResourceStrategy returns the strategy of the custom resources of
+// an Established CRD in one of its versions, as upstream's
+// registry/customresource: objects are unstructured; Default prunes
+// unknown fields and applies the schema's defaults; validation is the
+// OpenAPI schema, then the CEL rules (oldSelf transition rules on
+// update) within upstream's cost budget; with a status subresource, spec
+// and status writes are separated and generation follows the spec.
+func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, version string) (*registry.Strategy, error) {
+	var ver *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range crd.Spec.Versions {
+		if crd.Spec.Versions[i].Name == version {
+			ver = &crd.Spec.Versions[i]
+		}
+	}
+	if ver == nil {
+		return nil, fmt.Errorf("CRD %s has no version %q", crd.Name, version)
+	}
+	names := crd.Status.AcceptedNames
+	gvk := schemaGVK(crd.Spec.Group, version, names.Kind)
+	s := &customResource{gvk: gvk}
+	if ver.Schema != nil && ver.Schema.OpenAPIV3Schema != nil {
+		in := &internal.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(ver.Schema.OpenAPIV3Schema, in, nil); err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: schema: %w", crd.Name, version, err)
+		}
+		structural, err := structuralschema.NewStructural(in)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: structural schema: %w", crd.Name, version, err)
+		}
+		validator, _, err := schemavalidation.NewSchemaValidator(in)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s version %s: schema validator: %w", crd.Name, version, err)
+		}
+		s.structural, s.validator = structural, validator
+		if st, ok := in.Properties["status"]; ok {
+			if s.statusValidator, _, err = schemavalidation.NewSchemaValidator(&st); err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: status schema validator: %w", crd.Name, version, err)
+			}
+		}
+		s.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
+	}
+	hasStatus := ver.Subresources != nil && ver.Subresources.Status != nil
+	strat := &registry.Strategy{
+		Kind:          gvk,
+		Resource:      names.Plural,
+		SingularName:  names.Singular,
+		ShortNames:    names.ShortNames,
+		Categories:    names.Categories,
+		Namespaced:    crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		StoragePrefix: crd.Spec.Group + "/" + names.Plural,
+		New: func() runtime.Object {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			return u
+		},
+		NewList: func() runtime.Object {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
+			return l
+		},
+		Intern:       newInterner().intern,
+		Default:      s.defaults,
+		PruneUnknown: s.pruneUnknown,
+		PrepareForCreate: func(obj runtime.Object) {
+			u := obj.(*unstructured.Unstructured)
+			if hasStatus {
+				delete(u.Object, "status")
+			}
+			u.SetGeneration(1)
+		},
+		PrepareForUpdate: func(obj, old runtime.Object) {
+			u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+			if hasStatus {
+				if st, ok := o.Object["status"]; ok {
+					u.Object["status"] = runtime.DeepCopyJSONValue(st)
+				} else {
+					delete(u.Object, "status")
+				}
+			}
+			if !apiequality.Semantic.DeepEqual(withoutMeta(u), withoutMeta(o)) {
+				u.SetGeneration(o.GetGeneration() + 1)
+			} else {
+				u.SetGeneration(o.GetGeneration())
+			}
+		},
+		SelectableFields:         selectableFields(ver.SelectableFields),
+		FieldLabels:              fieldLabels(ver.SelectableFields),
+		Validate:                 func(obj runtime.Object) field.ErrorList { return s.validate(obj, nil) },
+		ValidateUpdate:           func(obj, old runtime.Object) field.ErrorList { return s.validate(obj, old) },
+		AllowUnconditionalUpdate: true,
+	}
+	if ver.Deprecated {
+		if ver.DeprecationWarning != nil {
+			strat.Warnings = []string{*ver.DeprecationWarning}
+		} else {
+			strat.Warnings = []string{deprecationWarning(version, crd.Spec)}
+		}
+	}
+	strat.Subresources = map[string]*registry.Subresource{}
+	if ver.Subresources != nil && ver.Subresources.Scale != nil {
+		strat.Subresources["scale"] = scaleSubresource(ver.Subresources.Scale, strat.PrepareForUpdate)
+	}
+	if hasStatus {
+		strat.Subresources["status"] = &registry.Subresource{
+			PrepareForUpdate: func(obj, old runtime.Object) {
+				u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+				st, has := u.Object["status"]
+				fresh := o.DeepCopy()
+				delete(fresh.Object, "status")
+				if has {
+					fresh.Object["status"] = st
+				}
+				fresh.SetResourceVersion(u.GetResourceVersion())
+				fresh.SetManagedFields(u.GetManagedFields())
+				u.Object = fresh.Object
+			},
+			ValidateUpdate: s.validateStatus,
+		}
+	}
+	return strat, nil
+}
+
+func schemaGVK(group, version, kind string) (gvk schema.GroupVersionKind) {
+	gvk.Group, gvk.Version, gvk.Kind = group, version, kind
+	return gvk
+}
+
+// withoutMeta is the object without metadata: what a spec change is
+// measured on.
+func withoutMeta(u *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(u.Object))
+	for k, v := range u.Object {
+		if k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// customResource is one CRD version's schema machinery.
+type customResource struct {
+	gvk        schema.GroupVersionKind
+	structural *structuralschema.Structural // nil: no schema
+	validator  schemavalidation.SchemaValidator
+	// statusValidator checks status writes against properties.status.
+	statusValidator schemavalidation.SchemaValidator
+	cel             *cel.Validator // nil: no rules
+}
+
+// defaults prunes unknown fields and fills defaults, as upstream's
+// schema-coercing decoder and defaulter do.
+func (s *customResource) defaults(obj runtime.Object) {
+	if s.structural == nil {
+		return
+	}
+	u := obj.(*unstructured.Unstructured)
+	pruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{})
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
+	structuraldefaulting.Default(u.Object, s.structural)
+}
+
+// pruneUnknown drops undeclared fields and returns their paths.
+func (s *customResource) pruneUnknown(obj runtime.Object) []string {
+	if s.structural == nil {
+		return nil
+	}
+	return pruning.PruneWithOptions(obj.(*unstructured.Unstructured).Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+}
+
+// validate is upstream's customResourceValidator: the apiVersion and kind,
+// then the OpenAPI schema, then CEL (unless an earlier error blocks it).
+func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
+	u := obj.(*unstructured.Unstructured)
+	var errs field.ErrorList
+	if u.GetAPIVersion() != s.gvk.GroupVersion().String() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), "must be "+s.gvk.GroupVersion().String()))
+	}
+	if u.GetKind() != s.gvk.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
+	}
+	if len(errs) > 0 || s.validator == nil {
+		return errs
+	}
+	var oldContent any
+	var schemaOpts []schemavalidation.ValidationOption
+	var celOpts []cel.Option
+	if old != nil {
+		// Ratcheting (GA): errors on values an update leaves as they were
+		// are dropped, so a tightened schema does not lock old objects.
+		oldContent = old.(*unstructured.Unstructured).UnstructuredContent()
+		correlated := common.NewCorrelatedObject(u.Object, oldContent, &model.Structural{Structural: s.structural})
+		schemaOpts = append(schemaOpts, schemavalidation.WithRatcheting(correlated))
+		celOpts = append(celOpts, cel.WithRatcheting(correlated))
+		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(nil, u.UnstructuredContent(), oldContent, s.validator, schemaOpts...)...)
+	} else {
+		errs = append(errs, schemavalidation.ValidateCustomResource(nil, u.UnstructuredContent(), s.validator)...)
+	}
+	errs = append(errs, objectmeta.Validate(context.Background(), nil, u.Object, s.structural, false)...)
+	// Set and map list uniqueness, ratcheted: only if the old object had
+	// no such error.
+	if old == nil || len(listtype.ValidateListSetsAndMaps(nil, s.structural, oldContent.(map[string]any))) == 0 {
+		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
+	}
+	if s.cel == nil {
+		return errs
+	}
+	if blocking(errs) {
+		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget, celOpts...)
+	return append(errs, celErrs...)
+}
+
+// validateStatus is upstream's status strategy validation: the status
+// against properties.status (ratcheted), list uniqueness, then CEL over
+// the whole object.
+func (s *customResource) validateStatus(obj, old runtime.Object) field.ErrorList {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	var errs field.ErrorList
+	if u.GetAPIVersion() != s.gvk.GroupVersion().String() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), "must be "+s.gvk.GroupVersion().String()))
+	}
+	if u.GetKind() != s.gvk.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
+	}
+	if len(errs) > 0 || s.structural == nil {
+		return errs
+	}
+	correlated := common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: s.structural})
+	if status, ok := u.Object["status"]; ok && s.statusValidator != nil {
+		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], s.statusValidator, schemavalidation.WithRatcheting(correlated.Key("status")))...)
+	}
+	if newErrs := listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object); len(newErrs) > 0 && len(listtype.ValidateListSetsAndMaps(nil, s.structural, o.Object)) == 0 {
+		errs = append(errs, newErrs...)
+	}
+	if s.cel == nil {
+		return errs
+	}
+	if blocking(errs) {
+		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	}
+	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
+	return append(errs, celErrs...)
+}
+
+// blocking is upstream's hasBlockingErr: errors after which CEL rules are
+// not run, since the values they would see are of the wrong shape.
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
+
+// OpenAPI returns a CRD version's object schema for the OpenAPI
+// documents and its definition name ("com.example.stable.v1.CronTab", as
+// upstream names it): the structural schema as kube-openapi describes it.
+// A version without a schema is described as an object that keeps
+// everything.
+func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Schema, string, error) {
+	name := util.ToRESTFriendlyName(fmt.Sprintf("%s/%s/%s", crd.Spec.Group, version, crd.Status.AcceptedNames.Kind))
+	for _, v := range crd.Spec.Versions {
+		if v.Name != version {
+			continue
+		}
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
+			s.AddExtension("x-kubernetes-preserve-unknown-fields", true)
+			return s, name, nil
+		}
+		in := &internal.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, in, nil); err != nil {
+			return nil, "", err
+		}
+		structural, err := structuralschema.NewStructural(in)
+		if err != nil {
+			return nil, "", err
+		}
+		return structural.ToKubeOpenAPI(), name, nil
+	}
+	return nil, "", fmt.Errorf("CRD %s has no version %q", crd.Name, version)
+}
+
+// fieldLabels are the field selector names of a version's
+// selectableFields: their JSON paths without the leading dot.
+func fieldLabels(sf []apiextensionsv1.SelectableField) []string {
+	var out []string
+	for _, f := range sf {
+		out = append(out, strings.TrimPrefix(f.JSONPath, "."))
+	}
+	return out
+}
+
+// selectableFields returns the selectable field values of a custom
+// resource, as upstream: a scalar's string form, "" when absent.
+func selectableFields(sf []apiextensionsv1.SelectableField) func(runtime.Object) fields.Set {
+	if len(sf) == 0 {
+		return nil
+	}
+	labels := fieldLabels(sf)
+	return func(obj runtime.Object) fields.Set {
+		u := obj.(*unstructured.Unstructured)
+		set := fields.Set{}
+		for _, l := range labels {
+			v, found, err := unstructured.NestedFieldNoCopy(u.Object, strings.Split(l, ".")...)
+			if err != nil || !found || v == nil {
+				set[l] = ""
+				continue
+			}
+			set[l] = fmt.Sprint(v)
+		}
+		return set
+	}
+}
+
+// deprecationWarning is upstream's default warning for a deprecated
+// version: "<group>/<version> <Kind> is deprecated; use <group>/<newest
+// served, not deprecated, newer version> <Kind>".
+func deprecationWarning(deprecated string, crd apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Group, deprecated, crd.Names.Kind)
+	var newer []string
+	for _, v := range crd.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 {
+			newer = append(newer, v.Name)
+		}
+	}
+	if len(newer) == 0 {
+		return msg
+	}
+	slices.SortFunc(newer, func(a, b string) int { return -version.CompareKubeAwareVersionStrings(a, b) })
+	return msg + fmt.Sprintf("; use %s/%s %s", crd.Group, newer[0], crd.Names.Kind)
+}

@@ -1,0 +1,90 @@
+package apiextensions
+
+import (
+	"fmt"
+	"strings"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kite-project/kite/registry"
+)
+
+// scaleSubresource is upstream's ScaleREST for custom resources: an
+// autoscaling/v1 Scale read from specReplicasPath, statusReplicasPath
+// (0 when absent) and labelSelectorPath; writing it changes only the value
+// at specReplicasPath, and the rest of the custom resource's update rules
+// (generation, validation) apply.
+func scaleSubresource(sc *apiextensionsv1.CustomResourceSubresourceScale, prepare func(obj, old runtime.Object)) *registry.Subresource {
+	spec, status := fieldsOf(sc.SpecReplicasPath), fieldsOf(sc.StatusReplicasPath)
+	var selector []string
+	if sc.LabelSelectorPath != nil {
+		selector = fieldsOf(*sc.LabelSelectorPath)
+	}
+	return &registry.Subresource{
+		Kind:             autoscalingv1.SchemeGroupVersion.WithKind("Scale"),
+		New:              func() runtime.Object { return &autoscalingv1.Scale{} },
+		PrepareForUpdate: prepare,
+		View: func(parent runtime.Object) (runtime.Object, error) {
+			u := parent.(*unstructured.Unstructured)
+			replicas, found, err := unstructured.NestedInt64(u.Object, spec...)
+			if err != nil || !found {
+				return nil, apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath))
+			}
+			statusReplicas, _, _ := unstructured.NestedInt64(u.Object, status...)
+			var sel string
+			if selector != nil {
+				sel, _, _ = unstructured.NestedString(u.Object, selector...)
+			}
+			return &autoscalingv1.Scale{
+				TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+					ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp(),
+				},
+				Spec:   autoscalingv1.ScaleSpec{Replicas: int32(replicas)},
+				Status: autoscalingv1.ScaleStatus{Replicas: int32(statusReplicas), Selector: sel},
+			}, nil
+		},
+		Apply: func(parent, view runtime.Object) (runtime.Object, error) {
+			scale, err := asScale(view)
+			if err != nil {
+				return nil, err
+			}
+			if scale.Spec.Replicas < 0 {
+				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name,
+					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
+			}
+			u := parent.(*unstructured.Unstructured)
+			if err := unstructured.SetNestedField(u.Object, int64(scale.Spec.Replicas), spec...); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("set %s: %v", sc.SpecReplicasPath, err))
+			}
+			if rv := scale.ResourceVersion; rv != "" {
+				u.SetResourceVersion(rv) // the client's precondition
+			}
+			return u, nil
+		},
+	}
+}
+
+func asScale(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	switch v := obj.(type) {
+	case *autoscalingv1.Scale:
+		return v, nil
+	case *unstructured.Unstructured:
+		s := &autoscalingv1.Scale{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(v.Object, s); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode Scale: %v", err))
+		}
+		return s, nil
+	}
+	return nil, apierrors.NewBadRequest(fmt.Sprintf("a Scale was expected, got %T", obj))
+}
+
+// fieldsOf splits a simple JSON path (".spec.replicas").
+func fieldsOf(path string) []string { return strings.Split(strings.TrimPrefix(path, "."), ".") }
