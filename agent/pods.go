@@ -56,7 +56,7 @@ func (a *Agent) newPodSyncer(opts *Options, cs *kubernetes.Clientset) (Syncer, e
 			ContainerLogMaxFiles: opts.ContainerLogMaxFiles,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("agent: process runtime under %s: %w", opts.RootDir, err)
+			return nil, fmt.Errorf("agent: --root-dir %s: the process runtime cannot keep its state there: %w", opts.RootDir, err)
 		}
 		rt = p
 	}
