@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"invalid node name", []string{"agent", "--hostname-override", "Not_A_Node"}, "--hostname-override"},
 		{"missing config file", []string{"agent", "--config", "/nonexistent/kubelet.yaml"}, "agent config file"},
 		{"missing kubeconfig", []string{"agent", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig /nonexistent/kubeconfig"},
+		{"SAN that is not a name", []string{"server", "--tls-san", "kite.test", "--tls-san", "kite_test"}, `--tls-san: pki: serving certificate host "kite_test"`},
 		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
 		{"unknown controller", []string{"server", "--controllers", "scheduler,replicaset-controler"}, `--controllers: unknown controller "replicaset-controler"`},
 		{"controllers without a kubeconfig", []string{"controllers"}, "--kubeconfig is required"},
@@ -173,5 +175,17 @@ func TestAPIFlagsReachTheOptions(t *testing.T) {
 		if opts.Profiling != tt.profiling || opts.HTTP2MaxStreamsPerConnection != tt.maxStreams {
 			t.Errorf("%v: Profiling %v, HTTP2MaxStreamsPerConnection %d; want %v, %d", tt.args, opts.Profiling, opts.HTTP2MaxStreamsPerConnection, tt.profiling, tt.maxStreams)
 		}
+	}
+}
+
+// TestTLSSANFlagReachesTheOptions checks that --tls-san repeats and splits
+// on commas, as k3s's does.
+func TestTLSSANFlagReachesTheOptions(t *testing.T) {
+	opts := apiOptions(t, []string{"--tls-san", "kite.test", "--tls-san", "10.0.0.7,*.nodes.test"})
+	if want := []string{"kite.test", "10.0.0.7", "*.nodes.test"}; !slices.Equal(opts.ExtraSANs, want) {
+		t.Errorf("ExtraSANs %v, want %v", opts.ExtraSANs, want)
+	}
+	if opts := apiOptions(t, nil); len(opts.ExtraSANs) != 0 {
+		t.Errorf("without --tls-san, ExtraSANs %v", opts.ExtraSANs)
 	}
 }
