@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -11,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The node tests run their agents with a 4 s Lease (renewed every second)
@@ -31,26 +30,22 @@ func agentConfig(t *testing.T) string {
 	return path
 }
 
-// kubeconfigFor copies the admin kubeconfig src with its server set to
-// https://host:<src's port>: what a user does to reach the API from
-// another host.
+// kubeconfigFor copies the admin kubeconfig src and points its cluster
+// at https://host:<src's port> with kubectl config set-cluster, as the
+// README tells a user to do on another host.
 func kubeconfigFor(t *testing.T, src, host string) string {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(src)
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cfg.Clusters {
-		_, port, err := net.SplitHostPort(strings.TrimPrefix(c.Server, "https://"))
-		if err != nil {
-			t.Fatalf("server %q of %s: %v", c.Server, src, err)
-		}
-		c.Server = "https://" + net.JoinHostPort(host, port)
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(serverURL(t, src), "https://"))
+	if err != nil {
+		t.Fatalf("server of %s: %v", src, err)
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig-"+host)
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	writeFile(t, path, b)
+	kubectl(t, path, "config", "set-cluster", "kite", "--server", "https://"+net.JoinHostPort(host, port))
 	return path
 }
 
