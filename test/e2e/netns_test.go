@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -26,6 +27,8 @@ type hosts struct {
 	NodeIP [2]string
 }
 
+var hostsSeq atomic.Int64
+
 // Isolated says whether the hosts are namespaces of their own.
 func (h *hosts) Isolated() bool { return h.Server != "" }
 
@@ -44,8 +47,9 @@ func newHosts(t *testing.T) *hosts {
 			return loopback
 		}
 	}
-	// Unique per run: tests of other checkouts may run at the same time.
-	prefix := fmt.Sprintf("kite%d", os.Getpid()%100000)
+	// Unique per process and call: tests of other checkouts may run at
+	// the same time, and -count runs this one again.
+	prefix := fmt.Sprintf("kite%d-%d", os.Getpid()%100000, hostsSeq.Add(1))
 	h := &hosts{Server: prefix + "-srv"}
 	var made []string
 	t.Cleanup(func() {
