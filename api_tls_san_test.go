@@ -75,3 +75,25 @@ func TestBadExtraSANIsRefusedBeforeStarting(t *testing.T) {
 		t.Errorf("the refused start made its data dir (stat: %v)", err)
 	}
 }
+
+// TestBindAddressIsInTheServingCertificate binds to one loopback address
+// other than 127.0.0.1: the kubeconfig names it, and the certificate does
+// too without any ExtraSANs, as kube-apiserver's names its address.
+func TestBindAddressIsInTheServingCertificate(t *testing.T) {
+	srv, err := kite.Start(t.Context(), kite.Options{EtcdUnsafeNoFsync: true, BindAddress: "127.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL(), "https://127.0.0.2:") {
+		t.Fatalf("URL %s, want the bind address", srv.URL())
+	}
+	// The admin config verifies the server by the name in its URL.
+	dc, err := discovery.NewDiscoveryClientForConfig(srv.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		t.Fatalf("GET /version at %s: %v", srv.URL(), err)
+	}
+}
