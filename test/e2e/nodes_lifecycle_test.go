@@ -25,13 +25,16 @@ func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted(t *testing.T) {
 		"--hostname-override", "life-a", "--config", config, "--port", "10280")
 	kc := filepath.Join(dir, "kubeconfig")
 	agentArgs := []string{"agent", "--kubeconfig", kc, "--hostname-override", "life-b", "--config", config,
-		"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", "10281", "--node-ip", "127.0.0.1"}
+		"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", "10281", "--node-ip", "127.0.0.2"}
 	agent := StartKite(t, agentArgs...)
 	for _, node := range []string{"life-a", "life-b"} {
 		waitNodeReady(t, "", kc, node, "True")
 	}
 	if out := kubectl(t, kc, "get", "nodes"); strings.Count(out, " Ready ") != 2 {
 		t.Errorf("kubectl get nodes, want both Ready:\n%s", out)
+	}
+	if got := getIn(t, "", kc, `{.status.addresses[?(@.type=="InternalIP")].address}`, "node", "life-b"); got != "127.0.0.2" {
+		t.Errorf("node life-b InternalIP %q, want its --node-ip 127.0.0.2", got)
 	}
 
 	// Fits nowhere: more cpu than either node has.
