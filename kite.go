@@ -121,6 +121,9 @@ type Server struct {
 // Start runs a control plane and returns once the API answers. ctx bounds
 // the start only; the Server runs until Close.
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
+	if err := pki.CheckHosts(opts.ExtraSANs); err != nil {
+		return nil, fmt.Errorf("ExtraSANs: %w", err)
+	}
 	s := &Server{errc: make(chan error, 1)}
 	defer func() {
 		if err != nil {
@@ -166,7 +169,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 
-	bundle, err := pki.Ensure(filepath.Join(s.dataDir, "pki"), pki.Options{Hosts: opts.ExtraSANs})
+	bundle, err := pki.Ensure(filepath.Join(s.dataDir, "pki"), pki.Options{Hosts: servingHosts(opts)})
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
@@ -284,6 +287,18 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// servingHosts are the serving certificate's SANs besides the loopback
+// ones: ExtraSANs, and the bind address when it is one address (as
+// kube-apiserver's certificate names its advertise address), so that a
+// client on another host that dials it can verify the server.
+func servingHosts(opts Options) []string {
+	hosts := slices.Clone(opts.ExtraSANs)
+	if ip := net.ParseIP(opts.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts
 }
 
 // waitReady returns once every watch cache has filled (what /readyz

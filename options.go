@@ -33,7 +33,11 @@ type Options struct {
 	// SecurePort is the HTTPS port; 0 picks a free one (kube-apiserver's
 	// --secure-port; the command defaults it to 6443).
 	SecurePort int
-	// ExtraSANs are more host names or IPs for the serving certificate.
+	// ExtraSANs are more host names or IPs for the serving certificate
+	// (k3s's --tls-san), besides 127.0.0.1, ::1, localhost and a
+	// BindAddress that is one address: the names other hosts reach the
+	// API by. Changing them reissues the serving certificate from the
+	// same CA on the next start.
 	ExtraSANs []string
 	// Backend, when set, is an etcd the caller opened (the kite command
 	// opens it from its flags); Kite uses it and does not close it.

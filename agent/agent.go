@@ -133,6 +133,8 @@ func FromOptions(o *options.Options) (Options, error) {
 			Port:    o.Config.Port,
 			RootDir: o.RootDir,
 			Labels:  o.NodeLabels,
+
+			LeaseDurationSeconds: o.Config.NodeLeaseDurationSeconds,
 		},
 	}
 	if o.NodeIP != "" {

@@ -15,7 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -84,6 +87,9 @@ func (b *Bundle) ClientTLSConfig() (*tls.Config, error) {
 // are written 0600, certificates 0644, each atomically.
 func Ensure(dir string, opts Options) (*Bundle, error) {
 	opts = opts.withDefaults()
+	if err := CheckHosts(opts.Hosts); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pki: creating %s: %w", dir, err)
 	}
@@ -125,6 +131,25 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// CheckHosts refuses a host that cannot be a SAN: one that is neither an IP
+// address nor a DNS name (a leading "*." wildcard allowed, as k3s allows in
+// --tls-san). Ensure calls it before it writes anything; a command calls
+// it on its flags before it starts anything.
+func CheckHosts(hosts []string) error {
+	for _, h := range hosts {
+		if net.ParseIP(h) != nil {
+			continue
+		}
+		if errs := validation.IsWildcardDNS1123Subdomain(h); strings.HasPrefix(h, "*.") && len(errs) == 0 {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+			return fmt.Errorf("pki: serving certificate host %q is neither an IP address nor a DNS name: %s", h, strings.Join(errs, "; "))
+		}
+	}
+	return nil
 }
 
 // wantedHosts is the default hosts plus the configured ones, normalised

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +203,41 @@ func TestEnsureTokenIsStableAndPrivate(t *testing.T) {
 	}
 	if other == tok1 {
 		t.Error("two data dirs got the same token")
+	}
+}
+
+// TestEnsureRefusesHostsThatCannotBeSANs checks that a host that is
+// neither an IP nor a DNS name is refused before anything is written.
+func TestEnsureRefusesHostsThatCannotBeSANs(t *testing.T) {
+	for _, tt := range []struct {
+		host string
+		ok   bool
+	}{
+		{"10.0.0.7", true},
+		{"fd00::7", true},
+		{"kite.example", true},
+		{"*.kite.example", true},
+		{"", false},
+		{"kite_example", false},
+		{"https://kite.example", false},
+		{"10.0.0.7:6443", false},
+		{"kite.example.", false},
+	} {
+		t.Run(tt.host, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "pki")
+			_, err := pki.Ensure(dir, pki.Options{Hosts: []string{"a.example", tt.host}})
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Ensure: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", tt.host)) {
+				t.Fatalf("Ensure: %v, want an error naming %q", err, tt.host)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("a refused host left %s behind (stat: %v)", dir, err)
+			}
+		})
 	}
 }

@@ -33,10 +33,10 @@ const (
 	// DefaultReportInterval is nodeStatusReportFrequency: the longest an
 	// unchanged status goes unpatched.
 	DefaultReportInterval = 5 * time.Minute
-	// LeaseDurationSeconds and the renew interval (a quarter of it) are
-	// the kubelet's node lease.
-	LeaseDurationSeconds = 40
-	DefaultRenewInterval = LeaseDurationSeconds * time.Second / 4
+	// DefaultLeaseDurationSeconds and the renew interval (a quarter of
+	// it) are the kubelet's node lease.
+	DefaultLeaseDurationSeconds = 40
+	DefaultRenewInterval        = DefaultLeaseDurationSeconds * time.Second / 4
 	// LeaseNamespace holds one Lease per node.
 	LeaseNamespace = v1.NamespaceNodeLease
 )
@@ -66,8 +66,11 @@ type Options struct {
 	// Labels are added to the Node at registration; they win over the
 	// defaults, as the kubelet's --node-labels do.
 	Labels map[string]string
+	// LeaseDurationSeconds is the Lease's duration (the kubelet's
+	// nodeLeaseDurationSeconds); 0 means DefaultLeaseDurationSeconds.
+	LeaseDurationSeconds int32
 	// UpdateInterval, ReportInterval and RenewInterval: zero means the
-	// defaults above.
+	// defaults above, RenewInterval a quarter of the Lease's duration.
 	UpdateInterval, ReportInterval, RenewInterval time.Duration
 	// Host reads the machine; the zero value reads this one.
 	Host Host
@@ -104,8 +107,11 @@ func New(opts Options) (*Manager, error) {
 	if opts.ReportInterval == 0 {
 		opts.ReportInterval = DefaultReportInterval
 	}
+	if opts.LeaseDurationSeconds <= 0 {
+		opts.LeaseDurationSeconds = DefaultLeaseDurationSeconds
+	}
 	if opts.RenewInterval == 0 {
-		opts.RenewInterval = DefaultRenewInterval
+		opts.RenewInterval = time.Duration(opts.LeaseDurationSeconds) * time.Second / 4
 	}
 	if opts.NodeIP == nil {
 		opts.NodeIP = opts.Host.InternalIP()
@@ -314,7 +320,7 @@ func patch(ctx context.Context, cs kubernetes.Interface, old, want *v1.Node, sub
 	return cs.CoreV1().Nodes().Patch(ctx, old.Name, types.StrategicMergePatchType, p, metav1.PatchOptions{}, sub...)
 }
 
-// renewLease creates or renews the node's Lease: holder the node, 40 s,
+// renewLease creates or renews the node's Lease: holder the node, its duration,
 // renewTime now, owned by the Node (so that deleting the Node deletes
 // it). Failures are logged; the next tick tries again.
 func (m *Manager) renewLease(ctx context.Context) {
@@ -323,7 +329,7 @@ func (m *Manager) renewLease(ctx context.Context) {
 		l = l.DeepCopy()
 		l.Name, l.Namespace = m.opts.NodeName, LeaseNamespace
 		l.Spec.HolderIdentity = ptr.To(m.opts.NodeName)
-		l.Spec.LeaseDurationSeconds = ptr.To[int32](LeaseDurationSeconds)
+		l.Spec.LeaseDurationSeconds = ptr.To(m.opts.LeaseDurationSeconds)
 		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 		if m.nodeUID != "" {
 			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: m.opts.NodeName, UID: m.nodeUID}}

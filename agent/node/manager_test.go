@@ -90,9 +90,11 @@ func TestManagerRegistersTheNodeAsTheKubeletDoes(t *testing.T) {
 	}
 }
 
+// TestManagerKeepsALeaseOwnedByTheNode runs with a 1 s Lease, as
+// nodeLeaseDurationSeconds sets it: the renew interval is a quarter of it.
 func TestManagerKeepsALeaseOwnedByTheNode(t *testing.T) {
 	name := unique("lease")
-	_, cs := run(t, Options{NodeName: name, RenewInterval: 50 * time.Millisecond})
+	_, cs := run(t, Options{NodeName: name, LeaseDurationSeconds: 1})
 	n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestManagerKeepsALeaseOwnedByTheNode(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		if *l.Spec.HolderIdentity != name || *l.Spec.LeaseDurationSeconds != 40 {
+		if *l.Spec.HolderIdentity != name || *l.Spec.LeaseDurationSeconds != 1 {
 			t.Fatalf("lease spec %+v", l.Spec)
 		}
 		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID || l.OwnerReferences[0].Kind != "Node" {

@@ -42,6 +42,10 @@ type AgentConfiguration struct {
 	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
 	// ContainerLogMaxFiles: --container-log-max-files, at least 2.
 	ContainerLogMaxFiles int32 `json:"containerLogMaxFiles,omitempty"`
+	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
+	// renews it every quarter of that, as the kubelet does. File only, as
+	// the kubelet's.
+	NodeLeaseDurationSeconds int32 `json:"nodeLeaseDurationSeconds,omitempty"`
 }
 
 // LoadConfigFile reads a KubeletConfiguration file (YAML or JSON) over the

@@ -152,6 +152,9 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if c.NodeLeaseDurationSeconds <= 0 {
+		errs = append(errs, fmt.Errorf("nodeLeaseDurationSeconds %d: must be positive", c.NodeLeaseDurationSeconds))
+	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("maxPods (--max-pods) %d: must be positive", c.MaxPods))
 	}
@@ -224,5 +227,7 @@ func DefaultConfiguration() AgentConfiguration {
 		Port:                 DefaultPort,
 		ContainerLogMaxSize:  DefaultContainerLogMaxSize,
 		ContainerLogMaxFiles: DefaultContainerLogMaxFiles,
+		// The kubelet's default.
+		NodeLeaseDurationSeconds: 40,
 	}
 }

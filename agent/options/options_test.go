@@ -42,6 +42,7 @@ staticPodURLHeader:
   Authorization: ["Bearer a,b:c"]
 fileCheckFrequency: 30s
 httpCheckFrequency: 1m
+nodeLeaseDurationSeconds: 4
 `
 
 func TestDefaults(t *testing.T) {
@@ -51,7 +52,7 @@ func TestDefaults(t *testing.T) {
 	}
 	c := o.Config
 	if c.FileCheckFrequency.Duration != 20*time.Second || c.HTTPCheckFrequency.Duration != 20*time.Second ||
-		c.StaticPodPath != "" || c.StaticPodURL != "" || c.StaticPodURLHeader != nil {
+		c.StaticPodPath != "" || c.StaticPodURL != "" || c.StaticPodURLHeader != nil || c.NodeLeaseDurationSeconds != 40 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if s := o.Sources(); len(s) != 0 {
@@ -68,7 +69,8 @@ func TestConfigFile(t *testing.T) {
 	c := o.Config
 	if c.StaticPodPath != "/etc/kite/manifests" || c.StaticPodURL != "http://127.0.0.1:8080/pods" ||
 		!reflect.DeepEqual(c.StaticPodURLHeader, map[string][]string{"Authorization": {"Bearer a,b:c"}}) ||
-		c.FileCheckFrequency.Duration != 30*time.Second || c.HTTPCheckFrequency.Duration != time.Minute {
+		c.FileCheckFrequency.Duration != 30*time.Second || c.HTTPCheckFrequency.Duration != time.Minute ||
+		c.NodeLeaseDurationSeconds != 4 {
 		t.Fatalf("config from file: %+v", c)
 	}
 	if got := strings.Join(o.Sources(), ","); got != "file,http" {
@@ -161,6 +163,7 @@ func TestRefused(t *testing.T) {
 		{"bad node name", []string{"--hostname-override=Node_1"}, "", "--hostname-override"},
 		{"missing config file", []string{"--config=/does/not/exist"}, "", "/does/not/exist"},
 		{"wrong kind", nil, "apiVersion: v1\nkind: Pod\n", "want kubelet.config.k8s.io/v1beta1 KubeletConfiguration"},
+		{"zero lease duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds -1: must be positive"},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
 	}
 	for _, tc := range tests {

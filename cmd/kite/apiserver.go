@@ -11,6 +11,7 @@ import (
 
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/apiserver"
+	"github.com/kite-project/kite/pki"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -18,6 +19,7 @@ import (
 // apiFlags are the API server's flags, named as kube-apiserver's.
 type apiFlags struct {
 	bindAddress           string
+	tlsSANs               []string
 	securePort            int
 	watchCacheSizes       []string
 	defaultWatchCacheSize int
@@ -31,6 +33,7 @@ type apiFlags struct {
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.bindAddress, "bind-address", "127.0.0.1", "address the API server listens on for HTTPS")
+	fs.StringSliceVar(&f.tlsSANs, "tls-san", nil, "more host names or IP addresses for the API server's serving certificate, besides 127.0.0.1, ::1, localhost and --bind-address (repeat the flag or separate with ','): the names agents and clients on other hosts reach it by; a change reissues the certificate from the same CA")
 	fs.IntVar(&f.securePort, "secure-port", kite.DefaultSecurePort, "port the API server serves HTTPS on; 0 picks a free port (the kubeconfig names it)")
 	fs.StringSliceVar(&f.watchCacheSizes, "watch-cache-sizes", nil, "watch cache size per resource, resource[.group]#size: 0 serves the resource from etcd alone, a positive size bounds its event window (which keeps at least 75 s of history when the bound allows)")
 	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
@@ -96,7 +99,10 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	if err != nil {
 		return kite.Options{}, err
 	}
-	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
+	if err := pki.CheckHosts(f.tlsSANs); err != nil {
+		return kite.Options{}, fmt.Errorf("--tls-san: %w", err)
+	}
+	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, ExtraSANs: f.tlsSANs, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
 		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
 	for name, v := range map[string]int{"max-requests-inflight": f.maxInflight, "max-mutating-requests-inflight": f.maxMutatingInflight} {
 		if v < 0 {

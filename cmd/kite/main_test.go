@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"one log file", []string{"agent", "--container-log-max-files", "1"}, "--container-log-max-files"},
 		{"malformed log size", []string{"agent", "--container-log-max-size", "lots"}, "--container-log-max-size"},
 		{"malformed node IP", []string{"agent", "--node-ip", "node"}, "--node-ip"},
+		{"SAN that is not a name", []string{"server", "--tls-san", "kite.test", "--tls-san", "kite_test"}, `--tls-san: pki: serving certificate host "kite_test"`},
 		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
 		{"unknown controller", []string{"server", "--controllers", "scheduler,replicaset-controler"}, `--controllers: unknown controller "replicaset-controler"`},
 		{"controllers without a kubeconfig", []string{"controllers"}, "--kubeconfig is required"},
@@ -178,5 +180,17 @@ func TestAPIFlagsReachTheOptions(t *testing.T) {
 		if opts.Profiling != tt.profiling || opts.HTTP2MaxStreamsPerConnection != tt.maxStreams {
 			t.Errorf("%v: Profiling %v, HTTP2MaxStreamsPerConnection %d; want %v, %d", tt.args, opts.Profiling, opts.HTTP2MaxStreamsPerConnection, tt.profiling, tt.maxStreams)
 		}
+	}
+}
+
+// TestTLSSANFlagReachesTheOptions checks that --tls-san repeats and splits
+// on commas, as k3s's does.
+func TestTLSSANFlagReachesTheOptions(t *testing.T) {
+	opts := apiOptions(t, []string{"--tls-san", "kite.test", "--tls-san", "10.0.0.7,*.nodes.test"})
+	if want := []string{"kite.test", "10.0.0.7", "*.nodes.test"}; !slices.Equal(opts.ExtraSANs, want) {
+		t.Errorf("ExtraSANs %v, want %v", opts.ExtraSANs, want)
+	}
+	if opts := apiOptions(t, nil); len(opts.ExtraSANs) != 0 {
+		t.Errorf("without --tls-san, ExtraSANs %v", opts.ExtraSANs)
 	}
 }

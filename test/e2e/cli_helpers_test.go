@@ -35,12 +35,41 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	return out
 }
 
+// kubectlIn is kubectl run in the network namespace netns.
+func kubectlIn(t *testing.T, netns, kubeconfig string, args ...string) string {
+	t.Helper()
+	out, err := tryKubectlIn(t, netns, kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 func tryKubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
+	return tryKubectlIn(t, "", kubeconfig, args...)
+}
+
+// tryKubectlIn is tryKubectl run in the network namespace netns ("" is
+// the test's own).
+func tryKubectlIn(t *testing.T, netns, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), pollTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	out, err := commandIn(ctx, netns, kubectlPath, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// commandIn runs name in the network namespace netns (one of
+// /run/netns, as ip netns names them), or in the test's own when netns is
+// "". nsenter enters only the network namespace and then execs name, so
+// the process is name itself (its PID, its signals) and keeps the mounts
+// (cgroups included) that `ip netns exec` would replace.
+func commandIn(ctx context.Context, netns, name string, args ...string) *exec.Cmd {
+	if netns == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + netns, "--", name}, args...)...)
 }
 
 // eventually polls cond every 100 ms until it holds, failing the test with

@@ -43,7 +43,13 @@ var etcdURLLine = regexp.MustCompile(`^kite: (?:embedded etcd listening on|using
 // The process is killed at the end of the test if it still runs.
 func StartKite(t testing.TB, args ...string) *Kite {
 	t.Helper()
-	k := &Kite{t: t, cmd: exec.Command(kiteBinary, args...), exited: make(chan struct{})}
+	return StartKiteIn(t, "", args...)
+}
+
+// StartKiteIn is StartKite in the network namespace netns (see commandIn).
+func StartKiteIn(t testing.TB, netns string, args ...string) *Kite {
+	t.Helper()
+	k := &Kite{t: t, cmd: commandIn(context.Background(), netns, kiteBinary, args...), exited: make(chan struct{})}
 	k.cmd.Stderr = &lockedWriter{mu: &k.mu, w: &k.stderr}
 	out, err := k.cmd.StdoutPipe()
 	if err != nil {
