@@ -414,6 +414,8 @@ func openAPI(stores []*registry.Store, version string) (*openapi.Service, error)
 			case sub.Create != nil:
 				os.Verbs = []string{"create"}
 				os.Object, os.GVK = sub.New(), sub.Kind
+			case sub.View != nil:
+				os.Object, os.GVK = sub.New(), sub.Kind
 			case name == "finalize":
 				os.Verbs = []string{"update"}
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,26 @@ func (s *Server) patch(c *call) error {
 		Subresource: c.info.Subresource,
 		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation},
 	}
+	if c.sub != nil && c.sub.View != nil {
+		if patchType == types.ApplyYAMLPatchType {
+			return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s/%s", c.strategy().Resource, c.info.Subresource))
+		}
+		req.Object = func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
+			if existing == nil {
+				return nil, apierrors.NewNotFound(c.strategy().GroupResource(), c.info.Name)
+			}
+			view, err := s.applyPatchAs(c, c.sub.View(existing), c.sub.New, c.sub.Kind, patchType, body, opts.FieldValidation)
+			if err != nil {
+				return nil, err
+			}
+			return existing, c.sub.Apply(existing, view)
+		}
+		out, _, err := c.store.Update(c.ctx(), req)
+		if err != nil {
+			return err
+		}
+		return s.result(c, http.StatusOK, c.sub.View(out))
+	}
 	if patchType == types.ApplyYAMLPatchType {
 		if err := s.applyRequest(c, req, body, opts.Force != nil && *opts.Force); err != nil {
 			return err
@@ -88,6 +109,12 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 	if existing == nil {
 		return nil, apierrors.NewNotFound(c.strategy().GroupResource(), c.info.Name)
 	}
+	return s.applyPatchAs(c, existing, c.strategy().New, c.strategy().Kind, patchType, patch, fieldValidation)
+}
+
+// applyPatchAs patches existing, an object of the given kind (the
+// resource's, or a subresource's view of it).
+func (s *Server) applyPatchAs(c *call, existing runtime.Object, newObj func() runtime.Object, kind schema.GroupVersionKind, patchType types.PatchType, patch []byte, fieldValidation string) (runtime.Object, error) {
 	current, err := json.Marshal(existing)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -100,14 +127,14 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 		if patched, err = p.Apply(current); err != nil {
-			return nil, apierrors.NewInvalid(c.strategy().Kind.GroupKind(), c.info.Name, field.ErrorList{field.Invalid(nil, string(patch), err.Error())})
+			return nil, apierrors.NewInvalid(kind.GroupKind(), c.info.Name, field.ErrorList{field.Invalid(nil, string(patch), err.Error())})
 		}
 	case types.MergePatchType:
 		if patched, err = jsonpatch.MergePatch(current, patch); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	case types.StrategicMergePatchType:
-		if patched, err = strategicpatch.StrategicMergePatch(current, patch, c.strategy().New()); err != nil {
+		if patched, err = strategicpatch.StrategicMergePatch(current, patch, newObj()); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	}
@@ -116,8 +143,7 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 	if fieldValidation == metav1.FieldValidationIgnore {
 		dec = info.Serializer
 	}
-	kind := c.strategy().Kind
-	obj, _, err := dec.Decode(patched, &kind, c.strategy().New())
+	obj, _, err := dec.Decode(patched, &kind, newObj())
 	if err != nil {
 		strictErr, isStrict := runtime.AsStrictDecodingError(err)
 		switch {

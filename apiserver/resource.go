@@ -215,6 +215,9 @@ func (s *Server) get(c *call) error {
 	if err != nil {
 		return err
 	}
+	if c.sub != nil && c.sub.View != nil {
+		obj = c.sub.View(obj)
+	}
 	return s.result(c, http.StatusOK, obj)
 }
 
@@ -289,6 +292,25 @@ func (s *Server) update(c *call) error {
 	}
 	if opts.FieldManager == "" {
 		opts.FieldManager = managerFromUserAgent(c.r)
+	}
+	if c.sub != nil && c.sub.View != nil {
+		view, err := s.decodeBody(c, c.sub.New(), c.sub.Kind, opts.FieldValidation)
+		if err != nil {
+			return err
+		}
+		out, _, err := c.store.Update(c.ctx(), &registry.UpdateRequest{
+			Namespace: c.info.Namespace, Name: c.info.Name, Subresource: c.info.Subresource, Options: opts,
+			Object: func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
+				if existing == nil {
+					return nil, apierrors.NewNotFound(c.strategy().GroupResource(), c.info.Name)
+				}
+				return existing, c.sub.Apply(existing, view.DeepCopyObject())
+			},
+		})
+		if err != nil {
+			return err
+		}
+		return s.result(c, http.StatusOK, c.sub.View(out))
 	}
 	obj, err := s.decodeBody(c, c.strategy().New(), c.strategy().Kind, opts.FieldValidation)
 	if err != nil {

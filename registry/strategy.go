@@ -86,6 +86,12 @@ type Strategy struct {
 	// watchcache.Options.Intern).
 	Intern func(t *intern.Table, obj runtime.Object)
 
+	// DefaultPropagation is what deleting an object does to its dependents
+	// when the request does not say (upstream's
+	// DefaultGarbageCollectionPolicy): "" means Background; Orphan puts
+	// the orphan finalizer on the object (batch/v1 Jobs).
+	DefaultPropagation metav1.DeletionPropagation
+
 	// Graceful decides what DELETE does to an existing object. It returns
 	// nil to remove the object now, or a func that marks it instead
 	// (deletionTimestamp, deletionGracePeriodSeconds, ...) and reports
@@ -124,6 +130,13 @@ type Subresource struct {
 	// Create handles POST on the subresource (pods/binding). When nil, the
 	// subresource takes GET, PUT and PATCH instead.
 	Create func(ctx context.Context, store *Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error)
+	// View, with Apply, makes the subresource another kind over the stored
+	// object (deployments/scale is an autoscaling/v1 Scale): GET answers
+	// View(stored), and PUT and PATCH work on that view, which Apply then
+	// writes into a copy of the stored object (an error refuses the
+	// write). The stored object is what is validated and written.
+	View  func(obj runtime.Object) runtime.Object
+	Apply func(obj, view runtime.Object) error
 }
 
 // GroupResource returns the strategy's group and resource.
