@@ -21,8 +21,10 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
@@ -40,16 +42,22 @@ const (
 	NodeLifecycle  = "node-lifecycle-controller"
 	TaintEviction  = "taint-eviction-controller"
 	PodGC          = "pod-garbage-collector-controller"
+	// GarbageCollector deletes objects whose owners are gone and carries
+	// out foreground and orphan deletion.
+	GarbageCollector = "garbage-collector-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
 // otherwise: the controllers that make namespaces usable, and none that
-// place, taint or remove pods behind a test's back.
+// place, taint or remove pods or collect objects behind a test's back
+// (name GarbageCollector to have owner references acted on; without it a
+// foreground or orphan delete leaves the object with its finalizer, as in
+// envtest).
 func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount} }
 
 // Controller is what each controller package provides.
@@ -113,6 +121,12 @@ func New(opts Options) (*Manager, error) {
 			c, err = nodelifecycle.New(nodelifecycle.Options{Client: client, GracePeriod: opts.NodeMonitorGracePeriod})
 		case TaintEviction:
 			c, err = tainteviction.New(tainteviction.Options{Client: client})
+		case GarbageCollector:
+			meta, merr := metadata.NewForConfig(cfg)
+			if merr != nil {
+				return nil, fmt.Errorf("controllers: metadata client: %w", merr)
+			}
+			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
 		case PodGC:
 			c, err = podgc.New(podgc.Options{Client: client, TerminatedThreshold: opts.TerminatedPodGCThreshold})
 		default:
