@@ -28,6 +28,7 @@ import (
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
+	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
 	"github.com/kite-project/kite/controllers/tainteviction"
@@ -45,11 +46,13 @@ const (
 	// GarbageCollector deletes objects whose owners are gone and carries
 	// out foreground and orphan deletion.
 	GarbageCollector = "garbage-collector-controller"
+	// ReplicaSet keeps each ReplicaSet's pods.
+	ReplicaSet = "replicaset-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
@@ -127,6 +130,8 @@ func New(opts Options) (*Manager, error) {
 				return nil, fmt.Errorf("controllers: metadata client: %w", merr)
 			}
 			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
+		case ReplicaSet:
+			c, err = replicaset.New(replicaset.Options{Client: client})
 		case PodGC:
 			c, err = podgc.New(podgc.Options{Client: client, TerminatedThreshold: opts.TerminatedPodGCThreshold})
 		default:
