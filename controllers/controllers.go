@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
@@ -48,11 +49,13 @@ const (
 	GarbageCollector = "garbage-collector-controller"
 	// ReplicaSet keeps each ReplicaSet's pods.
 	ReplicaSet = "replicaset-controller"
+	// Deployment rolls Deployments out through ReplicaSets.
+	Deployment = "deployment-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
@@ -130,6 +133,8 @@ func New(opts Options) (*Manager, error) {
 				return nil, fmt.Errorf("controllers: metadata client: %w", merr)
 			}
 			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
+		case Deployment:
+			c, err = deployment.New(deployment.Options{Client: client})
 		case ReplicaSet:
 			c, err = replicaset.New(replicaset.Options{Client: client})
 		case PodGC:
