@@ -26,6 +26,7 @@ import (
 
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
+	"github.com/kite-project/kite/controllers/job"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
@@ -51,11 +52,14 @@ const (
 	ReplicaSet = "replicaset-controller"
 	// Deployment rolls Deployments out through ReplicaSets.
 	Deployment = "deployment-controller"
+	// Job runs Jobs' pods to completion (and deletes finished Jobs after
+	// ttlSecondsAfterFinished, the ttl-after-finished controller's job).
+	Job = "job-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment, Job}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
@@ -135,6 +139,8 @@ func New(opts Options) (*Manager, error) {
 			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
 		case Deployment:
 			c, err = deployment.New(deployment.Options{Client: client})
+		case Job:
+			c, err = job.New(job.Options{Client: client})
 		case ReplicaSet:
 			c, err = replicaset.New(replicaset.Options{Client: client})
 		case PodGC:
