@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/job"
@@ -55,11 +56,13 @@ const (
 	// Job runs Jobs' pods to completion (and deletes finished Jobs after
 	// ttlSecondsAfterFinished, the ttl-after-finished controller's job).
 	Job = "job-controller"
+	// CronJob creates Jobs on CronJobs' schedules.
+	CronJob = "cronjob-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment, Job}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment, Job, CronJob}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
@@ -139,6 +142,8 @@ func New(opts Options) (*Manager, error) {
 			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
 		case Deployment:
 			c, err = deployment.New(deployment.Options{Client: client})
+		case CronJob:
+			c, err = cronjob.New(cronjob.Options{Client: client})
 		case Job:
 			c, err = job.New(job.Options{Client: client})
 		case ReplicaSet:
