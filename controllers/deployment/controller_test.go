@@ -195,3 +195,63 @@ func TestRecreateAndPause(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartMidRolloutCreatesNoExtraPods stops the controllers while a
+// Deployment's pods are being made and starts new ones: the rollout ends
+// with exactly its replicas ever created.
+func TestRestartMidRolloutCreatesNoExtraPods(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoreV1().Pods(ns.Name).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	created := map[string]bool{}
+	var mu sync.Mutex
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == "ADDED" {
+				mu.Lock()
+				created[p.Name] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	run := func() (stop func()) {
+		m, err := controllers.New(controllers.Options{Config: srv.RESTConfig(), Names: []string{controllers.Deployment, controllers.ReplicaSet}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { m.Run(ctx) })
+		return func() { cancel(); wg.Wait() }
+	}
+	stop := run()
+	kubectl(t, "-n", ns.Name, "create", "deployment", "web", "--image=busybox", "--replicas=40", "--", "sleep", "3600")
+	eventually(t, "some pods made", func(ctx context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(created) > 0, nil
+	})
+	stop()
+	stop = run()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var node sync.WaitGroup
+	node.Go(func() { runNode(ctx, cs, ns.Name) })
+	defer func() { cancel(); node.Wait() }()
+	kubectl(t, "-n", ns.Name, "rollout", "status", "deployment/web", "--timeout=60s")
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(created) != 40 {
+		pods, _ := cs.CoreV1().Pods(ns.Name).List(context.Background(), metav1.ListOptions{})
+		sets, _ := cs.AppsV1().ReplicaSets(ns.Name).List(context.Background(), metav1.ListOptions{})
+		t.Errorf("%d pods created for 40 replicas; %d pods now, %d replica sets", len(created), len(pods.Items), len(sets.Items))
+	}
+}

@@ -488,6 +488,12 @@ func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobS
 }
 
 func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int) error {
+	if err := ctx.Err(); err != nil {
+		return err // stopping: start no more
+	}
+	// Seen through once sent, so a successor never lists before it lands.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	t := j.Spec.Template.DeepCopy()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

@@ -40,6 +40,10 @@ const burstReplicas = 500
 
 const namespaceIndex = "namespace"
 
+// writeTimeout bounds a pod create or delete seen through after the
+// controller was told to stop.
+const writeTimeout = 30 * time.Second
+
 // Options configure a Controller.
 type Options struct {
 	// Client watches ReplicaSets and pods and writes them. Required.
@@ -347,9 +351,11 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, pods, al
 		}
 		c.expect.expect(k, 0, keys)
 		errs := make(chan error, len(victims))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
 		for _, p := range victims {
 			go func() {
-				err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+				err := c.client.CoreV1().Pods(p.Namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 				switch {
 				case err == nil:
 					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
@@ -401,6 +407,14 @@ func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1
 // GetPodFromTemplate: the template's labels, annotations and finalizers,
 // generateName "<rs>-", and rs as controller.
 func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	if err := ctx.Err(); err != nil {
+		return err // stopping: start no more
+	}
+	// A create once sent is seen through even if the controller stops
+	// meanwhile: cancelling it could leave the server making the pod after
+	// a successor has listed, and the successor would make one too many.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	t := rs.Spec.Template.DeepCopy()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
