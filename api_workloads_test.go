@@ -59,6 +59,12 @@ func TestKubectlDeploymentAPI(t *testing.T) {
 		t.Errorf("kubectl get deployments -o wide:\n%s", out)
 	}
 
+	// The embedded default runs no deployment controller: the Deployment
+	// is left alone, as envtest leaves it.
+	if out := kubectl(t, "-n", "deploy-api", "get", "replicasets,pods"); !strings.Contains(out, "No resources found") {
+		t.Errorf("a Deployment got replica sets or pods without its controller:\n%s", out)
+	}
+
 	if out := kubectl(t, "-n", "deploy-api", "scale", "deployment", "web", "--replicas=5"); !strings.Contains(out, "deployment.apps/web scaled") {
 		t.Errorf("kubectl scale: %s", out)
 	}
