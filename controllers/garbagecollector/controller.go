@@ -44,7 +44,8 @@ type Options struct {
 	// DiscoveryPeriod is how often discovery is read again, so that new
 	// resources (CRDs) are watched; 0 means 30 s (upstream's resync).
 	DiscoveryPeriod time.Duration
-	// Workers process dependents in parallel; 0 means 4.
+	// Workers process dependents in parallel; 0 means 20 (upstream's
+	// --concurrent-gc-syncs).
 	Workers int
 }
 
@@ -102,7 +103,7 @@ func New(opts Options) (*Controller, error) {
 		opts.DiscoveryPeriod = 30 * time.Second
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 4
+		opts.Workers = 20
 	}
 	return &Controller{
 		meta: opts.Metadata, disc: opts.Discovery, period: opts.DiscoveryPeriod, workers: opts.Workers,
