@@ -48,7 +48,9 @@ func TestValidateDeployment(t *testing.T) {
 			[]string{`spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: "Always"`}},
 		{"recreate with rollingUpdate", func(d *appsv1.Deployment) { d.Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType },
 			[]string{"spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"}},
-		{"unavailable over 100%", func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("150%")) },
+		{"unavailable over 100%", func(d *appsv1.Deployment) {
+			d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("150%"))
+		},
 			[]string{"spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"150%\": must not be greater than 100%"}},
 		{"bad percent", func(d *appsv1.Deployment) { d.Spec.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("ten")) },
 			[]string{"spec.strategy.rollingUpdate.maxSurge: Invalid value: \"ten\": a valid percent string must be"}},
