@@ -3,6 +3,7 @@ package kite_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -227,3 +228,62 @@ func TestKubectlJobAPI(t *testing.T) {
 }
 
 func intstrZero() intstr.IntOrString { return intstr.FromInt32(0) }
+
+const deploymentManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: applied
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: applied
+  template:
+    metadata:
+      labels:
+        app: applied
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+`
+
+// TestKubectlApplyWorkloads: client-side and server-side apply of a
+// Deployment (OpenAPI for the patch and field ownership), and a CronJob's
+// columns.
+func TestKubectlApplyWorkloads(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	createNamespace(t, client, "workload-apply")
+	path := t.TempDir() + "/d.yaml"
+	if err := os.WriteFile(path, []byte(deploymentManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := kubectl(t, "-n", "workload-apply", "apply", "-f", path); !strings.Contains(out, "deployment.apps/applied created") {
+		t.Fatalf("apply: %s", out)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(deploymentManifest, "replicas: 2", "replicas: 4", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := kubectl(t, "-n", "workload-apply", "apply", "-f", path); !strings.Contains(out, "deployment.apps/applied configured") {
+		t.Fatalf("second apply: %s", out)
+	}
+	if out := kubectl(t, "-n", "workload-apply", "apply", "--server-side", "--force-conflicts", "-f", path); !strings.Contains(out, "serverside-applied") {
+		t.Fatalf("server-side apply: %s", out)
+	}
+	d, err := client.AppsV1().Deployments("workload-apply").Get(context.Background(), "applied", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := false
+	for _, f := range d.ManagedFields {
+		applied = applied || f.Operation == metav1.ManagedFieldsOperationApply
+	}
+	if *d.Spec.Replicas != 4 || d.Generation < 2 || !applied {
+		t.Errorf("replicas %d generation %d managedFields %+v", *d.Spec.Replicas, d.Generation, d.ManagedFields)
+	}
+	kubectl(t, "-n", "workload-apply", "create", "cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *", "--", "date")
+	out := kubectl(t, "-n", "workload-apply", "get", "cronjobs")
+	if !regexp.MustCompile(`NAME\s+SCHEDULE\s+TIMEZONE\s+SUSPEND\s+ACTIVE\s+LAST SCHEDULE\s+AGE\ntick\s+\*/5 \* \* \* \*\s+<none>\s+False\s+0\s+<none>\s+`).MatchString(out) {
+		t.Errorf("kubectl get cronjobs:\n%s", out)
+	}
+}
