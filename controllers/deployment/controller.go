@@ -418,19 +418,10 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, se
 	return created, old, nil
 }
 
-// updateDeployment writes d's status (and, through the main resource,
-// its revision annotation when that changed), keeping d current.
+// updateDeployment writes d's status and its revision annotation, both
+// through the status subresource as upstream (which keeps annotations from
+// the body), so the generation does not move; d becomes what was stored.
 func (c *Controller) updateDeployment(ctx context.Context, d *appsv1.Deployment) error {
-	cached, _ := c.deploys.Store().Get(key(d))
-	if cached != nil && !apiequality.Semantic.DeepEqual(cached.Annotations, d.Annotations) {
-		out, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
-		if err != nil {
-			return err
-		}
-		status := d.Status
-		*d = *out
-		d.Status = status
-	}
 	out, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return err

@@ -111,7 +111,7 @@ func TestKubectlRollout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Annotations[deployment.RevisionAnnotation] != "1" || d.Status.AvailableReplicas != 3 || d.Status.UpdatedReplicas != 3 {
+	if d.Annotations[deployment.RevisionAnnotation] != "1" || d.Status.AvailableReplicas != 3 || d.Status.UpdatedReplicas != 3 || d.Generation != 1 {
 		t.Errorf("after the first rollout: annotations %v status %+v", d.Annotations, d.Status)
 	}
 	if c := deployment.Condition(&d.Status, appsv1.DeploymentProgressing); c == nil || c.Reason != deployment.ReasonNewRSAvailable {
