@@ -2,7 +2,9 @@ package deployment_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,4 +132,49 @@ func BenchmarkCollectDeployment(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/1000pods")
+}
+
+// BenchmarkIdleControllers keeps 10 000 pods of 50 Deployments, with the
+// deployment, replicaset and garbage collector controllers running, and
+// reports the CPU the whole process (controllers, API server and etcd,
+// which run in it) spends per second of wall time once nothing changes.
+func BenchmarkIdleControllers(b *testing.B) {
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	stop := benchManager(b, controllers.Deployment, controllers.ReplicaSet, controllers.GarbageCollector)
+	defer stop()
+	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "idle-"}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) }()
+	const deployments, each = 50, 200
+	for i := range deployments {
+		if _, err := cs.AppsV1().Deployments(ns.Name).Create(context.Background(), benchDeployment(fmt.Sprintf("idle-%d", i), each), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := countPods(ctx, cs, ns.Name)
+		return n >= deployments*each, err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // statuses settle
+	b.ResetTimer()
+	var cpu, wall time.Duration
+	for i := 0; i < b.N; i++ {
+		before, start := processCPU(b), time.Now()
+		time.Sleep(10 * time.Second)
+		cpu += processCPU(b) - before
+		wall += time.Since(start)
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/wall.Seconds(), "cpu-ms/s")
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
