@@ -10,9 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kite-project/kite"
-	"github.com/kite-project/kite/controllers"
-	"github.com/kite-project/kite/controllers/nodelifecycle"
-	"github.com/kite-project/kite/controllers/podgc"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -25,9 +22,7 @@ type apiFlags struct {
 	defaultWatchCacheSize int
 	profiling             bool
 	http2MaxStreams       int
-	controllers           []string
-	nodeMonitorGrace      time.Duration
-	terminatedPodGC       int
+	controllers           controllerFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -37,9 +32,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.defaultWatchCacheSize, "default-watch-cache-size", -1, "watch cache size of resources not in --watch-cache-sizes: 0 disables their caches, negative is Kite's default window")
 	fs.IntVar(&f.http2MaxStreams, "http2-max-streams-per-connection", 0, "limit of concurrent HTTP/2 streams the server gives each client connection; 0 means kube-apiserver's default, 100")
 	fs.BoolVar(&f.profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ to authenticated clients, as kube-apiserver does")
-	fs.StringSliceVar(&f.controllers, "controllers", controllers.All(), "control loops to run beside the API server; none with --controllers=\"\"")
-	fs.DurationVar(&f.nodeMonitorGrace, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without renewing its Lease or posting status before it is marked Unknown and tainted unreachable")
-	fs.IntVar(&f.terminatedPodGC, "terminated-pod-gc-threshold", podgc.DefaultTerminatedThreshold, "number of terminated pods kept before the pod garbage collector deletes the oldest; 0 or less keeps them all")
+	f.controllers.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -92,11 +85,12 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 }
 
 func (f *apiFlags) options(dataDir string) (kite.Options, error) {
-	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
-		Controllers: append([]string{}, f.controllers...), NodeMonitorGracePeriod: f.nodeMonitorGrace, TerminatedPodGCThreshold: f.terminatedPodGC}
-	if opts.TerminatedPodGCThreshold <= 0 {
-		opts.TerminatedPodGCThreshold = -1 // kube-controller-manager: <= 0 turns it off
+	names, grace, gc, err := f.controllers.options()
+	if err != nil {
+		return kite.Options{}, err
 	}
+	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
+		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
 	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
 		per, err := watchcache.ParseSizes(f.watchCacheSizes)
 		if err != nil {

@@ -34,6 +34,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newServerCommand(), newAPIServerCommand(), newAgentCommand(), newEtcdCommand(), newBenchCommand())
+	root.AddCommand(newServerCommand(), newAPIServerCommand(), newAgentCommand(), newControllersCommand(), newEtcdCommand(), newBenchCommand())
 	return root
 }

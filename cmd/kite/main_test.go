@@ -37,6 +37,9 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"missing config file", []string{"agent", "--config", "/nonexistent/kubelet.yaml"}, "agent config file"},
 		{"missing kubeconfig", []string{"agent", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig /nonexistent/kubeconfig"},
 		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
+		{"unknown controller", []string{"server", "--controllers", "scheduler,replicaset-controler"}, `--controllers: unknown controller "replicaset-controler"`},
+		{"controllers without a kubeconfig", []string{"controllers"}, "--kubeconfig is required"},
+		{"unknown controller alone", []string{"controllers", "--kubeconfig", "k", "--controllers", "nope"}, `unknown controller "nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,9 +1,10 @@
 // Package podgc removes pods nobody else will: kube-controller-manager's
 // pod garbage collector. Every period it deletes the oldest terminated
-// pods beyond the threshold, force-deletes pods bound to a node that no
-// longer exists (after a quarantine and a live check) and terminating pods
-// that were never scheduled, marking the last two Failed with a
-// DisruptionTarget condition first, as upstream does.
+// pods beyond the threshold, and force-deletes, after marking them Failed,
+// pods bound to a node that no longer exists (after a quarantine and a
+// live check; with a DisruptionTarget condition), terminating pods that
+// were never scheduled, and terminating pods of out-of-service nodes, as
+// upstream does.
 package podgc
 
 import (
@@ -124,9 +125,10 @@ func (c *Controller) pass(ctx context.Context) {
 	cached := map[types.UID]bool{}
 	for _, p := range c.pods.Store().List() {
 		cached[p.UID] = true
-		// A pod deleted here that the cache shows undeleted is the
-		// cache lagging; one held by finalizers shows its deletion.
-		if !c.deleted[p.UID] || p.DeletionTimestamp != nil {
+		// Every delete here has grace 0: a pod deleted here that the
+		// cache still shows is the cache lagging, unless finalizers hold
+		// it.
+		if !c.deleted[p.UID] || len(p.Finalizers) > 0 {
 			pods = append(pods, p)
 		}
 	}
@@ -148,7 +150,10 @@ func (c *Controller) pass(ctx context.Context) {
 			}
 			continue
 		}
-		if _, ok := c.nodes.Store().Get(p.Spec.NodeName); ok {
+		if n, ok := c.nodes.Store().Get(p.Spec.NodeName); ok {
+			if p.DeletionTimestamp != nil && OutOfService(n) {
+				c.failAndForceDelete(ctx, p, "")
+			}
 			continue
 		}
 		if _, ok := absent[p.Spec.NodeName]; !ok {
@@ -163,6 +168,23 @@ func (c *Controller) pass(ctx context.Context) {
 			delete(c.missing, name)
 		}
 	}
+}
+
+// OutOfService says whether a node is not Ready and tainted
+// node.kubernetes.io/out-of-service: an admin's word that it is down for
+// good, so its terminating pods may go without its agent.
+func OutOfService(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+			return false
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1.TaintNodeOutOfService {
+			return true
+		}
+	}
+	return false
 }
 
 // Terminated picks the terminated pods beyond threshold, oldest first

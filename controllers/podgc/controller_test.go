@@ -69,6 +69,11 @@ func TestPodGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := nsObj.Name
+	// Terminated pods count cluster-wide: leave none for a later run.
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = cs.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
 	if _, err := cs.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gc-node"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +94,16 @@ func TestPodGC(t *testing.T) {
 		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// An admin said this NotReady node is out of service.
+	oos := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gc-oos"}, Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: v1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute}}}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, oos, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), "gc-oos", metav1.DeleteOptions{}) })
+	create("stuck", "gc-oos")
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, "stuck", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	create("orphan", "ghost-node")
 	create("kept", "gc-node")
@@ -114,6 +129,7 @@ func TestPodGC(t *testing.T) {
 	eventually(t, "oldest terminated pods over the threshold deleted", gone(cs, ns, "done-0"))
 	eventually(t, "second oldest deleted", gone(cs, ns, "done-1"))
 	eventually(t, "orphan deleted", gone(cs, ns, "orphan"))
+	eventually(t, "terminating pod of an out-of-service node deleted", gone(cs, ns, "stuck"))
 	if since := time.Since(started); since < 300*time.Millisecond {
 		t.Fatalf("orphan deleted after %v, within the quarantine", since)
 	}

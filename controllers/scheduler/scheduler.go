@@ -181,10 +181,14 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
 	for {
+		// The queue first: a pod being decided keeps it busy until its
+		// binding is in flight, so a binding is never missed between the
+		// two reads.
+		idle := s.pods.HasSynced() && s.nodes.HasSynced() && s.queue.Idle()
 		s.mu.Lock()
 		inFlight := s.inFlight
 		s.mu.Unlock()
-		if s.pods.HasSynced() && s.nodes.HasSynced() && s.queue.Idle() && inFlight == 0 {
+		if idle && inFlight == 0 {
 			return nil
 		}
 		select {

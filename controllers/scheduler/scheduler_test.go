@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kite-project/kite/controllers"
+	"github.com/kite-project/kite/controllers/scheduler"
 )
 
 func client(t testing.TB) kubernetes.Interface {
@@ -55,6 +55,12 @@ func namespace(t testing.TB, cs kubernetes.Interface) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No agent confirms graceful deletes here, and no namespace controller
+	// runs: force the pods out so that they weigh on no later test's node.
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	})
 	return ns.Name
 }
 
@@ -70,11 +76,25 @@ func createPod(t testing.TB, cs kubernetes.Interface, ns, name, cpu, scheduler s
 	}
 }
 
-func waitIdle(t testing.TB) {
+// runScheduler runs the default scheduler until the test ends.
+func runScheduler(t testing.TB, cs kubernetes.Interface) *scheduler.Scheduler {
+	t.Helper()
+	s, err := scheduler.New(scheduler.Options{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s
+}
+
+func waitIdle(t testing.TB, s *scheduler.Scheduler) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Controllers().Get(controllers.Scheduler).WaitIdle(ctx); err != nil {
+	if err := s.WaitIdle(ctx); err != nil {
 		t.Fatalf("scheduler not idle: %v", err)
 	}
 }
@@ -99,6 +119,7 @@ func eventFor(ctx context.Context, cs kubernetes.Interface, ns, pod, reason stri
 
 func TestPodsAreBoundSpreadAndAnnounced(t *testing.T) {
 	cs := client(t)
+	sched := runScheduler(t, cs)
 	ctx := t.Context()
 	createNode(t, cs, "spread-a", "4", 110)
 	createNode(t, cs, "spread-b", "4", 110)
@@ -121,6 +142,7 @@ func TestPodsAreBoundSpreadAndAnnounced(t *testing.T) {
 		}
 		return len(pods.Items) == 4, nil
 	})
+	waitIdle(t, sched)
 	if perNode["spread-a"] != 2 || perNode["spread-b"] != 2 {
 		t.Fatalf("pods per node = %v, want 2 on each (least allocated)", perNode)
 	}
@@ -146,6 +168,7 @@ func TestPodsAreBoundSpreadAndAnnounced(t *testing.T) {
 
 func TestUnschedulablePodWaitsForAFittingNode(t *testing.T) {
 	cs := client(t)
+	sched := runScheduler(t, cs)
 	ctx := t.Context()
 	createNode(t, cs, "small-a", "1", 110)
 	createNode(t, cs, "small-b", "1", 110)
@@ -159,7 +182,7 @@ func TestUnschedulablePodWaitsForAFittingNode(t *testing.T) {
 	})
 	createPod(t, cs, ns, "big", "800m", "")
 	createPod(t, cs, ns, "huge", "2", "")
-	waitIdle(t)
+	waitIdle(t, sched)
 
 	big, err := cs.CoreV1().Pods(ns).Get(ctx, "big", metav1.GetOptions{})
 	if err != nil {
@@ -211,10 +234,11 @@ func TestUnschedulablePodWaitsForAFittingNode(t *testing.T) {
 // A pod for another scheduler is left alone.
 func TestOtherSchedulersPodsAreLeftAlone(t *testing.T) {
 	cs := client(t)
+	sched := runScheduler(t, cs)
 	createNode(t, cs, "any", "4", 110)
 	ns := namespace(t, cs)
 	createPod(t, cs, ns, "theirs", "100m", "my-scheduler")
-	waitIdle(t)
+	waitIdle(t, sched)
 	p, err := cs.CoreV1().Pods(ns).Get(t.Context(), "theirs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +255,7 @@ func TestOtherSchedulersPodsAreLeftAlone(t *testing.T) {
 // its node: terminated pods hold nothing.
 func TestUnschedulablePodIsBoundWhenAPodFinishes(t *testing.T) {
 	cs := client(t)
+	runScheduler(t, cs)
 	ctx := t.Context()
 	createNode(t, cs, "one-cpu", "1", 110)
 	ns := namespace(t, cs)
@@ -264,4 +289,46 @@ func TestUnschedulablePodIsBoundWhenAPodFinishes(t *testing.T) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "second", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "one-cpu", err
 	})
+}
+
+// Pods decided in a burst count on their node before the watch shows them
+// bound: a two-cpu node takes two one-cpu pods of three, never three.
+func TestBurstNeverOvercommitsANode(t *testing.T) {
+	cs := client(t)
+	sched := runScheduler(t, cs)
+	ctx := t.Context()
+	createNode(t, cs, "two-cpu", "2", 110)
+	ns := namespace(t, cs)
+	for i := range 3 {
+		createPod(t, cs, ns, fmt.Sprintf("burst-%d", i), "1", "")
+	}
+	eventually(t, "two bound, one Unschedulable", func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		bound, unschedulable := 0, 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodScheduled && c.Reason == v1.PodReasonUnschedulable {
+					unschedulable++
+				}
+			}
+		}
+		if bound > 2 {
+			return false, fmt.Errorf("%d one-cpu pods bound to a two-cpu node", bound)
+		}
+		return bound == 2 && unschedulable == 1, nil
+	})
+	waitIdle(t, sched)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=two-cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 {
+		t.Fatalf("%d pods on two-cpu after idle, want 2", len(pods.Items))
+	}
 }
