@@ -217,7 +217,8 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	name := JobName(cj, *scheduled)
 	for _, r := range cj.Status.Active {
 		if r.Name == name {
-			return nil
+			// Made at an earlier pass whose status write was lost.
+			return c.recordSchedule(ctx, cj, *scheduled)
 		}
 	}
 	switch cj.Spec.ConcurrencyPolicy {
@@ -258,13 +259,42 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if err == nil {
 		c.recorder.Event(cj, kind.Kind, corev1.EventTypeNormal, "SuccessfulCreate", "Created job "+created.Name)
 	}
-	before := cj.DeepCopy()
 	if !inActive(cj.Status.Active, created.UID) {
 		cj.Status.Active = append(cj.Status.Active, ref(created))
 	}
-	t := metav1.NewTime(*scheduled)
-	cj.Status.LastScheduleTime = &t
-	return c.writeStatus(ctx, before, cj)
+	return c.recordSchedule(ctx, cj, *scheduled)
+}
+
+// recordSchedule writes status.active as cj has it and lastScheduleTime
+// (when older than scheduled), reading the CronJob afresh on a conflict
+// so that a start once made is never lost from the status.
+func (c *Controller) recordSchedule(ctx context.Context, cj *batchv1.CronJob, scheduled time.Time) error {
+	active := cj.Status.Active
+	if cached, ok := c.crons.Store().Get(key(cj)); ok && cached.Status.LastScheduleTime != nil &&
+		!cached.Status.LastScheduleTime.Time.Before(scheduled) && apiequality.Semantic.DeepEqual(cached.Status.Active, active) {
+		return nil // already recorded
+	}
+	for range 3 {
+		if cj.Status.LastScheduleTime == nil || cj.Status.LastScheduleTime.Time.Before(scheduled) {
+			t := metav1.NewTime(scheduled)
+			cj.Status.LastScheduleTime = &t
+		}
+		for _, r := range active {
+			if !inActive(cj.Status.Active, r.UID) {
+				cj.Status.Active = append(cj.Status.Active, r)
+			}
+		}
+		_, err := c.client.BatchV1().CronJobs(cj.Namespace).UpdateStatus(ctx, cj, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, gerr := c.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		cj = fresh
+	}
+	return fmt.Errorf("update status of cronjob %s: conflicts", key(cj))
 }
 
 func inActive(refs []corev1.ObjectReference, uid types.UID) bool {
