@@ -189,6 +189,31 @@ func (c *Controller) discover(ctx context.Context) {
 			}
 		}
 	}
+	// Owner references may name any served version (apps/v1beta1 where
+	// apps/v1 is preferred): each resolves to the watched one.
+	_, all, err := c.disc.ServerGroupsAndResources()
+	if err != nil && len(all) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	preferred := map[schema.GroupResource]resource{}
+	for _, res := range c.kinds {
+		preferred[res.gvr.GroupResource()] = res
+	}
+	for _, list := range all {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if res, ok := preferred[gv.WithResource(r.Name).GroupResource()]; ok {
+				if _, mapped := c.kinds[gv.WithKind(r.Kind)]; !mapped {
+					c.kinds[gv.WithKind(r.Kind)] = res
+				}
+			}
+		}
+	}
 }
 
 func (c *Controller) watch(ctx context.Context, res resource) {
