@@ -466,7 +466,8 @@ func openAPIResource(strat *registry.Strategy) openapi.Resource {
 	}
 	for name, sub := range strat.Subresources {
 		os := openapi.Subresource{Name: name, Verbs: sub.Verbs()}
-		if sub.Create != nil {
+		if sub.Create != nil || sub.View != nil {
+			// A subresource of a kind of its own (binding, scale).
 			os.Object, os.GVK = sub.New(), sub.Kind
 		}
 		r.Subresources = append(r.Subresources, os)

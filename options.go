@@ -86,10 +86,12 @@ type Options struct {
 	// Controllers names the control loops to run beside the API (see
 	// controllers.All). Nil means controllers.EmbeddedDefault(): the
 	// namespace and serviceaccount controllers, as embedders have always
-	// had; the scheduler, node lifecycle, taint eviction and pod GC
-	// controllers run only when named, so that a test's pods are not
-	// placed, tainted or removed behind its back. An empty, non-nil slice
-	// runs none. "kite server" runs controllers.All().
+	// had; the scheduler, node lifecycle, taint eviction, pod GC, garbage
+	// collector, ReplicaSet, Deployment, Job and CronJob controllers run
+	// only when named, so that a test's objects are not placed, tainted,
+	// collected or given pods behind its back (envtest's behaviour). An
+	// empty, non-nil slice runs none. "kite server" runs
+	// controllers.All().
 	Controllers []string
 	// NodeMonitorGracePeriod is how long a node may go silent before the
 	// node lifecycle controller marks it Unknown

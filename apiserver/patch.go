@@ -89,6 +89,9 @@ func (s *Server) patch(c *call) error {
 		Subresource: c.info.Subresource,
 		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation},
 	}
+	if c.sub != nil && c.sub.View != nil && patchType == types.ApplyYAMLPatchType {
+		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s/%s", c.strategy().Resource, c.info.Subresource))
+	}
 	if patchType == types.ApplyYAMLPatchType {
 		if err := s.applyRequest(c, req, body, opts.Force != nil && *opts.Force); err != nil {
 			return err
@@ -110,6 +113,17 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 	if existing == nil {
 		return nil, apierrors.NewNotFound(c.strategy().GroupResource(), c.info.Name)
 	}
+	if c.sub != nil && c.sub.View != nil && c.sub.New != nil {
+		// The registry hands a view subresource's patch the view (a
+		// Scale), not the object.
+		return s.applyPatchAs(c, existing, c.sub.New, c.sub.Kind, patchType, patch, fieldValidation)
+	}
+	return s.applyPatchAs(c, existing, c.strategy().New, c.strategy().Kind, patchType, patch, fieldValidation)
+}
+
+// applyPatchAs patches existing, an object of the given kind (the
+// resource's, or a subresource's view of it).
+func (s *Server) applyPatchAs(c *call, existing runtime.Object, newObj func() runtime.Object, kind schema.GroupVersionKind, patchType types.PatchType, patch []byte, fieldValidation string) (runtime.Object, error) {
 	current, err := json.Marshal(existing)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -134,7 +148,7 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	case types.StrategicMergePatchType:
-		if patched, err = strategicpatch.StrategicMergePatch(current, patch, c.strategy().New()); err != nil {
+		if patched, err = strategicpatch.StrategicMergePatch(current, patch, newObj()); err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	}
@@ -143,8 +157,7 @@ func (s *Server) applyPatch(c *call, existing runtime.Object, patchType types.Pa
 	if fieldValidation == metav1.FieldValidationIgnore {
 		dec = info.Serializer
 	}
-	kind := c.strategy().Kind
-	obj, _, err := dec.Decode(patched, &kind, c.strategy().New())
+	obj, _, err := dec.Decode(patched, &kind, newObj())
 	if err != nil {
 		strictErr, isStrict := runtime.AsStrictDecodingError(err)
 		switch {

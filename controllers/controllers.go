@@ -21,11 +21,17 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/cronjob"
+	"github.com/kite-project/kite/controllers/deployment"
+	"github.com/kite-project/kite/controllers/garbagecollector"
+	"github.com/kite-project/kite/controllers/job"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
+	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
 	"github.com/kite-project/kite/controllers/tainteviction"
@@ -40,16 +46,31 @@ const (
 	NodeLifecycle  = "node-lifecycle-controller"
 	TaintEviction  = "taint-eviction-controller"
 	PodGC          = "pod-garbage-collector-controller"
+	// GarbageCollector deletes objects whose owners are gone and carries
+	// out foreground and orphan deletion.
+	GarbageCollector = "garbage-collector-controller"
+	// ReplicaSet keeps each ReplicaSet's pods.
+	ReplicaSet = "replicaset-controller"
+	// Deployment rolls Deployments out through ReplicaSets.
+	Deployment = "deployment-controller"
+	// Job runs Jobs' pods to completion (and deletes finished Jobs after
+	// ttlSecondsAfterFinished, the ttl-after-finished controller's job).
+	Job = "job-controller"
+	// CronJob creates Jobs on CronJobs' schedules.
+	CronJob = "cronjob-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC}
+	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment, Job, CronJob}
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
 // otherwise: the controllers that make namespaces usable, and none that
-// place, taint or remove pods behind a test's back.
+// place, taint or remove pods or collect objects behind a test's back
+// (name GarbageCollector to have owner references acted on; without it a
+// foreground or orphan delete leaves the object with its finalizer, as in
+// envtest).
 func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount} }
 
 // Controller is what each controller package provides.
@@ -113,6 +134,20 @@ func New(opts Options) (*Manager, error) {
 			c, err = nodelifecycle.New(nodelifecycle.Options{Client: client, GracePeriod: opts.NodeMonitorGracePeriod})
 		case TaintEviction:
 			c, err = tainteviction.New(tainteviction.Options{Client: client})
+		case GarbageCollector:
+			meta, merr := metadata.NewForConfig(cfg)
+			if merr != nil {
+				return nil, fmt.Errorf("controllers: metadata client: %w", merr)
+			}
+			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
+		case Deployment:
+			c, err = deployment.New(deployment.Options{Client: client})
+		case CronJob:
+			c, err = cronjob.New(cronjob.Options{Client: client})
+		case Job:
+			c, err = job.New(job.Options{Client: client})
+		case ReplicaSet:
+			c, err = replicaset.New(replicaset.Options{Client: client})
 		case PodGC:
 			c, err = podgc.New(podgc.Options{Client: client, TerminatedThreshold: opts.TerminatedPodGCThreshold})
 		default:

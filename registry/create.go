@@ -125,11 +125,13 @@ func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager strin
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
-	if s.strategy.PrepareForCreate != nil {
-		s.strategy.PrepareForCreate(obj)
-	}
+	// The name is generated before PrepareForCreate, as upstream's Store
+	// does since RetryGenerateName: a Job's labels carry its name.
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(generateName(m.GetGenerateName()))
+	}
+	if s.strategy.PrepareForCreate != nil {
+		s.strategy.PrepareForCreate(obj)
 	}
 	var errs field.ErrorList
 	if !s.strategy.ValidatesMetadata {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,8 +47,23 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 			return nil, false, err
 		}
 	}
-	if mark == nil && len(m.GetFinalizers()) > 0 {
+	finalizers, changed := s.gcFinalizers(m, opts)
+	if mark == nil && len(finalizers) > 0 {
 		mark = s.markForFinalizers
+	}
+	if changed && mark != nil {
+		// The garbage collector's finalizers go on with the mark, as
+		// upstream's updateForGracefulDeletionAndFinalizers.
+		inner := mark
+		mark = func(obj runtime.Object) bool {
+			om, err := meta.Accessor(obj)
+			if err != nil {
+				return false
+			}
+			om.SetFinalizers(finalizers)
+			inner(obj)
+			return true
+		}
 	}
 	if mark != nil {
 		return s.markDeleted(ctx, key, existing, preconditions, mark, opts)
@@ -140,3 +156,42 @@ func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts
 // noValidation is the storage.ValidateObjectFunc of deletes whose checks
 // were done before: storage calls it on the object it is about to delete.
 func noValidation(context.Context, runtime.Object) error { return nil }
+
+// gcFinalizers returns the finalizers obj should have once deleted with
+// opts, and whether they differ from its own: upstream's
+// deletionFinalizersForGarbageCollection. The orphan finalizer asks the
+// garbage collector to orphan the dependents first, foregroundDeletion to
+// delete those that block their owner's deletion first.
+func (s *Store) gcFinalizers(m metav1.Object, opts *metav1.DeleteOptions) ([]string, bool) {
+	orphan, foreground := false, false
+	has := func(f string) bool { return slices.Contains(m.GetFinalizers(), f) }
+	switch {
+	case opts.OrphanDependents != nil:
+		orphan = *opts.OrphanDependents
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan:
+		orphan = true
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
+		foreground = true
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationBackground:
+	case has(metav1.FinalizerOrphanDependents):
+		orphan = true
+	case has(metav1.FinalizerDeleteDependents):
+		foreground = true
+	default:
+		orphan = s.strategy.DefaultPropagation == metav1.DeletePropagationOrphan
+	}
+	var out []string
+	for _, f := range m.GetFinalizers() {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	old := slices.Sorted(slices.Values(m.GetFinalizers()))
+	return out, !slices.Equal(old, slices.Sorted(slices.Values(out)))
+}

@@ -91,6 +91,12 @@ type Strategy struct {
 	// watchcache.Options.Intern).
 	Intern func(t *intern.Table, obj runtime.Object)
 
+	// DefaultPropagation is what deleting an object does to its dependents
+	// when the request does not say (upstream's
+	// DefaultGarbageCollectionPolicy): "" means Background; Orphan puts
+	// the orphan finalizer on the object (batch/v1 Jobs).
+	DefaultPropagation metav1.DeletionPropagation
+
 	// Graceful decides what DELETE does to an existing object. It returns
 	// nil to remove the object now, or a func that marks it instead
 	// (deletionTimestamp, deletionGracePeriodSeconds, ...) and reports
@@ -137,7 +143,8 @@ type Subresource struct {
 	// ValidateUpdate validates the result; nil means the parent's.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// View, when set, makes the subresource a different object computed
-	// from its parent (a custom resource's autoscaling/v1 Scale): reads
+	// from its parent (an autoscaling/v1 Scale of a Deployment or of a
+	// custom resource): reads
 	// answer View(parent); an update computes the new view from the
 	// current one and Apply writes it back into (a copy of) the parent,
 	// whose rules then apply as for the main resource. Both are set or

@@ -201,6 +201,10 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 	m.SetSelfLink("")
 
 	validate := s.strategy.ValidateUpdate
+	if sub != nil && sub.View != nil {
+		// A view's write (scale) is an update of the object itself.
+		sub = nil
+	}
 	if sub != nil {
 		if sub.PrepareForUpdate != nil {
 			sub.PrepareForUpdate(obj, existing)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/kite-project/kite/apiserver/table"
 )
+
+var workloadTemplate = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{
+	{Name: "a", Image: "busybox"}, {Name: "b", Image: "nginx:1.25"}}}}
 
 func meta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: ago(3 * 24 * time.Hour)}
@@ -125,9 +129,54 @@ func TestKindCells(t *testing.T) {
 		},
 		{
 			name:    "other kinds get upstream's default table",
-			obj:     &appsv1.Deployment{ObjectMeta: meta("d")},
+			obj:     &appsv1.DaemonSet{ObjectMeta: meta("d")},
 			columns: []string{"Name", "Created At"},
 			want:    []any{"d", "2026-02-26T12:00:00Z"},
+		},
+		{
+			name: "deployment",
+			obj: &appsv1.Deployment{ObjectMeta: meta("web"), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, Template: workloadTemplate},
+				Status: appsv1.DeploymentStatus{ReadyReplicas: 2, UpdatedReplicas: 3, AvailableReplicas: 1}},
+			columns: []string{"Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector"},
+			want:    []any{"web", "2/3", int64(3), int64(1), "3d", "a,b", "busybox,nginx:1.25", "app=web"},
+		},
+		{
+			name: "replicaset",
+			obj: &appsv1.ReplicaSet{ObjectMeta: meta("web-1"), Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, Template: workloadTemplate},
+				Status: appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1}},
+			columns: []string{"Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"},
+			want:    []any{"web-1", int64(3), int64(2), int64(1), "3d", "a,b", "busybox,nginx:1.25", "app=web"},
+		},
+		{
+			name: "controllerrevision of a daemonset",
+			obj: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "ds-1", CreationTimestamp: ago(time.Hour),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", Controller: ptr.To(true)}}}, Revision: 2},
+			columns: []string{"Name", "Controller", "Revision", "Age"},
+			want:    []any{"ds-1", "daemonset.apps/ds", int64(2), "60m"},
+		},
+		{
+			name: "complete job",
+			obj: &batchv1.Job{ObjectMeta: meta("pi"), Spec: batchv1.JobSpec{Completions: ptr.To[int32](2), Template: workloadTemplate,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u"}}},
+				Status: batchv1.JobStatus{Succeeded: 2, StartTime: ptr.To(ago(time.Hour)), CompletionTime: ptr.To(ago(time.Hour - 75*time.Second)),
+					Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
+			columns: []string{"Name", "Status", "Completions", "Duration", "Age", "Containers", "Images", "Selector"},
+			want:    []any{"pi", "Complete", "2/2", "75s", "3d", "a,b", "busybox,nginx:1.25", "batch.kubernetes.io/controller-uid=u"},
+		},
+		{
+			name: "running job without completions, parallel",
+			obj:  &batchv1.Job{ObjectMeta: meta("w"), Spec: batchv1.JobSpec{Parallelism: ptr.To[int32](3)}},
+			want: []any{"w", "Running", "0/1 of 3", "", "3d", "", "", "<none>"},
+		},
+		{
+			name: "cronjob",
+			obj: &batchv1.CronJob{ObjectMeta: meta("c"), Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *", Suspend: ptr.To(false),
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: workloadTemplate}}},
+				Status: batchv1.CronJobStatus{Active: []corev1.ObjectReference{{Name: "c-1"}}, LastScheduleTime: ptr.To(ago(2 * time.Minute))}},
+			columns: []string{"Name", "Schedule", "Timezone", "Suspend", "Active", "Last Schedule", "Age", "Containers", "Images", "Selector"},
+			want:    []any{"c", "*/5 * * * *", "<none>", "False", int64(1), "2m", "3d", "a,b", "busybox,nginx:1.25", "<none>"},
 		},
 	}
 	c := conv()

@@ -72,6 +72,7 @@ func New(opts Options) *Convertor {
 	}
 	registerCore(c)
 	registerEvents(c)
+	registerWorkloads(c)
 	return c
 }
 

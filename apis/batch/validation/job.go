@@ -1,0 +1,248 @@
+// Package validation checks batch/v1 objects (Jobs, CronJobs) as
+// upstream's pkg/apis/batch/validation does, with its field paths and
+// messages.
+//
+// Left out from upstream: the rules of successPolicy, managedBy and
+// backoffLimitPerIndex beyond their sign, and podFailurePolicy's
+// per-action container rules.
+package validation
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corevalidation "github.com/kite-project/kite/apis/core/validation"
+)
+
+// maxParallelismForIndexedJob and maxCompletionsForIndexedJob are
+// upstream's limits for Indexed Jobs.
+const (
+	// LegacyControllerUIDLabel and LegacyJobNameLabel are the unprefixed
+	// labels a Job's pods still carry beside batch.kubernetes.io/'s.
+	LegacyControllerUIDLabel = "controller-uid"
+	LegacyJobNameLabel       = "job-name"
+
+	maxParallelismForIndexedJob = 100000
+	maxCompletionsForIndexedJob = 100000
+)
+
+// ValidateJob checks a Job on create: metadata, the generated selector's
+// labels (unless manualSelector) and the spec.
+func ValidateJob(j *batchv1.Job) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMeta(&j.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	allErrs = append(allErrs, validateGeneratedSelector(j)...)
+	return append(allErrs, validateJobSpec(&j.Spec, field.NewPath("spec"), true)...)
+}
+
+// ValidateJobUpdate checks an update of a Job: the spec as on create, and
+// what may not change once created (selector, completionMode,
+// podFailurePolicy, backoffLimitPerIndex, and the template unless the Job
+// is suspended).
+func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&j.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	p := field.NewPath("spec")
+	allErrs = append(allErrs, validateJobSpec(&j.Spec, p, true)...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.Selector, old.Spec.Selector, p.Child("selector"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.CompletionMode, old.Spec.CompletionMode, p.Child("completionMode"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.PodFailurePolicy, old.Spec.PodFailurePolicy, p.Child("podFailurePolicy"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.BackoffLimitPerIndex, old.Spec.BackoffLimitPerIndex, p.Child("backoffLimitPerIndex"))...)
+	suspended := old.Spec.Suspend != nil && *old.Spec.Suspend
+	if !suspended {
+		allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.Template, old.Spec.Template, p.Child("template"))...)
+	}
+	if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+		if j.Spec.Completions != nil && old.Spec.Completions != nil && *j.Spec.Completions != *old.Spec.Completions &&
+			(j.Spec.Parallelism == nil || *j.Spec.Completions != *j.Spec.Parallelism) {
+			allErrs = append(allErrs, field.Invalid(p.Child("completions"), j.Spec.Completions, "can only be modified in tandem with spec.parallelism"))
+		}
+	} else {
+		allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.Completions, old.Spec.Completions, p.Child("completions"))...)
+	}
+	return allErrs
+}
+
+// ValidateJobStatusUpdate checks an update of a Job's status: counts not
+// negative.
+func ValidateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
+	allErrs := apivalidation.ValidateObjectMetaUpdate(&j.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	p := field.NewPath("status")
+	s := &j.Status
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Active), p.Child("active"))...)
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Succeeded), p.Child("succeeded"))...)
+	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Failed), p.Child("failed"))...)
+	if s.Ready != nil {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Ready), p.Child("ready"))...)
+	}
+	if s.Terminating != nil {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Terminating), p.Child("terminating"))...)
+	}
+	return allErrs
+}
+
+// validateGeneratedSelector: a Job whose selector the server generated
+// must carry its uid and name in its template's labels.
+func validateGeneratedSelector(j *batchv1.Job) field.ErrorList {
+	if j.Spec.ManualSelector != nil && *j.Spec.ManualSelector {
+		return nil
+	}
+	p := field.NewPath("spec", "template", "metadata")
+	var allErrs field.ErrorList
+	for _, l := range []struct{ key, value string }{
+		{LegacyControllerUIDLabel, string(j.UID)},
+		{LegacyJobNameLabel, j.Name},
+		{batchv1.ControllerUidLabel, string(j.UID)},
+		{batchv1.JobNameLabel, j.Name},
+	} {
+		allErrs = append(allErrs, hasLabel(j.Spec.Template.Labels, p, l.key, l.value)...)
+	}
+	if len(allErrs) > 0 {
+		return allErrs
+	}
+	want, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: string(j.UID)}})
+	if err != nil || j.Spec.Selector == nil {
+		return allErrs
+	}
+	got, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
+	if err == nil && got.String() != want.String() {
+		allErrs = append(allErrs, field.Invalid(field.NewPath("spec", "selector"), j.Spec.Selector, "`selector` not auto-generated"))
+	}
+	return allErrs
+}
+
+// hasLabel is upstream's ValidateHasLabel.
+func hasLabel(l map[string]string, fldPath *field.Path, key, want string) field.ErrorList {
+	got, ok := l[key]
+	if !ok {
+		return field.ErrorList{field.Required(fldPath.Child("labels").Key(key), fmt.Sprintf("must be '%s'", want))}
+	}
+	if got != want {
+		return field.ErrorList{field.Invalid(fldPath.Child("labels").Key(key), got, fmt.Sprintf("must be '%s'", want))}
+	}
+	return nil
+}
+
+// validateJobSpec checks a Job's spec; needSelector is false for a
+// CronJob's job template, whose selector is generated later.
+func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bool) field.ErrorList {
+	var allErrs field.ErrorList
+	nonNeg := func(v *int32, name string) {
+		if v != nil {
+			allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*v), fldPath.Child(name))...)
+		}
+	}
+	nonNeg(spec.Parallelism, "parallelism")
+	nonNeg(spec.Completions, "completions")
+	nonNeg(spec.BackoffLimit, "backoffLimit")
+	nonNeg(spec.BackoffLimitPerIndex, "backoffLimitPerIndex")
+	nonNeg(spec.MaxFailedIndexes, "maxFailedIndexes")
+	nonNeg(spec.TTLSecondsAfterFinished, "ttlSecondsAfterFinished")
+	if spec.ActiveDeadlineSeconds != nil {
+		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(*spec.ActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
+	}
+	if spec.CompletionMode != nil {
+		switch *spec.CompletionMode {
+		case batchv1.NonIndexedCompletion:
+			if spec.BackoffLimitPerIndex != nil {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
+			}
+		case batchv1.IndexedCompletion:
+			if spec.Completions == nil {
+				allErrs = append(allErrs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
+			} else if *spec.Completions > maxCompletionsForIndexedJob {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("completions"), *spec.Completions, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxCompletionsForIndexedJob, batchv1.IndexedCompletion)))
+			}
+			if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
+				allErrs = append(allErrs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxParallelismForIndexedJob, batchv1.IndexedCompletion)))
+			}
+		default:
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("completionMode"), *spec.CompletionMode, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+		}
+	}
+	if spec.PodReplacementPolicy != nil {
+		switch *spec.PodReplacementPolicy {
+		case batchv1.TerminatingOrFailed:
+			if spec.PodFailurePolicy != nil {
+				allErrs = append(allErrs, field.NotSupported(fldPath.Child("podReplacementPolicy"), *spec.PodReplacementPolicy, []batchv1.PodReplacementPolicy{batchv1.Failed}))
+			}
+		case batchv1.Failed:
+		default:
+			allErrs = append(allErrs, field.NotSupported(fldPath.Child("podReplacementPolicy"), *spec.PodReplacementPolicy, []batchv1.PodReplacementPolicy{batchv1.Failed, batchv1.TerminatingOrFailed}))
+		}
+	}
+	if spec.PodFailurePolicy != nil {
+		allErrs = append(allErrs, validatePodFailurePolicy(spec, fldPath.Child("podFailurePolicy"))...)
+	}
+	tPath := fldPath.Child("template")
+	if needSelector {
+		if spec.Selector == nil {
+			allErrs = append(allErrs, field.Required(fldPath.Child("selector"), ""))
+		} else {
+			allErrs = append(allErrs, metavalidation.ValidateLabelSelector(spec.Selector, metavalidation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))...)
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(spec.Selector); err == nil && spec.Selector != nil && !sel.Matches(labels.Set(spec.Template.Labels)) {
+			allErrs = append(allErrs, field.Invalid(tPath.Child("metadata", "labels"), spec.Template.Labels, "`selector` does not match template `labels`"))
+		}
+	}
+	allErrs = append(allErrs, corevalidation.ValidatePodTemplateSpec(&spec.Template, tPath)...)
+	switch spec.Template.Spec.RestartPolicy {
+	case corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	case "":
+		allErrs = append(allErrs, field.Required(tPath.Child("spec", "restartPolicy"), ""))
+	default:
+		allErrs = append(allErrs, field.NotSupported(tPath.Child("spec", "restartPolicy"), spec.Template.Spec.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
+	}
+	if spec.PodFailurePolicy != nil && spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		allErrs = append(allErrs, field.Invalid(tPath.Child("spec", "restartPolicy"), spec.Template.Spec.RestartPolicy, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
+	}
+	return allErrs
+}
+
+func validatePodFailurePolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	actions := []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionIgnore}
+	for i, rule := range spec.PodFailurePolicy.Rules {
+		p := fldPath.Child("rules").Index(i)
+		switch rule.Action {
+		case batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore:
+		case batchv1.PodFailurePolicyActionFailIndex:
+			if spec.BackoffLimitPerIndex == nil {
+				allErrs = append(allErrs, field.Invalid(p.Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
+			}
+		default:
+			allErrs = append(allErrs, field.NotSupported(p.Child("action"), rule.Action, actions))
+		}
+		switch {
+		case rule.OnExitCodes != nil && rule.OnPodConditions != nil:
+			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, "specifying both OnExitCodes and OnPodConditions is not supported"))
+		case rule.OnExitCodes == nil && rule.OnPodConditions == nil:
+			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, "specifying one of OnExitCodes and OnPodConditions is required"))
+		}
+		if r := rule.OnExitCodes; r != nil {
+			ep := p.Child("onExitCodes")
+			switch r.Operator {
+			case batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn:
+			default:
+				allErrs = append(allErrs, field.NotSupported(ep.Child("operator"), r.Operator, []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn}))
+			}
+			if len(r.Values) == 0 {
+				allErrs = append(allErrs, field.Invalid(ep.Child("values"), r.Values, "at least one value is required"))
+			}
+			for j, v := range r.Values {
+				if j > 0 && r.Values[j-1] >= v {
+					allErrs = append(allErrs, field.Invalid(ep.Child("values").Index(j), v, "must be ordered"))
+				}
+				if r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && v == 0 {
+					allErrs = append(allErrs, field.Invalid(ep.Child("values").Index(j), v, "must not be 0 for the In operator"))
+				}
+			}
+		}
+	}
+	return allErrs
+}

@@ -1,0 +1,129 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kite-project/kite/apis/batch/defaults"
+)
+
+func validJob() *batchv1.Job {
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "default", UID: "u1"},
+		Spec: batchv1.JobSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: "u1"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{batchv1.ControllerUidLabel: "u1", batchv1.JobNameLabel: "pi",
+					LegacyControllerUIDLabel: "u1", LegacyJobNameLabel: "pi"}},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+					ImagePullPolicy: corev1.PullAlways, TerminationMessagePolicy: corev1.TerminationMessageReadFile, TerminationMessagePath: "/dev/termination-log"}}},
+			},
+		},
+	}
+	defaults.Job(j)
+	return j
+}
+
+func TestValidateJob(t *testing.T) {
+	indexed := batchv1.IndexedCompletion
+	tests := []struct {
+		name   string
+		mutate func(*batchv1.Job)
+		want   []string
+	}{
+		{"generated selector and labels are valid", func(*batchv1.Job) {}, nil},
+		{"a generated label that lies", func(j *batchv1.Job) { j.Spec.Template.Labels[batchv1.JobNameLabel] = "other" },
+			[]string{`spec.template.metadata.labels[batch.kubernetes.io/job-name]: Invalid value: "other": must be 'pi'`}},
+		{"restart policy", func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+			[]string{`spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"`}},
+		{"indexed needs completions", func(j *batchv1.Job) { j.Spec.CompletionMode, j.Spec.Completions = &indexed, nil },
+			[]string{"spec.completions: Required value: when completion mode is Indexed"}},
+		{"negative backoffLimit", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](-1) },
+			[]string{"spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"}},
+		{"pod failure policy needs Never", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1}}}}}
+		}, []string{`spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified`}},
+		{"exit code values ordered, not 0 for In", func(j *batchv1.Job) {
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{0, 3, 2}}}}}
+		}, []string{"spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
+			"spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Invalid value: 2: must be ordered"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := validJob()
+			tc.mutate(j)
+			errs := ValidateJob(j).ToAggregate()
+			if len(tc.want) == 0 && errs != nil {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			for _, w := range tc.want {
+				if errs == nil || !strings.Contains(errs.Error(), w) {
+					t.Errorf("errors %v\ndo not contain %q", errs, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateJobUpdateImmutable(t *testing.T) {
+	old := validJob()
+	old.ResourceVersion = "1"
+	up := old.DeepCopy()
+	up.Spec.Template.Spec.Containers[0].Image = "busybox:2"
+	if errs := ValidateJobUpdate(up, old).ToAggregate(); errs == nil || !strings.Contains(errs.Error(), "spec.template: Invalid value") || !strings.Contains(errs.Error(), "field is immutable") {
+		t.Errorf("template change of a running job: %v", errs)
+	}
+	old.Spec.Suspend = ptr.To(true)
+	up.Spec.Suspend = ptr.To(true)
+	if errs := ValidateJobUpdate(up, old); len(errs) != 0 {
+		t.Errorf("template change of a suspended job: %v", errs)
+	}
+}
+
+func TestValidateCronJob(t *testing.T) {
+	valid := func() *batchv1.CronJob {
+		j := validJob()
+		c := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: "tick", Namespace: "default"},
+			Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: j.Spec}}}
+		c.Spec.JobTemplate.Spec.Selector = nil
+		defaults.CronJob(c)
+		return c
+	}
+	tests := []struct {
+		name   string
+		mutate func(*batchv1.CronJob)
+		want   string
+	}{
+		{"valid", func(*batchv1.CronJob) {}, ""},
+		{"macro", func(c *batchv1.CronJob) { c.Spec.Schedule = "@hourly" }, ""},
+		{"TZ in the schedule", func(c *batchv1.CronJob) { c.Spec.Schedule = "TZ=UTC * * * * *" }, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"},
+		{"unknown zone", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("Mars/Olympus") }, "spec.timeZone: Invalid value"},
+		{"Local zone", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("Local") }, "timeZone must be an explicit time zone"},
+		{"selector in the template", func(c *batchv1.CronJob) { c.Spec.JobTemplate.Spec.Selector = &metav1.LabelSelector{} }, "`selector` will be auto-generated"},
+		{"concurrency policy", func(c *batchv1.CronJob) { c.Spec.ConcurrencyPolicy = "Sometimes" }, `spec.concurrencyPolicy: Unsupported value: "Sometimes"`},
+		{"name too long", func(c *batchv1.CronJob) { c.Name = strings.Repeat("a", 53) }, "must be no more than 52 characters"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.mutate(c)
+			errs := ValidateCronJob(c).ToAggregate()
+			switch {
+			case tc.want == "" && errs != nil:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
+				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,231 @@
+package job_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kite-project/kite/controllers/job"
+)
+
+// outcome decides how the stand-in node ends a pod: its phase and exit
+// code.
+type outcome func(p *corev1.Pod) (corev1.PodPhase, int32)
+
+func start(t *testing.T, end outcome) (kubernetes.Interface, string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "job-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, err := job.New(job.Options{Client: cs, BackoffBase: 20 * time.Millisecond, BackoffLimit: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { jc.Run(ctx) })
+	wg.Go(func() { runNode(ctx, cs, ns.Name, end) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return cs, ns.Name
+}
+
+// runNode ends each new pod of ns as end says, through pods/status, as a
+// kubelet would; end returning Running leaves it running.
+func runNode(ctx context.Context, cs kubernetes.Interface, ns string, end outcome) {
+	for ctx.Err() == nil {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodRunning {
+					continue
+				}
+				phase, code := end(&p)
+				p.Status.Phase = phase
+				state := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+				if phase != corev1.PodRunning {
+					state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
+				}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image, State: state}}
+				_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Millisecond):
+		}
+	}
+}
+
+func newJob(name string, mutate func(*batchv1.Job)) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}}}
+	if mutate != nil {
+		mutate(j)
+	}
+	return j
+}
+
+func waitCondition(t *testing.T, cs kubernetes.Interface, ns, name string, ct batchv1.JobConditionType) *batchv1.Job {
+	t.Helper()
+	var got *batchv1.Job
+	err := wait.PollUntilContextTimeout(context.Background(), 30*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = j
+		for _, c := range j.Status.Conditions {
+			if c.Type == ct && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("job %s never %s: %v; status %+v", name, ct, err, got.Status)
+	}
+	return got
+}
+
+func succeed(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodSucceeded, 0 }
+func fail(*corev1.Pod) (corev1.PodPhase, int32)    { return corev1.PodFailed, 1 }
+
+func noFinalizers(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("pods keep the job-tracking finalizer: %v", err)
+	}
+}
+
+func TestJobRunsToCompletion(t *testing.T) {
+	cs, ns := start(t, succeed)
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("pi", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](2)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "pi", batchv1.JobComplete)
+	if j.Status.Succeeded != 4 || j.Status.Active != 0 || j.Status.CompletionTime == nil || j.Status.StartTime == nil {
+		t.Errorf("status %+v", j.Status)
+	}
+	if c := waitCondition(t, cs, ns, "pi", batchv1.JobSuccessCriteriaMet); c == nil {
+		t.Error("no SuccessCriteriaMet")
+	}
+	pods, _ := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if len(pods.Items) != 4 {
+		t.Errorf("%d pods for 4 completions", len(pods.Items))
+	}
+	noFinalizers(t, cs, ns)
+}
+
+func TestJobFailsByBackoffLimit(t *testing.T) {
+	cs, ns := start(t, fail)
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("flaky", func(j *batchv1.Job) {
+		j.Spec.BackoffLimit = ptr.To[int32](2)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "flaky", batchv1.JobFailed)
+	var failed *batchv1.JobCondition
+	for i := range j.Status.Conditions {
+		if j.Status.Conditions[i].Type == batchv1.JobFailed {
+			failed = &j.Status.Conditions[i]
+		}
+	}
+	if j.Status.Failed != 3 || failed.Reason != job.ReasonBackoffLimitExceeded || failed.Message != "Job has reached the specified backoff limit" {
+		t.Errorf("failed %d, condition %+v", j.Status.Failed, failed)
+	}
+	noFinalizers(t, cs, ns)
+}
+
+func TestIndexedJob(t *testing.T) {
+	cs, ns := start(t, succeed)
+	mode := batchv1.IndexedCompletion
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("idx", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism, j.Spec.CompletionMode = ptr.To[int32](3), ptr.To[int32](3), &mode
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "idx", batchv1.JobComplete)
+	if j.Status.CompletedIndexes != "0-2" {
+		t.Errorf("completedIndexes %q", j.Status.CompletedIndexes)
+	}
+	pods, _ := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	var idx []string
+	for _, p := range pods.Items {
+		idx = append(idx, p.Annotations[batchv1.JobCompletionIndexAnnotation])
+		if p.Labels[batchv1.JobCompletionIndexAnnotation] == "" || len(p.Spec.Containers[0].Env) == 0 {
+			t.Errorf("pod %s: labels %v env %v", p.Name, p.Labels, p.Spec.Containers[0].Env)
+		}
+	}
+	slices.Sort(idx)
+	if !slices.Equal(idx, []string{"0", "1", "2"}) {
+		t.Errorf("indexes %v", idx)
+	}
+}
+
+func TestPodFailurePolicyFailsTheJob(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodFailed, 42 })
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("fatal", func(j *batchv1.Job) {
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "fatal", batchv1.JobFailed)
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Reason != job.ReasonPodFailurePolicy {
+			t.Errorf("Failed reason %q, message %q", c.Reason, c.Message)
+		}
+	}
+	if j.Status.Failed != 1 {
+		t.Errorf("failed = %d, want 1 (no retry after FailJob)", j.Status.Failed)
+	}
+}
+
+func TestActiveDeadlineAndTTL(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodRunning, 0 })
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("slow", func(j *batchv1.Job) {
+		j.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
+		j.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "slow", batchv1.JobFailed)
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Reason != job.ReasonDeadlineExceeded {
+			t.Errorf("Failed reason %q", c.Reason)
+		}
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.BatchV1().Jobs(ns).Get(ctx, "slow", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("job not deleted after its TTL: %v", err)
+	}
+}

@@ -1,0 +1,164 @@
+package job
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Condition reasons and messages, as upstream's job controller writes
+// them.
+const (
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	ReasonDeadlineExceeded     = "DeadlineExceeded"
+	ReasonPodFailurePolicy     = "PodFailurePolicy"
+	ReasonCompletionsReached   = "CompletionsReached"
+	ReasonSuspended            = "JobSuspended"
+	ReasonResumed              = "JobResumed"
+
+	msgBackoffLimit = "Job has reached the specified backoff limit"
+	msgDeadline     = "Job was active longer than specified deadline"
+	msgCompletions  = "Reached expected number of succeeded pods"
+)
+
+// Backoff is the delay before a failed Job's next pod: base doubled for
+// each failure after the first, at most limit (upstream: 10 s and 6 min).
+func Backoff(failures int, base, limit time.Duration) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
+	d := base
+	for range failures - 1 {
+		d *= 2
+		if d >= limit {
+			return limit
+		}
+	}
+	return min(d, limit)
+}
+
+// PolicyMatch is the first pod failure policy rule a failed pod matches.
+type PolicyMatch struct {
+	Action  batchv1.PodFailurePolicyAction
+	Message string
+}
+
+// MatchPodFailurePolicy returns the rule the failed pod matches, or nil:
+// a container's non-zero exit code In or NotIn a rule's values (of the
+// named container, if any), or a pod condition of the rule's type and
+// status.
+func MatchPodFailurePolicy(p *batchv1.PodFailurePolicy, pod *corev1.Pod) *PolicyMatch {
+	if p == nil {
+		return nil
+	}
+	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
+	for i, rule := range p.Rules {
+		if r := rule.OnExitCodes; r != nil {
+			for _, s := range statuses {
+				t := s.State.Terminated
+				if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != s.Name) {
+					continue
+				}
+				in := slices.Contains(r.Values, t.ExitCode)
+				if in == (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) {
+					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %s rule at index %d",
+						s.Name, pod.Namespace, pod.Name, t.ExitCode, rule.Action, i)}
+				}
+			}
+		}
+		for _, pattern := range rule.OnPodConditions {
+			for _, c := range pod.Status.Conditions {
+				if c.Type == pattern.Type && c.Status == pattern.Status {
+					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Pod %s/%s has condition %s matching %s rule at index %d",
+						pod.Namespace, pod.Name, c.Type, rule.Action, i)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// WantActive is how many pods a NonIndexed Job should run: parallelism,
+// but no more than the completions left; without completions, none more
+// once one pod has succeeded.
+func WantActive(j *batchv1.Job, succeeded int32) int32 {
+	parallelism := int32(1)
+	if j.Spec.Parallelism != nil {
+		parallelism = *j.Spec.Parallelism
+	}
+	if j.Spec.Completions == nil {
+		if succeeded > 0 {
+			return 0
+		}
+		return parallelism
+	}
+	return max(0, min(parallelism, *j.Spec.Completions-succeeded))
+}
+
+// Succeeded says whether a Job has met its completions: completions
+// succeeded pods (indexes, for Indexed), or without completions one
+// success and nothing running.
+func Succeeded(j *batchv1.Job, succeeded int32, completedIndexes int, active int) bool {
+	if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion {
+		return j.Spec.Completions != nil && completedIndexes >= int(*j.Spec.Completions)
+	}
+	if j.Spec.Completions == nil {
+		return succeeded > 0 && active == 0
+	}
+	return succeeded >= *j.Spec.Completions
+}
+
+// ParseIndexes reads "1,3-5,7" into a set.
+func ParseIndexes(s string) map[int]bool {
+	out := map[int]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for i := a; i <= b; i++ {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// FormatIndexes writes a set as upstream's completedIndexes: sorted, with
+// runs as ranges ("1,3-5,7").
+func FormatIndexes(set map[int]bool) string {
+	idx := make([]int, 0, len(set))
+	for i := range set {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var parts []string
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(idx[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,99 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		failures int
+		want     time.Duration
+	}{{0, 0}, {1, 10 * time.Second}, {2, 20 * time.Second}, {3, 40 * time.Second}, {6, 320 * time.Second}, {7, 6 * time.Minute}, {50, 6 * time.Minute}}
+	for _, tc := range tests {
+		if got := Backoff(tc.failures, 10*time.Second, 6*time.Minute); got != tc.want {
+			t.Errorf("Backoff(%d) = %v, want %v", tc.failures, got, tc.want)
+		}
+	}
+}
+
+func failedPod(exit int32, conds ...corev1.PodConditionType) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodFailed,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit}}}}}}
+	for _, c := range conds {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue})
+	}
+	return p
+}
+
+func TestMatchPodFailurePolicy(t *testing.T) {
+	policy := &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}},
+		{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}},
+		{Action: batchv1.PodFailurePolicyActionCount, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{1}}},
+	}}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want *PolicyMatch
+	}{
+		{"disruption ignored", failedPod(42, corev1.DisruptionTarget), &PolicyMatch{batchv1.PodFailurePolicyActionIgnore, "Pod ns/p has condition DisruptionTarget matching Ignore rule at index 0"}},
+		{"exit code 42 fails the job", failedPod(42), &PolicyMatch{batchv1.PodFailurePolicyActionFailJob, "Container main for pod ns/p failed with exit code 42 matching FailJob rule at index 1"}},
+		{"NotIn 1 counts 3", failedPod(3), &PolicyMatch{batchv1.PodFailurePolicyActionCount, "Container main for pod ns/p failed with exit code 3 matching Count rule at index 2"}},
+		{"exit 1 matches nothing", failedPod(1), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MatchPodFailurePolicy(policy, tc.pod)
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("= %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWantActiveAndSucceeded(t *testing.T) {
+	job := func(completions, parallelism *int32) *batchv1.Job {
+		return &batchv1.Job{Spec: batchv1.JobSpec{Completions: completions, Parallelism: parallelism}}
+	}
+	tests := []struct {
+		name      string
+		j         *batchv1.Job
+		succeeded int32
+		active    int
+		want      int32
+		done      bool
+	}{
+		{"completions 5, parallelism 2", job(ptr.To[int32](5), ptr.To[int32](2)), 0, 0, 2, false},
+		{"one completion left", job(ptr.To[int32](5), ptr.To[int32](2)), 4, 1, 1, false},
+		{"completions reached", job(ptr.To[int32](5), ptr.To[int32](2)), 5, 0, 0, true},
+		{"work queue: none more after a success", job(nil, ptr.To[int32](3)), 1, 2, 0, false},
+		{"work queue: done once the others finish", job(nil, ptr.To[int32](3)), 1, 0, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := WantActive(tc.j, tc.succeeded); got != tc.want {
+				t.Errorf("WantActive = %d, want %d", got, tc.want)
+			}
+			if got := Succeeded(tc.j, tc.succeeded, 0, tc.active); got != tc.done {
+				t.Errorf("Succeeded = %v, want %v", got, tc.done)
+			}
+		})
+	}
+}
+
+func TestIndexes(t *testing.T) {
+	for _, s := range []string{"", "0", "0-2", "1,3-5,7"} {
+		if got := FormatIndexes(ParseIndexes(s)); got != s {
+			t.Errorf("round trip of %q = %q", s, got)
+		}
+	}
+	if got := FormatIndexes(map[int]bool{4: true, 0: true, 1: true, 2: true, 9: true}); got != "0-2,4,9" {
+		t.Errorf("FormatIndexes = %q", got)
+	}
+}

@@ -1,0 +1,485 @@
+// Package replicaset keeps each ReplicaSet's number of pods: the job of
+// kube-controller-manager's replicaset controller.
+//
+// It creates missing pods from the template in slow-start batches and
+// deletes extra ones in upstream's order (PodsToDelete), adopts orphan
+// pods its selector matches and releases owned pods it no longer matches,
+// and writes status (replicas, fullyLabeledReplicas, readyReplicas,
+// availableReplicas after minReadySeconds, observedGeneration and the
+// ReplicaFailure condition). Expectations hold a ReplicaSet back until
+// the watch shows its own creations and deletions.
+package replicaset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/controllers/events"
+	"github.com/kite-project/kite/controllers/informer"
+	"github.com/kite-project/kite/controllers/workqueue"
+	"github.com/kite-project/kite/listwatch"
+)
+
+// burstReplicas caps the pods created or deleted in one sync (upstream's
+// --replicaset-burst... default 500).
+const burstReplicas = 500
+
+const namespaceIndex = "namespace"
+
+// writeTimeout bounds a pod create or delete seen through after the
+// controller was told to stop.
+const writeTimeout = 30 * time.Second
+
+// Options configure a Controller.
+type Options struct {
+	// Client watches ReplicaSets and pods and writes them. Required.
+	Client kubernetes.Interface
+	// Workers sync ReplicaSets in parallel; 0 means 5 (upstream's
+	// --concurrent-replicaset-syncs).
+	Workers int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Controller is the ReplicaSet controller. Run drives it.
+type Controller struct {
+	client   kubernetes.Interface
+	workers  int
+	now      func() time.Time
+	queue    *workqueue.Queue[string]
+	expect   *expectations
+	recorder *events.Recorder
+	sets     *informer.Informer[*appsv1.ReplicaSet]
+	pods     *informer.Informer[*corev1.Pod]
+}
+
+// New returns a Controller.
+func New(opts Options) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, fmt.Errorf("replicaset controller: Client is required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 5
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Controller{client: opts.Client, workers: opts.Workers, now: opts.Now,
+		queue: workqueue.New[string](workqueue.Options{}), expect: newExpectations(opts.Now),
+		recorder: events.New(events.Options{Client: opts.Client, Component: "replicaset-controller"})}
+	byNamespace := func(m metav1.Object) ([]string, error) { return []string{m.GetNamespace()}, nil }
+	var err error
+	c.sets, err = informer.New(informer.Options[*appsv1.ReplicaSet]{
+		Name: "replicasets", ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: func(rs *appsv1.ReplicaSet) ([]string, error) { return byNamespace(rs) }},
+		Handlers: informer.Handlers[*appsv1.ReplicaSet]{
+			OnAdd:    func(rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
+			OnUpdate: func(_, rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
+			OnDelete: func(rs *appsv1.ReplicaSet) { c.expect.forget(key(rs)); c.queue.Add(key(rs)) },
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
+		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{namespaceIndex: func(p *corev1.Pod) ([]string, error) { return byNamespace(p) }},
+		Handlers: informer.Handlers[*corev1.Pod]{OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
+
+// Run syncs ReplicaSets until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer c.queue.ShutDown()
+	wg.Go(func() { c.recorder.Run(ctx) })
+	wg.Go(func() { c.sets.Run(ctx) })
+	wg.Go(func() { c.pods.Run(ctx) })
+	if err := informer.WaitForSync(ctx, c.sets, c.pods); err != nil {
+		return
+	}
+	for range c.workers {
+		wg.Go(func() {
+			for {
+				k, ok := c.queue.Get(ctx)
+				if !ok {
+					return
+				}
+				if err := c.sync(ctx, k); err != nil {
+					klog.V(2).InfoS("replicaset controller: will retry", "replicaset", k, "err", err)
+					c.queue.AddRateLimited(k)
+				} else {
+					c.queue.Forget(k)
+				}
+				c.queue.Done(k)
+			}
+		})
+	}
+	<-ctx.Done()
+}
+
+// WaitIdle returns once the caches are listed and no ReplicaSet is queued.
+func (c *Controller) WaitIdle(ctx context.Context) error {
+	if err := informer.WaitForSync(ctx, c.sets, c.pods); err != nil {
+		return err
+	}
+	return c.queue.WaitIdle(ctx)
+}
+
+// owner returns the ReplicaSet a controller reference names, if cached
+// with that uid.
+func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	rs, ok := c.sets.Store().Get(namespace + "/" + ref.Name)
+	if !ok || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// matching returns the ReplicaSets whose selector matches an orphan pod.
+func (c *Controller) matching(p *corev1.Pod) []*appsv1.ReplicaSet {
+	sets, _ := c.sets.Store().ByIndex(namespaceIndex, p.Namespace)
+	var out []*appsv1.ReplicaSet
+	for _, rs := range sets {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+func (c *Controller) addPod(p *corev1.Pod) {
+	if p.DeletionTimestamp != nil {
+		c.deletePod(p)
+		return
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		if rs := c.owner(p.Namespace, ref); rs != nil {
+			c.expect.created(key(rs))
+			c.queue.Add(key(rs))
+		}
+		return
+	}
+	for _, rs := range c.matching(p) {
+		c.queue.Add(key(rs))
+	}
+}
+
+func (c *Controller) updatePod(old, p *corev1.Pod) {
+	if p.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		// A graceful delete: the pod is as good as gone for counting.
+		c.deletePod(p)
+	}
+	oldRef, ref := metav1.GetControllerOf(old), metav1.GetControllerOf(p)
+	if oldRef != nil && (ref == nil || oldRef.UID != ref.UID) {
+		if rs := c.owner(old.Namespace, oldRef); rs != nil {
+			c.queue.Add(key(rs))
+		}
+	}
+	if ref != nil {
+		if rs := c.owner(p.Namespace, ref); rs != nil {
+			c.queue.Add(key(rs))
+			if Ready(p) != Ready(old) && rs.Spec.MinReadySeconds > 0 {
+				c.queue.AddAfter(key(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+			}
+		}
+		return
+	}
+	if !labels.Equals(old.Labels, p.Labels) || oldRef != nil {
+		for _, rs := range c.matching(p) {
+			c.queue.Add(key(rs))
+		}
+	}
+}
+
+func (c *Controller) deletePod(p *corev1.Pod) {
+	if rs := c.owner(p.Namespace, metav1.GetControllerOf(p)); rs != nil {
+		c.expect.deleted(key(rs), key(p))
+		c.queue.Add(key(rs))
+	}
+}
+
+func (c *Controller) sync(ctx context.Context, k string) error {
+	rs, ok := c.sets.Store().Get(k)
+	if !ok {
+		c.expect.forget(k)
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+	if err != nil {
+		return nil // validation refuses such selectors: nothing to do
+	}
+	needsSync := c.expect.satisfied(k)
+	all, _ := c.pods.Store().ByIndex(namespaceIndex, rs.Namespace)
+	var candidates []*corev1.Pod
+	for _, p := range all {
+		if active(p) {
+			candidates = append(candidates, p)
+		}
+	}
+	pods, err := c.claim(ctx, rs, sel, candidates)
+	if err != nil {
+		return err
+	}
+	var manageErr error
+	if needsSync && rs.DeletionTimestamp == nil {
+		manageErr = c.manage(ctx, rs, pods, all)
+	}
+	status := c.status(rs, pods, manageErr)
+	if err := c.writeStatus(ctx, rs, status); err != nil {
+		return err
+	}
+	if manageErr != nil {
+		return manageErr
+	}
+	if rs.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
+		c.queue.AddAfter(k, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+	}
+	return nil
+}
+
+// claim returns the pods rs controls after adopting orphans its selector
+// matches and releasing owned pods it no longer matches (upstream's
+// PodControllerRefManager).
+func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	var owned []*corev1.Pod
+	var adoptChecked, canAdopt bool
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(p)
+		matches := sel.Matches(labels.Set(p.Labels))
+		switch {
+		case ref != nil && ref.UID != rs.UID:
+			continue // another controller's
+		case ref != nil && matches:
+			owned = append(owned, p)
+		case ref != nil:
+			if rs.DeletionTimestamp != nil {
+				continue
+			}
+			if err := c.patchPodOwners(ctx, p, fmt.Sprintf(`[{"$patch":"delete","uid":%q}]`, rs.UID)); err != nil {
+				return nil, err
+			}
+		case matches:
+			if !adoptChecked {
+				adoptChecked = true
+				canAdopt = c.canAdopt(ctx, rs)
+			}
+			if !canAdopt || p.DeletionTimestamp != nil {
+				continue
+			}
+			ref, _ := json.Marshal([]metav1.OwnerReference{*controllerRef(rs)})
+			if err := c.patchPodOwners(ctx, p, string(ref)); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, err
+			}
+			owned = append(owned, p)
+		}
+	}
+	return owned, nil
+}
+
+// canAdopt reads rs afresh: a ReplicaSet being deleted, or replaced by one
+// of the same name, adopts nothing.
+func (c *Controller) canAdopt(ctx context.Context, rs *appsv1.ReplicaSet) bool {
+	fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+	return err == nil && fresh.UID == rs.UID && fresh.DeletionTimestamp == nil
+}
+
+func (c *Controller) patchPodOwners(ctx context.Context, p *corev1.Pod, refs string) error {
+	body := fmt.Sprintf(`{"metadata":{"ownerReferences":%s,"uid":%q}}`, refs, p.UID)
+	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil // gone, or replaced (uid differs)
+	}
+	return err
+}
+
+func controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+	return metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+}
+
+// manage creates or deletes pods towards spec.replicas.
+func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, pods, all []*corev1.Pod) error {
+	k := key(rs)
+	want := 1
+	if rs.Spec.Replicas != nil {
+		want = int(*rs.Spec.Replicas)
+	}
+	diff := len(pods) - want
+	switch {
+	case diff < 0:
+		n := min(-diff, burstReplicas)
+		c.expect.expect(k, n, nil)
+		done, err := SlowStart(n, func() error { return c.createPod(ctx, rs) })
+		for range n - done {
+			c.expect.created(k) // never coming
+		}
+		return err
+	case diff > 0:
+		n := min(diff, burstReplicas)
+		victims := PodsToDelete(pods, c.related(rs, all), n, c.now())
+		keys := make([]string, len(victims))
+		for i, p := range victims {
+			keys[i] = key(p)
+		}
+		c.expect.expect(k, 0, keys)
+		errs := make(chan error, len(victims))
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
+		for _, p := range victims {
+			go func() {
+				err := c.client.CoreV1().Pods(p.Namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+				switch {
+				case err == nil:
+					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
+				case apierrors.IsNotFound(err):
+					c.expect.deleted(k, key(p))
+					err = nil
+				default:
+					c.expect.deleted(k, key(p))
+					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
+				}
+				errs <- err
+			}()
+		}
+		var first error
+		for range victims {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	return nil
+}
+
+// related are the active pods of ReplicaSets with the same controller as
+// rs (a Deployment's), which count for "doubled up" on a node.
+func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1.Pod {
+	ref := metav1.GetControllerOf(rs)
+	if ref == nil {
+		return nil
+	}
+	siblings := map[types.UID]bool{}
+	sets, _ := c.sets.Store().ByIndex(namespaceIndex, rs.Namespace)
+	for _, s := range sets {
+		if r := metav1.GetControllerOf(s); r != nil && r.UID == ref.UID {
+			siblings[s.UID] = true
+		}
+	}
+	var out []*corev1.Pod
+	for _, p := range all {
+		if r := metav1.GetControllerOf(p); r != nil && siblings[r.UID] && active(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// createPod makes one pod from the template, as upstream's
+// GetPodFromTemplate: the template's labels, annotations and finalizers,
+// generateName "<rs>-", and rs as controller.
+func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
+	if err := ctx.Err(); err != nil {
+		return err // stopping: start no more
+	}
+	// A create once sent is seen through even if the controller stops
+	// meanwhile: cancelling it could leave the server making the pod after
+	// a successor has listed, and the successor would make one too many.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	t := rs.Spec.Template.DeepCopy()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: rs.Name + "-", Namespace: rs.Namespace,
+			Labels: t.Labels, Annotations: t.Annotations, Finalizers: t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*controllerRef(rs)},
+		},
+		Spec: t.Spec,
+	}
+	created, err := c.client.CoreV1().Pods(rs.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil // upstream does not retry into a terminating namespace
+		}
+		c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
+		return err
+	}
+	c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
+	return nil
+}
+
+// status is upstream's calculateStatus.
+func (c *Controller) status(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr error) appsv1.ReplicaSetStatus {
+	s := *rs.Status.DeepCopy()
+	templateLabels := labels.Set(rs.Spec.Template.Labels).AsSelectorPreValidated()
+	var fully, ready, available int32
+	now := c.now()
+	for _, p := range pods {
+		if templateLabels.Matches(labels.Set(p.Labels)) {
+			fully++
+		}
+		if Ready(p) {
+			ready++
+			if Available(p, rs.Spec.MinReadySeconds, now) {
+				available++
+			}
+		}
+	}
+	i := slices.IndexFunc(s.Conditions, func(c appsv1.ReplicaSetCondition) bool { return c.Type == appsv1.ReplicaSetReplicaFailure })
+	switch {
+	case manageErr != nil && i < 0:
+		reason := "FailedCreate"
+		if rs.Spec.Replicas != nil && len(pods) > int(*rs.Spec.Replicas) {
+			reason = "FailedDelete"
+		}
+		s.Conditions = append(s.Conditions, appsv1.ReplicaSetCondition{Type: appsv1.ReplicaSetReplicaFailure, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now), Reason: reason, Message: manageErr.Error()})
+	case manageErr == nil && i >= 0:
+		s.Conditions = slices.Delete(s.Conditions, i, i+1)
+	}
+	s.Replicas = int32(len(pods))
+	s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas = fully, ready, available
+	return s
+}
+
+func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, s appsv1.ReplicaSetStatus) error {
+	s.ObservedGeneration = rs.Generation
+	if apiequality.Semantic.DeepEqual(rs.Status, s) {
+		return nil
+	}
+	cp := rs.DeepCopy()
+	cp.Status = s
+	_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // the newer object is queued by its own event
+	}
+	return err
+}
