@@ -3,8 +3,10 @@ package apiserver_test
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -21,6 +23,11 @@ const fuzzNamespace = "fuzz"
 // update. Every kind Kite serves has one (TestEveryServedKindHasASample).
 func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 	meta := metav1.ObjectMeta{Name: name, Namespace: fuzzNamespace, Labels: map[string]string{"app": "web", "example.com/tier": "front"}, Annotations: map[string]string{"note": "a: b, c"}}
+	// The workloads' selector, and the pod template it matches.
+	replicas := int32(2)
+	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	template := v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "web", Image: "nginx:1.27", Command: []string{"nginx"}}}}}
 	now := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var obj runtime.Object
 	switch kind.GroupKind() {
@@ -61,6 +68,21 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		obj = &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: fuzzNamespace}}
 	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "SelfSubjectReview"}:
 		obj = &authenticationv1.SelfSubjectReview{}
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		obj = &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}
+	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+		obj = &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: selector, Template: template}}
+	case schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}:
+		obj = &appsv1.ControllerRevision{ObjectMeta: meta, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{"spec":{"template":{}}}`)}}
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		jobTemplate := *template.DeepCopy()
+		jobTemplate.Spec.RestartPolicy = v1.RestartPolicyNever
+		obj = &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Template: jobTemplate}}
+	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
+		jobTemplate := *template.DeepCopy()
+		jobTemplate.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+		obj = &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTemplate}}}}
 	default:
 		return nil
 	}

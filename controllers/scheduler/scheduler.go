@@ -327,6 +327,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 		s.mu.Unlock()
 		return
 	}
+	if c, counted := s.counted[k]; counted && c.UID == pod.UID {
+		// The informer showed it bound already: this copy is stale (a
+		// re-list at an older version); deciding again would bind it
+		// twice and, on the conflict, forget its usage.
+		s.mu.Unlock()
+		return
+	}
 	// The decision reads the usage under the lock: it is pure CPU work
 	// over one entry per node.
 	for i, n := range nodes {
@@ -381,16 +388,21 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
 	}
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 	if err != nil {
+		gone := ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
 		s.mu.Lock()
 		if s.assumed[k] == pod {
 			delete(s.assumed, k)
-			if s.counted[k] == pod {
+			// Gone or bound already: the watch tells where it counts (a
+			// delete uncounts it, a binding recounts it), and until then
+			// it counts where it was assumed, so that nothing is placed
+			// in its room meanwhile. Refused: it counts nowhere.
+			if s.counted[k] == pod && !gone {
 				s.uncountLocked(k)
 			}
 		}
 		s.mu.Unlock()
-		if ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return // gone, or bound by another: the watch tells
+		if gone {
+			return
 		}
 		klog.V(2).InfoS("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
 		s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Binding rejected: %v", err))
