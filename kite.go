@@ -2,6 +2,7 @@ package kite
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -23,9 +24,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	agentserver "github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/batchconn"
@@ -100,6 +103,7 @@ type Server struct {
 	api      *apiserver.Server
 	scheme   *k8sruntime.Scheme
 	stores   map[string]*registry.Store
+	bundle   *pki.Bundle
 	ctrl     *controllers.Manager
 	stops    []func()
 	cancel   context.CancelFunc // ends background loops and open requests
@@ -178,6 +182,16 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	kubeletClient, err := bundle.Issue(pki.IssueOptions{CommonName: agentserver.ClientCommonName, Client: true})
+	if err != nil {
+		return nil, fmt.Errorf("client certificate for agents: %w", err)
+	}
+	s.bundle = bundle
+	nodes, err := nodeproxy.New(nodeproxy.Options{Pods: s.stores["pods"], Nodes: s.stores["nodes"], ClientCertificate: kubeletClient})
+	if err != nil {
+		return nil, err
+	}
+	s.stops = append(s.stops, nodes.Close)
 	extra := map[string]http.Handler{"/openapi/": oa}
 	if opts.Profiling {
 		extra["/debug/pprof/"] = profiles()
@@ -188,6 +202,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Scheme:        s.scheme,
 		Version:       v,
 		Authenticator: authenticator,
+		Connect:       nodes,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
 		Tables:        tableFunc(s.scheme),
@@ -316,6 +331,12 @@ func (s *Server) Controllers() *controllers.Manager { return s.ctrl }
 // RESTConfig returns a client configuration for the admin user, without
 // client-side rate limiting. Each call returns a new copy.
 func (s *Server) RESTConfig() *rest.Config { return rest.CopyConfig(s.restConfig) }
+
+// AgentCertificate issues a serving certificate from the cluster's CA for
+// an agent reached at hosts (the agent kite server runs beside the API).
+func (s *Server) AgentCertificate(nodeName string, hosts ...string) (tls.Certificate, error) {
+	return s.bundle.Issue(pki.IssueOptions{CommonName: "system:node:" + nodeName, Hosts: hosts})
+}
 
 // URL is the API's HTTPS URL.
 func (s *Server) URL() string { return s.url }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -31,21 +32,77 @@ const execWaitDelay = time.Second
 // the container's whole life. nsenter is one short-lived process per
 // exec, and only for containers with mounts.
 func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (kiteruntime.ExecResult, error) {
-	if len(cmd) == 0 {
-		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: empty command", containerID)
-	}
-	c, err := r.container(containerID)
-	if err != nil {
-		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container: %w", err)
-	}
-	st, ex := r.observe(c)
-	if st == nil || ex != nil || !st.Process.alive() {
-		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: container is not running", containerID)
-	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+	}
+	var stdout, stderr bytes.Buffer
+	code, err := r.Exec(ctx, containerID, cmd, nil, &stdout, &stderr)
+	res := kiteruntime.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}
+	if errors.Is(err, context.DeadlineExceeded) && timeout > 0 {
+		return res, fmt.Errorf("exec %q in container %s: timed out after %s: %w", cmd, containerID, timeout, err)
+	}
+	return res, err
+}
+
+// Exec runs cmd in the container as ExecSync does, streaming: stdin (nil
+// for none) is the command's standard input, stdout and stderr receive its
+// output as it comes. It returns the exit code (128+signal when killed by
+// one); a command that cannot start, or that ctx ends, is an error with
+// exit code -1. This is what the agent's /exec serves.
+func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int32, error) {
+	x, cleanup, err := r.execCommand(ctx, containerID, cmd)
+	if err != nil {
+		return -1, err
+	}
+	defer cleanup()
+	x.Stdin, x.Stdout, x.Stderr = stdin, stdout, stderr
+	err = x.Start()
+	if err == nil {
+		// v1 has no clone-into-cgroup: the command joins the container's
+		// cgroups as soon as it runs (what it forks in that instant stays
+		// outside, which a probe does not do).
+		c, _ := r.container(containerID)
+		if c != nil {
+			v1 := c.spec.Cgroup
+			v1.Unified = ""
+			if jerr := v1.join(x.Process.Pid); jerr != nil {
+				fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, jerr)
+			}
+		}
+		err = x.Wait()
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctxErr)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay) && x.ProcessState.Success():
+		return 0, nil
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int32(ws.Signal()), nil
+		}
+		return int32(exitErr.ExitCode()), nil
+	default:
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
+	}
+}
+
+// execCommand builds the command Exec runs; cleanup closes what it opened.
+func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []string) (_ *exec.Cmd, cleanup func(), _ error) {
+	cleanup = func() {}
+	if len(cmd) == 0 {
+		return nil, cleanup, fmt.Errorf("exec in container %s: empty command", containerID)
+	}
+	c, err := r.container(containerID)
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("exec in container: %w", err)
+	}
+	st, ex := r.observe(c)
+	if st == nil || ex != nil || !st.Process.alive() {
+		return nil, cleanup, fmt.Errorf("exec in container %s: container is not running", containerID)
 	}
 	wd := c.spec.WorkingDir
 	if wd == "" {
@@ -59,12 +116,12 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 	}
 	path, err := lookPathIn(root, cmd[0], c.spec.Env)
 	if err != nil {
-		return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: %w", containerID, err)
+		return nil, cleanup, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
 	args := append([]string{path}, cmd[1:]...)
 	if len(c.spec.Mounts) > 0 {
 		if r.nsenter == "" {
-			return kiteruntime.ExecResult{}, fmt.Errorf("exec in container %s: entering its mount namespace needs nsenter(1), which is not in $PATH", containerID)
+			return nil, cleanup, fmt.Errorf("exec in container %s: entering its mount namespace needs nsenter(1), which is not in $PATH", containerID)
 		}
 		// nsenter opens --wd before it enters the namespace: through
 		// /proc/<pid>/root that path resolves in the container's mounts.
@@ -76,59 +133,23 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 		}
 		args = append(append(ns, "--"), args...)
 	}
-	var stdout, stderr bytes.Buffer
 	x := exec.CommandContext(ctx, args[0], args[1:]...)
 	x.Env = c.spec.Env
 	x.Dir = wd
 	if len(c.spec.Mounts) > 0 {
 		x.Dir = "/" // nsenter changes to wd inside the namespace
 	}
-	x.Stdout, x.Stderr = &stdout, &stderr
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if len(c.spec.Mounts) == 0 {
 		x.SysProcAttr.Credential = c.spec.User.credential()
 	}
 	if dir := c.spec.Cgroup.Unified; dir != "" {
 		if f, err := os.Open(dir); err == nil {
-			defer f.Close()
+			cleanup = func() { f.Close() }
 			x.SysProcAttr.UseCgroupFD, x.SysProcAttr.CgroupFD = true, int(f.Fd())
 		}
 	}
 	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
 	x.WaitDelay = execWaitDelay
-	err = x.Start()
-	if err == nil {
-		// v1 has no clone-into-cgroup: the command joins the container's
-		// cgroups as soon as it runs (what it forks in that instant stays
-		// outside, which a probe does not do).
-		v1 := c.spec.Cgroup
-		v1.Unified = ""
-		if jerr := v1.join(x.Process.Pid); jerr != nil {
-			fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, jerr)
-		}
-		err = x.Wait()
-	}
-	res := kiteruntime.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
-	switch ctxErr := ctx.Err(); {
-	case errors.Is(ctxErr, context.DeadlineExceeded):
-		res.ExitCode = -1
-		return res, fmt.Errorf("exec %q in container %s: timed out after %s: %w", cmd, containerID, timeout, ctxErr)
-	case ctxErr != nil:
-		res.ExitCode = -1
-		return res, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctxErr)
-	}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay) && x.ProcessState.Success():
-		return res, nil
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode = 128 + int32(ws.Signal())
-		} else {
-			res.ExitCode = int32(exitErr.ExitCode())
-		}
-		return res, nil
-	default:
-		return res, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
-	}
+	return x, cleanup, nil
 }
