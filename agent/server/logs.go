@@ -243,6 +243,11 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() 
 		if rotated(cur, path) {
 			next, err := os.Open(path)
 			if err == nil {
+				// What the writer put in the old file before it reopened.
+				if err := readEntries(rd, emit, nil, false); err != nil && !errors.Is(err, io.EOF) {
+					next.Close()
+					return finish(err)
+				}
 				cur.Close()
 				cur, rd = next, bufio.NewReaderSize(next, 64<<10)
 				continue

@@ -29,7 +29,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "kubelet.yaml")
 	writeFile(t, config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPath: "+manifests+"\n"))
 	const node = "e2e-agent"
-	agent := StartKite(t, "agent", "--kubeconfig", kubeconfig, "--hostname-override", node, "--config", config)
+	agent := StartKite(t, "agent", "--port=0", "--kubeconfig", kubeconfig, "--hostname-override", node, "--config", config)
 	podFile := filepath.Join(t.TempDir(), "bound.yaml")
 	writeFile(t, podFile, podYAML("bound", node))
 	kubectl(t, kubeconfig, "apply", "-f", podFile)
