@@ -27,6 +27,9 @@ type LogOptions struct {
 	Tail int64
 	// LimitBytes stops after that many bytes; zero or less is no limit.
 	LimitBytes int64
+	// Stdout and Stderr, when set, receive the entries of their stream
+	// only (attach); else all go to ReadLogs' writer.
+	Stdout, Stderr io.Writer
 }
 
 // NewLogOptions turns the API's options into LogOptions; now anchors
@@ -113,6 +116,9 @@ func globEscape(s string) string {
 // logWriter applies timestamps and limitBytes to the entries it is given.
 type logWriter struct {
 	w          io.Writer
+	split      bool // by stream, to stdout and stderr
+	stdout     io.Writer
+	stderr     io.Writer
 	timestamps bool
 	remaining  int64 // <0: no limit
 	lineStart  bool
@@ -131,6 +137,18 @@ func (lw *logWriter) write(e entry) error {
 		b = append(b, '\n')
 	}
 	lw.lineStart = !e.partial
+	if lw.split {
+		w := lw.stdout
+		if e.stream == "stderr" {
+			w = lw.stderr
+		}
+		if w == nil {
+			return nil
+		}
+		_, err := w.Write(b)
+		flush(w)
+		return err
+	}
 	if lw.remaining >= 0 && int64(len(b)) >= lw.remaining {
 		b = b[:lw.remaining]
 		lw.remaining = 0
@@ -152,7 +170,8 @@ const followPoll = 50 * time.Millisecond
 // container stopped and all was read, or ctx ends; a rotation of path is
 // followed to the new file.
 func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() bool, w io.Writer) error {
-	lw := &logWriter{w: w, timestamps: opts.Timestamps, remaining: -1, lineStart: true}
+	lw := &logWriter{w: w, timestamps: opts.Timestamps, remaining: -1, lineStart: true,
+		split: opts.Stdout != nil || opts.Stderr != nil, stdout: opts.Stdout, stderr: opts.Stderr}
 	if opts.LimitBytes > 0 {
 		lw.remaining = opts.LimitBytes
 	}

@@ -206,7 +206,7 @@ func (s *Server) findContainer(ctx context.Context, ns, pod, container string) (
 		if err != nil {
 			continue
 		}
-		n, _ := strconv.Atoi(c.Annotations[runtime.AnnotationRestartCount])
+		n, _ := strconv.Atoi(st.Annotations[runtime.AnnotationRestartCount])
 		out = append(out, instance{id: c.Id, restartCount: n, running: st.State == runtimeapi.ContainerState_CONTAINER_RUNNING, logPath: st.LogPath})
 	}
 	if len(out) == 0 {
@@ -298,8 +298,56 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
-	// The process runtime keeps no stdin or terminal for its containers.
-	message(w, http.StatusBadRequest, "attach is not supported by the process runtime: containers are started without stdin or tty")
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	streamOpts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		message(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if streamOpts.Stdin || streamOpts.TTY {
+		// Refused before the upgrade, so the client sees why.
+		message(w, http.StatusBadRequest, fmt.Sprintf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container))
+		return
+	}
+	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
+	if err != nil {
+		message(w, code, err.Error())
+		return
+	}
+	if !insts[0].running {
+		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
+		return
+	}
+	remotecommand.ServeAttach(w, r, attacher{s: s, inst: insts[0]}, pod, uid, container, streamOpts,
+		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+}
+
+// attacher streams what a running container writes from now on. The
+// process runtime starts containers without stdin or a terminal (its
+// supervisor holds only their output pipes, which it writes to the CRI
+// log): attach follows that log, split back into stdout and stderr, and
+// refuses stdin and tty.
+type attacher struct {
+	s    *Server
+	inst instance
+}
+
+func (a attacher) AttachContainer(ctx context.Context, _, _, container string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+	if tty || in != nil {
+		return fmt.Errorf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container)
+	}
+	running := func() bool {
+		st, err := a.s.opts.Runtime.ContainerStatus(ctx, a.inst.id)
+		return err == nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	opts := LogOptions{Follow: true, Tail: 0}
+	if out != nil {
+		opts.Stdout = out
+	}
+	if errw != nil {
+		opts.Stderr = errw
+	}
+	return ReadLogs(ctx, a.inst.logPath, opts, running, io.Discard)
 }
 
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {

@@ -37,6 +37,7 @@ func TestStreamingThroughTheAPIServer(t *testing.T) {
 	marker := fmt.Sprintf("sleep 3600.%d", time.Now().UnixNano()%1e9)
 	t.Cleanup(func() { exec.Command("pkill", "-f", marker).Run() })
 	port := freePort(t)
+	ranFlag := filepath.Join(t.TempDir(), "ran") // pod flaky's first run leaves it
 	manifest := filepath.Join(t.TempDir(), "pods.yaml")
 	writeFile(t, manifest, []byte(`apiVersion: v1
 kind: Pod
@@ -65,6 +66,23 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: clock}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, command: [sh, -c, "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done # `+marker+`"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: flaky}
+spec:
+  restartPolicy: OnFailure
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, command: [sh, -c, "if [ -e `+ranFlag+` ]; then echo second run; exec `+marker+`; else touch `+ranFlag+`; echo first run; exit 1; fi"]}
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: pending}
 spec:
   schedulerName: nobody
@@ -72,10 +90,10 @@ spec:
   - {name: c, image: busybox}
 `))
 	kubectl(t, kc, "apply", "-f", manifest)
-	for _, p := range []string{"hello", "web"} {
+	for _, p := range []string{"hello", "web", "clock"} {
 		waitPhase(t, kc, p, "Running")
 	}
-	t.Cleanup(func() { tryKubectl(t, kc, "delete", "pod", "hello", "web", "ticker", "--wait=true", "--timeout=20s") })
+	t.Cleanup(func() { tryKubectl(t, kc, "delete", "pod", "hello", "web", "ticker", "clock", "flaky", "--wait=true", "--timeout=20s") })
 
 	t.Run("logs", func(t *testing.T) {
 		cases := []struct {
@@ -109,6 +127,42 @@ spec:
 		out := kubectl(t, kc, "logs", "-f", "ticker")
 		if out != "tick 1\ntick 2\ntick 3\n" {
 			t.Errorf("kubectl logs -f ticker = %q (after %s)", out, time.Since(start))
+		}
+	})
+
+	t.Run("logs --previous", func(t *testing.T) {
+		// The first run exits 1; the second comes after the 10 s back-off.
+		eventually(t, "pod flaky not restarted", func() bool {
+			out, err := tryKubectl(t, kc, "get", "pod", "flaky", "-o", "jsonpath={.status.containerStatuses[0].restartCount} {.status.phase}")
+			return err == nil && strings.TrimSpace(out) == "1 Running"
+		})
+		if out := kubectl(t, kc, "logs", "flaky", "--previous"); out != "first run\n" {
+			t.Errorf("kubectl logs --previous = %q, want the first run's", out)
+		}
+		if out := kubectl(t, kc, "logs", "flaky"); out != "second run\n" {
+			t.Errorf("kubectl logs = %q, want the second run's", out)
+		}
+	})
+
+	t.Run("attach streams the output from now on", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		defer cancel()
+		out, _ := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", kc, "attach", "clock").Output()
+		ticks := regexp.MustCompile(`tick (\d+)\n`).FindAllStringSubmatch(string(out), -1)
+		if len(ticks) < 3 {
+			t.Fatalf("kubectl attach clock for 1.5 s: %q, want ticks", out)
+		}
+		first, _ := strconv.Atoi(ticks[0][1])
+		for i, m := range ticks {
+			if n, _ := strconv.Atoi(m[1]); n != first+i {
+				t.Errorf("tick %d after tick %d: lines lost or repeated in %q", n, first+i-1, out)
+				break
+			}
+		}
+		// A container of the process runtime has no stdin to attach to.
+		out2, err := tryKubectl(t, kc, "attach", "-i", "clock")
+		if err == nil || !strings.Contains(out2, "without stdin or a tty") {
+			t.Errorf("kubectl attach -i clock = %q, %v; want the runtime's refusal", out2, err)
 		}
 	})
 
