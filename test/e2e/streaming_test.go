@@ -93,7 +93,9 @@ spec:
 	for _, p := range []string{"hello", "web", "clock"} {
 		waitPhase(t, kc, p, "Running")
 	}
-	t.Cleanup(func() { tryKubectl(t, kc, "delete", "pod", "hello", "web", "ticker", "clock", "flaky", "--wait=true", "--timeout=20s") })
+	t.Cleanup(func() {
+		tryKubectl(t, kc, "delete", "pod", "hello", "web", "ticker", "clock", "flaky", "--wait=true", "--timeout=20s")
+	})
 
 	t.Run("logs", func(t *testing.T) {
 		cases := []struct {
