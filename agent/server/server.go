@@ -386,6 +386,9 @@ func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []strin
 	}
 	code, err := e.ex.Exec(ctx, e.id, cmd, in, stdout, stderr)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the client went away: nobody to tell
+		}
 		return err
 	}
 	if code != 0 {

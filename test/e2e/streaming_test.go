@@ -189,6 +189,26 @@ spec:
 		}
 	})
 
+	t.Run("cp", func(t *testing.T) {
+		// kubectl cp runs tar through exec: the host's tar, pods being
+		// host processes.
+		if _, err := exec.LookPath("tar"); err != nil {
+			t.Skip("no tar in PATH")
+		}
+		src := filepath.Join(t.TempDir(), "in.txt")
+		writeFile(t, src, []byte("copied through exec\n"))
+		inPod := t.TempDir()
+		kubectl(t, kc, "cp", src, "hello:"+inPod+"/in.txt")
+		if out, err := kubectlEnv(t, kc, nil, "", "exec", "hello", "--", "cat", inPod+"/in.txt"); err != nil || out != "copied through exec\n" {
+			t.Errorf("after kubectl cp into the pod: %q, %v", out, err)
+		}
+		back := filepath.Join(t.TempDir(), "back.txt")
+		kubectl(t, kc, "cp", "hello:"+inPod+"/in.txt", back)
+		if b, err := os.ReadFile(back); err != nil || string(b) != "copied through exec\n" {
+			t.Errorf("kubectl cp out of the pod: %q, %v", b, err)
+		}
+	})
+
 	t.Run("port-forward", func(t *testing.T) {
 		for _, ws := range []string{"true", "false"} {
 			t.Run("websockets="+ws, func(t *testing.T) { portForward(t, kc, "KUBECTL_PORT_FORWARD_WEBSOCKETS="+ws, port) })

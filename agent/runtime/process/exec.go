@@ -73,13 +73,13 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 		}
 		err = x.Wait()
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctxErr)
-	}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil, errors.Is(err, exec.ErrWaitDelay) && x.ProcessState.Success():
+		// Done before ctx ended, or at the same moment: it succeeded.
 		return 0, nil
+	case ctx.Err() != nil:
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctx.Err())
 	case errors.As(err, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int32(ws.Signal()), nil
