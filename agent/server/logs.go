@@ -53,8 +53,7 @@ func NewLogOptions(o *v1.PodLogOptions, now time.Time) LogOptions {
 
 // entry is one line of a CRI log file: "<RFC3339Nano> <stream> <F|P> <content>".
 type entry struct {
-	ts      time.Time
-	raw     string // the timestamp as written
+	rawTS   []byte // the timestamp as written
 	stream  string
 	partial bool
 	content []byte
@@ -67,9 +66,8 @@ func parseEntry(line []byte) (entry, error) {
 	if !ok {
 		return e, fmt.Errorf("log line %q: no timestamp", line)
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(ts))
-	if err != nil {
-		return e, fmt.Errorf("log line timestamp %q: %w", ts, err)
+	if len(ts) < len("2006-01-02T15:04:05Z") || ts[4] != '-' || ts[10] != 'T' {
+		return e, fmt.Errorf("log line timestamp %q: not RFC 3339", ts)
 	}
 	stream, rest, ok := bytes.Cut(rest, []byte{' '})
 	if !ok || (string(stream) != "stdout" && string(stream) != "stderr") {
@@ -80,7 +78,14 @@ func parseEntry(line []byte) (entry, error) {
 		// "<ts> stdout F" with nothing after the tag is an empty line.
 		tag, content = rest, nil
 	}
-	e.ts, e.raw, e.stream, e.content = t, string(ts), string(stream), content
+	// The timestamp is parsed only where it is compared (since): most
+	// reads never need it, and parsing costs more than the rest.
+	e.rawTS, e.content = ts, content
+	if string(stream) == "stderr" {
+		e.stream = "stderr"
+	} else {
+		e.stream = "stdout"
+	}
 	e.partial = bytes.HasPrefix(tag, []byte("P"))
 	return e, nil
 }
@@ -122,14 +127,16 @@ type logWriter struct {
 	timestamps bool
 	remaining  int64 // <0: no limit
 	lineStart  bool
+	buf        []byte
 }
 
 var errLimitReached = errors.New("limitBytes reached")
 
 func (lw *logWriter) write(e entry) error {
-	var b []byte
+	b := lw.buf[:0]
+	defer func() { lw.buf = b[:0] }()
 	if lw.timestamps && lw.lineStart {
-		b = append(b, e.raw...)
+		b = append(b, e.rawTS...)
 		b = append(b, ' ')
 	}
 	b = append(b, e.content...)
@@ -170,7 +177,10 @@ const followPoll = 50 * time.Millisecond
 // container stopped and all was read, or ctx ends; a rotation of path is
 // followed to the new file.
 func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() bool, w io.Writer) error {
-	lw := &logWriter{w: w, timestamps: opts.Timestamps, remaining: -1, lineStart: true,
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer bw.Flush()
+	out := bufferedFlusher{bw: bw, next: w}
+	lw := &logWriter{w: out, timestamps: opts.Timestamps, remaining: -1, lineStart: true,
 		split: opts.Stdout != nil || opts.Stderr != nil, stdout: opts.Stdout, stderr: opts.Stderr}
 	if opts.LimitBytes > 0 {
 		lw.remaining = opts.LimitBytes
@@ -181,10 +191,16 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() 
 	}
 	var tail []entry // the last opts.Tail lines, when tailing
 	emit := func(e entry) error {
-		if !opts.Since.IsZero() && e.ts.Before(opts.Since) {
-			return nil
+		if !opts.Since.IsZero() {
+			ts, err := time.Parse(time.RFC3339Nano, string(e.rawTS))
+			if err != nil || ts.Before(opts.Since) {
+				return nil
+			}
 		}
 		if opts.Tail >= 0 {
+			// Kept past this read: copied out of the reader's buffer.
+			e.rawTS = append([]byte(nil), e.rawTS...)
+			e.content = append([]byte(nil), e.content...)
 			tail = append(tail, e)
 			return nil
 		}
@@ -249,7 +265,7 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() 
 		}
 		opts.Tail = -1
 	}
-	flush(w)
+	flush(out)
 	if !opts.Follow {
 		return nil
 	}
@@ -258,7 +274,7 @@ func ReadLogs(ctx context.Context, path string, opts LogOptions, running func() 
 		if err != nil && !errors.Is(err, io.EOF) {
 			return finish(err)
 		}
-		flush(w)
+		flush(out)
 		if rotated(cur, path) {
 			next, err := os.Open(path)
 			if err == nil {
@@ -313,7 +329,6 @@ func readEntries(r *bufio.Reader, emit func(entry) error, every func(), bounded 
 		if perr != nil {
 			continue // upstream skips lines it cannot parse
 		}
-		e.content = append([]byte(nil), e.content...)
 		if err := emit(e); err != nil {
 			return err
 		}
@@ -334,6 +349,19 @@ func rotated(f *os.File, path string) bool {
 		return false
 	}
 	return !os.SameFile(a, b)
+}
+
+// bufferedFlusher batches small writes; Flush empties the batch and
+// flushes what is under it (an http.ResponseWriter).
+type bufferedFlusher struct {
+	bw   *bufio.Writer
+	next io.Writer
+}
+
+func (b bufferedFlusher) Write(p []byte) (int, error) { return b.bw.Write(p) }
+func (b bufferedFlusher) Flush() {
+	b.bw.Flush()
+	flush(b.next)
 }
 
 func flush(w io.Writer) {
