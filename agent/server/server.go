@@ -43,6 +43,12 @@ type Execer interface {
 	Exec(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int32, error)
 }
 
+// TTYExecer runs a command on a pseudo-terminal (the process runtime's
+// ExecTTY).
+type TTYExecer interface {
+	ExecTTY(ctx context.Context, containerID string, cmd []string, stdin io.Reader, out io.Writer, resize <-chan runtime.TerminalSize) (int32, error)
+}
+
 // Options configure a Server.
 type Options struct {
 	// Runtime finds the pods and their containers. Required.
@@ -373,9 +379,13 @@ type execer struct {
 	id string
 }
 
-func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
+func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
 	if tty {
-		return errors.New("exec with a tty is not supported by the process runtime")
+		t, ok := e.ex.(TTYExecer)
+		if !ok {
+			return errors.New("exec with a tty is not supported by the runtime")
+		}
+		return e.execTTY(ctx, t, cmd, in, out, resize)
 	}
 	var stdout, stderr io.Writer = io.Discard, io.Discard
 	if out != nil {
@@ -388,6 +398,47 @@ func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []strin
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // the client went away: nobody to tell
+		}
+		return err
+	}
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: int(code)}
+	}
+	return nil
+}
+
+// execTTY runs cmd on a terminal; its output is all on stdout, as with
+// a terminal there is no stderr stream.
+func (e execer) execTTY(ctx context.Context, t TTYExecer, cmd []string, in io.Reader, out io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
+	sizes := make(chan runtime.TerminalSize)
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // ends with resize or with the exec
+		defer close(sizes)
+		for {
+			select {
+			case <-done:
+				return
+			case sz, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- runtime.TerminalSize{Width: sz.Width, Height: sz.Height}:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	var w io.Writer = io.Discard
+	if out != nil {
+		w = out
+	}
+	code, err := t.ExecTTY(ctx, e.id, cmd, in, w, sizes)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 )
 
 // TestStreamingThroughTheAPIServer runs kite server with its agent and
@@ -189,6 +192,36 @@ spec:
 		}
 	})
 
+	t.Run("exec on a terminal", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := clientsetFor(t, kc).CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("hello").SubResource("exec").
+			VersionedParams(&v1.PodExecOptions{Container: "c", Command: []string{"sh", "-c", `tty; while [ "$(stty size)" = "0 0" ]; do sleep 0.05; done; stty size`}, Stdout: true, TTY: true}, scheme.ParameterCodec).URL()
+		for name, newExec := range map[string]func() (remotecommand.Executor, error){
+			"websocket": func() (remotecommand.Executor, error) {
+				return remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+			},
+			"spdy": func() (remotecommand.Executor, error) { return remotecommand.NewSPDYExecutor(cfg, "POST", u) },
+		} {
+			t.Run(name, func(t *testing.T) {
+				ex, err := newExec()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out strings.Builder
+				err = ex.StreamWithContext(t.Context(), remotecommand.StreamOptions{Stdout: &out, Tty: true, TerminalSizeQueue: &oneSize{}})
+				if err != nil {
+					t.Fatalf("exec on a tty: %v (%q)", err, out.String())
+				}
+				if !regexp.MustCompile(`^/dev/pts/\d+\r\n33 111\r\n$`).MatchString(out.String()) {
+					t.Errorf("tty; stty size on a 111x33 terminal printed %q", out.String())
+				}
+			})
+		}
+	})
+
 	t.Run("cp", func(t *testing.T) {
 		// kubectl cp runs tar through exec: the host's tar, pods being
 		// host processes.
@@ -255,6 +288,17 @@ spec:
 			t.Errorf("kubectl logs of an unscheduled pod = %q, %v; want empty", out, err)
 		}
 	})
+}
+
+// oneSize is a terminal of 111 columns and 33 rows that never resizes:
+// one size, then nil, which ends the client's resize stream.
+type oneSize struct{ sent atomic.Bool }
+
+func (o *oneSize) Next() *remotecommand.TerminalSize {
+	if o.sent.Swap(true) {
+		return nil
+	}
+	return &remotecommand.TerminalSize{Width: 111, Height: 33}
 }
 
 // stopWithStreamingNoise stops k with SIGTERM and wants exit code 0 and

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/creack/pty"
+
 	kiteruntime "github.com/kite-project/kite/agent/runtime"
 )
 
@@ -60,17 +62,7 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 	x.Stdin, x.Stdout, x.Stderr = stdin, stdout, stderr
 	err = x.Start()
 	if err == nil {
-		// v1 has no clone-into-cgroup: the command joins the container's
-		// cgroups as soon as it runs (what it forks in that instant stays
-		// outside, which a probe does not do).
-		c, _ := r.container(containerID)
-		if c != nil {
-			v1 := c.spec.Cgroup
-			v1.Unified = ""
-			if jerr := v1.join(x.Process.Pid); jerr != nil {
-				fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, jerr)
-			}
-		}
+		r.joinV1Cgroups(containerID, x.Process.Pid)
 		err = x.Wait()
 	}
 	var exitErr *exec.ExitError
@@ -87,6 +79,21 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 		return int32(exitErr.ExitCode()), nil
 	default:
 		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
+	}
+}
+
+// joinV1Cgroups puts an exec'd command into the container's v1 cgroups:
+// v1 has no clone-into-cgroup, so it joins as soon as it runs (what it
+// forks in that instant stays outside, which a probe does not do).
+func (r *Runtime) joinV1Cgroups(containerID string, pid int) {
+	c, _ := r.container(containerID)
+	if c == nil {
+		return
+	}
+	v1 := c.spec.Cgroup
+	v1.Unified = ""
+	if err := v1.join(pid); err != nil {
+		fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, err)
 	}
 }
 
@@ -152,4 +159,77 @@ func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []str
 	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
 	x.WaitDelay = execWaitDelay
 	return x, cleanup, nil
+}
+
+// ExecTTY runs cmd as Exec does, on a new pseudo-terminal that is its
+// controlling terminal (it leads a session of its own): stdin is typed
+// into it, out receives what it displays, and each size from resize is
+// applied to it. It returns when the command exited and its output was
+// read.
+func (r *Runtime) ExecTTY(ctx context.Context, containerID string, cmd []string, stdin io.Reader, out io.Writer, resize <-chan kiteruntime.TerminalSize) (int32, error) {
+	x, cleanup, err := r.execCommand(ctx, containerID, cmd)
+	if err != nil {
+		return -1, err
+	}
+	defer cleanup()
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return -1, fmt.Errorf("exec in container %s: open a pseudo-terminal: %w", containerID, err)
+	}
+	defer ptmx.Close()
+	x.Stdin, x.Stdout, x.Stderr = tty, tty, tty
+	// A session leader is its own process group: the cancel still kills
+	// the group.
+	x.SysProcAttr.Setpgid = false
+	x.SysProcAttr.Setsid, x.SysProcAttr.Setctty, x.SysProcAttr.Ctty = true, true, 0
+	err = x.Start()
+	tty.Close()
+	if err != nil {
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
+	}
+	r.joinV1Cgroups(containerID, x.Process.Pid)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // ends with resize, or when ExecTTY returns
+		for {
+			select {
+			case <-stop:
+				return
+			case sz, ok := <-resize:
+				if !ok {
+					return
+				}
+				pty.Setsize(ptmx, &pty.Winsize{Rows: sz.Height, Cols: sz.Width})
+			}
+		}
+	}()
+	if stdin != nil {
+		// Ends when the client closes stdin, or at its first read after
+		// ptmx is closed.
+		go io.Copy(ptmx, stdin)
+	}
+	copied := make(chan struct{})
+	go func() { // ends when the terminal's last holder closes it (EIO)
+		defer close(copied)
+		io.Copy(out, ptmx)
+	}()
+	err = x.Wait()
+	select {
+	case <-copied:
+	case <-time.After(execWaitDelay): // a child it left holds the terminal
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case ctx.Err() != nil:
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctx.Err())
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int32(ws.Signal()), nil
+		}
+		return int32(exitErr.ExitCode()), nil
+	default:
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
+	}
 }
