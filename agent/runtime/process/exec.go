@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,6 +81,19 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 	default:
 		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
 	}
+}
+
+// firstSizeWait bounds how long ExecTTY waits for the client's terminal
+// size before it starts the command.
+const firstSizeWait = 200 * time.Millisecond
+
+func hasEnv(env []string, name string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // joinV1Cgroups puts an exec'd command into the container's v1 cgroups:
@@ -182,6 +196,18 @@ func (r *Runtime) ExecTTY(ctx context.Context, containerID string, cmd []string,
 	// the group.
 	x.SysProcAttr.Setpgid = false
 	x.SysProcAttr.Setsid, x.SysProcAttr.Setctty, x.SysProcAttr.Ctty = true, true, 0
+	if !hasEnv(x.Env, "TERM") {
+		x.Env = append(x.Env, "TERM=xterm") // as containerd's exec with a tty
+	}
+	// A client sends its terminal's size first: wait a moment for it, so
+	// the command starts on a terminal of the right size.
+	select {
+	case sz, ok := <-resize:
+		if ok {
+			pty.Setsize(ptmx, &pty.Winsize{Rows: sz.Height, Cols: sz.Width})
+		}
+	case <-time.After(firstSizeWait):
+	}
 	err = x.Start()
 	tty.Close()
 	if err != nil {
