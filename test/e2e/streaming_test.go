@@ -41,6 +41,8 @@ func TestStreamingThroughTheAPIServer(t *testing.T) {
 	t.Cleanup(func() { exec.Command("pkill", "-f", marker).Run() })
 	port := freePort(t)
 	ranFlag := filepath.Join(t.TempDir(), "ran") // pod flaky's first run leaves it
+	webDir := t.TempDir()                        // also web's marker
+	t.Cleanup(func() { exec.Command("pkill", "-f", "http.server.*"+webDir).Run() })
 	manifest := filepath.Join(t.TempDir(), "pods.yaml")
 	writeFile(t, manifest, []byte(`apiVersion: v1
 kind: Pod
@@ -65,7 +67,7 @@ metadata: {name: web}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
-  - {name: c, image: python, command: [python3, -m, http.server, "`+strconv.Itoa(port)+`", --bind, 127.0.0.1, --directory, `+t.TempDir()+`]}
+  - {name: c, image: python, command: [python3, -m, http.server, "`+strconv.Itoa(port)+`", --bind, 127.0.0.1, --directory, `+webDir+`]}
 ---
 apiVersion: v1
 kind: Pod
@@ -101,6 +103,11 @@ spec:
 	})
 
 	t.Run("logs", func(t *testing.T) {
+		// Running comes before the last echo.
+		eventually(t, "pod hello's log incomplete", func() bool {
+			out, err := tryKubectl(t, kc, "logs", "hello")
+			return err == nil && strings.HasSuffix(out, "third\n")
+		})
 		cases := []struct {
 			name string
 			args []string
