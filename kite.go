@@ -3,6 +3,7 @@ package kite
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,9 +27,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	agentserver "github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/batchconn"
@@ -110,12 +113,16 @@ type Server struct {
 	crds         *apiextensions.Loop
 	crdInstaller *crdInstaller
 	ctrl         *controllers.Manager
-	runCtx       context.Context    // lives until Close: stacks built while serving run under it
-	cancel       context.CancelFunc // ends background loops and open requests
-	wg           sync.WaitGroup     // background loops
-	errc         chan error
-	closeErr     error
-	once         sync.Once
+	bundle       *pki.Bundle
+	// nodeProxy carries pods/log, exec, attach and portforward to agents;
+	// Close closes its connections.
+	nodeProxy *nodeproxy.Proxy
+	runCtx    context.Context    // lives until Close: stacks built while serving run under it
+	cancel    context.CancelFunc // ends background loops and open requests
+	wg        sync.WaitGroup     // background loops
+	errc      chan error
+	closeErr  error
+	once      sync.Once
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -189,6 +196,16 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
+	kubeletClient, err := bundle.Issue(pki.IssueOptions{CommonName: agentserver.ClientCommonName, Client: true})
+	if err != nil {
+		return nil, fmt.Errorf("client certificate for agents: %w", err)
+	}
+	s.bundle = bundle
+	nodes, err := nodeproxy.New(nodeproxy.Options{Pods: s.resources.store("pods"), Nodes: s.resources.store("nodes"), ClientCertificate: kubeletClient})
+	if err != nil {
+		return nil, err
+	}
+	s.nodeProxy = nodes
 	extra := map[string]http.Handler{"/openapi/": oa}
 	if opts.Profiling {
 		extra["/debug/pprof/"] = profiles()
@@ -199,6 +216,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		Scheme:        s.scheme,
 		Version:       v,
 		Authenticator: authenticator,
+		Connect:       nodes,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
 		Tables:        tableFunc(s.scheme, s.crdInstaller.tableColumns),
@@ -353,6 +371,12 @@ func (s *Server) Controllers() *controllers.Manager { return s.ctrl }
 // client-side rate limiting. Each call returns a new copy.
 func (s *Server) RESTConfig() *rest.Config { return rest.CopyConfig(s.restConfig) }
 
+// AgentCertificate issues a serving certificate from the cluster's CA for
+// an agent reached at hosts (the agent kite server runs beside the API).
+func (s *Server) AgentCertificate(nodeName string, hosts ...string) (tls.Certificate, error) {
+	return s.bundle.Issue(pki.IssueOptions{CommonName: "system:node:" + nodeName, Hosts: hosts})
+}
+
 // URL is the API's HTTPS URL.
 func (s *Server) URL() string { return s.url }
 
@@ -397,6 +421,9 @@ func (s *Server) Close() error {
 			cancel()
 		}
 		s.wg.Wait()
+		if s.nodeProxy != nil {
+			s.nodeProxy.Close()
+		}
 		if s.resources != nil {
 			s.resources.stopAll()
 		}

@@ -19,6 +19,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,7 @@ import (
 	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/agent/source/api"
 	"github.com/kite-project/kite/agent/source/file"
 	"github.com/kite-project/kite/agent/source/http"
@@ -93,6 +95,16 @@ type Options struct {
 	// Syncer consumes the operations; nil means the pod manager
 	// (agent/podsync) that runs them on Runtime. LogSyncer only logs them.
 	Syncer Syncer
+	// ServerAddress is the address the agent's HTTPS server (logs, exec,
+	// port-forward) listens on, at Node.Port (0: a free port, which the Node
+	// then reports); empty means every address,
+	// as the kubelet's --address 0.0.0.0. The server runs when the agent
+	// runs pods.
+	ServerAddress string
+	// ServerCertificate serves it; nil means a self-signed certificate
+	// for the node's names (the API server does not verify it, as
+	// kube-apiserver without --kubelet-certificate-authority).
+	ServerCertificate *tls.Certificate
 	// Node configures the Node's registration, status and Lease (with a
 	// REST config); its Client and NodeName are filled in by New.
 	Node node.Options
@@ -169,7 +181,11 @@ type Agent struct {
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
 	syncer    Syncer
-	node      *node.Manager // nil when standalone
+	node      *node.Manager   // nil when standalone
+	rt        runtime.Service // nil when it runs no pods
+	server    *server.Server  // nil when it runs no pods
+	serverLn  net.Listener
+	served    podSet // the pods handed to the Syncer, for /pods
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
@@ -250,6 +266,11 @@ func New(opts Options) (*Agent, error) {
 			return nil, err
 		}
 	}
+	if a.rt != nil {
+		if err := a.newServer(&opts); err != nil {
+			return nil, err
+		}
+	}
 	if cs != nil {
 		nodeOpts := opts.Node
 		nodeOpts.Client, nodeOpts.NodeName = cs, opts.NodeName
@@ -306,6 +327,13 @@ func (a *Agent) Run(ctx context.Context) {
 	if a.node != nil {
 		wg.Go(func() { a.node.Run(ctx) })
 	}
+	if a.server != nil {
+		wg.Go(func() {
+			if err := a.server.Serve(ctx, a.serverLn); err != nil {
+				logger.Error(err, "Agent HTTPS server stopped", "address", a.serverLn.Addr())
+			}
+		})
+	}
 	wg.Go(func() { a.pc.Run(ctx) })
 	for _, s := range a.sources {
 		wg.Go(func() { s.Run(ctx, a.pc.Input()) })
@@ -356,6 +384,7 @@ func (a *Agent) forward(ctx context.Context) {
 		if !send {
 			continue
 		}
+		a.served.apply(out)
 		select {
 		case <-ctx.Done():
 			return

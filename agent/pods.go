@@ -60,6 +60,7 @@ func (a *Agent) newPodSyncer(opts *Options, cs *kubernetes.Clientset) (Syncer, e
 		}
 		rt = p
 	}
+	a.rt = rt
 	if v, err := rt.Version(context.Background()); err == nil && opts.Node.RuntimeVersion == "" {
 		opts.Node.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
 	}

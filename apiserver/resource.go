@@ -61,6 +61,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		s.writeError(w, r, notFoundPath(r.URL.Path))
 		return
 	}
+	if info.Subresource != "" && s.opts.Connect != nil && s.opts.Connect.Handles(info.Resource, info.Subresource) {
+		if err := s.opts.Connect.Serve(w, r, info.Namespace, info.Name, info.Subresource); err != nil {
+			s.writeError(w, r, err)
+		}
+		return
+	}
 	c := &call{w: w, r: r, info: info, store: store, warnings: slices.Clone(strat.Warnings)}
 	// Warnings the registry adds (e.g. pruned unknown fields) go out as
 	// Warning headers with the response.

@@ -55,6 +55,10 @@ type Options struct {
 	// Metrics, if set, counts requests and watch events and serves
 	// /metrics.
 	Metrics *metrics.Metrics
+	// Connect, if set, serves the connect subresources it handles
+	// (nodeproxy: pods/log, exec, attach, portforward); an error it
+	// returns was not written yet and goes out as a Status.
+	Connect Connecter
 	// Extra handlers by path prefix (e.g. "/openapi/", "/metrics").
 	Extra map[string]http.Handler
 	// MaxRequestBodyBytes bounds request bodies; 0 means 3 MiB.
@@ -75,6 +79,12 @@ type Options struct {
 	// response is cut (its HTTP/2 stream reset, its HTTP/1.1 connection
 	// closed). 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+}
+
+// Connecter serves subresources that are not objects: logs and streams.
+type Connecter interface {
+	Handles(resource, subresource string) bool
+	Serve(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) error
 }
 
 // TableFunc turns an object or a list into a Table of group version gv

@@ -71,6 +71,9 @@ type Bundle struct {
 	Hosts []string
 	// NotAfter is the serving certificate's expiry.
 	NotAfter time.Time
+
+	ca  *keyPair
+	now func() time.Time
 }
 
 // ClientTLSConfig returns a client configuration that trusts only the CA.
@@ -117,6 +120,8 @@ func Ensure(dir string, opts Options) (*Bundle, error) {
 		ServingCertPath: filepath.Join(dir, ServingCertFile),
 		Hosts:           hosts,
 		NotAfter:        serving.NotAfter,
+		ca:              ca,
+		now:             opts.Now,
 	}, nil
 }
 

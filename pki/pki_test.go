@@ -241,3 +241,41 @@ func TestEnsureRefusesHostsThatCannotBeSANs(t *testing.T) {
 		})
 	}
 }
+
+// TestIssuedCertificatesChainToTheCA checks what the API server presents
+// to agents, and an agent's serving certificate, against the CA.
+func TestIssuedCertificatesChainToTheCA(t *testing.T) {
+	b, err := pki.Ensure(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM)
+	cases := []struct {
+		opts  pki.IssueOptions
+		usage x509.ExtKeyUsage
+		host  string
+	}{
+		{pki.IssueOptions{CommonName: "kube-apiserver-kubelet-client", Client: true}, x509.ExtKeyUsageClientAuth, ""},
+		{pki.IssueOptions{CommonName: "system:node:n", Hosts: []string{"127.0.0.1", "n"}}, x509.ExtKeyUsageServerAuth, "127.0.0.1"},
+	}
+	for _, c := range cases {
+		cert, err := b.Issue(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{c.usage}, DNSName: c.host}); err != nil {
+			t.Errorf("%s: %v", c.opts.CommonName, err)
+		}
+		if cert.Leaf.Subject.CommonName != c.opts.CommonName {
+			t.Errorf("common name %q, want %q", cert.Leaf.Subject.CommonName, c.opts.CommonName)
+		}
+		other := x509.ExtKeyUsageServerAuth
+		if c.usage == other {
+			other = x509.ExtKeyUsageClientAuth
+		}
+		if _, err := cert.Leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{other}}); err == nil {
+			t.Errorf("%s verifies for the other use too", c.opts.CommonName)
+		}
+	}
+}

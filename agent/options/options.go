@@ -96,7 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP. Empty: the address of the interface of the default route.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels added to the Node at registration, key=value pairs separated by ','.")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Number of pods the node can run (its capacity.pods).")
-	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint.")
+	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")
 	fs.Int32Var(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "Log files kept per container, the current one included (at least 2).")
 }
@@ -158,8 +158,8 @@ func (o *Options) Validate() error {
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("maxPods (--max-pods) %d: must be positive", c.MaxPods))
 	}
-	if c.Port <= 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("port (--port) %d: must be between 1 and 65535", c.Port))
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port (--port) %d: must be between 0 (any free port) and 65535", c.Port))
 	}
 	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
 		errs = append(errs, fmt.Errorf("containerLogMaxSize (--container-log-max-size) %q: want a positive quantity such as 10Mi", c.ContainerLogMaxSize))

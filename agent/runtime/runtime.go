@@ -66,6 +66,10 @@ type Service interface {
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (ExecResult, error)
 }
 
+// TerminalSize is a terminal's width and height in characters, for a
+// command run on a terminal (an exec with a tty).
+type TerminalSize struct{ Width, Height uint16 }
+
 // ExecResult is what a command run by ExecSync produced.
 type ExecResult struct {
 	Stdout, Stderr []byte

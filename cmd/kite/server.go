@@ -128,6 +128,17 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 		// idle (about a second).
 		conns := connrotation.NewDialer((&net.Dialer{}).DialContext)
 		agentOpts.RESTConfig.Dial = conns.DialContext
+		// The agent beside the API serves with a certificate of the
+		// cluster's CA.
+		hosts := []string{"127.0.0.1", "localhost", agentOpts.NodeName}
+		if ip := agentOpts.Node.NodeIP; ip != nil {
+			hosts = append(hosts, ip.String())
+		}
+		cert, err := srv.AgentCertificate(agentOpts.NodeName, hosts...)
+		if err != nil {
+			return err
+		}
+		agentOpts.ServerCertificate = &cert
 		defer conns.CloseAll()
 		a, stop, err := startAgent(runCtx, out, opts.log, agentOpts)
 		if err != nil {

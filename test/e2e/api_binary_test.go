@@ -22,7 +22,7 @@ import (
 // watch). It skips while the command does not serve the API yet.
 func TestAPIOfTheBinary(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	args := []string{"server", "--data-dir", dir, "--unsafe-no-fsync"}
+	args := []string{"server", "--data-dir", dir, "--unsafe-no-fsync", "--port=0"}
 	if help, _ := exec.Command(kiteBinary, "server", "--help").CombinedOutput(); strings.Contains(string(help), "--secure-port") {
 		args = append(args, "--secure-port=0") // never collide with another server on 6443
 	}

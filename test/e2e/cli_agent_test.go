@@ -31,7 +31,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	const node = "e2e-agent"
 	// Its own --root-dir: the default, ./kite-agent, would be the
 	// package's directory.
-	agent := StartKite(t, "agent", "--kubeconfig", kubeconfig, "--hostname-override", node, "--config", config,
+	agent := StartKite(t, "agent", "--port=0", "--kubeconfig", kubeconfig, "--hostname-override", node, "--config", config,
 		"--root-dir", filepath.Join(t.TempDir(), "agent"))
 	podFile := filepath.Join(t.TempDir(), "bound.yaml")
 	writeFile(t, podFile, podYAML("bound", node))

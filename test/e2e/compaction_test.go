@@ -17,7 +17,7 @@ import (
 // --etcd-compaction-interval reaches the compactor: old revisions go away
 // and compact_rev_key, kube-apiserver's record of compactions, is written.
 func TestCompactionIntervalCompactsOldRevisions(t *testing.T) {
-	k := StartKite(t, "server", "--secure-port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--etcd-compaction-interval", "100ms")
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--etcd-compaction-interval", "100ms")
 	c := EtcdClient(t, k.EtcdURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 func seedDataDir(t *testing.T) func(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "seed")
-	k := StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := EtcdClient(t, k.EtcdURL)

@@ -28,7 +28,7 @@ func TestRestartKeepsWrittenKeys(t *testing.T) {
 		args []string
 		sig  syscall.Signal
 	}{
-		{"kite server, SIGTERM", []string{"server", "--secure-port=0"}, syscall.SIGTERM},
+		{"kite server, SIGTERM", []string{"server", "--secure-port=0", "--port=0"}, syscall.SIGTERM},
 		{"kite etcd, SIGINT", []string{"etcd"}, syscall.SIGINT},
 	}
 	for _, tt := range tests {
@@ -85,7 +85,7 @@ func TestUnusableDataDirFailsWithOneLine(t *testing.T) {
 	}{
 		{"locked by a running kite", func(t *testing.T) string {
 			dir := t.TempDir()
-			StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
+			StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 			return dir
 		}, "in use by another process"},
 		{"under a regular file", func(t *testing.T) string {
@@ -117,7 +117,7 @@ func TestUnusableDataDirFailsWithOneLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.dir(t)
-			r := RunKite(t, failLimit, "server", "--data-dir", dir)
+			r := RunKite(t, failLimit, "server", "--port=0", "--data-dir", dir)
 			checkOneLineFailure(t, r, tt.want)
 		})
 	}
@@ -128,7 +128,7 @@ func TestExternalEtcd(t *testing.T) {
 	url := srv.ClientURLs()[0]
 	dir := filepath.Join(t.TempDir(), "data")
 
-	k := StartKite(t, "server", "--secure-port=0", "--etcd-servers", url, "--data-dir", dir)
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--etcd-servers", url, "--data-dir", dir)
 	if k.EtcdURL != url || strings.Contains(k.Stdout(), "embedded") {
 		t.Fatalf("kite did not use the external etcd %s:\n%s", url, k.Stdout())
 	}
@@ -147,7 +147,7 @@ func TestExternalEtcd(t *testing.T) {
 }
 
 func TestExternalEtcdUnreachableFailsWithOneLine(t *testing.T) {
-	r := RunKite(t, failLimit, "server", "--etcd-servers", closedPortURL(t))
+	r := RunKite(t, failLimit, "server", "--port=0", "--etcd-servers", closedPortURL(t))
 	checkOneLineFailure(t, r, "connection refused")
 }
 
@@ -173,7 +173,7 @@ func checkOneLineFailure(t *testing.T, r Result, want string) {
 // there after the restart.
 func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	k := StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := EtcdClient(t, k.EtcdURL)
@@ -186,7 +186,7 @@ func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 		t.Fatal("killed kite exited with code 0")
 	}
 
-	k = StartKite(t, "server", "--secure-port=0", "--data-dir", dir)
+	k = StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 	r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +203,6 @@ func TestClientPortInUseFailsWithOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	r := RunKite(t, failLimit, "server", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen-client-urls", "http://"+l.Addr().String())
+	r := RunKite(t, failLimit, "server", "--port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen-client-urls", "http://"+l.Addr().String())
 	checkOneLineFailure(t, r, "address already in use")
 }

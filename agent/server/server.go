@@ -1,0 +1,469 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming/portforward"
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/klog/v2"
+	utilexec "k8s.io/utils/exec"
+
+	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/apis/core/options"
+)
+
+// ClientCommonName is the common name of the API server's client
+// certificate for agents, as kube-apiserver's kubelet client certificate.
+const ClientCommonName = "kube-apiserver-kubelet-client"
+
+// Runtime is what the server needs of the container runtime.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string) (*runtimeapi.ContainerStatus, error)
+}
+
+// Execer runs a command in a running container, streaming its stdio
+// (the process runtime's Exec).
+type Execer interface {
+	Exec(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int32, error)
+}
+
+// TTYExecer runs a command on a pseudo-terminal (the process runtime's
+// ExecTTY).
+type TTYExecer interface {
+	ExecTTY(ctx context.Context, containerID string, cmd []string, stdin io.Reader, out io.Writer, resize <-chan runtime.TerminalSize) (int32, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	// Runtime finds the pods and their containers. Required.
+	Runtime Runtime
+	// Pods lists the pods the agent runs, for /pods; nil serves an empty list.
+	Pods func() []*v1.Pod
+	// ClientCAs verify client certificates; with AdminToken, the only
+	// ways in. Both empty lets nobody in.
+	ClientCAs  *x509.CertPool
+	AdminToken string
+	// Certificate serves TLS. Required for ListenAndServe.
+	Certificate tls.Certificate
+	// StreamIdleTimeout and StreamCreationTimeout bound exec, attach and
+	// port-forward sessions (the kubelet's 4 h and 30 s when zero).
+	StreamIdleTimeout, StreamCreationTimeout time.Duration
+}
+
+// Server serves the agent's endpoints.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// New builds the handler.
+func New(opts Options) (*Server, error) {
+	if opts.Runtime == nil {
+		return nil, errors.New("agent server: no runtime given")
+	}
+	if opts.StreamIdleTimeout == 0 {
+		opts.StreamIdleTimeout = 4 * time.Hour
+	}
+	if opts.StreamCreationTimeout == 0 {
+		opts.StreamCreationTimeout = 30 * time.Second
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	s.mux.HandleFunc("GET /pods", s.pods)
+	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {
+		s.mux.HandleFunc(p, s.exec)
+	}
+	for _, p := range []string{"/attach/{ns}/{pod}/{container}", "/attach/{ns}/{pod}/{uid}/{container}"} {
+		s.mux.HandleFunc(p, s.attach)
+	}
+	for _, p := range []string{"/portForward/{ns}/{pod}", "/portForward/{ns}/{pod}/{uid}"} {
+		s.mux.HandleFunc(p, s.portForward)
+	}
+	return s, nil
+}
+
+// ServeHTTP authenticates, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.authenticated(r) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authenticated(r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && s.opts.ClientCAs != nil {
+		certs := r.TLS.PeerCertificates
+		inter := x509.NewCertPool()
+		for _, c := range certs[1:] {
+			inter.AddCert(c)
+		}
+		_, err := certs[0].Verify(x509.VerifyOptions{Roots: s.opts.ClientCAs, Intermediates: inter,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		if err == nil && certs[0].Subject.CommonName == ClientCommonName {
+			return true
+		}
+	}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.opts.AdminToken != "" {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.AdminToken)) == 1
+	}
+	return false
+}
+
+// Serve serves TLS on ln until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler: s,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{s.opts.Certificate},
+			// Verified by authenticated, which also accepts a token.
+			ClientAuth: tls.RequestClientCert,
+			NextProtos: []string{"http/1.1"}, // SPDY upgrades need HTTP/1.1
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          nil,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		srv.Close()
+	}()
+	err := srv.ServeTLS(ln, "", "")
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
+	list := &v1.PodList{}
+	list.Kind, list.APIVersion = "PodList", "v1"
+	if s.opts.Pods != nil {
+		for _, p := range s.opts.Pods() {
+			list.Items = append(list.Items, *p)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}
+
+// message answers an error as the kubelet does, in plain text (the API
+// server turns it into a Status).
+func message(w http.ResponseWriter, code int, msg string) {
+	http.Error(w, msg, code)
+}
+
+// instance is a container instance of a pod.
+type instance struct {
+	id           string
+	restartCount int
+	running      bool
+	logPath      string
+}
+
+// findContainer finds pod ns/name's sandbox uid and its container's
+// instances, newest first; errors are the kubelet's 404 texts.
+func (s *Server) findContainer(ctx context.Context, ns, pod, container string) (uid string, _ []instance, code int, _ error) {
+	sbs, err := s.opts.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod}})
+	if err != nil {
+		return "", nil, http.StatusInternalServerError, err
+	}
+	if len(sbs) == 0 {
+		return "", nil, http.StatusNotFound, fmt.Errorf("pod %q does not exist", pod)
+	}
+	// The newest sandbox is the pod's (an older uid is a deleted pod of the same name).
+	newest := sbs[0]
+	for _, sb := range sbs {
+		if sb.CreatedAt > newest.CreatedAt {
+			newest = sb
+		}
+	}
+	uid = newest.Labels[runtime.LabelPodUID]
+	cs, err := s.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
+		runtime.LabelPodUID: uid, runtime.LabelContainerName: container}})
+	if err != nil {
+		return "", nil, http.StatusInternalServerError, err
+	}
+	var out []instance
+	for _, c := range cs {
+		st, err := s.opts.Runtime.ContainerStatus(ctx, c.Id)
+		if err != nil {
+			continue
+		}
+		n, _ := strconv.Atoi(st.Annotations[runtime.AnnotationRestartCount])
+		out = append(out, instance{id: c.Id, restartCount: n, running: st.State == runtimeapi.ContainerState_CONTAINER_RUNNING, logPath: st.LogPath})
+	}
+	if len(out) == 0 {
+		return "", nil, http.StatusNotFound, fmt.Errorf("container %q not found in pod %q", container, pod)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j].restartCount > out[i].restartCount {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return uid, out, 0, nil
+}
+
+func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	q := r.URL.Query()
+	if q.Get("tailLines") == "" && q.Get("tail") != "" && q.Get("tail") != "all" {
+		q.Set("tailLines", q.Get("tail")) // the legacy name
+	}
+	opts, err := options.Log(q)
+	if err != nil {
+		message(w, http.StatusBadRequest, `{"message": "Unable to decode query."}`)
+		return
+	}
+	if (opts.SinceSeconds != nil && *opts.SinceSeconds < 1) || (opts.SinceSeconds != nil && opts.SinceTime != nil) ||
+		(opts.TailLines != nil && *opts.TailLines < 0) || (opts.LimitBytes != nil && *opts.LimitBytes < 1) {
+		message(w, http.StatusUnprocessableEntity, `{"message": "Invalid request."}`)
+		return
+	}
+	_, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
+	if err != nil {
+		message(w, code, err.Error())
+		return
+	}
+	inst := insts[0]
+	if opts.Previous {
+		if len(insts) < 2 {
+			message(w, http.StatusBadRequest, fmt.Sprintf("previous terminated container %q in pod %q not found", container, pod))
+			return
+		}
+		inst = insts[1]
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	running := func() bool {
+		st, err := s.opts.Runtime.ContainerStatus(r.Context(), inst.id)
+		return err == nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	fw := flushWriter{w: w, f: http.NewResponseController(w)}
+	if err := ReadLogs(r.Context(), inst.logPath, NewLogOptions(opts, time.Now()), running, fw); err != nil {
+		klog.FromContext(r.Context()).Error(err, "Reading container log", "pod", ns+"/"+pod, "container", container)
+	}
+}
+
+type flushWriter struct {
+	w io.Writer
+	f *http.ResponseController
+}
+
+func (f flushWriter) Write(b []byte) (int, error) { return f.w.Write(b) }
+func (f flushWriter) Flush()                      { f.f.Flush() }
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	streamOpts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		message(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
+	if err != nil {
+		message(w, code, err.Error())
+		return
+	}
+	if !insts[0].running {
+		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
+		return
+	}
+	ex, ok := s.opts.Runtime.(Execer)
+	if !ok {
+		message(w, http.StatusNotImplemented, "the runtime does not support exec")
+		return
+	}
+	remotecommand.ServeExec(w, r, execer{ex: ex, id: insts[0].id}, pod, uid, container, r.URL.Query()["command"], streamOpts,
+		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+}
+
+func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	streamOpts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		message(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if streamOpts.Stdin || streamOpts.TTY {
+		// Refused before the upgrade, so the client sees why.
+		message(w, http.StatusBadRequest, fmt.Sprintf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container))
+		return
+	}
+	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
+	if err != nil {
+		message(w, code, err.Error())
+		return
+	}
+	if !insts[0].running {
+		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
+		return
+	}
+	remotecommand.ServeAttach(w, r, attacher{s: s, inst: insts[0]}, pod, uid, container, streamOpts,
+		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+}
+
+// attacher streams what a running container writes from now on. The
+// process runtime starts containers without stdin or a terminal (its
+// supervisor holds only their output pipes, which it writes to the CRI
+// log): attach follows that log, split back into stdout and stderr, and
+// refuses stdin and tty.
+type attacher struct {
+	s    *Server
+	inst instance
+}
+
+func (a attacher) AttachContainer(ctx context.Context, _, _, container string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+	if tty || in != nil {
+		return fmt.Errorf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container)
+	}
+	running := func() bool {
+		st, err := a.s.opts.Runtime.ContainerStatus(ctx, a.inst.id)
+		return err == nil && st.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	opts := LogOptions{Follow: true, Tail: 0}
+	if out != nil {
+		opts.Stdout = out
+	}
+	if errw != nil {
+		opts.Stderr = errw
+	}
+	return ReadLogs(ctx, a.inst.logPath, opts, running, io.Discard)
+}
+
+func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
+	ns, pod := r.PathValue("ns"), r.PathValue("pod")
+	pfOpts, err := portforward.NewV4Options(r)
+	if err != nil {
+		message(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sbs, err := s.opts.Runtime.ListPodSandbox(r.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod}})
+	if err != nil || len(sbs) == 0 {
+		message(w, http.StatusNotFound, fmt.Sprintf("pod %q does not exist", pod))
+		return
+	}
+	portforward.ServePortForward(w, r, hostForwarder{}, pod, sbs[0].Labels[runtime.LabelPodUID], pfOpts,
+		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, portforward.SupportedProtocols)
+}
+
+// execer adapts the runtime's Exec to cri-streaming's Executor.
+type execer struct {
+	ex Execer
+	id string
+}
+
+func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	if tty {
+		t, ok := e.ex.(TTYExecer)
+		if !ok {
+			return errors.New("exec with a tty is not supported by the runtime")
+		}
+		return e.execTTY(ctx, t, cmd, in, out, resize)
+	}
+	var stdout, stderr io.Writer = io.Discard, io.Discard
+	if out != nil {
+		stdout = out
+	}
+	if errw != nil {
+		stderr = errw
+	}
+	code, err := e.ex.Exec(ctx, e.id, cmd, in, stdout, stderr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // the client went away: nobody to tell
+		}
+		return err
+	}
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: int(code)}
+	}
+	return nil
+}
+
+// execTTY runs cmd on a terminal; its output is all on stdout, as with
+// a terminal there is no stderr stream.
+func (e execer) execTTY(ctx context.Context, t TTYExecer, cmd []string, in io.Reader, out io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
+	sizes := make(chan runtime.TerminalSize)
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // ends with resize or with the exec
+		defer close(sizes)
+		for {
+			select {
+			case <-done:
+				return
+			case sz, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- runtime.TerminalSize{Width: sz.Width, Height: sz.Height}:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	var w io.Writer = io.Discard
+	if out != nil {
+		w = out
+	}
+	code, err := t.ExecTTY(ctx, e.id, cmd, in, w, sizes)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if code != 0 {
+		return utilexec.CodeExitError{Err: fmt.Errorf("command terminated with exit code %d", code), Code: int(code)}
+	}
+	return nil
+}
+
+// hostForwarder connects to the port on the host: pods use the host's
+// network.
+type hostForwarder struct{}
+
+func (hostForwarder) PortForward(ctx context.Context, _, _ string, port int32, stream io.ReadWriteCloser) error {
+	defer stream.Close()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		return fmt.Errorf("port forward to port %d: %w", port, err)
+	}
+	defer conn.Close()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(conn, stream); conn.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+	go func() { io.Copy(stream, conn); done <- struct{}{} }()
+	<-done
+	<-done
+	return nil
+}

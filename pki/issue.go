@@ -1,0 +1,74 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// IssueOptions say what an in-memory certificate from the CA is for.
+type IssueOptions struct {
+	CommonName string
+	// Client makes a client certificate; else a serving one for Hosts.
+	Client bool
+	Hosts  []string
+	// Validity is its lifetime; DefaultServingValidity when zero.
+	Validity time.Duration
+}
+
+// Issue signs a new key pair with the CA, kept in memory only: the API
+// server's client certificate for agents, and the serving certificate of
+// the agent that runs in the same process. Peers check them against the
+// CA, which outlives any one of them.
+func (b *Bundle) Issue(o IssueOptions) (tls.Certificate, error) {
+	if b.ca == nil {
+		return tls.Certificate{}, errors.New("pki: no CA to issue from")
+	}
+	if o.Validity == 0 {
+		o.Validity = DefaultServingValidity
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: generating key for %s: %w", o.CommonName, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: serial number: %w", err)
+	}
+	now := b.now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial.Add(serial, big.NewInt(1)),
+		Subject:      pkix.Name{CommonName: o.CommonName},
+		NotBefore:    now.Add(-time.Hour).UTC(), // as the serving certificate
+		NotAfter:     now.Add(o.Validity).UTC(),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if o.Client {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	for _, h := range o.Hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, b.ca.cert, key.Public(), b.ca.key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: signing certificate for %s: %w", o.CommonName, err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("pki: parsing certificate for %s: %w", o.CommonName, err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
