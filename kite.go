@@ -114,6 +114,9 @@ type Server struct {
 	crdInstaller *crdInstaller
 	ctrl         *controllers.Manager
 	bundle       *pki.Bundle
+	// stopControllers ends the controllers and waits for them: Close
+	// calls it first, so that they never see the API go away.
+	stopControllers func()
 	// nodeProxy carries pods/log, exec, attach and portforward to agents;
 	// Close closes its connections.
 	nodeProxy *nodeproxy.Proxy
@@ -359,7 +362,10 @@ func (s *Server) startControllers(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctrl = m
-	s.wg.Go(func() { m.Run(ctx) })
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	s.stopControllers = func() { cancel(); <-done }
 	return nil
 }
 
@@ -407,6 +413,9 @@ func (s *Server) fail(err error) {
 // than once.
 func (s *Server) Close() error {
 	s.once.Do(func() {
+		if s.stopControllers != nil {
+			s.stopControllers()
+		}
 		if s.api != nil {
 			s.api.ShutDown()
 		}

@@ -53,8 +53,16 @@ func TestInformerFollowsTheAPI(t *testing.T) {
 	wg.Go(func() { inf.Run(runCtx) })
 	defer func() { cancel(); wg.Wait() }()
 	<-inf.Synced()
-	if _, ok := inf.Store().Get(ns.Name + "/before"); !ok {
-		t.Fatal("listed configmap not in the cache")
+	// The first list is at resourceVersion 0, "any": served from the watch
+	// cache, it may not have the configmap created just before; the
+	// informer must have it once the cache does.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok := inf.Store().Get(ns.Name + "/before"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("listed configmap not in the cache")
+		}
 	}
 	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
