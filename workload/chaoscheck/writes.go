@@ -1,0 +1,105 @@
+package chaoscheck
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Write is one write request a writer made to object Name, carrying
+// sequence number Seq (increasing per object). Acked writes have the RV the
+// server answered; unknown ones (Acked false) have none.
+type Write struct {
+	Name  string
+	Seq   int64
+	RV    int64
+	Acked bool
+}
+
+// Object is an object's final state: its sequence number and
+// resourceVersion in a fresh list, and its mod revision in etcd (0 when the
+// key is absent).
+type Object struct {
+	Seq     int64
+	RV      int64
+	EtcdRev int64
+}
+
+// WriteReport is the verdict on the writes.
+type WriteReport struct {
+	Acknowledged int
+	Unknown      int
+	Lost         int
+	// Invented counts objects whose final sequence number no write carried.
+	Invented int
+	Problems []string // the first few, for the log
+}
+
+const maxProblems = 20
+
+func (r *WriteReport) problem(format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// CheckWrites judges writes against the final objects by name.
+func CheckWrites(writes []Write, final map[string]Object) WriteReport {
+	var r WriteReport
+	type seqs struct {
+		lastAcked Write
+		carried   map[int64]bool
+	}
+	by := map[string]*seqs{}
+	for _, w := range writes {
+		s := by[w.Name]
+		if s == nil {
+			s = &seqs{carried: map[int64]bool{}}
+			by[w.Name] = s
+		}
+		s.carried[w.Seq] = true
+		if !w.Acked {
+			r.Unknown++
+			continue
+		}
+		r.Acknowledged++
+		if w.Seq > s.lastAcked.Seq {
+			s.lastAcked = w
+		}
+	}
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := by[n]
+		o, ok := final[n]
+		acked := s.lastAcked.Acked
+		switch {
+		case !ok && acked:
+			r.Lost++
+			r.problem("%s: acknowledged write seq %d (rv %d) but the object is not in the list", n, s.lastAcked.Seq, s.lastAcked.RV)
+			continue
+		case !ok:
+			continue
+		}
+		// One object counts once: its last acknowledged write is lost
+		// from the list, or from etcd, or the two disagree.
+		switch {
+		case acked && (o.Seq < s.lastAcked.Seq || o.RV < s.lastAcked.RV):
+			r.Lost++
+			r.problem("%s: acknowledged write seq %d rv %d, list has seq %d rv %d", n, s.lastAcked.Seq, s.lastAcked.RV, o.Seq, o.RV)
+		case acked && o.EtcdRev < s.lastAcked.RV:
+			r.Lost++
+			r.problem("%s: acknowledged write rv %d, etcd has mod revision %d", n, s.lastAcked.RV, o.EtcdRev)
+		case o.EtcdRev != o.RV:
+			r.Lost++
+			r.problem("%s: list has rv %d, etcd mod revision %d", n, o.RV, o.EtcdRev)
+		}
+		if !s.carried[o.Seq] {
+			r.Invented++
+			r.problem("%s: final seq %d was carried by no write", n, o.Seq)
+		}
+	}
+	return r
+}

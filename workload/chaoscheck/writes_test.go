@@ -1,0 +1,36 @@
+package chaoscheck
+
+import "testing"
+
+func TestCheckWritesCountsOnlyAcknowledgedWritesAsLost(t *testing.T) {
+	acked := func(name string, seq, rv int64) Write { return Write{Name: name, Seq: seq, RV: rv, Acked: true} }
+	unknown := func(name string, seq int64) Write { return Write{Name: name, Seq: seq} }
+	cases := []struct {
+		name                string
+		writes              []Write
+		final               map[string]Object
+		lost, invented, unk int
+	}{
+		{"every acked write is final", []Write{acked("a", 1, 10), acked("a", 2, 12), acked("b", 3, 11)},
+			map[string]Object{"a": {2, 12, 12}, "b": {3, 11, 11}}, 0, 0, 0},
+		{"an object missing from the list", []Write{acked("a", 1, 10)}, map[string]Object{}, 1, 0, 0},
+		{"the list holds an older seq", []Write{acked("a", 1, 10), acked("a", 2, 12)},
+			map[string]Object{"a": {1, 10, 10}}, 1, 0, 0},
+		{"etcd is behind the list", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 9}}, 1, 0, 0},
+		{"etcd lacks the key", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 0}}, 1, 0, 0},
+		{"an unknown write that landed after the last acked one", []Write{acked("a", 1, 10), unknown("a", 2)},
+			map[string]Object{"a": {2, 14, 14}}, 0, 0, 1},
+		{"an unknown write that did not land", []Write{acked("a", 1, 10), unknown("a", 2)},
+			map[string]Object{"a": {1, 10, 10}}, 0, 0, 1},
+		{"an unknown create that did not land", []Write{unknown("a", 1)}, map[string]Object{}, 0, 0, 1},
+		{"a seq no write carried", []Write{acked("a", 1, 10)}, map[string]Object{"a": {7, 10, 10}}, 0, 1, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := CheckWrites(tc.writes, tc.final)
+			if r.Lost != tc.lost || r.Invented != tc.invented || r.Unknown != tc.unk {
+				t.Errorf("lost %d invented %d unknown %d, want %d %d %d (%v)", r.Lost, r.Invented, r.Unknown, tc.lost, tc.invented, tc.unk, r.Problems)
+			}
+		})
+	}
+}
