@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kite-project/kite/workload/chaoscheck"
+)
+
+// verdict reads the final state (a fresh consistent list, and etcd's keys)
+// and fills the report's checks.
+func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, writes []chaoscheck.Write, watchers []*watcher, pods *agentPods) error {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := client.CoreV1().ConfigMaps(namespace).List(rctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("final list: %w", err)
+	}
+	resp, err := r.etcd.Get(rctx, "/registry/configmaps/"+namespace+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("final etcd read: %w", err)
+	}
+	etcdRevs := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		etcdRevs[string(kv.Key[len("/registry/configmaps/"+namespace+"/"):])] = kv.ModRevision
+	}
+	final := map[string]chaoscheck.Object{}
+	byGroup := map[int]map[string]int64{}
+	for _, cm := range l.Items {
+		g, err := strconv.Atoi(cm.Labels[groupLabel])
+		if err != nil {
+			continue // kube-root-ca.crt and the like
+		}
+		seq, _ := strconv.ParseInt(cm.Annotations[seqAnnotation], 10, 64)
+		rv := parseRV(cm.ResourceVersion)
+		final[cm.Name] = chaoscheck.Object{Seq: seq, RV: rv, EtcdRev: etcdRevs[cm.Name]}
+		if byGroup[g] == nil {
+			byGroup[g] = map[string]int64{}
+		}
+		byGroup[g][cm.Name] = rv
+	}
+	wr := chaoscheck.CheckWrites(writes, final)
+	rep := r.report
+	rep.WritesAcknowledged, rep.WritesUnknown = wr.Acknowledged, wr.Unknown
+	rep.Lost += wr.Lost + wr.Invented
+	rep.Problems = append(rep.Problems, wr.Problems...)
+
+	// Each watcher is judged against the acknowledged writes of its group.
+	group := map[string]int{}
+	for name := range final {
+		group[name] = -1
+	}
+	for _, cm := range l.Items {
+		if g, err := strconv.Atoi(cm.Labels[groupLabel]); err == nil {
+			group[cm.Name] = g
+		}
+	}
+	ackedBy := map[int][]chaoscheck.Write{}
+	for _, w := range writes {
+		if g, ok := group[w.Name]; ok && w.Acked {
+			ackedBy[g] = append(ackedBy[g], w)
+		}
+	}
+	for _, w := range watchers {
+		w.mu.Lock()
+		sr := w.stream.Check(ackedBy[w.group], byGroup[w.group])
+		w.mu.Unlock()
+		rep.EventsDelivered += int64(sr.Events)
+		rep.Relists += sr.Relists
+		rep.Lost += sr.Lost
+		rep.Duplicated += sr.Duplicated
+		rep.Reordered += sr.Reordered
+		if sr.Diverged {
+			rep.Diverged++
+		}
+		if len(rep.Problems) < 50 {
+			rep.Problems = append(rep.Problems, sr.Problems...)
+		}
+	}
+
+	rep.PodProblems = append(rep.PodProblems, pods.check()...)
+	rep.PodProblems = append(rep.PodProblems, pods.checkStatus(rctx)...)
+	return nil
+}
