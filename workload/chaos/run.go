@@ -144,7 +144,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	return r.report, nil
 }
 
-// faults fires the schedule until end, compacts every 10 s, and checks the
+// faults fires the schedule until end (and through one round at least), compacts every 10 s, and checks the
 // agent's pods after each fault.
 func (r *runner) faults(ctx context.Context, end time.Time, pods *agentPods, stalled *stalledClient) error {
 	fault := time.NewTicker(r.opts.FaultInterval)
@@ -152,16 +152,15 @@ func (r *runner) faults(ctx context.Context, end time.Time, pods *agentPods, sta
 	compact := time.NewTicker(10 * time.Second)
 	defer compact.Stop()
 	var lastRev int64
+	// The run lasts until end, and at least until every fault fired once.
 	for n := 0; ; {
-		left := time.Until(end)
-		if left <= 0 {
+		if n >= len(schedule) && !time.Now().Before(end) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(left):
-			return nil
+		case <-time.After(max(time.Until(end), 0) + time.Millisecond):
 		case <-compact.C:
 			// Compact to the revision seen 10 s ago, as kube-apiserver's
 			// compactor does; etcd may be down just now.
