@@ -7,13 +7,15 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kite-project/kite/workload/chaoscheck"
 )
 
-// verdict reads the final state (a fresh consistent list, and etcd's keys)
+// verdict reads the final state (a fresh consistent list, and etcd's values)
 // and fills the report's checks.
 func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, writes []chaoscheck.Write, watchers []*watcher, pods *agentPods) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -22,13 +24,9 @@ func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, write
 	if err != nil {
 		return fmt.Errorf("final list: %w", err)
 	}
-	resp, err := r.etcd.Get(rctx, "/registry/configmaps/"+namespace+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	etcdObjs, err := r.etcdObjects(rctx)
 	if err != nil {
-		return fmt.Errorf("final etcd read: %w", err)
-	}
-	etcdRevs := map[string]int64{}
-	for _, kv := range resp.Kvs {
-		etcdRevs[string(kv.Key[len("/registry/configmaps/"+namespace+"/"):])] = kv.ModRevision
+		return err
 	}
 	final := map[string]chaoscheck.Object{}
 	byGroup := map[int]map[string]int64{}
@@ -39,7 +37,8 @@ func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, write
 		}
 		seq, _ := strconv.ParseInt(cm.Annotations[seqAnnotation], 10, 64)
 		rv := parseRV(cm.ResourceVersion)
-		final[cm.Name] = chaoscheck.Object{Seq: seq, RV: rv, EtcdRev: etcdRevs[cm.Name]}
+		e := etcdObjs[cm.Name]
+		final[cm.Name] = chaoscheck.Object{Seq: seq, RV: rv, EtcdRev: e.EtcdRev, EtcdSeq: e.EtcdSeq}
 		if byGroup[g] == nil {
 			byGroup[g] = map[string]int64{}
 		}
@@ -87,4 +86,30 @@ func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, write
 	rep.PodProblems = append(rep.PodProblems, pods.check()...)
 	rep.PodProblems = append(rep.PodProblems, pods.checkStatus(rctx)...)
 	return nil
+}
+
+// etcdObjects reads the namespace's configmaps straight from etcd (as the
+// API server stored them, JSON or protobuf): each one's mod revision and
+// sequence number.
+func (r *runner) etcdObjects(ctx context.Context) (map[string]chaoscheck.Object, error) {
+	prefix := "/registry/configmaps/" + namespace + "/"
+	resp, err := r.etcd.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("final etcd read: %w", err)
+	}
+	decoder := scheme.Codecs.UniversalDeserializer()
+	objs := map[string]chaoscheck.Object{}
+	for _, kv := range resp.Kvs {
+		name := string(kv.Key[len(prefix):])
+		o := chaoscheck.Object{EtcdRev: kv.ModRevision}
+		obj, _, err := decoder.Decode(kv.Value, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decode etcd key %s: %w", kv.Key, err)
+		}
+		if cm, ok := obj.(*v1.ConfigMap); ok {
+			o.EtcdSeq, _ = strconv.ParseInt(cm.Annotations[seqAnnotation], 10, 64)
+		}
+		objs[name] = o
+	}
+	return objs, nil
 }

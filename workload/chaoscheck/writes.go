@@ -16,12 +16,13 @@ type Write struct {
 }
 
 // Object is an object's final state: its sequence number and
-// resourceVersion in a fresh list, and its mod revision in etcd (0 when the
-// key is absent).
+// resourceVersion in a fresh list, and its mod revision and sequence number
+// in etcd (0 when the key is absent).
 type Object struct {
 	Seq     int64
 	RV      int64
 	EtcdRev int64
+	EtcdSeq int64
 }
 
 // WriteReport is the verdict on the writes.
@@ -92,9 +93,9 @@ func CheckWrites(writes []Write, final map[string]Object) WriteReport {
 		case acked && o.EtcdRev < s.lastAcked.RV:
 			r.Lost++
 			r.problem("%s: acknowledged write rv %d, etcd has mod revision %d", n, s.lastAcked.RV, o.EtcdRev)
-		case o.EtcdRev != o.RV:
+		case o.EtcdRev != o.RV || o.EtcdSeq != o.Seq:
 			r.Lost++
-			r.problem("%s: list has rv %d, etcd mod revision %d", n, o.RV, o.EtcdRev)
+			r.problem("%s: list has rv %d seq %d, etcd mod revision %d seq %d", n, o.RV, o.Seq, o.EtcdRev, o.EtcdSeq)
 		}
 		if !s.carried[o.Seq] {
 			r.Invented++

@@ -12,18 +12,20 @@ func TestCheckWritesCountsOnlyAcknowledgedWritesAsLost(t *testing.T) {
 		lost, invented, unk int
 	}{
 		{"every acked write is final", []Write{acked("a", 1, 10), acked("a", 2, 12), acked("b", 3, 11)},
-			map[string]Object{"a": {2, 12, 12}, "b": {3, 11, 11}}, 0, 0, 0},
+			map[string]Object{"a": {2, 12, 12, 2}, "b": {3, 11, 11, 3}}, 0, 0, 0},
 		{"an object missing from the list", []Write{acked("a", 1, 10)}, map[string]Object{}, 1, 0, 0},
 		{"the list holds an older seq", []Write{acked("a", 1, 10), acked("a", 2, 12)},
-			map[string]Object{"a": {1, 10, 10}}, 1, 0, 0},
-		{"etcd is behind the list", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 9}}, 1, 0, 0},
-		{"etcd lacks the key", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 0}}, 1, 0, 0},
+			map[string]Object{"a": {1, 10, 10, 1}}, 1, 0, 0},
+		{"etcd is behind the list", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 9, 1}}, 1, 0, 0},
+		{"etcd lacks the key", []Write{acked("a", 1, 10)}, map[string]Object{"a": {1, 10, 0, 0}}, 1, 0, 0},
 		{"an unknown write that landed after the last acked one", []Write{acked("a", 1, 10), unknown("a", 2)},
-			map[string]Object{"a": {2, 14, 14}}, 0, 0, 1},
+			map[string]Object{"a": {2, 14, 14, 2}}, 0, 0, 1},
 		{"an unknown write that did not land", []Write{acked("a", 1, 10), unknown("a", 2)},
-			map[string]Object{"a": {1, 10, 10}}, 0, 0, 1},
+			map[string]Object{"a": {1, 10, 10, 1}}, 0, 0, 1},
 		{"an unknown create that did not land", []Write{unknown("a", 1)}, map[string]Object{}, 0, 0, 1},
-		{"a seq no write carried", []Write{acked("a", 1, 10)}, map[string]Object{"a": {7, 10, 10}}, 0, 1, 0},
+		{"etcd holds another seq than the list", []Write{acked("a", 1, 10), acked("a", 2, 12)},
+			map[string]Object{"a": {2, 12, 12, 1}}, 1, 0, 0},
+		{"a seq no write carried", []Write{acked("a", 1, 10)}, map[string]Object{"a": {7, 10, 10, 7}}, 0, 1, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
