@@ -179,7 +179,19 @@ order, or re-listed after a 410 into the same state. Exits non-zero when
 anything was lost, duplicated or reordered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.Binary == "" {
+			for name, v := range map[string]int{"writers": opts.Writers, "watchers": opts.Watchers, "groups": opts.Groups, "pods": opts.Pods} {
+				if v <= 0 {
+					return fmt.Errorf("--%s must be positive, not %d", name, v)
+				}
+			}
+			if opts.Duration <= 0 || opts.FaultInterval <= 0 || opts.WritePause < 0 {
+				return fmt.Errorf("--duration and --fault-interval must be positive and --write-pause not negative, not %s, %s, %s", opts.Duration, opts.FaultInterval, opts.WritePause)
+			}
+			if opts.Binary != "" {
+				if st, err := os.Stat(opts.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+					return fmt.Errorf("--kite-binary %s is not an executable file (%v)", opts.Binary, err)
+				}
+			} else {
 				exe, err := os.Executable()
 				if err != nil {
 					return fmt.Errorf("--kite-binary: %w", err)
