@@ -168,7 +168,8 @@ func newBenchChaosCommand() *cobra.Command {
 --kite-binary (default this binary) under a directory of their own, and a TCP
 proxy on 127.0.0.1 in front of the API server. Through the proxy, --writers
 clients create and update configmaps (each write carries a sequence number)
-and --watchers watches with label selectors (one of --groups) follow them,
+and --watchers watches with label selectors (one of --groups) follow them
+(half the clients speak JSON, half protobuf),
 while every --fault-interval a fault fires in turn: every proxied connection
 cut; the API server killed with SIGKILL and restarted; etcd killed and
 restarted; the agent killed and restarted; watches opened that are never

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/workload/chaoscheck"
 )
@@ -72,10 +73,16 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxied, err := kubernetes.NewForConfig(r.c.proxied)
-	if err != nil {
-		return nil, err
+	// Half the clients speak JSON, half protobuf.
+	var clients [2]kubernetes.Interface
+	for i, ct := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
+		cfg := rest.CopyConfig(r.c.proxied)
+		cfg.ContentType, cfg.AcceptContentTypes = ct, ct
+		if clients[i], err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
 	}
+	proxied := clients[0]
 	if _, err := direct.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create namespace: %w", err)
 	}
@@ -92,7 +99,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	var wg sync.WaitGroup
 	watchers := make([]*watcher, r.opts.Watchers)
 	for i := range watchers {
-		watchers[i] = &watcher{client: proxied, ns: namespace, group: i % r.opts.Groups, restarts: &restarts}
+		watchers[i] = &watcher{client: clients[i%2], ns: namespace, group: i % r.opts.Groups, restarts: &restarts}
 		wg.Add(1)
 		go func() { defer wg.Done(); watchers[i].run(watchCtx) }()
 	}
@@ -101,7 +108,7 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	defer stopWriters()
 	var writersWG sync.WaitGroup
 	for i := range r.opts.Writers {
-		w := &writer{client: proxied, ns: namespace, id: i, groups: r.opts.Groups, log: log}
+		w := &writer{client: clients[i%2], ns: namespace, id: i, groups: r.opts.Groups, log: log}
 		writersWG.Add(1)
 		go func() { defer writersWG.Done(); w.run(writeCtx, r.opts.WritePause) }()
 	}
