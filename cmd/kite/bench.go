@@ -167,7 +167,8 @@ func newBenchChaosCommand() *cobra.Command {
 		Long: `Start kite etcd, kite apiserver --etcd-servers and kite agent as processes of
 --kite-binary (default this binary) under a directory of their own, and a TCP
 proxy on 127.0.0.1 in front of the API server. Through the proxy, --writers
-clients create and update configmaps (each write carries a sequence number)
+clients create, update and delete configmaps (each write carries a sequence
+number)
 and --watchers watches with label selectors (one of --groups) follow them
 (half the clients speak JSON, half protobuf),
 while every --fault-interval a fault fires in turn: every proxied connection

@@ -145,7 +145,8 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	r.report.WatchRestarts = restarts.Load()
 	stalled.close()
 
-	if err := r.verdict(ctx, direct, log.all(), watchers, pods); err != nil {
+	writes, groups := log.all()
+	if err := r.verdict(ctx, direct, writes, groups, watchers, pods); err != nil {
 		return r.report, err
 	}
 	return r.report, nil
@@ -237,7 +238,7 @@ func (r *runner) fence(ctx context.Context, client kubernetes.Interface, log *wr
 			cancel()
 			if err == nil {
 				rvs[g] = parseRV(got.ResourceVersion)
-				log.add(chaoscheck.Write{Name: cm.Name, Seq: 1, RV: rvs[g], Acked: true})
+				log.add(chaoscheck.Write{Name: cm.Name, Seq: 1, RV: rvs[g], Acked: true}, g)
 				break
 			}
 			if apierrors.IsAlreadyExists(err) {
@@ -250,7 +251,7 @@ func (r *runner) fence(ctx context.Context, client kubernetes.Interface, log *wr
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return nil, fmt.Errorf("fence write %s: %w", cm.Name, err)
 			}
-			log.add(chaoscheck.Write{Name: cm.Name, Seq: 1})
+			log.add(chaoscheck.Write{Name: cm.Name, Seq: 1}, g)
 			pause(ctx, 500*time.Millisecond)
 		}
 	}

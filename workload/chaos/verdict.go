@@ -17,7 +17,7 @@ import (
 
 // verdict reads the final state (a fresh consistent list, and etcd's values)
 // and fills the report's checks.
-func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, writes []chaoscheck.Write, watchers []*watcher, pods *agentPods) error {
+func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, writes []chaoscheck.Write, group map[string]int, watchers []*watcher, pods *agentPods) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err := client.CoreV1().ConfigMaps(namespace).List(rctx, metav1.ListOptions{})
@@ -51,18 +51,9 @@ func (r *runner) verdict(ctx context.Context, client kubernetes.Interface, write
 	rep.Problems = append(rep.Problems, wr.Problems...)
 
 	// Each watcher is judged against the acknowledged writes of its group.
-	group := map[string]int{}
-	for name := range final {
-		group[name] = -1
-	}
-	for _, cm := range l.Items {
-		if g, err := strconv.Atoi(cm.Labels[groupLabel]); err == nil {
-			group[cm.Name] = g
-		}
-	}
 	ackedBy := map[int][]chaoscheck.Write{}
 	for _, w := range writes {
-		if g, ok := group[w.Name]; ok && w.Acked {
+		if g, ok := group[w.Name]; ok && w.Acked && !w.Delete {
 			ackedBy[g] = append(ackedBy[g], w)
 		}
 	}

@@ -19,8 +19,10 @@ const (
 	groupLabel    = "chaos.kite.io/group"
 	seqAnnotation = "chaos.kite.io/seq"
 	// objectsPerWriter is how many configmaps each writer creates and
-	// then updates in turn.
+	// then updates in turn; every deleteEvery-th write of one is a delete
+	// (the next creates it again).
 	objectsPerWriter = 8
+	deleteEvery      = 10
 	requestTimeout   = 10 * time.Second
 )
 
@@ -28,18 +30,24 @@ const (
 type writeLog struct {
 	mu     sync.Mutex
 	writes []chaoscheck.Write
+	groups map[string]int // object name → its group
 }
 
-func (l *writeLog) add(w chaoscheck.Write) {
+func (l *writeLog) add(w chaoscheck.Write, group int) {
 	l.mu.Lock()
 	l.writes = append(l.writes, w)
+	if l.groups == nil {
+		l.groups = map[string]int{}
+	}
+	l.groups[w.Name] = group
 	l.mu.Unlock()
 }
 
-func (l *writeLog) all() []chaoscheck.Write {
+// all returns the writes and each object's group.
+func (l *writeLog) all() ([]chaoscheck.Write, map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]chaoscheck.Write(nil), l.writes...)
+	return append([]chaoscheck.Write(nil), l.writes...), l.groups
 }
 
 // writer creates and updates its objects with conditional updates (the
@@ -52,7 +60,8 @@ type writer struct {
 	groups int
 	log    *writeLog
 	seq    int64
-	rv     [objectsPerWriter]string // "" until created
+	rv     [objectsPerWriter]string // "" until created, and once deleted
+	writes [objectsPerWriter]int
 }
 
 func (w *writer) name(i int) string { return fmt.Sprintf("w%02d-%d", w.id, i) }
@@ -72,6 +81,13 @@ func (w *writer) run(ctx context.Context, pause time.Duration) {
 // write makes one write of object i and records its outcome.
 func (w *writer) write(ctx context.Context, i int) {
 	w.seq++
+	w.writes[i]++
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	if w.rv[i] != "" && w.writes[i]%deleteEvery == 0 {
+		w.delete(rctx, i)
+		return
+	}
 	cm := &v1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: w.name(i), Namespace: w.ns, ResourceVersion: w.rv[i],
@@ -80,8 +96,6 @@ func (w *writer) write(ctx context.Context, i int) {
 		},
 		Data: map[string]string{"seq": strconv.FormatInt(w.seq, 10)},
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	var got *v1.ConfigMap
 	var err error
 	if w.rv[i] == "" {
@@ -91,21 +105,49 @@ func (w *writer) write(ctx context.Context, i int) {
 	}
 	switch {
 	case err == nil:
-		rv, _ := strconv.ParseInt(got.ResourceVersion, 10, 64)
 		w.rv[i] = got.ResourceVersion
-		w.log.add(chaoscheck.Write{Name: cm.Name, Seq: w.seq, RV: rv, Acked: true})
-	case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err):
-		// Definitely not written: an earlier unknown write landed. Learn
-		// its resourceVersion for the next attempt.
-		if cur, gerr := w.client.CoreV1().ConfigMaps(w.ns).Get(rctx, cm.Name, metav1.GetOptions{}); gerr == nil {
-			w.rv[i] = cur.ResourceVersion
-		}
-	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		// Definite refusals that change nothing; NotFound would mean an
-		// object we created vanished, which the final check reports.
+		w.log.add(chaoscheck.Write{Name: cm.Name, Seq: w.seq, RV: parseRV(got.ResourceVersion), Acked: true}, w.group(i))
+	case definite(err):
+		// Not written: an earlier unknown write landed, or an unknown
+		// delete did. Learn where the object is for the next attempt.
+		w.refresh(rctx, i)
 	default:
 		// Connection cut, timeout, 5xx, 429, or the run ending while the
 		// request was in flight: it may or may not have landed.
-		w.log.add(chaoscheck.Write{Name: cm.Name, Seq: w.seq})
+		w.log.add(chaoscheck.Write{Name: cm.Name, Seq: w.seq}, w.group(i))
+	}
+}
+
+// delete deletes object i if it still has the resourceVersion last seen,
+// so that it never removes a write it did not see.
+func (w *writer) delete(ctx context.Context, i int) {
+	rv := w.rv[i]
+	err := w.client.CoreV1().ConfigMaps(w.ns).Delete(ctx, w.name(i), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+	switch {
+	case err == nil:
+		w.rv[i] = ""
+		w.log.add(chaoscheck.Write{Name: w.name(i), Seq: w.seq, Acked: true, Delete: true}, w.group(i))
+	case definite(err):
+		w.refresh(ctx, i)
+	default:
+		w.log.add(chaoscheck.Write{Name: w.name(i), Seq: w.seq, Delete: true}, w.group(i))
+	}
+}
+
+// definite reports whether err says for certain that nothing was written.
+func definite(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) ||
+		apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
+// refresh reads object i's resourceVersion ("" when it is gone); on error
+// it leaves it, and the next write finds out again.
+func (w *writer) refresh(ctx context.Context, i int) {
+	cur, err := w.client.CoreV1().ConfigMaps(w.ns).Get(ctx, w.name(i), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		w.rv[i] = cur.ResourceVersion
+	case apierrors.IsNotFound(err):
+		w.rv[i] = ""
 	}
 }
