@@ -53,8 +53,11 @@ func TestChaosShortLosesNothing(t *testing.T) {
 		t.Errorf("writes acknowledged %d, events delivered %d, watch restarts %d: all must be positive for the run to have tested anything",
 			report.WritesAcknowledged, report.EventsDelivered, report.WatchRestarts)
 	}
-	// Every process the run started is gone: they all name dir.
-	if out, _ := exec.Command("pgrep", "-af", dir).Output(); strings.TrimSpace(string(out)) != "" {
-		t.Errorf("processes left after the run:\n%s", out)
+	// Every process the run started is gone: the kite processes all name
+	// dir, the pods' processes their run's command.
+	for _, pattern := range []string{dir, report.PodCommand} {
+		if out, _ := exec.Command("pgrep", "-af", "--", pattern).Output(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("processes matching %q left after the run:\n%s", pattern, out)
+		}
 	}
 }

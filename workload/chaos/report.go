@@ -24,6 +24,9 @@ type Report struct {
 	Reordered       int
 	// Diverged counts watchers whose state is not the fresh list's.
 	Diverged int
+	// PodCommand is the command line the agent's pods' processes start
+	// with, unique to the run (so that a caller can look for leftovers).
+	PodCommand string
 	// PodProblems lists agent pods that ran twice, restarted or stopped.
 	PodProblems []string
 	Problems    []string

@@ -46,7 +46,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{opts: opts, c: c, marker: marker, report: &Report{Faults: map[string]int{}}}
+	r := &runner{opts: opts, c: c, marker: marker, report: &Report{Faults: map[string]int{}, PodCommand: marker}}
 	return r.run(ctx)
 }
 
