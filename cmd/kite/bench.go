@@ -174,7 +174,7 @@ and --watchers watches with label selectors (one of --groups) follow them
 while every --fault-interval a fault fires in turn: every proxied connection
 cut; the API server killed with SIGKILL and restarted; etcd killed and
 restarted; the agent killed and restarted; watches opened that are never
-read. etcd is compacted every 10 s. Pods bound to the agent's node must keep
+read; etcd and the API server killed together and restarted. etcd is compacted every 10 s. Pods bound to the agent's node must keep
 their one process throughout. At the end every acknowledged write must be in
 a fresh list and in etcd, and every watcher's stream exactly-once and in
 order, or re-listed after a 410 into the same state. Exits non-zero when

@@ -44,7 +44,7 @@ func TestChaosShortLosesNothing(t *testing.T) {
 	if !report.OK() {
 		t.Errorf("the run lost, duplicated or reordered something, or restarted a pod")
 	}
-	for _, f := range []string{chaos.FaultCut, chaos.FaultAPIServer, chaos.FaultEtcd, chaos.FaultAgent, chaos.FaultStall, chaos.FaultCompact} {
+	for _, f := range []string{chaos.FaultCut, chaos.FaultAPIServer, chaos.FaultEtcd, chaos.FaultAgent, chaos.FaultStall, chaos.FaultBoth, chaos.FaultCompact} {
 		if report.Faults[f] == 0 {
 			t.Errorf("fault %s never fired", f)
 		}

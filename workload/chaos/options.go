@@ -16,7 +16,7 @@ type Options struct {
 	// Duration is how long writers and watchers run under faults.
 	Duration time.Duration
 	// FaultInterval is the time between two faults; they fire in turn:
-	// cut, apiserver, etcd, agent, stalled client.
+	// cut, apiserver, etcd, agent, stalled client, etcd and apiserver.
 	FaultInterval time.Duration
 	Writers       int
 	Watchers      int

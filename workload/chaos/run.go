@@ -28,10 +28,12 @@ const (
 	FaultEtcd      = "etcd-kill"
 	FaultAgent     = "agent-kill"
 	FaultStall     = "stalled-client"
-	FaultCompact   = "compaction"
+	// FaultBoth kills etcd and the API server together, then starts them.
+	FaultBoth    = "etcd+apiserver-kill"
+	FaultCompact = "compaction"
 )
 
-var schedule = []string{FaultCut, FaultAPIServer, FaultEtcd, FaultAgent, FaultStall}
+var schedule = []string{FaultCut, FaultAPIServer, FaultEtcd, FaultAgent, FaultStall, FaultBoth}
 
 // Run starts the cluster, runs the load under faults for opts.Duration,
 // checks the outcome and stops everything it started, also on error.
@@ -217,6 +219,15 @@ func (r *runner) fire(ctx context.Context, name string, stalled *stalledClient) 
 		r.logf("SIGKILL agent (pid %d)", r.c.agent.pid())
 		r.c.agent.kill()
 		return r.c.agent.start(ctx)
+	case FaultBoth:
+		r.logf("SIGKILL etcd (pid %d) and apiserver (pid %d)", r.c.etcd.pid(), r.c.api.pid())
+		r.c.etcd.kill()
+		r.c.api.kill()
+		pause(ctx, time.Second)
+		if err := r.c.etcd.start(ctx); err != nil {
+			return err
+		}
+		return r.c.api.start(ctx)
 	case FaultStall:
 		r.logf("open 4 watches that are never read")
 		return stalled.open(r.c.proxied, namespace, 4)
