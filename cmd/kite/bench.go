@@ -168,17 +168,16 @@ func newBenchChaosCommand() *cobra.Command {
 --kite-binary (default this binary) under a directory of their own, and a TCP
 proxy on 127.0.0.1 in front of the API server. Through the proxy, --writers
 clients create, update and delete configmaps (each write carries a sequence
-number)
-and --watchers watches with label selectors (one of --groups) follow them
-(half the clients speak JSON, half protobuf),
-while every --fault-interval a fault fires in turn: every proxied connection
-cut; the API server killed with SIGKILL and restarted; etcd killed and
-restarted; the agent killed and restarted; watches opened that are never
-read; etcd and the API server killed together and restarted. etcd is compacted every 10 s. Pods bound to the agent's node must keep
-their one process throughout. At the end every acknowledged write must be in
-a fresh list and in etcd, and every watcher's stream exactly-once and in
-order, or re-listed after a 410 into the same state. Exits non-zero when
-anything was lost, duplicated or reordered.`,
+number) and --watchers watches with label selectors (one of --groups) follow
+them, half the clients speaking JSON and half protobuf, while every
+--fault-interval a fault fires in turn: every proxied connection cut; the API
+server killed with SIGKILL and restarted; etcd killed and restarted; the
+agent killed and restarted; watches opened that are never read; etcd and the
+API server killed together and restarted. etcd is compacted every 10 s. Pods
+bound to the agent's node must keep their one process throughout. At the end
+every acknowledged write must be in a fresh list and in etcd, and every
+watcher's stream exactly-once and in order, or re-listed after a 410 into the
+same state. Exits non-zero when anything was lost, duplicated or reordered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for name, v := range map[string]int{"writers": opts.Writers, "watchers": opts.Watchers, "groups": opts.Groups, "pods": opts.Pods} {

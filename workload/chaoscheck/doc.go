@@ -13,7 +13,8 @@
 //   - Every acknowledged write must be in the final list and in etcd: the
 //     object's final sequence number is at least the write's, its final
 //     resourceVersion at least the write's, and the final sequence number
-//     is one some acknowledged or unknown write carried.
+//     is one some acknowledged or unknown write carried. After an
+//     acknowledged delete the object is gone, or back with a newer write.
 //   - A watcher's stream is a list followed by events; after a 410 it lists
 //     again and continues from that list. Events must come in strictly
 //     increasing resourceVersion order (an event at or below the last one
