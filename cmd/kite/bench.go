@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kite-project/kite/workload"
+	"github.com/kite-project/kite/workload/chaos"
 )
 
 // benchFlags are the flags of kite bench.
@@ -83,7 +84,7 @@ client-go's typed clients do. The informer sync is client-go's either way.`,
 	fs.IntVar(&f.opts.Repeats, "repeats", 5, "runs of each list and informer sync")
 	fs.StringVar(&f.decode, "decode", string(workload.RawDecode), "how lists and fan-out watchers read responses: raw (decode only what the checks need: item names, continue token; event type, namespace, resourceVersion, sent annotation; so the figures measure the server) or client-go (its typed client, every pod decoded in full)")
 	fs.DurationVar(&f.opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
-	cmd.AddCommand(newBenchNodeCommand())
+	cmd.AddCommand(newBenchNodeCommand(), newBenchChaosCommand())
 	return cmd
 }
 
@@ -155,4 +156,80 @@ func mediaType(s string) (string, error) {
 		return "application/vnd.kubernetes.protobuf", nil
 	}
 	return "", fmt.Errorf("--content-type must be json or protobuf, not %q", s)
+}
+
+func newBenchChaosCommand() *cobra.Command {
+	var opts chaos.Options
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Run writers and watchers against kite etcd, kite apiserver and kite agent processes while they are killed, cut and compacted, and check nothing was lost",
+		Long: `Start kite etcd, kite apiserver --etcd-servers and kite agent as processes of
+--kite-binary (default this binary) under a directory of their own, and a TCP
+proxy on 127.0.0.1 in front of the API server. Through the proxy, --writers
+clients create, update and delete configmaps (each write carries a sequence
+number) and --watchers watches with label selectors (one of --groups) follow
+them, half the clients speaking JSON and half protobuf, while every
+--fault-interval a fault fires in turn: every proxied connection cut; the API
+server killed with SIGKILL and restarted; etcd killed and restarted; the
+agent killed and restarted; watches opened that are never read; etcd and the
+API server killed together and restarted. etcd is compacted every 10 s. Pods
+bound to the agent's node must keep their one process throughout. At the end
+every acknowledged write must be in a fresh list and in etcd, and every
+watcher's stream exactly-once and in order, or re-listed after a 410 into the
+same state. Exits non-zero when anything was lost, duplicated or reordered.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for name, v := range map[string]int{"writers": opts.Writers, "watchers": opts.Watchers, "groups": opts.Groups, "pods": opts.Pods} {
+				if v <= 0 {
+					return fmt.Errorf("--%s must be positive, not %d", name, v)
+				}
+			}
+			if opts.Duration <= 0 || opts.FaultInterval <= 0 || opts.WritePause < 0 {
+				return fmt.Errorf("--duration and --fault-interval must be positive and --write-pause not negative, not %s, %s, %s", opts.Duration, opts.FaultInterval, opts.WritePause)
+			}
+			if opts.Binary != "" {
+				if st, err := os.Stat(opts.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+					return fmt.Errorf("--kite-binary %s is not an executable file (%v)", opts.Binary, err)
+				}
+			} else {
+				exe, err := os.Executable()
+				if err != nil {
+					return fmt.Errorf("--kite-binary: %w", err)
+				}
+				opts.Binary = exe
+			}
+			dir, err := os.MkdirTemp("", "kite-chaos-")
+			if err != nil {
+				return err
+			}
+			if !keep {
+				defer os.RemoveAll(dir)
+			}
+			opts.Dir = dir
+			opts.Log = cmd.ErrOrStderr()
+			report, err := chaos.Run(cmd.Context(), opts)
+			if report != nil {
+				report.Print(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return fmt.Errorf("%w (logs in %s)", err, dir)
+			}
+			if !report.OK() {
+				return fmt.Errorf("the fault test found losses, duplicates, reorders or pod restarts")
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Binary, "kite-binary", "", "kite binary that runs etcd, the API server and the agent (default this binary)")
+	fs.DurationVar(&opts.Duration, "duration", 3*time.Minute, "how long the load runs under faults")
+	fs.DurationVar(&opts.FaultInterval, "fault-interval", 10*time.Second, "time between two faults")
+	fs.IntVar(&opts.Writers, "writers", 16, "concurrent writers")
+	fs.IntVar(&opts.Watchers, "watchers", 1000, "watchers")
+	fs.IntVar(&opts.Groups, "groups", 8, "label selector groups the objects and watchers split over")
+	fs.IntVar(&opts.Pods, "pods", 3, "pods run by the agent through the faults")
+	fs.DurationVar(&opts.WritePause, "write-pause", 20*time.Millisecond, "each writer's pause between writes")
+	fs.BoolVar(&keep, "keep", false, "keep the processes' data and logs")
+	return cmd
 }

@@ -56,6 +56,12 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{[]string{"bench", "--decode", "fast"}, "--decode must be raw or client-go"},
 		{[]string{"bench", "--decode", ""}, "--decode must be raw or client-go"},
 		{[]string{"bench", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig"},
+		{[]string{"bench", "chaos", "--watchers", "0"}, "--watchers must be positive"},
+		{[]string{"bench", "chaos", "--writers", "-1"}, "--writers must be positive"},
+		{[]string{"bench", "chaos", "--duration", "0s"}, "--duration and --fault-interval must be positive"},
+		{[]string{"bench", "chaos", "--fault-interval", "-1s"}, "--duration and --fault-interval must be positive"},
+		{[]string{"bench", "chaos", "--kite-binary", "/nonexistent/kite"}, "--kite-binary /nonexistent/kite is not an executable file"},
+		{[]string{"bench", "chaos", "--kite-binary", "/etc"}, "--kite-binary /etc is not an executable file"},
 	} {
 		root := newRootCommand()
 		root.SetOut(new(bytes.Buffer))
