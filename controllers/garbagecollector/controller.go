@@ -302,19 +302,9 @@ func hasGCFinalizer(f []string) bool {
 }
 
 func (c *Controller) work(ctx context.Context) {
-	for {
-		uid, ok := c.queue.Get(ctx)
-		if !ok {
-			return
-		}
-		if err := c.process(ctx, uid); err != nil {
-			klog.V(2).InfoS("garbage collector: will retry", "uid", uid, "err", err)
-			c.queue.AddRateLimited(uid)
-		} else {
-			c.queue.Forget(uid)
-		}
-		c.queue.Done(uid)
-	}
+	c.queue.Work(ctx, c.process, func(uid types.UID, err error) {
+		klog.V(2).InfoS("garbage collector: will retry", "uid", uid, "err", err)
+	})
 }
 
 // snapshot returns a copy of the node and its dependents' nodes.

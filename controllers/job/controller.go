@@ -166,19 +166,9 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	for range c.workers {
 		wg.Go(func() {
-			for {
-				k, ok := c.queue.Get(ctx)
-				if !ok {
-					return
-				}
-				if err := c.sync(ctx, k); err != nil {
-					klog.V(2).InfoS("job controller: will retry", "job", k, "err", err)
-					c.queue.AddRateLimited(k)
-				} else {
-					c.queue.Forget(k)
-				}
-				c.queue.Done(k)
-			}
+			c.queue.Work(ctx, c.sync, func(k string, err error) {
+				klog.V(2).InfoS("job controller: will retry", "job", k, "err", err)
+			})
 		})
 	}
 	<-ctx.Done()

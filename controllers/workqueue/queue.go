@@ -167,6 +167,28 @@ func (q *Queue[K]) Get(ctx context.Context) (key K, ok bool) {
 	}
 }
 
+// Work is one worker: it takes keys until ctx ends or the queue shuts
+// down, syncs each, and retries a key whose sync failed after its
+// rate-limited delay (failed, if not nil, hears why first), or forgets its
+// failures once it succeeds.
+func (q *Queue[K]) Work(ctx context.Context, sync func(context.Context, K) error, failed func(K, error)) {
+	for {
+		key, ok := q.Get(ctx)
+		if !ok {
+			return
+		}
+		if err := sync(ctx, key); err != nil {
+			if failed != nil {
+				failed(key, err)
+			}
+			q.AddRateLimited(key)
+		} else {
+			q.Forget(key)
+		}
+		q.Done(key)
+	}
+}
+
 // Done says the worker is finished with key; a key added meanwhile is
 // queued again.
 func (q *Queue[K]) Done(key K) {

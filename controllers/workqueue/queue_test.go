@@ -125,3 +125,37 @@ func TestShutDownEndsGetAndDelayedAdds(t *testing.T) {
 		t.Fatal("Add after ShutDown queued a key")
 	}
 }
+
+// Work retries a key whose sync failed, after its delay, and forgets its
+// failures once it succeeds.
+func TestWorkRetriesFailuresThenForgets(t *testing.T) {
+	q := New[string](Options{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	var calls, reported int
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		q.Work(ctx, func(_ context.Context, k string) error {
+			calls++
+			if calls < 3 {
+				return context.DeadlineExceeded
+			}
+			close(done)
+			return nil
+		}, func(string, error) { reported++ })
+	})
+	q.Add("a")
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the key was not synced three times")
+	}
+	if err := q.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	wg.Wait()
+	if calls != 3 || reported != 2 || q.Failures("a") != 0 {
+		t.Errorf("calls %d, failures reported %d, failures kept %d; want 3, 2, 0", calls, reported, q.Failures("a"))
+	}
+}
