@@ -129,8 +129,13 @@ func TestReplicaSetCreatesScalesAndReportsStatus(t *testing.T) {
 
 func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	cs, ns := start(t)
+	// The controller may see the ReplicaSet before the orphan (two
+	// watches) and create two pods first; the orphan is then one too many
+	// once adopted. Its deletion cost keeps it out of that deletion, so the
+	// test can follow it, as upstream's ranking does.
 	orphan, err := cs.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "db"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "db"},
+			Annotations: map[string]string{"controller.kubernetes.io/pod-deletion-cost": "1000"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
