@@ -75,6 +75,12 @@ type Controller struct {
 	pending map[types.UID]int
 	// lastFailure is when each Job's latest failed pod was seen.
 	lastFailure map[types.UID]time.Time
+	// released are the pods (and their Job) whose job-tracking finalizer
+	// this controller removes, and so counts, until the cache shows them
+	// without it or gone (upstream's finalizer expectations): a stale copy
+	// still holding the finalizer must not be counted twice, nor the
+	// Job's possibly stale status be used to create pods meanwhile.
+	released map[types.UID]types.UID
 }
 
 // New returns a Controller.
@@ -95,7 +101,7 @@ func New(opts Options) (*Controller, error) {
 		opts.Now = time.Now
 	}
 	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, lastFailure: map[types.UID]time.Time{},
+		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, lastFailure: map[types.UID]time.Time{}, released: map[types.UID]types.UID{},
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
 	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
@@ -128,8 +134,13 @@ func New(opts Options) (*Controller, error) {
 				}
 				c.podChanged(p)
 			},
-			OnUpdate: func(_, p *corev1.Pod) { c.podChanged(p) },
-			OnDelete: c.podChanged,
+			OnUpdate: func(_, p *corev1.Pod) {
+				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
+					c.seenReleased(p.UID)
+				}
+				c.podChanged(p)
+			},
+			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.podChanged(p) },
 		},
 	})
 	if err != nil {
@@ -144,6 +155,12 @@ func (c *Controller) forget(uid types.UID) {
 	c.mu.Lock()
 	delete(c.pending, uid)
 	delete(c.lastFailure, uid)
+	c.mu.Unlock()
+}
+
+func (c *Controller) seenReleased(uid types.UID) {
+	c.mu.Lock()
+	delete(c.released, uid)
 	c.mu.Unlock()
 }
 
@@ -240,13 +257,13 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	now := c.now()
 	pods, _ := c.pods.Store().ByIndex(ownerIndex, string(j.UID))
 	if finished(&j.Status) {
-		if err := c.releaseFinalizers(ctx, pods); err != nil {
+		if err := c.releaseFinalizers(ctx, j.UID, pods); err != nil {
 			return err
 		}
 		return c.expire(ctx, j, now)
 	}
 	if j.DeletionTimestamp != nil {
-		return c.releaseFinalizers(ctx, pods)
+		return c.releaseFinalizers(ctx, j.UID, pods)
 	}
 	s := j.Status.DeepCopy()
 	if s.StartTime == nil && (j.Spec.Suspend == nil || !*j.Spec.Suspend) {
@@ -262,8 +279,16 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	// uncounted (or ignored, by an Ignore rule).
 	var release []*corev1.Pod
 	var failJob *PolicyMatch
+	c.mu.Lock()
+	stale := map[types.UID]bool{}
 	for _, p := range pods {
-		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
+		if _, ok := c.released[p.UID]; ok {
+			stale[p.UID] = true
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range pods {
+		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || stale[p.UID] {
 			continue
 		}
 		succeeded := p.Status.Phase == corev1.PodSucceeded
@@ -303,7 +328,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return err
 	}
 	// Step 2: their finalizers go.
-	if err := c.releaseFinalizers(ctx, release); err != nil {
+	if err := c.releaseFinalizers(ctx, j.UID, release); err != nil {
 		return err
 	}
 	// Step 3: uncounted pods without a finalizer (or gone) are counted.
@@ -425,6 +450,18 @@ func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobS
 	if pending > 0 {
 		return nil // wait to see our own creations
 	}
+	c.mu.Lock()
+	unseen := false
+	for _, owner := range c.released {
+		unseen = unseen || owner == j.UID
+	}
+	c.mu.Unlock()
+	if unseen {
+		// Pods it counted are not yet seen released: the Job's cached
+		// status may predate that count too. Decide once they are.
+		c.queue.AddAfter(key(j), 100*time.Millisecond)
+		return nil
+	}
 	var toCreate []int // completion indexes, or -1 for NonIndexed
 	if indexed(j) {
 		parallelism := int32(1)
@@ -535,15 +572,24 @@ func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*cor
 
 // releaseFinalizers removes the job-tracking finalizer from pods, with a
 // JSON patch test so only that finalizer goes.
-func (c *Controller) releaseFinalizers(ctx context.Context, pods []*corev1.Pod) error {
+func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, pods []*corev1.Pod) error {
 	for _, p := range pods {
 		i := slices.Index(p.Finalizers, batchv1.JobTrackingFinalizer)
 		if i < 0 {
 			continue
 		}
 		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, batchv1.JobTrackingFinalizer, i)
+		// Expected before the patch is sent: the cache may show its
+		// result before Patch returns.
+		c.mu.Lock()
+		c.released[p.UID] = jobUID
+		c.mu.Unlock()
 		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			c.seenReleased(p.UID)
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
+			c.seenReleased(p.UID)
 			return fmt.Errorf("remove finalizer of pod %s: %w", key(p), err)
 		}
 	}
