@@ -30,8 +30,10 @@ import (
 	"github.com/kite-project/kite/agent/kubetypes"
 )
 
-// Component is the event source's component, as "kubelet" is upstream's.
-const Component = "kite-agent"
+// Component is the event source's component. It is upstream's "kubelet":
+// `kubectl describe` shows it as From, and tools select the node agent's
+// events by it (`--field-selector source=kubelet`).
+const Component = "kubelet"
 
 // queueSize bounds the events waiting to be written: a node starting
 // 110 pods at once records about four events for each.
@@ -179,9 +181,12 @@ func (r *Recorder) event(it item) *v1.Event {
 		Reason:         it.reason,
 		Message:        it.message,
 		Source:         v1.EventSource{Component: Component, Host: r.node},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-		Type:           it.eventType,
+		// As client-go's recorder fills them from the source.
+		ReportingController: Component,
+		ReportingInstance:   r.node,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Type:                it.eventType,
 	}
 }

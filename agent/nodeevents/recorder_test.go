@@ -68,7 +68,7 @@ func TestProblemsBecomeWarningEventsOnTheNode(t *testing.T) {
 	}
 	counts := map[string]int32{}
 	for _, e := range events {
-		if e.Type != v1.EventTypeWarning || e.Source.Component != nodeevents.Component || e.InvolvedObject.Name != "node-a" {
+		if e.Type != v1.EventTypeWarning || e.Source.Component != "kubelet" || e.ReportingController != "kubelet" || e.InvolvedObject.Name != "node-a" {
 			t.Errorf("event %s: type %q, source %q, object %v", e.Name, e.Type, e.Source.Component, e.InvolvedObject)
 		}
 		counts[e.Reason] = e.Count
