@@ -89,9 +89,6 @@ func (s *Server) patch(c *call) error {
 		Subresource: c.info.Subresource,
 		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation},
 	}
-	if c.sub != nil && c.sub.View != nil && patchType == types.ApplyYAMLPatchType {
-		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s/%s", c.strategy().Resource, c.info.Subresource))
-	}
 	if patchType == types.ApplyYAMLPatchType {
 		if err := s.applyRequest(c, req, body, opts.Force != nil && *opts.Force); err != nil {
 			return err

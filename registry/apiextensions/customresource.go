@@ -131,7 +131,7 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 	}
 	strat.Subresources = map[string]*registry.Subresource{}
 	if ver.Subresources != nil && ver.Subresources.Scale != nil {
-		strat.Subresources["scale"] = scaleSubresource(ver.Subresources.Scale, strat.PrepareForUpdate)
+		strat.Subresources["scale"] = scaleSubresource(crd, ver.Subresources.Scale, strat.PrepareForUpdate)
 	}
 	if hasStatus {
 		strat.Subresources["status"] = &registry.Subresource{

@@ -10,7 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -20,7 +23,7 @@ import (
 // (0 when absent) and labelSelectorPath; writing it changes only the value
 // at specReplicasPath, and the rest of the custom resource's update rules
 // (generation, validation) apply.
-func scaleSubresource(sc *apiextensionsv1.CustomResourceSubresourceScale, prepare func(obj, old runtime.Object)) *registry.Subresource {
+func scaleSubresource(crd *apiextensionsv1.CustomResourceDefinition, sc *apiextensionsv1.CustomResourceSubresourceScale, prepare func(obj, old runtime.Object)) *registry.Subresource {
 	spec, status := fieldsOf(sc.SpecReplicasPath), fieldsOf(sc.StatusReplicasPath)
 	var selector []string
 	if sc.LabelSelectorPath != nil {
@@ -30,6 +33,7 @@ func scaleSubresource(sc *apiextensionsv1.CustomResourceSubresourceScale, prepar
 		Kind:             autoscalingv1.SchemeGroupVersion.WithKind("Scale"),
 		New:              func() runtime.Object { return &autoscalingv1.Scale{} },
 		PrepareForUpdate: prepare,
+		ReplicasPaths:    replicasPaths(crd),
 		View: func(parent runtime.Object) (runtime.Object, error) {
 			u := parent.(*unstructured.Unstructured)
 			replicas, found, err := unstructured.NestedInt64(u.Object, spec...)
@@ -84,6 +88,26 @@ func asScale(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		return s, nil
 	}
 	return nil, apierrors.NewBadRequest(fmt.Sprintf("a Scale was expected, got %T", obj))
+}
+
+// replicasPaths maps each version of crd to its spec replicas field (nil
+// for a version without scale), as upstream's crdHandler does for the
+// scale subresource's managed fields.
+func replicasPaths(crd *apiextensionsv1.CustomResourceDefinition) managedfields.ResourcePathMappings {
+	paths := managedfields.ResourcePathMappings{}
+	for _, v := range crd.Spec.Versions {
+		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}.String()
+		if v.Subresources == nil || v.Subresources.Scale == nil {
+			paths[gv] = nil
+			continue
+		}
+		var path fieldpath.Path
+		for _, name := range fieldsOf(v.Subresources.Scale.SpecReplicasPath) {
+			path = append(path, fieldpath.PathElement{FieldName: &name})
+		}
+		paths[gv] = path
+	}
+	return paths
 }
 
 // fieldsOf splits a simple JSON path (".spec.replicas").

@@ -10,7 +10,9 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	appsdefaults "github.com/kite-project/kite/apis/apps/defaults"
 	appsvalidation "github.com/kite-project/kite/apis/apps/validation"
@@ -151,6 +153,11 @@ func scale(parts func(runtime.Object) (*int32, *metav1.LabelSelector, int32), ob
 	return &registry.Subresource{
 		Kind: kind,
 		New:  func() runtime.Object { return &autoscalingv1.Scale{} },
+		// apps/v1 is the only version served (upstream's mappings also
+		// list apps/v1beta1, v1beta2 and extensions/v1beta1).
+		ReplicasPaths: managedfields.ResourcePathMappings{
+			appsv1.SchemeGroupVersion.String(): fieldpath.MakePathOrDie("spec", "replicas"),
+		},
 		View: func(obj runtime.Object) (runtime.Object, error) {
 			replicas, sel, observed := parts(obj)
 			m := objMeta(obj)
