@@ -209,23 +209,9 @@ func TestForegroundCycleEnds(t *testing.T) {
 func TestManyOwnersDeletedAtOnceLeaveNothing(t *testing.T) {
 	cs, gc := start(t)
 	ns := namespace(t, cs)
-	const owners, workers = 1000, 16
+	const owners = 1000
 	began := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < owners; i += workers {
-				if err := ownerWithDependents(cs, ns, i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := inParallel(owners, func(i int) error { return ownerWithDependents(cs, ns, i) }); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Since(began)
@@ -269,4 +255,25 @@ func ownerWithDependents(cs kubernetes.Interface, ns string, i int) error {
 		}
 	}
 	return nil
+}
+
+// inParallel calls f(0) ... f(n-1) from 16 goroutines and returns the
+// first error; each goroutine stops at its first.
+func inParallel(n int, f func(i int) error) error {
+	const workers = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }

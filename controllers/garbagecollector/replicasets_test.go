@@ -32,35 +32,24 @@ func TestThousandReplicaSetsDeletedAtOnceLeaveNoPods(t *testing.T) {
 	// Stopped before the collector (cleanups run last first).
 	t.Cleanup(func() { cancel(); running.Wait() })
 
-	const sets, workers = 1000, 16
+	const sets = 1000
 	began := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < sets; i += workers {
-				name := fmt.Sprintf("rs-%d", i)
-				_, err := cs.AppsV1().ReplicaSets(ns).Create(context.Background(), &appsv1.ReplicaSet{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: appsv1.ReplicaSetSpec{
-						Replicas: ptr.To[int32](1),
-						Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": name}},
-						Template: corev1.PodTemplateSpec{
-							ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"set": name}},
-							Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-						},
-					},
-				}, metav1.CreateOptions{})
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err = inParallel(sets, func(i int) error {
+		name := fmt.Sprintf("rs-%d", i)
+		_, err := cs.AppsV1().ReplicaSets(ns).Create(context.Background(), &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.ReplicaSetSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"set": name}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"set": name}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+				},
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	pods := func(ctx context.Context) (int, error) {
