@@ -283,3 +283,55 @@ func TestApplyScaleWithClients(t *testing.T) {
 		t.Errorf("a refused kubectl apply changed replicas to %d", *d.Spec.Replicas)
 	}
 }
+
+// TestScaleUpdatePreconditionsAndUnsetReplicas: a Scale written with a
+// uid other than the object's is a conflict (built-in kinds, as
+// upstream's scaleUpdatedObjectInfo); a custom resource without spec
+// replicas has no Scale to read (500) but one to write, which sets them,
+// unless the write leaves them unset (400), as upstream's.
+func TestScaleUpdatePreconditionsAndUnsetReplicas(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	client := clientset(t)
+	const ns = "scale-preconditions"
+	createNamespace(t, client, ns)
+	kubectl(t, "-n", ns, "create", "deployment", "web", "--image=busybox", "--replicas=2", "--", "sleep", "3600")
+	sc, err := client.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.UID, sc.Spec.Replicas = "not-its-uid", 5
+	_, err = client.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition: not-its-uid") {
+		t.Errorf("Scale with another uid: %v, want a conflict", err)
+	}
+	if d, _ := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 2 {
+		t.Errorf("a refused Scale changed replicas to %d", *d.Spec.Replicas)
+	}
+
+	const group = "scaleunset.example.com"
+	if _, err := createCRD(t, ctx, gadgets(group)); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteCRD(t, ctx, "gadgets."+group)
+	waitCRD(t, ctx, "gadgets."+group, established)
+	base := "/apis/" + group + "/v1/namespaces/" + ns + "/gadgets"
+	for range 200 {
+		if code, _, _ := raw(t, "POST", base, "application/json", "application/json", []byte(`{"apiVersion":"`+group+`/v1","kind":"Gadget","metadata":{"name":"bare"},"spec":{}}`)); code == 201 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if code, st, _ := raw(t, "GET", base+"/bare/scale", "", "application/json", nil); code != 500 || !strings.Contains(st.Message, `the spec replicas field ".spec.replicas" does not exist`) {
+		t.Errorf("GET scale without replicas: %d %q, want 500", code, st.Message)
+	}
+	if code, st, _ := raw(t, "PATCH", base+"/bare/scale", "application/merge-patch+json", "application/json", []byte(`{"status":{"replicas":1}}`)); code != 400 || !strings.Contains(st.Message, `the spec replicas field ".spec.replicas" cannot be empty`) {
+		t.Errorf("a Scale patch leaving replicas unset: %d %q, want 400", code, st.Message)
+	}
+	if code, st, _ := raw(t, "PATCH", base+"/bare/scale", "application/merge-patch+json", "application/json", []byte(`{"spec":{"replicas":3}}`)); code != 200 {
+		t.Errorf("a Scale patch setting replicas: %d %q", code, st.Message)
+	}
+	if out := kubectl(t, "-n", ns, "get", "gadgets."+group, "bare", "-o", "jsonpath={.spec.replicas}"); out != "3" {
+		t.Errorf("spec.replicas %q after the Scale patch, want 3", out)
+	}
+}

@@ -152,6 +152,10 @@ type Subresource struct {
 	// neither.
 	View  func(parent runtime.Object) (runtime.Object, error)
 	Apply func(parent, view runtime.Object) (runtime.Object, error)
+	// ViewForUpdate, when set, is the view an update starts from instead
+	// of View's (a custom resource's Scale where replicas are not set:
+	// GET fails, an update may set them).
+	ViewForUpdate func(parent runtime.Object) (runtime.Object, error)
 	// ReplicasPaths, set for a Scale view, maps each group version of the
 	// parent ("apps/v1") to its replicas field (nil: that version has no
 	// scale). Managed fields then move between the parent and the Scale

@@ -111,7 +111,11 @@ func (s *Store) updated(ctx context.Context, req *UpdateRequest, sub *Subresourc
 	if sub == nil || sub.View == nil {
 		return req.Object(ctx, existing.DeepCopyObject())
 	}
-	view, err := sub.View(existing.DeepCopyObject())
+	viewOf := sub.View
+	if sub.ViewForUpdate != nil {
+		viewOf = sub.ViewForUpdate
+	}
+	view, err := viewOf(existing.DeepCopyObject())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package apiextensions
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -29,36 +30,51 @@ func scaleSubresource(crd *apiextensionsv1.CustomResourceDefinition, sc *apiexte
 	if sc.LabelSelectorPath != nil {
 		selector = fieldsOf(*sc.LabelSelectorPath)
 	}
+	view := func(u *unstructured.Unstructured) (*autoscalingv1.Scale, bool) {
+		replicas, found, err := unstructured.NestedInt64(u.Object, spec...)
+		statusReplicas, _, _ := unstructured.NestedInt64(u.Object, status...)
+		var sel string
+		if selector != nil {
+			sel, _, _ = unstructured.NestedString(u.Object, selector...)
+		}
+		return &autoscalingv1.Scale{
+			TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+				ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp(),
+			},
+			Spec:   autoscalingv1.ScaleSpec{Replicas: int32(replicas)},
+			Status: autoscalingv1.ScaleStatus{Replicas: int32(statusReplicas), Selector: sel},
+		}, err == nil && found
+	}
 	return &registry.Subresource{
 		Kind:             autoscalingv1.SchemeGroupVersion.WithKind("Scale"),
 		New:              func() runtime.Object { return &autoscalingv1.Scale{} },
 		PrepareForUpdate: prepare,
 		ReplicasPaths:    replicasPaths(crd),
 		View: func(parent runtime.Object) (runtime.Object, error) {
-			u := parent.(*unstructured.Unstructured)
-			replicas, found, err := unstructured.NestedInt64(u.Object, spec...)
-			if err != nil || !found {
+			scale, found := view(parent.(*unstructured.Unstructured))
+			if !found {
 				return nil, apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", sc.SpecReplicasPath))
 			}
-			statusReplicas, _, _ := unstructured.NestedInt64(u.Object, status...)
-			var sel string
-			if selector != nil {
-				sel, _, _ = unstructured.NestedString(u.Object, selector...)
+			return scale, nil
+		},
+		// An update may set replicas where there are none yet; a Scale
+		// that leaves them unset is refused in Apply, as upstream.
+		ViewForUpdate: func(parent runtime.Object) (runtime.Object, error) {
+			scale, found := view(parent.(*unstructured.Unstructured))
+			if !found {
+				scale.Spec.Replicas = replicasUnset
 			}
-			return &autoscalingv1.Scale{
-				TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
-				ObjectMeta: metav1.ObjectMeta{
-					Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
-					ResourceVersion: u.GetResourceVersion(), CreationTimestamp: u.GetCreationTimestamp(),
-				},
-				Spec:   autoscalingv1.ScaleSpec{Replicas: int32(replicas)},
-				Status: autoscalingv1.ScaleStatus{Replicas: int32(statusReplicas), Selector: sel},
-			}, nil
+			return scale, nil
 		},
 		Apply: func(parent, view runtime.Object) (runtime.Object, error) {
 			scale, err := asScale(view)
 			if err != nil {
 				return nil, err
+			}
+			if scale.Spec.Replicas == replicasUnset {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
 			}
 			if scale.Spec.Replicas < 0 {
 				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name,
@@ -75,6 +91,10 @@ func scaleSubresource(crd *apiextensionsv1.CustomResourceDefinition, sc *apiexte
 		},
 	}
 }
+
+// replicasUnset stands for spec replicas a custom resource does not have
+// yet (upstream's invalidSpecReplicas, the smallest int32).
+const replicasUnset = math.MinInt32
 
 func asScale(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	switch v := obj.(type) {
