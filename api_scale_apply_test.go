@@ -334,4 +334,21 @@ func TestScaleUpdatePreconditionsAndUnsetReplicas(t *testing.T) {
 	if out := kubectl(t, "-n", ns, "get", "gadgets."+group, "bare", "-o", "jsonpath={.spec.replicas}"); out != "3" {
 		t.Errorf("spec.replicas %q after the Scale patch, want 3", out)
 	}
+
+	// The replicas paths stay valid whatever writes them, as upstream's
+	// ValidateScaleSpec and ValidateScaleStatus.
+	for _, c := range []struct{ path, patch, want string }{
+		{"/bare", `{"spec":{"replicas":-2}}`, `.spec.replicas: Invalid value: -2: should be a non-negative integer`},
+		{"/bare", `{"spec":{"replicas":3000000000}}`, `.spec.replicas: Invalid value: 3000000000: should be less than or equal to 2147483647`},
+		{"/bare/status", `{"status":{"replicas":-1}}`, `.status.replicas: Invalid value: -1: should be a non-negative integer`},
+		{"/bare/scale", `{"spec":{"replicas":-1}}`, `.spec.replicas: Invalid value: -1: should be a non-negative integer`},
+	} {
+		code, st, _ := raw(t, "PATCH", base+c.path, "application/merge-patch+json", "application/json", []byte(c.patch))
+		if code != 422 || !strings.Contains(st.Message, `Gadget.`+group+` "bare" is invalid: `+c.want) {
+			t.Errorf("PATCH %s %s: %d %q, want 422 %q", c.path, c.patch, code, st.Message, c.want)
+		}
+	}
+	if out := kubectl(t, "-n", ns, "get", "gadgets."+group, "bare", "-o", "jsonpath={.spec.replicas}"); out != "3" {
+		t.Errorf("spec.replicas %q after refused writes, want 3", out)
+	}
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -179,6 +179,8 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s", c.strategy().Resource))
 	}
 	applied := &unstructured.Unstructured{}
+	// Integers stay integers, as upstream's (kubernetes#95836): a custom
+	// resource's scale replicas must be int64 to validate.
 	if err := yaml.Unmarshal(body, &applied.Object); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kite-project/kite/registry"
@@ -23,7 +22,7 @@ import (
 // autoscaling/v1 Scale read from specReplicasPath, statusReplicasPath
 // (0 when absent) and labelSelectorPath; writing it changes only the value
 // at specReplicasPath, and the rest of the custom resource's update rules
-// (generation, validation) apply.
+// (generation, validation, negative replicas included) apply.
 func scaleSubresource(crd *apiextensionsv1.CustomResourceDefinition, sc *apiextensionsv1.CustomResourceSubresourceScale, prepare func(obj, old runtime.Object)) *registry.Subresource {
 	spec, status := fieldsOf(sc.SpecReplicasPath), fieldsOf(sc.StatusReplicasPath)
 	var selector []string
@@ -75,10 +74,6 @@ func scaleSubresource(crd *apiextensionsv1.CustomResourceDefinition, sc *apiexte
 			}
 			if scale.Spec.Replicas == replicasUnset {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", sc.SpecReplicasPath))
-			}
-			if scale.Spec.Replicas < 0 {
-				return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), scale.Name,
-					field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
 			}
 			u := parent.(*unstructured.Unstructured)
 			if err := unstructured.SetNestedField(u.Object, int64(scale.Spec.Replicas), spec...); err != nil {
