@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/periodic"
@@ -85,10 +86,15 @@ type Controller struct {
 	dependents map[types.UID]map[types.UID]struct{}
 	kinds      map[schema.GroupVersionKind]resource
 	watched    map[schema.GroupVersionResource]*monitor
-	// absent remembers owner uids found missing: a uid never returns.
-	absent map[types.UID]bool
+	// absent remembers the last owner uids found missing, as upstream's
+	// absentOwnerCache (500): a uid never returns. It locks itself.
+	absent *lru.Cache
 	wg     sync.WaitGroup
 }
+
+// absentOwners is how many absent owner uids the collector remembers
+// (upstream's absentOwnerCache size).
+const absentOwners = 500
 
 // monitor is the watch of one resource, stopped when discovery no longer
 // lists the resource (its CRD was deleted).
@@ -120,7 +126,7 @@ func New(opts Options) (*Controller, error) {
 		meta: opts.Metadata, disc: opts.Discovery, period: opts.DiscoveryPeriod, workers: opts.Workers,
 		queue: workqueue.New[types.UID](workqueue.Options{}), loop: periodic.New(),
 		nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]struct{}{},
-		kinds: map[schema.GroupVersionKind]resource{}, absent: map[types.UID]bool{},
+		kinds: map[schema.GroupVersionKind]resource{}, absent: lru.New(absentOwners),
 		watched: map[schema.GroupVersionResource]*monitor{},
 	}, nil
 }
@@ -357,7 +363,7 @@ func (c *Controller) forget(obj *metav1.PartialObjectMetadata) {
 		// As upstream's graph builder: an owner seen deleted is absent
 		// for its dependents without another look, even once its kind is
 		// no longer served (the deleted CRD of a custom resource).
-		c.absent[obj.UID] = true
+		c.absent.Add(obj.UID, struct{}{})
 	}
 	c.mu.Unlock()
 	for _, uid := range queue {
@@ -453,8 +459,8 @@ func (c *Controller) process(ctx context.Context, uid types.UID) error {
 // ownerState looks the owner up in the API: the cache may lag, and an
 // object must not be deleted for an owner that exists.
 func (c *Controller) ownerState(ctx context.Context, n *node, ref metav1.OwnerReference) (ownerState, error) {
+	_, known := c.absent.Get(ref.UID)
 	c.mu.Lock()
-	known := c.absent[ref.UID]
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	res, mapped := c.kinds[gv.WithKind(ref.Kind)]
 	c.mu.Unlock()
@@ -486,9 +492,7 @@ func (c *Controller) ownerState(ctx context.Context, n *node, ref metav1.OwnerRe
 	default:
 		return ownerPresent, nil
 	}
-	c.mu.Lock()
-	c.absent[ref.UID] = true
-	c.mu.Unlock()
+	c.absent.Add(ref.UID, struct{}{})
 	return ownerAbsent, nil
 }
 
