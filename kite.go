@@ -199,7 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	if err := enableScaleApply(s.resources.build.fields, oa.Definitions()); err != nil {
+	if err := enableScaleApply(s.resources.build.fields, oa); err != nil {
 		return nil, err
 	}
 	kubeletClient, err := bundle.Issue(pki.IssueOptions{CommonName: agentserver.ClientCommonName, Client: true})

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -17,10 +19,15 @@ const scaleDefinition = "io.k8s.api.autoscaling.v1.Scale"
 
 // enableScaleApply gives the field managers the schema of autoscaling/v1
 // Scale, which client-go's compiled-in schema (where the built-in kinds'
-// come from) lacks, taken from the OpenAPI definitions Kite serves: writes
-// of /scale then keep managed fields as upstream's (the Scale's writer
-// owns the parent's replicas) and /scale takes server-side apply.
-func enableScaleApply(fields *registry.FieldManagers, defs map[string]*spec.Schema) error {
+// come from) lacks, taken from the OpenAPI document Kite serves for apps/v1
+// (its deployments/scale refers to it; one document is built, not all):
+// writes of /scale then keep managed fields as upstream's (the Scale's
+// writer owns the parent's replicas) and /scale takes server-side apply.
+func enableScaleApply(fields *registry.FieldManagers, oa *openapi.Service) error {
+	var defs map[string]*spec.Schema
+	if doc := oa.V3(appsv1.SchemeGroupVersion); doc != nil && doc.Components != nil {
+		defs = doc.Components.Schemas
+	}
 	needed := definitionClosure(defs, scaleDefinition)
 	if needed[scaleDefinition] == nil {
 		return fmt.Errorf("openapi: no definition %s for server-side apply of scale", scaleDefinition)
