@@ -105,7 +105,7 @@ func TestKubectlCustomResources(t *testing.T) {
 	if out := kubectl(t, "get", "widget", "w1", "-n", "default", "-o", "jsonpath={.spec.replicas}"); out != "5" {
 		t.Errorf("after scale: spec.replicas %q", out)
 	}
-	if code, st, _ := raw(t, "PATCH", "/apis/kubectl.example.com/v1/namespaces/default/widgets/w1/scale", "application/merge-patch+json", "application/json", []byte(`{"spec":{"replicas":-1}}`)); code != 422 || !strings.Contains(st.Message, "spec.replicas: Invalid value: -1: must be greater than or equal to 0") {
+	if code, st, _ := raw(t, "PATCH", "/apis/kubectl.example.com/v1/namespaces/default/widgets/w1/scale", "application/merge-patch+json", "application/json", []byte(`{"spec":{"replicas":-1}}`)); code != 422 || !strings.Contains(st.Message, `Widget.kubectl.example.com "w1" is invalid: .spec.replicas: Invalid value: -1: should be a non-negative integer`) {
 		t.Errorf("scale to -1: %d %q, want 422", code, st.Message)
 	}
 	code, _, hdr := raw(t, "GET", "/apis/kubectl.example.com/v1/namespaces/default/widgets/w1/scale", "", "application/json", nil)

@@ -199,6 +199,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
+	if err := enableScaleApply(s.resources.build.fields, oa); err != nil {
+		return nil, err
+	}
 	kubeletClient, err := bundle.Issue(pki.IssueOptions{CommonName: agentserver.ClientCommonName, Client: true})
 	if err != nil {
 		return nil, fmt.Errorf("client certificate for agents: %w", err)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -88,9 +88,6 @@ func (s *Server) patch(c *call) error {
 		Name:        c.info.Name,
 		Subresource: c.info.Subresource,
 		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation},
-	}
-	if c.sub != nil && c.sub.View != nil && patchType == types.ApplyYAMLPatchType {
-		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s/%s", c.strategy().Resource, c.info.Subresource))
 	}
 	if patchType == types.ApplyYAMLPatchType {
 		if err := s.applyRequest(c, req, body, opts.Force != nil && *opts.Force); err != nil {
@@ -182,6 +179,8 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 		return apierrors.NewBadRequest(fmt.Sprintf("server-side apply is not supported for %s", c.strategy().Resource))
 	}
 	applied := &unstructured.Unstructured{}
+	// Integers stay integers, as upstream's (kubernetes#95836): a custom
+	// resource's scale replicas must be int64 to validate.
 	if err := yaml.Unmarshal(body, &applied.Object); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}

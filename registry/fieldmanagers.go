@@ -21,11 +21,33 @@ type FieldManagers struct {
 	scheme    *runtime.Scheme
 	converter managedfields.TypeConverter
 
-	// mu guards managers and custom.
+	// mu guards managers, custom and typed.
 	mu       sync.Mutex
 	managers map[fieldManagerKey]*managedfields.FieldManager
 	// custom are the schemas of kinds served from CRDs, by kind.
 	custom map[schema.GroupVersionKind]managedfields.TypeConverter
+	// typed are the schemas of Go kinds that client-go's compiled-in
+	// schema lacks (autoscaling/v1 Scale), by kind.
+	typed map[schema.GroupVersionKind]managedfields.TypeConverter
+}
+
+// SetTyped makes kinds, Go types of the scheme that client-go's
+// compiled-in schema lacks (the Scale of scale subresources, which is no
+// resource of its own), known by the schema converter describes.
+func (f *FieldManagers) SetTyped(converter managedfields.TypeConverter, kinds ...schema.GroupVersionKind) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.typed == nil {
+		f.typed = map[schema.GroupVersionKind]managedfields.TypeConverter{}
+	}
+	for _, kind := range kinds {
+		f.typed[kind] = converter
+		for k := range f.managers {
+			if k.kind == kind {
+				delete(f.managers, k)
+			}
+		}
+	}
 }
 
 // SetCustom makes kind, a custom resource kind, known by the schema
@@ -88,6 +110,8 @@ func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, re
 	var err error
 	if tc, ok := f.custom[kind]; ok {
 		m, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, noDefaults{}, unstructuredCreater{}, kind, kind.GroupVersion(), subresource, resetFields)
+	} else if tc, ok := f.typed[kind]; ok {
+		m, err = managedfields.NewDefaultFieldManager(tc, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
 	} else {
 		m, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme, f.scheme, f.scheme, kind, kind.GroupVersion(), subresource, resetFields)
 		if err == nil && !f.knows(kind) {

@@ -82,10 +82,18 @@ func (s *Store) Strategy() *Strategy { return s.strategy }
 func (s *Store) Storage() storage.Interface { return s.storage }
 
 // FieldManager returns the field manager of the subresource ("" for the
-// main resource), or nil when managed fields are not tracked.
+// main resource), or nil when managed fields are not tracked. A Scale
+// view's is the Scale kind's: its writers manage the Scale, whose
+// managed fields the Store converts from and to the parent's.
 func (s *Store) FieldManager(subresource string) *managedfields.FieldManager {
 	if s.fields == nil {
 		return nil
+	}
+	if sub := s.strategy.Subresources[subresource]; sub != nil && sub.View != nil {
+		if sub.ReplicasPaths == nil {
+			return nil
+		}
+		return s.fields.For(sub.Kind, subresource)
 	}
 	// As upstream's GetResetFields: with a status subresource, writers of
 	// the object do not own its status, and status writers not its spec.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
 
@@ -151,6 +152,18 @@ type Subresource struct {
 	// neither.
 	View  func(parent runtime.Object) (runtime.Object, error)
 	Apply func(parent, view runtime.Object) (runtime.Object, error)
+	// ViewForUpdate, when set, is the view an update starts from instead
+	// of View's (a custom resource's Scale where replicas are not set:
+	// GET fails, an update may set them).
+	ViewForUpdate func(parent runtime.Object) (runtime.Object, error)
+	// ReplicasPaths, set for a Scale view, maps each group version of the
+	// parent ("apps/v1") to its replicas field (nil: that version has no
+	// scale). Managed fields then move between the parent and the Scale
+	// as upstream's (managedfields.ScaleHandler): a Scale write is
+	// recorded, and a Scale apply checked for conflicts, by the Scale's
+	// field manager against the parent's owners of replicas. Without it a
+	// view takes no server-side apply and its writes are not recorded.
+	ReplicasPaths managedfields.ResourcePathMappings
 	// UpdateOnly makes the subresource take PUT alone (namespaces/finalize,
 	// as upstream).
 	UpdateOnly bool

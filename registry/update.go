@@ -10,6 +10,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -110,7 +111,15 @@ func (s *Store) updated(ctx context.Context, req *UpdateRequest, sub *Subresourc
 	if sub == nil || sub.View == nil {
 		return req.Object(ctx, existing.DeepCopyObject())
 	}
-	view, err := sub.View(existing.DeepCopyObject())
+	viewOf := sub.View
+	if sub.ViewForUpdate != nil {
+		viewOf = sub.ViewForUpdate
+	}
+	view, err := viewOf(existing.DeepCopyObject())
+	if err != nil {
+		return nil, err
+	}
+	fields, err := s.viewFields(sub, req.Subresource, existing, view)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +127,61 @@ func (s *Store) updated(ctx context.Context, req *UpdateRequest, sub *Subresourc
 	if err != nil {
 		return nil, err
 	}
-	return sub.Apply(existing.DeepCopyObject(), next)
+	if fields == nil {
+		return sub.Apply(existing.DeepCopyObject(), next)
+	}
+	if !req.Applied {
+		next = fields.manager.UpdateNoErrors(view, next, managerName(req.Options.FieldManager))
+	}
+	m, err := meta.Accessor(next)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s has no metadata: %v", req.Subresource, err))
+	}
+	viewEntries := m.GetManagedFields()
+	obj, err := sub.Apply(existing.DeepCopyObject(), next)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := fields.handler.ToParent(viewEntries)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("managed fields of %s to %s: %w", req.Subresource, s.strategy.Resource, err))
+	}
+	if om, err := meta.Accessor(obj); err == nil {
+		om.SetManagedFields(entries)
+	}
+	return obj, nil
+}
+
+// viewManagedFields converts managed fields between a parent and its
+// Scale view during one update.
+type viewManagedFields struct {
+	manager *managedfields.FieldManager
+	handler *managedfields.ScaleHandler
+}
+
+// viewFields gives view the managed fields of existing that concern it
+// (the owners of replicas) and returns what converts them back, or nil
+// when the view's managed fields are not tracked.
+func (s *Store) viewFields(sub *Subresource, name string, existing, view runtime.Object) (*viewManagedFields, error) {
+	fm := s.FieldManager(name)
+	if fm == nil {
+		return nil, nil
+	}
+	parent, err := meta.Accessor(existing)
+	if err != nil {
+		return nil, err
+	}
+	h := managedfields.NewScaleHandler(parent.GetManagedFields(), s.strategy.Kind.GroupVersion(), sub.ReplicasPaths)
+	entries, err := h.ToSubresource()
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("managed fields of %s to %s: %w", s.strategy.Resource, name, err))
+	}
+	vm, err := meta.Accessor(view)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s has no metadata: %w", name, err))
+	}
+	vm.SetManagedFields(entries)
+	return &viewManagedFields{manager: fm, handler: h}, nil
 }
 
 // viewOf returns what an update of sub answers: the object, or its view.
@@ -201,8 +264,10 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 	m.SetSelfLink("")
 
 	validate := s.strategy.ValidateUpdate
-	if sub != nil && sub.View != nil {
-		// A view's write (scale) is an update of the object itself.
+	isView := sub != nil && sub.View != nil
+	if isView {
+		// A view's write (scale) is an update of the object itself; its
+		// managed fields came with it (Store.updated).
 		sub = nil
 	}
 	if sub != nil {
@@ -226,7 +291,7 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 	if len(errs) > 0 {
 		return nil, s.newInvalid(req.Name, errs)
 	}
-	if !req.Applied {
+	if !req.Applied && !isView {
 		if fm := s.FieldManager(req.Subresource); fm != nil {
 			withFields := fm.UpdateNoErrors(existing, obj, managerName(req.Options.FieldManager))
 			if wm, err := meta.Accessor(withFields); err == nil {
@@ -239,14 +304,34 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 }
 
 // keepManagedFieldsOnNoop restores the old managedFields when nothing else
-// changed: recording an update moves its timestamps, which would turn a
-// no-op PUT into a write and a watch event (upstream ignores such changes).
+// changed and they differ only in timestamps: recording an update moves
+// its timestamps, which would turn a no-op PUT into a write and a watch
+// event. As upstream's IgnoreManagedFieldsTimestampsTransformer, a change
+// of ownership alone (an apply of values already there by a new manager)
+// is still written.
 func keepManagedFieldsOnNoop(m, old metav1.Object, obj, existing runtime.Object) {
 	newFields, oldFields := m.GetManagedFields(), old.GetManagedFields()
+	if !sameIgnoringTimes(newFields, oldFields) {
+		return
+	}
 	m.SetManagedFields(oldFields)
 	if !apiequality.Semantic.DeepEqual(obj, existing) {
 		m.SetManagedFields(newFields)
 	}
+}
+
+func sameIgnoringTimes(a, b []metav1.ManagedFieldsEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Time, y.Time = nil, nil
+		if !apiequality.Semantic.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Store) checkName(m metav1.Object, name string) error {

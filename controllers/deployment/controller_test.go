@@ -12,8 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/controllers/deployment"
@@ -254,4 +256,42 @@ func TestRestartMidRolloutCreatesNoExtraPods(t *testing.T) {
 		sets, _ := cs.AppsV1().ReplicaSets(ns.Name).List(context.Background(), metav1.ListOptions{})
 		t.Errorf("%d pods created for 40 replicas; %d pods now, %d replica sets", len(created), len(pods.Items), len(sets.Items))
 	}
+}
+
+// TestDeploymentReportsTerminatingReplicas: the pods a scale-down deleted
+// that are still going (held by a finalizer here) show in the
+// Deployment's status.terminatingReplicas, summed from its ReplicaSets',
+// until they are gone.
+func TestDeploymentReportsTerminatingReplicas(t *testing.T) {
+	cs, ns := start(t)
+	ctx := context.Background()
+	kubectl(t, "-n", ns, "create", "deployment", "held", "--image=busybox", "--replicas=3", "--", "sleep", "3600")
+	// kubectl create deployment has no flag for the pods' finalizers.
+	if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "held", types.MergePatchType,
+		[]byte(`{"spec":{"template":{"metadata":{"finalizers":["example.com/hold"]}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	status := func(what string, replicas, terminating int32) {
+		t.Helper()
+		eventually(t, what, func(ctx context.Context) (bool, error) {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "held", metav1.GetOptions{})
+			return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == replicas && d.Status.UpdatedReplicas == replicas &&
+				ptr.Equal(d.Status.TerminatingReplicas, &terminating), err
+		})
+	}
+	status("rolled out to pods with the finalizer", 3, 0)
+	// The first ReplicaSet's pods (without the finalizer) are gone; the
+	// second's hold. Scale down.
+	kubectl(t, "-n", ns, "scale", "deployment", "held", "--replicas=1")
+	status("scaled to one, two terminating", 1, 2)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status("terminating pods gone", 1, 0)
 }

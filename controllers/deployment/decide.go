@@ -343,6 +343,7 @@ func Status(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.Replic
 		AvailableReplicas:   available,
 		UnavailableReplicas: max(specTotal(all)-available, 0),
 		CollisionCount:      d.Status.CollisionCount,
+		TerminatingReplicas: TerminatingReplicas(all),
 	}
 	s.Conditions = append(s.Conditions, d.Status.Conditions...)
 	if available >= replicas(d)-MaxUnavailable(d) {
@@ -351,6 +352,28 @@ func Status(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.Replic
 		setCondition(&s, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinUnavailable, "Deployment does not have minimum availability.", now))
 	}
 	return s
+}
+
+// TerminatingReplicas is upstream's GetTerminatingReplicaCountForReplicaSets
+// (feature DeploymentReplicaSetTerminatingReplicas, on by default since
+// 1.35): the ReplicaSets' terminating pods summed. A ReplicaSet its
+// controller has not synced yet (observedGeneration 0) counts none; one
+// it has synced without reporting them (a controller without the
+// feature) makes the sum unknown, nil.
+func TerminatingReplicas(sets []*appsv1.ReplicaSet) *int32 {
+	var n int32
+	for _, rs := range sets {
+		if rs == nil {
+			continue
+		}
+		switch t := rs.Status.TerminatingReplicas; {
+		case t != nil:
+			n += *t
+		case rs.Status.ObservedGeneration != 0:
+			return nil
+		}
+	}
+	return &n
 }
 
 // Complete: every replica updated and available, at the current

@@ -183,3 +183,34 @@ func TestComputeHashIsStableAndMovesWithCollisions(t *testing.T) {
 		t.Errorf("hashes %q %q %q", a, b, ComputeHash(tmpl, ptr.To[int32](1)))
 	}
 }
+
+// TestTerminatingReplicas is upstream's
+// TestGetReplicaCountForReplicaSets's terminating cases.
+func TestTerminatingReplicas(t *testing.T) {
+	set := func(observed int64, terminating *int32) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{Status: appsv1.ReplicaSetStatus{ObservedGeneration: observed, TerminatingReplicas: terminating}}
+	}
+	scalingDown := set(1, ptr.To[int32](3))
+	notYetObserved := set(0, ptr.To[int32](1)) // counted: it says
+	unsynced := set(0, nil)
+	dropped := set(1, nil) // synced by a controller that does not report them
+	for _, c := range []struct {
+		name string
+		sets []*appsv1.ReplicaSet
+		want *int32
+	}{
+		{"one scaling down", []*appsv1.ReplicaSet{scalingDown}, ptr.To[int32](3)},
+		{"two scaling down", []*appsv1.ReplicaSet{scalingDown, notYetObserved}, ptr.To[int32](4)},
+		{"a new one not synced yet", []*appsv1.ReplicaSet{unsynced}, ptr.To[int32](0)},
+		{"scaling down and a new one", []*appsv1.ReplicaSet{scalingDown, notYetObserved, unsynced, nil}, ptr.To[int32](4)},
+		{"unknown", []*appsv1.ReplicaSet{dropped}, nil},
+		{"unknown among known", []*appsv1.ReplicaSet{scalingDown, notYetObserved, unsynced, dropped}, nil},
+		{"none", nil, ptr.To[int32](0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := TerminatingReplicas(c.sets); !ptr.Equal(got, c.want) {
+				t.Errorf("TerminatingReplicas = %v, want %v", ptr.Deref(got, -1), ptr.Deref(c.want, -1))
+			}
+		})
+	}
+}

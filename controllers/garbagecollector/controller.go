@@ -3,7 +3,8 @@
 //
 // It watches the metadata of every resource discovery lists with list,
 // watch and delete (custom resources included: discovery is read again
-// every DiscoveryPeriod), keeps who owns whom by uid, and for each
+// every DiscoveryPeriod, and a resource it no longer lists is no longer
+// watched), keeps who owns whom by uid, and for each
 // dependent asks the API whether its owners exist (an owner whose uid
 // differs is absent). A dependent with no owner left is deleted; one whose
 // owner is being deleted in the foreground is deleted too, and the owner
@@ -17,7 +18,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +31,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/periodic"
@@ -81,10 +85,23 @@ type Controller struct {
 	nodes      map[types.UID]*node
 	dependents map[types.UID]map[types.UID]struct{}
 	kinds      map[schema.GroupVersionKind]resource
-	watched    map[schema.GroupVersionResource]*informer.Informer[*metav1.PartialObjectMetadata]
-	// absent remembers owner uids found missing: a uid never returns.
-	absent map[types.UID]bool
+	watched    map[schema.GroupVersionResource]*monitor
+	// absent remembers the last owner uids found missing, as upstream's
+	// absentOwnerCache (500): a uid never returns. It locks itself.
+	absent *lru.Cache
 	wg     sync.WaitGroup
+}
+
+// absentOwners is how many absent owner uids the collector remembers
+// (upstream's absentOwnerCache size).
+const absentOwners = 500
+
+// monitor is the watch of one resource, stopped when discovery no longer
+// lists the resource (its CRD was deleted).
+type monitor struct {
+	inf    *informer.Informer[*metav1.PartialObjectMetadata]
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // ignored are resources upstream's collector does not watch: events
@@ -109,8 +126,8 @@ func New(opts Options) (*Controller, error) {
 		meta: opts.Metadata, disc: opts.Discovery, period: opts.DiscoveryPeriod, workers: opts.Workers,
 		queue: workqueue.New[types.UID](workqueue.Options{}), loop: periodic.New(),
 		nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]struct{}{},
-		kinds: map[schema.GroupVersionKind]resource{}, absent: map[types.UID]bool{},
-		watched: map[schema.GroupVersionResource]*informer.Informer[*metav1.PartialObjectMetadata]{},
+		kinds: map[schema.GroupVersionKind]resource{}, absent: lru.New(absentOwners),
+		watched: map[schema.GroupVersionResource]*monitor{},
 	}, nil
 }
 
@@ -149,22 +166,77 @@ func (c *Controller) waitForSync(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	var syncers []informer.Syncer
-	for _, inf := range c.watched {
-		syncers = append(syncers, inf)
+	for _, m := range c.watched {
+		syncers = append(syncers, m.inf)
 	}
 	c.mu.Unlock()
 	return informer.WaitForSync(ctx, syncers...)
 }
 
-// discover watches every resource discovery lists that it does not watch
-// yet, and refreshes the kind-to-resource map owner references resolve
-// through.
+// Watching returns the resources the collector watches now, sorted.
+func (c *Controller) Watching() []schema.GroupVersionResource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Collect(maps.Keys(c.watched))
+	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// discover makes the watched resources those discovery lists, as
+// upstream's resyncMonitors: it starts watching new ones, stops watching
+// those that went (a deleted CRD's), and rebuilds the kind-to-resource map
+// owner references resolve through. A group whose discovery failed keeps
+// what it had.
 func (c *Controller) discover(ctx context.Context) {
 	lists, err := c.disc.ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
 		klog.ErrorS(err, "garbage collector: discovery")
 		return
 	}
+	failed, _ := discovery.GroupDiscoveryFailedErrorGroups(err)
+	want, kinds := deletable(lists)
+	if len(want) == 0 {
+		return // as upstream: an empty answer is no reason to stop everything
+	}
+	c.mu.Lock()
+	for gvk, res := range c.kinds {
+		if _, bad := failed[res.gvr.GroupVersion()]; bad {
+			kinds[gvk] = res
+			want[res.gvr] = res
+		}
+	}
+	var start []resource
+	for gvr, res := range want {
+		if c.watched[gvr] == nil {
+			start = append(start, res)
+		}
+	}
+	var stop []*monitor
+	for gvr, m := range c.watched {
+		if _, ok := want[gvr]; !ok {
+			stop = append(stop, m)
+			delete(c.watched, gvr)
+			klog.V(2).InfoS("garbage collector: stopped watching", "resource", gvr)
+		}
+	}
+	c.kinds = kinds
+	c.mu.Unlock()
+	for _, m := range stop {
+		m.cancel()
+		<-m.done
+	}
+	for _, res := range start {
+		c.watch(ctx, res)
+	}
+	c.mapOtherVersions()
+}
+
+// deletable returns the resources the collector watches out of
+// discovery's preferred versions (list, watch and delete; not events),
+// and the kinds they serve.
+func deletable(lists []*metav1.APIResourceList) (map[schema.GroupVersionResource]resource, map[schema.GroupVersionKind]resource) {
+	want := map[schema.GroupVersionResource]resource{}
+	kinds := map[schema.GroupVersionKind]resource{}
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
@@ -180,17 +252,17 @@ func (c *Controller) discover(ctx context.Context) {
 				continue
 			}
 			res := resource{gvr: gvr, namespaced: r.Namespaced}
-			c.mu.Lock()
-			c.kinds[gv.WithKind(r.Kind)] = res
-			_, known := c.watched[gvr]
-			c.mu.Unlock()
-			if !known {
-				c.watch(ctx, res)
-			}
+			want[gvr] = res
+			kinds[gv.WithKind(r.Kind)] = res
 		}
 	}
-	// Owner references may name any served version (apps/v1beta1 where
-	// apps/v1 is preferred): each resolves to the watched one.
+	return want, kinds
+}
+
+// mapOtherVersions maps the kinds of every served version to the watched
+// resource: owner references may name any (apps/v1beta1 where apps/v1 is
+// preferred).
+func (c *Controller) mapOtherVersions() {
 	_, all, err := c.disc.ServerGroupsAndResources()
 	if err != nil && len(all) == 0 {
 		return
@@ -230,10 +302,15 @@ func (c *Controller) watch(ctx context.Context, res resource) {
 		klog.ErrorS(err, "garbage collector: watch", "resource", res.gvr)
 		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	m := &monitor{inf: inf, cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
-	c.watched[res.gvr] = inf
+	c.watched[res.gvr] = m
 	c.mu.Unlock()
-	c.wg.Go(func() { inf.Run(ctx) })
+	c.wg.Go(func() {
+		defer close(m.done)
+		inf.Run(ctx)
+	})
 }
 
 // observe records an object's owners and queues what may need work: the
@@ -281,6 +358,12 @@ func (c *Controller) forget(obj *metav1.PartialObjectMetadata) {
 	}
 	for d := range c.dependents[obj.UID] {
 		queue = append(queue, d)
+	}
+	if len(c.dependents[obj.UID]) > 0 {
+		// As upstream's graph builder: an owner seen deleted is absent
+		// for its dependents without another look, even once its kind is
+		// no longer served (the deleted CRD of a custom resource).
+		c.absent.Add(obj.UID, struct{}{})
 	}
 	c.mu.Unlock()
 	for _, uid := range queue {
@@ -376,8 +459,8 @@ func (c *Controller) process(ctx context.Context, uid types.UID) error {
 // ownerState looks the owner up in the API: the cache may lag, and an
 // object must not be deleted for an owner that exists.
 func (c *Controller) ownerState(ctx context.Context, n *node, ref metav1.OwnerReference) (ownerState, error) {
+	_, known := c.absent.Get(ref.UID)
 	c.mu.Lock()
-	known := c.absent[ref.UID]
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	res, mapped := c.kinds[gv.WithKind(ref.Kind)]
 	c.mu.Unlock()
@@ -409,9 +492,7 @@ func (c *Controller) ownerState(ctx context.Context, n *node, ref metav1.OwnerRe
 	default:
 		return ownerPresent, nil
 	}
-	c.mu.Lock()
-	c.absent[ref.UID] = true
-	c.mu.Unlock()
+	c.absent.Add(ref.UID, struct{}{})
 	return ownerAbsent, nil
 }
 

@@ -202,24 +202,78 @@ func TestForegroundCycleEnds(t *testing.T) {
 	eventually(t, "b gone", cmGone(cs, ns, "b"))
 }
 
+// TestManyOwnersDeletedAtOnceLeaveNothing: 1 000 owners, each with two
+// dependents (one blocking its owner's deletion, one not), deleted at
+// once by one DeleteCollection in the background: every dependent is
+// collected and nothing is left behind.
 func TestManyOwnersDeletedAtOnceLeaveNothing(t *testing.T) {
 	cs, gc := start(t)
 	ns := namespace(t, cs)
-	const n = 200
-	for i := range n {
-		o := configMap(t, cs, ns, fmt.Sprintf("owner-%d", i))
-		configMap(t, cs, ns, fmt.Sprintf("dep-%d", i), ownedBy("ConfigMap", o.Name, o.UID, true))
+	const owners = 1000
+	began := time.Now()
+	if err := inParallel(owners, func(i int) error { return ownerWithDependents(cs, ns, i) }); err != nil {
+		t.Fatal(err)
 	}
+	created := time.Since(began)
 	if err := gc.WaitIdle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	l, err := cs.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(l.Items) != 3*owners {
+		t.Fatalf("before the delete: %d config maps (%v), want %d: the collector took some", len(l.Items), err, 3*owners)
+	}
+	deleted := time.Now()
 	bg := metav1.DeletePropagationBackground
 	if err := cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{PropagationPolicy: &bg},
-		metav1.ListOptions{FieldSelector: ""}); err != nil {
+		metav1.ListOptions{LabelSelector: "role=owner"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "nothing left", func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0, err
-	})
+	}); err != nil {
+		l, _ := cs.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{})
+		t.Fatalf("%d config maps left %v after the delete: %v", len(l.Items), time.Since(deleted), err)
+	}
+	t.Logf("%d owners and %d dependents created in %v; all collected %v after the delete", owners, 2*owners, created, time.Since(deleted))
+}
+
+// ownerWithDependents creates owner-i and its dependents: dep-i blocks
+// the owner's deletion, loose-i does not.
+func ownerWithDependents(cs kubernetes.Interface, ns string, i int) error {
+	ctx := context.Background()
+	o, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("owner-%d", i), Labels: map[string]string{"role": "owner"}}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	for name, block := range map[string]bool{fmt.Sprintf("dep-%d", i): true, fmt.Sprintf("loose-%d", i): false} {
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: name, OwnerReferences: []metav1.OwnerReference{ownedBy("ConfigMap", o.Name, o.UID, block)}}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inParallel calls f(0) ... f(n-1) from 16 goroutines and returns the
+// first error; each goroutine stops at its first.
+func inParallel(n int, f func(i int) error) error {
+	const workers = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }

@@ -5,8 +5,8 @@
 // deletes extra ones in upstream's order (PodsToDelete), adopts orphan
 // pods its selector matches and releases owned pods it no longer matches,
 // and writes status (replicas, fullyLabeledReplicas, readyReplicas,
-// availableReplicas after minReadySeconds, observedGeneration and the
-// ReplicaFailure condition). Expectations hold a ReplicaSet back until
+// availableReplicas after minReadySeconds, terminatingReplicas,
+// observedGeneration and the ReplicaFailure condition). Expectations hold a ReplicaSet back until
 // the watch shows its own creations and deletions.
 package replicaset
 
@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
@@ -241,6 +242,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		manageErr = c.manage(ctx, rs, pods, all)
 	}
 	status := c.status(rs, pods, manageErr)
+	status.TerminatingReplicas = ptr.To(TerminatingReplicas(rs, sel, all))
 	if err := c.writeStatus(ctx, rs, status); err != nil {
 		return err
 	}

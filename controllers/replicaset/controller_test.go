@@ -136,7 +136,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	orphan, err := cs.CoreV1().Pods(ns).Create(context.Background(), &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "db"},
 			Annotations: map[string]string{"controller.kubernetes.io/pod-deletion-cost": "1000"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -51,6 +52,9 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 	names := crd.Status.AcceptedNames
 	gvk := schemaGVK(crd.Spec.Group, version, names.Kind)
 	s := &customResource{gvk: gvk}
+	if ver.Subresources != nil {
+		s.scale = ver.Subresources.Scale
+	}
 	if ver.Schema != nil && ver.Schema.OpenAPIV3Schema != nil {
 		in := &internal.JSONSchemaProps{}
 		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(ver.Schema.OpenAPIV3Schema, in, nil); err != nil {
@@ -131,7 +135,7 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 	}
 	strat.Subresources = map[string]*registry.Subresource{}
 	if ver.Subresources != nil && ver.Subresources.Scale != nil {
-		strat.Subresources["scale"] = scaleSubresource(ver.Subresources.Scale, strat.PrepareForUpdate)
+		strat.Subresources["scale"] = scaleSubresource(crd, ver.Subresources.Scale, strat.PrepareForUpdate)
 	}
 	if hasStatus {
 		strat.Subresources["status"] = &registry.Subresource{
@@ -178,6 +182,9 @@ type customResource struct {
 	// statusValidator checks status writes against properties.status.
 	statusValidator schemavalidation.SchemaValidator
 	cel             *cel.Validator // nil: no rules
+	// scale is the version's scale subresource, whose replicas paths
+	// every write must keep valid; nil: none.
+	scale *apiextensionsv1.CustomResourceSubresourceScale
 }
 
 // defaults prunes unknown fields and fills defaults, as upstream's
@@ -211,8 +218,11 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 	if u.GetKind() != s.gvk.Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
 	}
-	if len(errs) > 0 || s.validator == nil {
+	if len(errs) > 0 {
 		return errs
+	}
+	if s.validator == nil {
+		return append(s.validateScaleReplicas(u, true), s.validateScaleReplicas(u, false)...)
 	}
 	var oldContent any
 	var schemaOpts []schemavalidation.ValidationOption
@@ -228,6 +238,8 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 	} else {
 		errs = append(errs, schemavalidation.ValidateCustomResource(nil, u.UnstructuredContent(), s.validator)...)
 	}
+	errs = append(errs, s.validateScaleReplicas(u, true)...)
+	errs = append(errs, s.validateScaleReplicas(u, false)...)
 	errs = append(errs, objectmeta.Validate(context.Background(), nil, u.Object, s.structural, false)...)
 	// Set and map list uniqueness, ratcheted: only if the old object had
 	// no such error.
@@ -256,13 +268,17 @@ func (s *customResource) validateStatus(obj, old runtime.Object) field.ErrorList
 	if u.GetKind() != s.gvk.Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), u.GetKind(), "must be "+s.gvk.Kind))
 	}
-	if len(errs) > 0 || s.structural == nil {
+	if len(errs) > 0 {
 		return errs
+	}
+	if s.structural == nil {
+		return s.validateScaleReplicas(u, false)
 	}
 	correlated := common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: s.structural})
 	if status, ok := u.Object["status"]; ok && s.statusValidator != nil {
 		errs = append(errs, schemavalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], s.statusValidator, schemavalidation.WithRatcheting(correlated.Key("status")))...)
 	}
+	errs = append(errs, s.validateScaleReplicas(u, false)...)
 	if newErrs := listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object); len(newErrs) > 0 && len(listtype.ValidateListSetsAndMaps(nil, s.structural, o.Object)) == 0 {
 		errs = append(errs, newErrs...)
 	}
@@ -274,6 +290,30 @@ func (s *customResource) validateStatus(obj, old runtime.Object) field.ErrorList
 	}
 	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
 	return append(errs, celErrs...)
+}
+
+// validateScaleReplicas is upstream's ValidateScaleSpec (spec) or
+// ValidateScaleStatus: the replicas at the scale's path, where present,
+// are an integer in [0, MaxInt32]. The field path is the declared one,
+// leading dot included, as upstream reports it.
+func (s *customResource) validateScaleReplicas(u *unstructured.Unstructured, spec bool) field.ErrorList {
+	if s.scale == nil {
+		return nil
+	}
+	path := s.scale.StatusReplicasPath
+	if spec {
+		path = s.scale.SpecReplicasPath
+	}
+	replicas, _, err := unstructured.NestedInt64(u.Object, fieldsOf(path)...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(field.NewPath(path), replicas, err.Error())}
+	case replicas < 0:
+		return field.ErrorList{field.Invalid(field.NewPath(path), replicas, "should be a non-negative integer")}
+	case replicas > math.MaxInt32:
+		return field.ErrorList{field.Invalid(field.NewPath(path), replicas, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
 }
 
 // blocking is upstream's hasBlockingErr: errors after which CEL rules are

@@ -10,7 +10,10 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	appsdefaults "github.com/kite-project/kite/apis/apps/defaults"
 	appsvalidation "github.com/kite-project/kite/apis/apps/validation"
@@ -62,7 +65,7 @@ func Deployments() *registry.Strategy {
 					return appsvalidation.ValidateDeploymentStatusUpdate(obj.(*appsv1.Deployment), old.(*appsv1.Deployment))
 				},
 			},
-			"scale": scale(func(obj runtime.Object) (*int32, *metav1.LabelSelector, int32) {
+			"scale": scale(appsv1.Resource("deployments/scale"), func(obj runtime.Object) (*int32, *metav1.LabelSelector, int32) {
 				d := obj.(*appsv1.Deployment)
 				return d.Spec.Replicas, d.Spec.Selector, d.Status.Replicas
 			}, func(obj runtime.Object) *metav1.ObjectMeta { return &obj.(*appsv1.Deployment).ObjectMeta }),
@@ -112,7 +115,7 @@ func ReplicaSets() *registry.Strategy {
 					return appsvalidation.ValidateReplicaSetStatusUpdate(obj.(*appsv1.ReplicaSet), old.(*appsv1.ReplicaSet))
 				},
 			},
-			"scale": scale(func(obj runtime.Object) (*int32, *metav1.LabelSelector, int32) {
+			"scale": scale(appsv1.Resource("replicasets/scale"), func(obj runtime.Object) (*int32, *metav1.LabelSelector, int32) {
 				rs := obj.(*appsv1.ReplicaSet)
 				return rs.Spec.Replicas, rs.Spec.Selector, rs.Status.Replicas
 			}, func(obj runtime.Object) *metav1.ObjectMeta { return &obj.(*appsv1.ReplicaSet).ObjectMeta }),
@@ -145,12 +148,17 @@ func ControllerRevisions() *registry.Strategy {
 // replicas, selector and observed replicas parts returns: the Scale's
 // metadata is the object's name, namespace, uid, resourceVersion and
 // creationTimestamp; a write sets spec.replicas, with the Scale's
-// resourceVersion (when set) as precondition.
-func scale(parts func(runtime.Object) (*int32, *metav1.LabelSelector, int32), objMeta func(runtime.Object) *metav1.ObjectMeta) *registry.Subresource {
+// resourceVersion and uid (when set) as preconditions.
+func scale(resource schema.GroupResource, parts func(runtime.Object) (*int32, *metav1.LabelSelector, int32), objMeta func(runtime.Object) *metav1.ObjectMeta) *registry.Subresource {
 	kind := autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 	return &registry.Subresource{
 		Kind: kind,
 		New:  func() runtime.Object { return &autoscalingv1.Scale{} },
+		// apps/v1 is the only version served (upstream's mappings also
+		// list apps/v1beta1, v1beta2 and extensions/v1beta1).
+		ReplicasPaths: managedfields.ResourcePathMappings{
+			appsv1.SchemeGroupVersion.String(): fieldpath.MakePathOrDie("spec", "replicas"),
+		},
 		View: func(obj runtime.Object) (runtime.Object, error) {
 			replicas, sel, observed := parts(obj)
 			m := objMeta(obj)
@@ -181,6 +189,9 @@ func scale(parts func(runtime.Object) (*int32, *metav1.LabelSelector, int32), ob
 			}
 			if errs := apivalidation.ValidateNonnegativeField(int64(s.Spec.Replicas), field.NewPath("spec", "replicas")); len(errs) > 0 {
 				return nil, apierrors.NewInvalid(kind.GroupKind(), m.Name, errs)
+			}
+			if s.UID != "" && s.UID != m.UID {
+				return nil, apierrors.NewConflict(resource, m.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", s.UID, m.UID))
 			}
 			if s.ResourceVersion != "" {
 				m.ResourceVersion = s.ResourceVersion
