@@ -91,7 +91,10 @@ func runningPod(ns, name, node string) *v1.Pod {
 type podState int
 
 const (
-	podRunning podState = iota
+	// podBound is spec.nodeName set (by the scheduler, for an unbound
+	// pod).
+	podBound podState = iota
+	podRunning
 	// podReady is the Ready condition True.
 	podReady
 	podSucceeded
@@ -99,12 +102,14 @@ const (
 )
 
 func (s podState) String() string {
-	return [...]string{"Running", "Ready", "Succeeded", "deleted"}[s]
+	return [...]string{"bound", "Running", "Ready", "Succeeded", "deleted"}[s]
 }
 
 // reached says whether pod (not deleted) is in state s.
 func (s podState) reached(pod *v1.Pod) bool {
 	switch s {
+	case podBound:
+		return pod.Spec.NodeName != ""
 	case podRunning:
 		return pod.Status.Phase == v1.PodRunning
 	case podSucceeded:
