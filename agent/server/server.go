@@ -24,6 +24,7 @@ import (
 
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/apis/core/options"
+	"github.com/kite-project/kite/batchconn"
 )
 
 // ClientCommonName is the common name of the API server's client
@@ -148,7 +149,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	err := srv.ServeTLS(ln, "", "")
+	// A log read writes 16 KiB TLS records one write(2) each; batchconn
+	// gathers what the handler writes while the kernel takes the last
+	// write, as the API server's connections do.
+	err := srv.ServeTLS(batchconn.NewListener(ln, batchconn.Options{}), "", "")
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

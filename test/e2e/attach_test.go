@@ -26,6 +26,7 @@ func TestAttachReachesStdin(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
+	awaitSupervisors(t, dir)
 	k := StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--port=0", "--unsafe-no-fsync",
 		"--hostname-override", "attach-node", "--node-ip", "127.0.0.1")
 	defer stopWithStreamingNoise(t, k)

@@ -19,6 +19,7 @@ func TestBenchClusterMeasuresRunExecAndLogs(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
+	awaitSupervisors(t, dir)
 	k := StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--port=0", "--unsafe-no-fsync",
 		"--hostname-override", "bench-node", "--node-ip", "127.0.0.1")
 	defer stopWithStreamingNoise(t, k)

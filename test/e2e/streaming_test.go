@@ -34,6 +34,7 @@ func TestStreamingThroughTheAPIServer(t *testing.T) {
 	needKubectl(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	const node = "streaming-node"
+	awaitSupervisors(t, dir)
 	k := StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--port=0", "--unsafe-no-fsync", "--hostname-override", node, "--node-ip", "127.0.0.1")
 	defer stopWithStreamingNoise(t, k)
 	kc := filepath.Join(dir, "kubeconfig")
