@@ -20,7 +20,8 @@ import (
 // it: `kubectl attach -i` writes reach the container, over WebSocket and
 // SPDY; with stdinOnce the container's stdin ends with the session (cat
 // exits, kubectl with it); without, it stays open for the next session;
-// and `kubectl run -it --rm -- sh` on a terminal runs a shell that answers,
+// `kubectl run -i --rm` passes piped stdin; and `kubectl run -it --rm --
+// sh` on a terminal runs a shell that answers,
 // sees the client's terminal size and TERM, exits, and is deleted.
 func TestAttachReachesStdin(t *testing.T) {
 	needKubectl(t)
@@ -91,6 +92,14 @@ spec:
 		waitPhase(t, kc, "keep", "Running")
 		if out := kubectl(t, kc, "logs", "keep"); out != "got one\ngot two\n" {
 			t.Errorf("kubectl logs keep = %q, want both sessions' answers", out)
+		}
+	})
+
+	t.Run("kubectl run -i --rm with piped stdin", func(t *testing.T) {
+		out, err := kubectlEnv(t, kc, nil, "piped in\n", "run", "pipe", "--image=busybox", "--restart=Never", "-i", "--rm",
+			"--command", "--", "sh", "-c", "cat; echo cat done # "+marker)
+		if err != nil || !strings.HasPrefix(out, "piped in\ncat done\n") || !strings.Contains(out, `pod "pipe" deleted`) {
+			t.Errorf("kubectl run -i --rm with stdin %q: %q, %v; want it echoed, then the pod deleted", "piped in", out, err)
 		}
 	})
 
