@@ -32,6 +32,14 @@ note says how much of the log each read returned.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("--output must be table or json, not %q", output)
 			}
+			for name, v := range map[string]int{"pods": opts.Pods, "execs": opts.Execs, "log-reads": opts.LogReads} {
+				if v < 0 {
+					return fmt.Errorf("--%s must not be negative, not %d", name, v)
+				}
+			}
+			if opts.LogBytes < 100 || opts.Timeout < 0 {
+				return fmt.Errorf("--log-bytes must be at least one 100-byte line and --timeout not negative, not %d and %s", opts.LogBytes, opts.Timeout)
+			}
 			cfg, err := benchConfig(kubeconfig)
 			if err != nil {
 				return err
