@@ -247,7 +247,7 @@ func (b broadcast) Write(p []byte) (int, error) {
 	s := b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for rest := p; len(rest) > 0; {
+	for rest := p; len(rest) > 0 && len(s.sessions) > 0; {
 		n := min(len(rest), maxFrame)
 		frame := make([]byte, 5+n)
 		frame[0] = b.kind

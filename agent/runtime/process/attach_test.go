@@ -138,3 +138,28 @@ func TestAttachWithoutStdinOrTTYIsUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAttachSlowSessionNeverHoldsTheContainer: a session that stops
+// reading is dropped; the container's output goes on to its log.
+func TestAttachSlowSessionNeverHoldsTheContainer(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	cfg := containerConfig("loud", "sh", "-c", "read l; head -c 30000000 /dev/zero; echo; echo finished")
+	cfg.Stdin = true
+	id := f.run(cfg)
+	stuckR, stuckW := io.Pipe() // nobody reads: the session's writes block
+	done := make(chan error, 1)
+	go func() { done <- f.rt.Attach(context.Background(), id, strings.NewReader("go\n"), stuckW, io.Discard, nil) }()
+	f.waitLog("loud", "finished", 20*time.Second)
+	if st := f.waitExited(id, 5*time.Second); st.ExitCode != 0 {
+		t.Errorf("exit code %d", st.ExitCode)
+	}
+	stuckR.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Attach of the dropped session: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Attach did not return once its writer failed")
+	}
+}
