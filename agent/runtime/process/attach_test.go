@@ -148,7 +148,9 @@ func TestAttachSlowSessionNeverHoldsTheContainer(t *testing.T) {
 	id := f.run(cfg)
 	stuckR, stuckW := io.Pipe() // nobody reads: the session's writes block
 	done := make(chan error, 1)
-	go func() { done <- f.rt.Attach(context.Background(), id, strings.NewReader("go\n"), stuckW, io.Discard, nil) }()
+	go func() {
+		done <- f.rt.Attach(context.Background(), id, strings.NewReader("go\n"), stuckW, io.Discard, nil)
+	}()
 	f.waitLog("loud", "finished", 20*time.Second)
 	if st := f.waitExited(id, 5*time.Second); st.ExitCode != 0 {
 		t.Errorf("exit code %d", st.ExitCode)
