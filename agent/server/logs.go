@@ -69,10 +69,10 @@ func parseEntry(line []byte) (entry, error) {
 	// searches: "<fixedTS> stdout F " is 40 bytes.
 	if len(line) >= fixedTS+10 && line[fixedTS] == ' ' && line[fixedTS+7] == ' ' && line[fixedTS+9] == ' ' &&
 		line[4] == '-' && line[10] == 'T' && line[fixedTS-1] == 'Z' {
-		stream, tag := string(line[fixedTS+1:fixedTS+7]), line[fixedTS+8]
-		if (stream == "stdout" || stream == "stderr") && (tag == 'F' || tag == 'P') {
+		stream, tag := line[fixedTS+1:fixedTS+7], line[fixedTS+8]
+		if (string(stream) == "stdout" || string(stream) == "stderr") && (tag == 'F' || tag == 'P') {
 			e := entry{rawTS: line[:fixedTS], stream: "stdout", partial: tag == 'P', content: line[fixedTS+10:]}
-			if stream == "stderr" {
+			if string(stream) == "stderr" {
 				e.stream = "stderr"
 			}
 			return e, nil
