@@ -165,3 +165,27 @@ func TestAttachSlowSessionNeverHoldsTheContainer(t *testing.T) {
 		t.Fatal("Attach did not return once its writer failed")
 	}
 }
+
+// TestAttachAfterAgentRestart: the supervisor, not the agent, holds the
+// container's stdin, so a new runtime over the same root (a restarted
+// agent) attaches to it.
+func TestAttachAfterAgentRestart(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	cfg := containerConfig("cat", "cat")
+	cfg.Stdin, cfg.StdinOnce = true, true
+	id := f.run(cfg)
+	again, err := New(Options{RootDir: f.root, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := again.Attach(ctx, id, strings.NewReader("after restart\n"), &stdout, io.Discard, nil); err != nil {
+		t.Fatalf("Attach through the new runtime: %v", err)
+	}
+	if got := stdout.String(); got != "after restart\n" {
+		t.Errorf("stdout %q, want cat's echo", got)
+	}
+	f.waitExited(id, 5*time.Second)
+}
