@@ -154,7 +154,7 @@ type clusterRun struct {
 func (c *clusterRun) runToReady(ctx context.Context) (Result, error) {
 	fmt.Fprintf(c.opts.Log, "kite bench cluster: %d pods run one at a time\n", c.opts.Pods)
 	pods := c.client.CoreV1().Pods(c.ns)
-	var lat, bound latencies
+	var lat, bound, running latencies
 	start := time.Now()
 	for i := range c.opts.Pods {
 		name := "run-" + strconv.Itoa(i)
@@ -167,6 +167,7 @@ func (c *clusterRun) runToReady(ctx context.Context) (Result, error) {
 		}
 		lat = append(lat, c.ph.at(name, podReady).Sub(t0))
 		bound = append(bound, c.ph.at(name, podBound).Sub(t0))
+		running = append(running, c.ph.at(name, podRunning).Sub(t0))
 		if c.ready == "" {
 			c.ready = name
 		}
@@ -174,7 +175,8 @@ func (c *clusterRun) runToReady(ctx context.Context) (Result, error) {
 	r := Result{Name: "kubectl run → Ready (unbound, one at a time)", Ops: c.opts.Pods, Items: c.opts.Pods, Duration: time.Since(start)}
 	r.Rate = rate(r.Ops, r.Duration)
 	lat.fill(&r)
-	r.Note = fmt.Sprintf("of which create → bound: p50 %s, p99 %s", duration(bound.percentile(50)), duration(bound.percentile(99)))
+	r.Note = fmt.Sprintf("create → bound: p50 %s, p99 %s; → Running: p50 %s, p99 %s", duration(bound.percentile(50)), duration(bound.percentile(99)),
+		duration(running.percentile(50)), duration(running.percentile(99)))
 	return r, nil
 }
 

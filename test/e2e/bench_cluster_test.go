@@ -52,8 +52,8 @@ func TestBenchClusterMeasuresRunExecAndLogs(t *testing.T) {
 	if note := report.Results[2].Note; !strings.Contains(note, fmt.Sprintf("%d of %d bytes per read", logBytes, logBytes)) {
 		t.Errorf("logs note %q: want each read to return the whole %d-byte log", note, logBytes)
 	}
-	if note := report.Results[0].Note; !strings.Contains(note, "create → bound") {
-		t.Errorf("run note %q: want the scheduling share", note)
+	if note := report.Results[0].Note; !strings.Contains(note, "create → bound") || !strings.Contains(note, "→ Running") {
+		t.Errorf("run note %q: want the scheduling and start shares", note)
 	}
 	// The namespace goes once the agent has stopped its pods.
 	ns := report.Options.Namespace
