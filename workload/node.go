@@ -87,12 +87,48 @@ func runningPod(ns, name, node string) *v1.Pod {
 	}
 }
 
+// podState is a point in a pod's life that phases records.
+type podState int
+
+const (
+	// podBound is spec.nodeName set (by the scheduler, for an unbound
+	// pod).
+	podBound podState = iota
+	podRunning
+	// podReady is the Ready condition True.
+	podReady
+	podSucceeded
+	podGone
+)
+
+func (s podState) String() string {
+	return [...]string{"bound", "Running", "Ready", "Succeeded", "deleted"}[s]
+}
+
+// reached says whether pod (not deleted) is in state s.
+func (s podState) reached(pod *v1.Pod) bool {
+	switch s {
+	case podBound:
+		return pod.Spec.NodeName != ""
+	case podRunning:
+		return pod.Status.Phase == v1.PodRunning
+	case podSucceeded:
+		return pod.Status.Phase == v1.PodSucceeded
+	case podReady:
+		for _, c := range pod.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status == v1.ConditionTrue
+			}
+		}
+	}
+	return false
+}
+
 // phases follows the pods of a namespace through one watch and tells
-// when each was first seen Running and when each was deleted.
+// when each was first seen in each podState.
 type phases struct {
 	mu      sync.Mutex
-	running map[string]time.Time
-	gone    map[string]time.Time
+	seen    [podGone + 1]map[string]time.Time
 	changed chan struct{} // closed and replaced on every change
 }
 
@@ -101,7 +137,10 @@ func watchPhases(ctx context.Context, client kubernetes.Interface, ns string) (*
 	if err != nil {
 		return nil, fmt.Errorf("watch pods of %s: %w", ns, err)
 	}
-	p := &phases{running: map[string]time.Time{}, gone: map[string]time.Time{}, changed: make(chan struct{})}
+	p := &phases{changed: make(chan struct{})}
+	for s := range p.seen {
+		p.seen[s] = map[string]time.Time{}
+	}
 	go func() {
 		defer w.Stop()
 		for {
@@ -118,17 +157,17 @@ func watchPhases(ctx context.Context, client kubernetes.Interface, ns string) (*
 				}
 				now := time.Now()
 				p.mu.Lock()
-				switch {
-				case ev.Type == watch.Deleted:
-					p.gone[pod.Name] = now
-				case pod.Status.Phase == v1.PodRunning && p.running[pod.Name].IsZero():
-					p.running[pod.Name] = now
-				default:
-					p.mu.Unlock()
-					continue
+				changed := false
+				for s := range p.seen {
+					s := podState(s)
+					if p.seen[s][pod.Name].IsZero() && (s == podGone && ev.Type == watch.Deleted || s != podGone && s.reached(pod)) {
+						p.seen[s][pod.Name], changed = now, true
+					}
 				}
-				close(p.changed)
-				p.changed = make(chan struct{})
+				if changed {
+					close(p.changed)
+					p.changed = make(chan struct{})
+				}
 				p.mu.Unlock()
 			}
 		}
@@ -136,19 +175,16 @@ func watchPhases(ctx context.Context, client kubernetes.Interface, ns string) (*
 	return p, nil
 }
 
-// wait returns once done holds for every one of names, or fails at the
-// timeout.
-func (p *phases) wait(ctx context.Context, names []string, gone bool, timeout time.Duration) error {
+// wait returns once every one of names was seen in state, or fails at
+// the timeout.
+func (p *phases) wait(ctx context.Context, names []string, state podState, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
 		p.mu.Lock()
-		m, missing := p.running, 0
-		if gone {
-			m = p.gone
-		}
+		missing := 0
 		for _, n := range names {
-			if m[n].IsZero() {
+			if p.seen[state][n].IsZero() {
 				missing++
 			}
 		}
@@ -161,20 +197,17 @@ func (p *phases) wait(ctx context.Context, names []string, gone bool, timeout ti
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			what := "Running"
-			if gone {
-				what = "deleted"
-			}
-			return fmt.Errorf("workload: %d of %d pods not %s within %v", missing, len(names), what, timeout)
+			return fmt.Errorf("workload: %d of %d pods not %s within %v", missing, len(names), state, timeout)
 		case <-ch:
 		}
 	}
 }
 
-func (p *phases) at(name string) time.Time {
+// at is when name was first seen in state.
+func (p *phases) at(name string, state podState) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.running[name]
+	return p.seen[state][name]
 }
 
 // RunNode runs the node workloads against the server of cfg and the agent
@@ -224,7 +257,7 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 		if err != nil {
 			return Result{}, err
 		}
-		if err := ph.wait(ctx, names, true, opts.Timeout); err != nil {
+		if err := ph.wait(ctx, names, podGone, opts.Timeout); err != nil {
 			return Result{}, err
 		}
 		d = time.Since(start)
@@ -241,10 +274,10 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 		if _, err := pods.Create(ctx, runningPod(ns.Name, name, opts.Node), metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("workload: create pod %s: %w", name, err)
 		}
-		if err := ph.wait(ctx, []string{name}, false, opts.Timeout); err != nil {
+		if err := ph.wait(ctx, []string{name}, podRunning, opts.Timeout); err != nil {
 			return nil, err
 		}
-		lat = append(lat, ph.at(name).Sub(t0))
+		lat = append(lat, ph.at(name, podRunning).Sub(t0))
 		seq = append(seq, name)
 	}
 	r := Result{Name: "pod create → Running (one at a time)", Ops: opts.Pods, Items: opts.Pods, Duration: time.Since(start)}
@@ -268,7 +301,7 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 	}); err != nil {
 		return nil, fmt.Errorf("workload: create burst: %w", err)
 	}
-	if err := ph.wait(ctx, burst, false, opts.Timeout); err != nil {
+	if err := ph.wait(ctx, burst, podRunning, opts.Timeout); err != nil {
 		return nil, err
 	}
 	r = Result{Name: "pods created at once → all Running", Ops: opts.Burst, Items: opts.Burst, Duration: time.Since(start)}
@@ -323,7 +356,7 @@ func staticPods(ctx context.Context, ph *phases, ns string, opts NodeOptions) (R
 			return Result{}, fmt.Errorf("workload: write manifest: %w", err)
 		}
 	}
-	if err := ph.wait(ctx, names, false, opts.Timeout); err != nil {
+	if err := ph.wait(ctx, names, podRunning, opts.Timeout); err != nil {
 		return Result{}, err
 	}
 	r := Result{Name: "static pod files → all Running", Ops: len(names), Items: len(names), Duration: time.Since(start)}
@@ -332,7 +365,7 @@ func staticPods(ctx context.Context, ph *phases, ns string, opts NodeOptions) (R
 		os.Remove(f)
 		files[i] = ""
 	}
-	if err := ph.wait(ctx, names, true, opts.Timeout); err != nil {
+	if err := ph.wait(ctx, names, podGone, opts.Timeout); err != nil {
 		return Result{}, err
 	}
 	return r, nil

@@ -33,6 +33,11 @@ func TestParseEntry(t *testing.T) {
 		{"not-a-time stdout F x", false, "", false, ""},
 		{ts + " stdin F x", false, "", false, ""},
 		{ts, false, "", false, ""},
+		// Other runtimes' timestamps (containerd's RFC 3339 trims zeros,
+		// a zone may be written as an offset): the general parse.
+		{"2026-12-01T10:00:00.1234Z stdout F short", true, "stdout", false, "short"},
+		{"2026-12-01T10:00:00.123456789+01:00 stderr F zoned", true, "stderr", false, "zoned"},
+		{"2026-12-01T10:00:00.123456789Z stdout X bad tag", true, "stdout", false, "bad tag"},
 	}
 	for _, c := range cases {
 		e, err := parseEntry([]byte(c.line))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/apis/core/options"
+	"github.com/kite-project/kite/batchconn"
 )
 
 // ClientCommonName is the common name of the API server's client
@@ -148,7 +149,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-ctx.Done()
 		srv.Close()
 	}()
-	err := srv.ServeTLS(ln, "", "")
+	// A log read writes 16 KiB TLS records one write(2) each; batchconn
+	// gathers what the handler writes while the kernel takes the last
+	// write, as the API server's connections do.
+	err := srv.ServeTLS(batchconn.NewListener(ln, batchconn.Options{}), "", "")
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -310,11 +314,6 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if streamOpts.Stdin || streamOpts.TTY {
-		// Refused before the upgrade, so the client sees why.
-		message(w, http.StatusBadRequest, fmt.Sprintf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container))
-		return
-	}
 	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
 	if err != nil {
 		message(w, code, err.Error())
@@ -328,19 +327,39 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
-// attacher streams what a running container writes from now on. The
-// process runtime starts containers without stdin or a terminal (its
-// supervisor holds only their output pipes, which it writes to the CRI
-// log): attach follows that log, split back into stdout and stderr, and
-// refuses stdin and tty.
+// Attacher reaches a running container's standard streams (the process
+// runtime's Attach, for containers started with stdin or a tty). An error
+// wrapping errors.ErrUnsupported says the container has none to reach:
+// attach then follows its log.
+type Attacher interface {
+	Attach(ctx context.Context, containerID string, stdin io.Reader, stdout, stderr io.Writer, resize <-chan runtime.TerminalSize) error
+}
+
+// attacher streams what a running container writes from now on: through
+// the runtime's Attacher where the container has stdin or a tty (and
+// stdin then goes in), else from its log, split back into stdout and
+// stderr, with stdin ignored (as containerd ignores it for a container
+// started without).
 type attacher struct {
 	s    *Server
 	inst instance
 }
 
-func (a attacher) AttachContainer(ctx context.Context, _, _, container string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
-	if tty || in != nil {
-		return fmt.Errorf("attach to container %s: the process runtime starts containers without stdin or a tty; attach streams their output only", container)
+func (a attacher) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, errw io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize) error {
+	var stdout, stderr io.Writer
+	if out != nil {
+		stdout = out
+	}
+	if errw != nil {
+		stderr = errw
+	}
+	if at, ok := a.s.opts.Runtime.(Attacher); ok {
+		done := make(chan struct{})
+		defer close(done)
+		err := at.Attach(ctx, a.inst.id, in, stdout, stderr, terminalSizes(resize, done))
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
 	}
 	running := func() bool {
 		st, err := a.s.opts.Runtime.ContainerStatus(ctx, a.inst.id)
@@ -354,6 +373,34 @@ func (a attacher) AttachContainer(ctx context.Context, _, _, container string, i
 		opts.Stderr = errw
 	}
 	return ReadLogs(ctx, a.inst.logPath, opts, running, io.Discard)
+}
+
+// terminalSizes passes resize on as the runtime's sizes until resize or
+// done closes; nil for nil.
+func terminalSizes(resize <-chan remotecommand.TerminalSize, done <-chan struct{}) <-chan runtime.TerminalSize {
+	if resize == nil {
+		return nil
+	}
+	sizes := make(chan runtime.TerminalSize)
+	go func() { // ends with resize or done
+		defer close(sizes)
+		for {
+			select {
+			case <-done:
+				return
+			case sz, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- runtime.TerminalSize{Width: sz.Width, Height: sz.Height}:
+				case <-done:
+					return
+				}
+			}
+		}
+	}()
+	return sizes
 }
 
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
@@ -410,27 +457,9 @@ func (e execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []strin
 // execTTY runs cmd on a terminal; its output is all on stdout, as with
 // a terminal there is no stderr stream.
 func (e execer) execTTY(ctx context.Context, t TTYExecer, cmd []string, in io.Reader, out io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
-	sizes := make(chan runtime.TerminalSize)
 	done := make(chan struct{})
 	defer close(done)
-	go func() { // ends with resize or with the exec
-		defer close(sizes)
-		for {
-			select {
-			case <-done:
-				return
-			case sz, ok := <-resize:
-				if !ok {
-					return
-				}
-				select {
-				case sizes <- runtime.TerminalSize{Width: sz.Width, Height: sz.Height}:
-				case <-done:
-					return
-				}
-			}
-		}
-	}()
+	sizes := terminalSizes(resize, done)
 	var w io.Writer = io.Discard
 	if out != nil {
 		w = out

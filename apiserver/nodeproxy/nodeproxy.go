@@ -26,6 +26,10 @@ import (
 	"github.com/kite-project/kite/apis/core/options"
 )
 
+// logBuffer is how much of a log is read from the agent before it is
+// written on.
+const logBuffer = 256 << 10
+
 // DefaultKubeletPort is used when a Node reports no daemon endpoint port.
 const DefaultKubeletPort = 10250
 
@@ -279,9 +283,19 @@ func (p *Proxy) log(w http.ResponseWriter, r *http.Request, namespace, name stri
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, logBuffer)
 	for {
-		n, rerr := resp.Body.Read(buf)
+		var n int
+		var rerr error
+		if opts.Follow {
+			// What came, at once.
+			n, rerr = resp.Body.Read(buf)
+		} else {
+			// Whole buffers: a TLS read returns one 16 KiB record, and
+			// each write to an HTTP/2 client is a hand-off to its
+			// connection's goroutine, so fewer, larger writes cost less.
+			n, rerr = io.ReadFull(resp.Body, buf)
+		}
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return nil

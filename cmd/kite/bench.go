@@ -84,7 +84,7 @@ client-go's typed clients do. The informer sync is client-go's either way.`,
 	fs.IntVar(&f.opts.Repeats, "repeats", 5, "runs of each list and informer sync")
 	fs.StringVar(&f.decode, "decode", string(workload.RawDecode), "how lists and fan-out watchers read responses: raw (decode only what the checks need: item names, continue token; event type, namespace, resourceVersion, sent annotation; so the figures measure the server) or client-go (its typed client, every pod decoded in full)")
 	fs.DurationVar(&f.opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
-	cmd.AddCommand(newBenchNodeCommand(), newBenchChaosCommand())
+	cmd.AddCommand(newBenchNodeCommand(), newBenchChaosCommand(), newBenchClusterCommand())
 	return cmd
 }
 

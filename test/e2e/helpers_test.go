@@ -70,3 +70,23 @@ func closedPortURL(t *testing.T) string {
 	l.Close()
 	return "http://" + addr
 }
+
+// awaitSupervisors, registered before the processes that start pods under
+// dir, waits at the test's end (at most 10 s) until no process names dir
+// in its command line: a container's supervisor outlives its agent and,
+// once its container is killed, writes the container's exit record, which
+// must not race the removal of the test's directories.
+func awaitSupervisors(t *testing.T, dir string) {
+	t.Helper()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for exec.Command("pgrep", "-f", dir).Run() == nil {
+			if time.Now().After(deadline) {
+				out, _ := exec.Command("pgrep", "-af", dir).Output()
+				t.Errorf("processes under %s outlive the test:\n%s", dir, out)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}

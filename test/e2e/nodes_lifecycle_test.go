@@ -7,16 +7,17 @@ import (
 	"time"
 )
 
-// TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted runs "kite server"
+// TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvictedAndReplaced runs "kite server"
 // (node life-a, its own agent) and a second "kite agent" (node life-b),
 // with a 5 s --node-monitor-grace-period. When life-b's agent stops, its
 // node goes Unknown and is tainted unreachable, and its pod, which
 // tolerates that for 2 s, is evicted (the taint manager's condition and a
 // graceful delete that waits for the node); when the agent returns the
-// node is Ready again, untainted, and the agent finishes the pod. A pod
-// that fits nowhere shows its FailedScheduling message in kubectl
-// describe.
-func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted(t *testing.T) {
+// node is Ready again, untainted, and the agent finishes the pod. A
+// Deployment's pod on life-b is evicted as well and replaced on life-a by
+// its ReplicaSet, one pod for the one lost. A pod that fits nowhere shows
+// its FailedScheduling message in kubectl describe.
+func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvictedAndReplaced(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
@@ -44,6 +45,21 @@ func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted(t *testing.T) {
 		return err == nil && strings.Contains(out, "FailedScheduling") && strings.Contains(out, "0/2 nodes are available: 2 Insufficient cpu.")
 	})
 	kubectl(t, kc, "delete", "pod", "huge", "--wait=true")
+
+	// Deployment web's pod goes to life-b: life-a is cordoned while it is
+	// scheduled.
+	kubectl(t, kc, "cordon", "life-a")
+	webMarker := newMarker(t)
+	applyIn(t, "", kc, sleeperDeployment(podSpec{name: "web", marker: webMarker, tolerationSeconds: 2}))
+	var webFirst string
+	eventually(t, "deployment web's pod is not Running on life-b", func() bool {
+		pods := appPods(t, kc, "web")
+		if len(pods) == 1 && pods[0].node == "life-b" && pods[0].phase == "Running" {
+			webFirst = pods[0].name
+		}
+		return webFirst != ""
+	})
+	kubectl(t, kc, "uncordon", "life-a")
 
 	marker := newMarker(t)
 	applyIn(t, "", kc, sleeperPod(podSpec{name: "doomed", node: "life-b", marker: marker, tolerationSeconds: 2}))
@@ -79,7 +95,23 @@ func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted(t *testing.T) {
 	} else if evicted.Sub(tainted) < 2*time.Second {
 		t.Errorf("evicted at %s, tainted NoExecute at %s: sooner than its 2 s toleration", evicted, tainted)
 	}
-	t.Logf("agent stopped: node seen Unknown after %s, pod seen evicted after %s", unknownAfter.Round(time.Millisecond), evictedAfter.Round(time.Millisecond))
+	// Its ReplicaSet replaces web's evicted pod on the node that is left.
+	var webSecond string
+	eventually(t, "deployment web's evicted pod is not replaced by a Running one on life-a", func() bool {
+		for _, p := range appPods(t, kc, "web") {
+			if p.name != webFirst && p.node == "life-a" && p.phase == "Running" && !p.deleting {
+				webSecond = p.name
+			}
+		}
+		return webSecond != ""
+	})
+	recreatedAfter := time.Since(stopped)
+	if got := getIn(t, "", kc, `{.status.conditions[?(@.type=="DisruptionTarget")].reason}`, "pod", webFirst); got != "DeletionByTaintManager" {
+		t.Errorf("deployment web's first pod %s: DisruptionTarget reason %q, want DeletionByTaintManager", webFirst, got)
+	}
+	kubectl(t, kc, "rollout", "status", "deployment/web", "--timeout=30s")
+	t.Logf("agent stopped: node seen Unknown after %s, pod seen evicted after %s, deployment's pod Running elsewhere after %s",
+		unknownAfter.Round(time.Millisecond), evictedAfter.Round(time.Millisecond), recreatedAfter.Round(time.Millisecond))
 	// The node's agent is gone: the pod stays Terminating, its process runs.
 	if n := markerProcesses(marker); n != 1 {
 		t.Errorf("%d processes of the evicted pod while its agent is down, want 1 (the supervisor keeps it)", n)
@@ -94,7 +126,34 @@ func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvicted(t *testing.T) {
 		_, err := tryKubectl(t, kc, "get", "pod", "doomed")
 		return err != nil && markerProcesses(marker) == 0
 	})
+	// Web's evicted pod is finished too, and only its replacement is left:
+	// the ReplicaSet made one pod for the one it lost, not more.
+	eventually(t, "deployment web has other pods than its replacement "+webSecond, func() bool {
+		pods := appPods(t, kc, "web")
+		return len(pods) == 1 && pods[0].name == webSecond && markerProcesses(webMarker) == 1
+	})
 	stopAgent(t, agent)
+}
+
+// appPod is what appPods tells of a pod.
+type appPod struct {
+	name, node, phase string
+	deleting          bool
+}
+
+// appPods lists the pods labelled app=app; nil when kubectl fails.
+func appPods(t *testing.T, kubeconfig, app string) []appPod {
+	t.Helper()
+	out := getIn(t, "", kubeconfig, `{range .items[*]}{.metadata.name} {.spec.nodeName} {.status.phase} {.metadata.deletionTimestamp}{"\n"}{end}`, "pods", "-l", "app="+app)
+	var pods []appPod
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		pods = append(pods, appPod{name: f[0], node: f[1], phase: f[2], deleting: len(f) > 3})
+	}
+	return pods
 }
 
 // TestOnlyNodesStoppedAgentEvictsNothing runs "kite apiserver" and one

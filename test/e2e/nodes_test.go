@@ -84,21 +84,39 @@ type podSpec struct {
 // sleeperPod is a pod whose one container runs spec.marker.
 func sleeperPod(spec podSpec) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  terminationGracePeriodSeconds: 2\n", spec.name)
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n", spec.name)
+	writeSleeperSpec(&b, spec, "  ")
+	return []byte(b.String())
+}
+
+// sleeperDeployment is a Deployment of one replica whose pods are
+// sleeperPod's (spec.node left out) and labelled app=spec.name.
+func sleeperDeployment(spec podSpec) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %[1]s}\nspec:\n  replicas: 1\n"+
+		"  selector: {matchLabels: {app: %[1]s}}\n  template:\n    metadata: {labels: {app: %[1]s}}\n    spec:\n", spec.name)
+	spec.node = ""
+	writeSleeperSpec(&b, spec, "      ")
+	return []byte(b.String())
+}
+
+// writeSleeperSpec writes the fields of sleeperPod's pod spec, each line
+// indented by indent.
+func writeSleeperSpec(b *strings.Builder, spec podSpec, indent string) {
+	fmt.Fprintf(b, "%sterminationGracePeriodSeconds: 2\n", indent)
 	if spec.node != "" {
-		fmt.Fprintf(&b, "  nodeName: %s\n", spec.node)
+		fmt.Fprintf(b, "%snodeName: %s\n", indent, spec.node)
 	}
 	if spec.tolerationSeconds > 0 {
-		b.WriteString("  tolerations:\n")
+		fmt.Fprintf(b, "%stolerations:\n", indent)
 		for _, key := range []string{"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"} {
-			fmt.Fprintf(&b, "  - {key: %s, operator: Exists, effect: NoExecute, tolerationSeconds: %d}\n", key, spec.tolerationSeconds)
+			fmt.Fprintf(b, "%s- {key: %s, operator: Exists, effect: NoExecute, tolerationSeconds: %d}\n", indent, key, spec.tolerationSeconds)
 		}
 	}
-	fmt.Fprintf(&b, "  containers:\n  - name: c\n    image: busybox\n    command: [sh, -c, \"exec %s\"]\n", spec.marker)
+	fmt.Fprintf(b, "%scontainers:\n%s- name: c\n%s  image: busybox\n%s  command: [sh, -c, \"exec %s\"]\n", indent, indent, indent, indent, spec.marker)
 	if spec.cpu != "" {
-		fmt.Fprintf(&b, "    resources: {requests: {cpu: %q}}\n", spec.cpu)
+		fmt.Fprintf(b, "%s  resources: {requests: {cpu: %q}}\n", indent, spec.cpu)
 	}
-	return []byte(b.String())
 }
 
 // applyIn writes manifest to a file and applies it with kubectl in netns.

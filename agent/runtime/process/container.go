@@ -116,9 +116,6 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 	if len(config.Command) == 0 {
 		return containerSpec{}, fmt.Errorf("%w: the process runtime runs a container's command on the host and cannot take it from image %q", ErrNoCommand, config.GetImage().GetImage())
 	}
-	if config.Tty || config.Stdin {
-		return containerSpec{}, errors.New("the process runtime has no stdin or tty for containers")
-	}
 	logDir := sandboxConfig.GetLogDirectory()
 	if logDir == "" {
 		logDir = s.config.GetLogDirectory()
@@ -136,17 +133,24 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 		LogPath:     logPath,
 		LogMaxSize:  r.logMaxSize,
 		LogMaxFiles: r.logMaxFiles,
+		Stdin:       config.Stdin,
+		StdinOnce:   config.Stdin && config.StdinOnce,
+		TTY:         config.Tty,
 	}
-	hasPath := false
+	hasPath, hasTerm := false, false
 	for _, kv := range config.Envs {
 		if kv.Key == "" || strings.Contains(kv.Key, "=") {
 			return containerSpec{}, fmt.Errorf("environment variable name %q is invalid", kv.Key)
 		}
 		spec.Env = append(spec.Env, kv.Key+"="+string(kv.Value))
 		hasPath = hasPath || kv.Key == "PATH"
+		hasTerm = hasTerm || kv.Key == "TERM"
 	}
 	if !hasPath {
 		spec.Env = append(spec.Env, "PATH="+defaultPath)
+	}
+	if spec.TTY && !hasTerm {
+		spec.Env = append(spec.Env, "TERM=xterm") // as containerd's WithTTY
 	}
 	user, err := resolveUser(config.GetLinux().GetSecurityContext())
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 //	<root>/containers/<id>/exit.json     exitRecord (supervisor, once it is gone)
 //	<root>/containers/<id>/supervisor.log the supervisor's own stderr
 //	<root>/containers/<id>/supervisor.lock flock(2)ed by the supervisor while it lives
+//	<root>/containers/<id>/attach.sock   the supervisor's attach sessions (stdin or tty only)
 //
 // Every file is written whole, by rename, so a reader sees either nothing
 // or all of it.
@@ -49,6 +50,12 @@ type containerSpec struct {
 	Mounts      []mountSpec `json:"mounts,omitempty"`
 	User        *userSpec   `json:"user,omitempty"`
 	OOMScoreAdj *int64      `json:"oomScoreAdj,omitempty"` // the kubelet's per-QoS value
+	// Stdin keeps the container's standard input open for attach (a
+	// pipe, or the terminal with TTY); StdinOnce ends it with the first
+	// attach session's; TTY runs the container on a terminal.
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdinOnce,omitempty"`
+	TTY       bool `json:"tty,omitempty"`
 }
 
 type mountSpec struct {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/creack/pty"
 )
 
 // reportFD is the supervisor's end of the pipe to the agent that started
@@ -102,12 +104,15 @@ func supervise(dir string, started func(error)) error {
 	}
 	defer log.close()
 
-	pid, err := startContainer(dir, spec, log)
+	pid, attach, err := startContainer(dir, spec, log)
 	if err != nil {
 		if pid > 0 { // runs, but unrecorded: it must not run on
 			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
 			spec.Cgroup.kill()
 			waitFor(pid, nil)
+		}
+		if attach != nil {
+			attach.stop()
 		}
 		return startFailed(err)
 	}
@@ -130,31 +135,28 @@ func supervise(dir string, started func(error)) error {
 	case code == 0 && !signaled:
 		rec.Reason = "Completed"
 	}
-	return writeRecord(dir, exitFile, rec)
+	err = writeRecord(dir, exitFile, rec)
+	if attach != nil {
+		// The output is all out (drained above): the sessions end.
+		attach.stop()
+	}
+	return err
 }
 
 // startContainer starts the container's command with its stdout and
-// stderr going to log, and records it in started.json once it runs. It
-// returns the container's PID, also with an error if the command runs
-// but could not be recorded.
-func startContainer(dir string, spec containerSpec, log *logWriter) (int, error) {
-	devNull, err := os.Open(os.DevNull)
+// stderr going to log (and to attach sessions, where it has stdin or a
+// tty), and records it in started.json once it runs. It returns the
+// container's PID, also with an error if the command runs but could not
+// be recorded, and the attach server, if any, for the caller to stop.
+func startContainer(dir string, spec containerSpec, log *logWriter) (int, *attachServer, error) {
+	st, err := openStdio(spec)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer devNull.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	pid, err := startCommand(dir, spec, devNull, outW, errW)
-	outW.Close()
-	errW.Close()
+	pid, err := startCommand(dir, spec, st.stdin, st.stdout, st.stderr)
+	st.closeChildEnds()
 	var self, ident procIdentity
+	var attach *attachServer
 	if err == nil {
 		// Not reaped yet (the supervisor reaps with wait4), so the PID
 		// is still the command's.
@@ -162,23 +164,109 @@ func startContainer(dir string, spec containerSpec, log *logWriter) (int, error)
 		if err == nil {
 			ident, err = identify(pid)
 		}
+		if err == nil && (spec.Stdin || spec.TTY) {
+			attach, err = serveAttach(dir, st.input, st.closeInput, st.term, spec.StdinOnce)
+		}
 		if err != nil {
 			syscall.Kill(-pid, syscall.SIGKILL)
 			waitFor(pid, nil)
 		}
 	}
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		return 0, err
+		st.closeOurEnds()
+		return 0, nil, err
 	}
-	log.copy(outR, "stdout")
-	log.copy(errR, "stderr")
+	var tee func(kind byte) io.Writer
+	if attach != nil {
+		tee = attach.output
+	}
+	if st.term != nil {
+		log.copy(ptyOutput{st.term}, "stdout", tee, frameStdout)
+	} else {
+		log.copy(st.outR, "stdout", tee, frameStdout)
+		log.copy(st.errR, "stderr", tee, frameStderr)
+	}
 	boot, err := readBootID()
 	if err != nil {
-		return pid, err
+		return pid, attach, err
 	}
-	return pid, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+	return pid, attach, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+}
+
+// stdio is a container's standard streams: the child's ends, which the
+// supervisor closes once the command started, and its own.
+type stdio struct {
+	stdin, stdout, stderr *os.File // the child's
+	child                 []*os.File
+
+	outR, errR *os.File // output pipes (no terminal)
+	term       *os.File // the terminal's master (TTY)
+	input      io.Writer
+	closeInput func()
+	ours       []*os.File
+}
+
+// openStdio opens a container's streams: output pipes, and stdin from
+// /dev/null; or, with Stdin, a pipe the supervisor writes; or, with TTY,
+// a new terminal for all three.
+func openStdio(spec containerSpec) (st stdio, err error) {
+	defer func() {
+		if err != nil {
+			st.closeChildEnds()
+			st.closeOurEnds()
+		}
+	}()
+	if spec.TTY {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			return st, fmt.Errorf("open a terminal: %w", err)
+		}
+		st.term, st.ours = ptmx, append(st.ours, ptmx)
+		st.stdin, st.stdout, st.stderr, st.child = tty, tty, tty, []*os.File{tty}
+		if spec.Stdin {
+			st.input = ptmx
+		}
+		return st, nil
+	}
+	if spec.Stdin {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return st, err
+		}
+		st.stdin, st.child = inR, append(st.child, inR)
+		st.input, st.closeInput, st.ours = inW, func() { inW.Close() }, append(st.ours, inW)
+	} else {
+		devNull, err := os.Open(os.DevNull)
+		if err != nil {
+			return st, err
+		}
+		st.stdin, st.child = devNull, append(st.child, devNull)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return st, err
+	}
+	st.outR, st.stdout, st.child, st.ours = outR, outW, append(st.child, outW), append(st.ours, outR)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return st, err
+	}
+	st.errR, st.stderr, st.child, st.ours = errR, errW, append(st.child, errW), append(st.ours, errR)
+	return st, nil
+}
+
+func (st *stdio) closeChildEnds() {
+	for _, f := range st.child {
+		f.Close()
+	}
+	st.child = nil
+}
+
+func (st *stdio) closeOurEnds() {
+	for _, f := range st.ours {
+		f.Close()
+	}
+	st.ours = nil
 }
 
 // startCommand starts the container's command with stdin, stdout and
@@ -211,7 +299,7 @@ func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File
 		return 0, err
 	}
 	defer initR.Close()
-	sys := &syscall.SysProcAttr{Setsid: true}
+	sys := &syscall.SysProcAttr{Setsid: true, Setctty: spec.TTY}
 	if len(spec.Mounts) > 0 {
 		// A private mount namespace for the container: Go makes "/"
 		// recursively private in the child before exec, so init's binds
@@ -249,7 +337,9 @@ func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error
 	if wd == "" {
 		wd = "/"
 	}
-	sys := &syscall.SysProcAttr{Setsid: true, Credential: spec.User.credential()}
+	// On a terminal, the container's session has it as its controlling
+	// terminal (Ctty 0: its stdin), so ^C and job control work.
+	sys := &syscall.SysProcAttr{Setsid: true, Setctty: spec.TTY, Credential: spec.User.credential()}
 	if spec.Cgroup.Unified != "" {
 		cg, err := os.Open(spec.Cgroup.Unified)
 		if err != nil {
@@ -333,13 +423,18 @@ func reapAll(timeout time.Duration) {
 }
 
 // copy writes the container's stream r to the log until EOF, in its own
-// goroutine (of the supervisor process, not the agent).
-func (w *logWriter) copy(r *os.File, stream string) {
+// goroutine (of the supervisor process, not the agent); with tee, also to
+// tee(kind) as it is read.
+func (w *logWriter) copy(r io.ReadCloser, stream string, tee func(kind byte) io.Writer, kind byte) {
 	w.streams.Add(1)
 	go func() {
 		defer w.streams.Done()
 		defer r.Close()
-		if err := copyStream(r, stream, w, maxLogLine); err != nil {
+		var in io.Reader = r
+		if tee != nil {
+			in = io.TeeReader(r, tee(kind))
+		}
+		if err := copyStream(in, stream, w, maxLogLine); err != nil {
 			fmt.Fprintf(os.Stderr, "log %s: %v\n", stream, err)
 			io.Copy(io.Discard, r)
 		}
