@@ -81,6 +81,9 @@ type Controller struct {
 	// still holding the finalizer must not be counted twice, nor the
 	// Job's possibly stale status be used to create pods meanwhile.
 	released map[types.UID]types.UID
+	// writes are this controller's own writes that a Job's sync waits to
+	// see in the caches.
+	writes *writes
 }
 
 // New returns a Controller.
@@ -102,6 +105,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
 		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, lastFailure: map[types.UID]time.Time{}, released: map[types.UID]types.UID{},
+		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
 	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
@@ -156,6 +160,35 @@ func (c *Controller) forget(uid types.UID) {
 	delete(c.pending, uid)
 	delete(c.lastFailure, uid)
 	c.mu.Unlock()
+	c.writes.forget(uid)
+}
+
+// lastSync is how far each cache has read, for writes.ready.
+func (c *Controller) lastSync(resource string) string {
+	if resource == resJobs {
+		return c.jobs.LastSyncResourceVersion()
+	}
+	return c.pods.LastSyncResourceVersion()
+}
+
+// expected is what a Job's sync still waits to observe of its own writes.
+type expected struct {
+	// pending counts creations not yet seen.
+	pending int
+	// released are the pods whose finalizer removal is not yet seen.
+	released map[types.UID]bool
+}
+
+func (c *Controller) expectations(jobUID types.UID) expected {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := expected{pending: c.pending[jobUID], released: map[types.UID]bool{}}
+	for pod, owner := range c.released {
+		if owner == jobUID {
+			e.released[pod] = true
+		}
+	}
+	return e
 }
 
 func (c *Controller) seenReleased(uid types.UID) {
@@ -253,8 +286,22 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if !ok {
 		return nil
 	}
+	// Decide only from caches that show this controller's own last writes
+	// (retried, rate-limited, until they do); the Job is read again once
+	// they do.
+	if err := c.writes.ready(cached.UID, c.lastSync); err != nil {
+		return fmt.Errorf("job %s: %w", k, err)
+	}
+	if cached, ok = c.jobs.Store().Get(k); !ok {
+		return nil
+	}
 	j := cached.DeepCopy()
 	now := c.now()
+	// Expectations are read before the pods are listed, as upstream's: a
+	// creation (or finalizer removal) observed in between would otherwise
+	// satisfy them while the list still lacks it, and the pod be made (or
+	// counted) twice.
+	exp := c.expectations(j.UID)
 	pods, _ := c.pods.Store().ByIndex(ownerIndex, string(j.UID))
 	if finished(&j.Status) {
 		if err := c.releaseFinalizers(ctx, j.UID, pods); err != nil {
@@ -279,16 +326,8 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	// uncounted (or ignored, by an Ignore rule).
 	var release []*corev1.Pod
 	var failJob *PolicyMatch
-	c.mu.Lock()
-	stale := map[types.UID]bool{}
 	for _, p := range pods {
-		if _, ok := c.released[p.UID]; ok {
-			stale[p.UID] = true
-		}
-	}
-	c.mu.Unlock()
-	for _, p := range pods {
-		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || stale[p.UID] {
+		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || exp.released[p.UID] {
 			continue
 		}
 		succeeded := p.Status.Phase == corev1.PodSucceeded
@@ -417,7 +456,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			setCondition(s, batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed", now)
 			s.StartTime = ptrTime(now)
 		}
-		manageErr = c.manage(ctx, j, s, active, completed)
+		manageErr = c.manage(ctx, j, s, exp, active, completed)
 		if j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil {
 			c.queue.AddAfter(k, s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second).Sub(now)+10*time.Millisecond)
 		}
@@ -442,21 +481,14 @@ func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 func ptrInt32(v int32) *int32          { return &v }
 
 // manage creates the pods the Job lacks, after its back-off.
-func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus, active []*corev1.Pod, completed map[int]bool) error {
+func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus, exp expected, active []*corev1.Pod, completed map[int]bool) error {
 	c.mu.Lock()
-	pending := c.pending[j.UID]
 	last, failedBefore := c.lastFailure[j.UID]
 	c.mu.Unlock()
-	if pending > 0 {
+	if exp.pending > 0 {
 		return nil // wait to see our own creations
 	}
-	c.mu.Lock()
-	unseen := false
-	for _, owner := range c.released {
-		unseen = unseen || owner == j.UID
-	}
-	c.mu.Unlock()
-	if unseen {
+	if len(exp.released) > 0 {
 		// Pods it counted are not yet seen released: the Job's cached
 		// status may predate that count too. Decide once they are.
 		c.queue.AddAfter(key(j), 100*time.Millisecond)
@@ -556,6 +588,7 @@ func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int) err
 		c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
 		return err
 	}
+	c.writes.wroteAt(j.UID, resPods, created.ResourceVersion)
 	c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
 	return nil
 }
@@ -584,7 +617,10 @@ func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, po
 		c.mu.Lock()
 		c.released[p.UID] = jobUID
 		c.mu.Unlock()
-		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		out, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		if err == nil {
+			c.writes.wroteAt(jobUID, resPods, out.ResourceVersion)
+		}
 		if apierrors.IsNotFound(err) {
 			c.seenReleased(p.UID)
 		}
@@ -629,6 +665,7 @@ func (c *Controller) writeStatus(ctx context.Context, j *batchv1.Job, s *batchv1
 	if err != nil {
 		return fmt.Errorf("update status of job %s: %w", key(j), err)
 	}
+	c.writes.wroteAt(j.UID, resJobs, out.ResourceVersion)
 	*j = *out
 	return nil
 }
