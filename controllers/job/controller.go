@@ -320,7 +320,10 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
 	}
 	u := s.UncountedTerminatedPods
-	completed := ParseIndexes(s.CompletedIndexes)
+	completed := map[int]bool{}
+	if indexed(j) && j.Spec.Completions != nil {
+		completed = ParseIndexes(s.CompletedIndexes, int(*j.Spec.Completions))
+	}
 
 	// Step 1: finished pods still holding the finalizer are noted as
 	// uncounted (or ignored, by an Ignore rule).
@@ -343,7 +346,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		}
 		if succeeded {
 			u.Succeeded = append(u.Succeeded, p.UID)
-			if i, ok := index(p); ok && indexed(j) {
+			if i, ok := index(p); ok && indexed(j) && i < int(*j.Spec.Completions) {
 				completed[i] = true
 			}
 		} else {
@@ -421,6 +424,9 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		case j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil && !now.Before(s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second)):
 			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonDeadlineExceeded, msgDeadline, now)
 			c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ReasonDeadlineExceeded, msgDeadline)
+		case indexed(j) && j.Spec.SuccessPolicy != nil && successPolicyMet(j, completed):
+			msg, _ := MatchSuccessPolicy(j.Spec.SuccessPolicy, *j.Spec.Completions, completed)
+			setCondition(s, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ReasonSuccessPolicy, msg, now)
 		case Succeeded(j, s.Succeeded+int32(len(u.Succeeded)), len(completed), len(active)):
 			setCondition(s, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ReasonCompletionsReached, msgCompletions, now)
 		}
@@ -471,6 +477,11 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return err
 	}
 	return manageErr
+}
+
+func successPolicyMet(j *batchv1.Job, completed map[int]bool) bool {
+	_, met := MatchSuccessPolicy(j.Spec.SuccessPolicy, *j.Spec.Completions, completed)
+	return met
 }
 
 func countsDeleted(j *batchv1.Job) bool {

@@ -229,3 +229,58 @@ func TestActiveDeadlineAndTTL(t *testing.T) {
 		t.Errorf("job not deleted after its TTL: %v", err)
 	}
 }
+
+// indexOf is the completion index of a pod the controller made.
+func indexOf(p *corev1.Pod) string { return p.Annotations[batchv1.JobCompletionIndexAnnotation] }
+
+func jobCondition(j *batchv1.Job, ct batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range j.Status.Conditions {
+		if j.Status.Conditions[i].Type == ct {
+			return &j.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestSuccessPolicyCompletesTheJob(t *testing.T) {
+	// Index 1 succeeds; the others would run for ever.
+	cs, ns := start(t, func(p *corev1.Pod) (corev1.PodPhase, int32) {
+		if indexOf(p) == "1" {
+			return corev1.PodSucceeded, 0
+		}
+		return corev1.PodRunning, 0
+	})
+	mode := batchv1.IndexedCompletion
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("leader", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism, j.Spec.CompletionMode = ptr.To[int32](4), ptr.To[int32](4), &mode
+		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+			{SucceededIndexes: ptr.To("0,3")}, {SucceededIndexes: ptr.To("1"), SucceededCount: ptr.To[int32](1)}}}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "leader", batchv1.JobComplete)
+	for _, ct := range []batchv1.JobConditionType{batchv1.JobSuccessCriteriaMet, batchv1.JobComplete} {
+		if c := jobCondition(j, ct); c == nil || c.Reason != job.ReasonSuccessPolicy || c.Message != "Matched rules at index 1" {
+			t.Errorf("%s condition %+v", ct, c)
+		}
+	}
+	if j.Status.CompletedIndexes != "1" || j.Status.Succeeded != 1 || j.Status.Active != 0 || j.Status.CompletionTime == nil {
+		t.Errorf("status %+v", j.Status)
+	}
+	// The other indexes' pods were stopped: none is left.
+	err := wait.PollUntilContextTimeout(context.Background(), 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if indexOf(&p) != "1" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("pods of the other indexes not deleted: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	ReasonDeadlineExceeded     = "DeadlineExceeded"
 	ReasonPodFailurePolicy     = "PodFailurePolicy"
 	ReasonCompletionsReached   = "CompletionsReached"
+	ReasonSuccessPolicy        = "SuccessPolicy"
 	ReasonSuspended            = "JobSuspended"
 	ReasonResumed              = "JobResumed"
 
@@ -114,8 +115,10 @@ func Succeeded(j *batchv1.Job, succeeded int32, completedIndexes int, active int
 	return succeeded >= *j.Spec.Completions
 }
 
-// ParseIndexes reads "1,3-5,7" into a set.
-func ParseIndexes(s string) map[int]bool {
+// ParseIndexes reads upstream's index list ("1,3-5,7") into a set, of
+// indexes below completions only, skipping what does not parse (as
+// upstream's parseIndexesFromString).
+func ParseIndexes(s string, completions int) map[int]bool {
 	out := map[int]bool{}
 	for part := range strings.SplitSeq(s, ",") {
 		if part == "" {
@@ -123,7 +126,7 @@ func ParseIndexes(s string) map[int]bool {
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil {
+		if err != nil || a < 0 {
 			continue
 		}
 		b := a
@@ -132,33 +135,72 @@ func ParseIndexes(s string) map[int]bool {
 				continue
 			}
 		}
-		for i := a; i <= b; i++ {
+		for i := a; i <= b && i < completions; i++ {
 			out[i] = true
 		}
 	}
 	return out
 }
 
-// FormatIndexes writes a set as upstream's completedIndexes: sorted, with
-// runs as ranges ("1,3-5,7").
+// FormatIndexes writes a set as upstream's completedIndexes and
+// failedIndexes: sorted, runs of three or more as ranges, a run of two as
+// two ("1,2,4-6").
 func FormatIndexes(set map[int]bool) string {
 	idx := make([]int, 0, len(set))
 	for i := range set {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	var parts []string
+	var b strings.Builder
 	for i := 0; i < len(idx); {
 		j := i
 		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
 			j++
 		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(idx[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(idx[i]))
+		switch {
+		case j == i+1:
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(idx[j]))
+		case j > i+1:
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(idx[j]))
 		}
 		i = j + 1
 	}
-	return strings.Join(parts, ",")
+	return b.String()
+}
+
+// MatchSuccessPolicy says whether an Indexed Job's succeeded indexes meet
+// one of its successPolicy's rules, and which, as upstream's message: a
+// rule with succeededIndexes is met when all of them succeeded, or
+// succeededCount of them; one with only succeededCount when that many
+// indexes did. Nothing is met before an index succeeds.
+func MatchSuccessPolicy(p *batchv1.SuccessPolicy, completions int32, succeeded map[int]bool) (string, bool) {
+	if p == nil || len(succeeded) == 0 {
+		return "", false
+	}
+	for i, rule := range p.Rules {
+		if rule.SucceededIndexes != nil {
+			required := ParseIndexes(*rule.SucceededIndexes, int(completions))
+			if len(required) == 0 {
+				continue // unparsable: validation keeps such rules out
+			}
+			n := 0
+			for ix := range required {
+				if succeeded[ix] {
+					n++
+				}
+			}
+			if n == len(required) || (rule.SucceededCount != nil && n >= int(*rule.SucceededCount)) {
+				return fmt.Sprintf("Matched rules at index %d", i), true
+			}
+		} else if rule.SucceededCount != nil && len(succeeded) >= int(*rule.SucceededCount) {
+			return fmt.Sprintf("Matched rules at index %d", i), true
+		}
+	}
+	return "", false
 }

@@ -88,12 +88,43 @@ func TestWantActiveAndSucceeded(t *testing.T) {
 }
 
 func TestIndexes(t *testing.T) {
-	for _, s := range []string{"", "0", "0-2", "1,3-5,7"} {
-		if got := FormatIndexes(ParseIndexes(s)); got != s {
+	for _, s := range []string{"", "0", "0,1", "0-2", "1,3-5,7", "1,2,4-6"} {
+		if got := FormatIndexes(ParseIndexes(s, 100)); got != s {
 			t.Errorf("round trip of %q = %q", s, got)
 		}
 	}
-	if got := FormatIndexes(map[int]bool{4: true, 0: true, 1: true, 2: true, 9: true}); got != "0-2,4,9" {
+	if got := FormatIndexes(map[int]bool{4: true, 0: true, 1: true, 2: true, 9: true, 10: true}); got != "0-2,4,9,10" {
 		t.Errorf("FormatIndexes = %q", got)
+	}
+	if got := FormatIndexes(ParseIndexes("1,3-8,x,12", 6)); got != "1,3-5" {
+		t.Errorf("indexes past completions or unparsable kept: %q", got)
+	}
+}
+
+func TestMatchSuccessPolicy(t *testing.T) {
+	rules := func(r ...batchv1.SuccessPolicyRule) *batchv1.SuccessPolicy { return &batchv1.SuccessPolicy{Rules: r} }
+	tests := []struct {
+		name      string
+		policy    *batchv1.SuccessPolicy
+		succeeded string
+		want      string
+	}{
+		{"no policy", nil, "0-9", ""},
+		{"nothing succeeded yet", rules(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](0)}), "", ""},
+		{"all of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,2-3")}), "0,2,3,7", "Matched rules at index 0"},
+		{"one of succeededIndexes missing", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,2-3")}), "0,2,4-9", ""},
+		{"succeededCount of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0-4"), SucceededCount: ptr.To[int32](2)}), "1,4,8", "Matched rules at index 0"},
+		{"too few of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0-4"), SucceededCount: ptr.To[int32](3)}), "1,4,8", ""},
+		{"succeededCount alone", rules(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](3)}), "1,4,8", "Matched rules at index 0"},
+		{"second rule matches", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("9")}, batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)}), "2", "Matched rules at index 1"},
+		{"rule indexes past completions are dropped", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("8-20")}), "8,9", "Matched rules at index 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, met := MatchSuccessPolicy(tc.policy, 10, ParseIndexes(tc.succeeded, 10))
+			if msg != tc.want || met != (tc.want != "") {
+				t.Errorf("= %q, %v; want %q", msg, met, tc.want)
+			}
+		})
 	}
 }

@@ -2,13 +2,14 @@
 // upstream's pkg/apis/batch/validation does, with its field paths and
 // messages.
 //
-// Left out from upstream: the rules of successPolicy, managedBy and
-// backoffLimitPerIndex beyond their sign, and podFailurePolicy's
-// per-action container rules.
+// Left out from upstream: the rules of managedBy and backoffLimitPerIndex
+// beyond their sign, and podFailurePolicy's per-action container rules.
 package validation
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,11 @@ const (
 
 	maxParallelismForIndexedJob = 100000
 	maxCompletionsForIndexedJob = 100000
+
+	// maxSuccessPolicyRules and maxSucceededIndexesLength bound a
+	// successPolicy, as upstream.
+	maxSuccessPolicyRules     = 20
+	maxSucceededIndexesLength = 64 * 1024
 )
 
 // ValidateJob checks a Job on create: metadata, the generated selector's
@@ -53,6 +59,7 @@ func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.CompletionMode, old.Spec.CompletionMode, p.Child("completionMode"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.PodFailurePolicy, old.Spec.PodFailurePolicy, p.Child("podFailurePolicy"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.BackoffLimitPerIndex, old.Spec.BackoffLimitPerIndex, p.Child("backoffLimitPerIndex"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.SuccessPolicy, old.Spec.SuccessPolicy, p.Child("successPolicy"))...)
 	suspended := old.Spec.Suspend != nil && *old.Spec.Suspend
 	if !suspended {
 		allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.Template, old.Spec.Template, p.Child("template"))...)
@@ -69,7 +76,8 @@ func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
 }
 
 // ValidateJobStatusUpdate checks an update of a Job's status: counts not
-// negative.
+// negative; SuccessCriteriaMet neither beside a failure nor withdrawn, and
+// required before Complete when a successPolicy is set.
 func ValidateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&j.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	p := field.NewPath("status")
@@ -83,7 +91,30 @@ func ValidateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
 	if s.Terminating != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Terminating), p.Child("terminating"))...)
 	}
+	cp := p.Child("conditions")
+	met := conditionTrue(s, batchv1.JobSuccessCriteriaMet)
+	if met && conditionTrue(s, batchv1.JobFailed) {
+		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set SuccessCriteriaMet=True and Failed=true conditions"))
+	}
+	if met && conditionTrue(s, batchv1.JobFailureTarget) {
+		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"))
+	}
+	if j.Spec.SuccessPolicy != nil && !met && conditionTrue(s, batchv1.JobComplete) {
+		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True"))
+	}
+	if conditionTrue(&old.Status, batchv1.JobSuccessCriteriaMet) && !met {
+		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot disable the SuccessCriteriaMet=True condition"))
+	}
 	return allErrs
+}
+
+func conditionTrue(s *batchv1.JobStatus, t batchv1.JobConditionType) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // validateGeneratedSelector: a Job whose selector the server generated
@@ -179,6 +210,13 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bo
 	if spec.PodFailurePolicy != nil {
 		allErrs = append(allErrs, validatePodFailurePolicy(spec, fldPath.Child("podFailurePolicy"))...)
 	}
+	if spec.SuccessPolicy != nil {
+		if spec.CompletionMode == nil || *spec.CompletionMode != batchv1.IndexedCompletion {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("successPolicy"), *spec.SuccessPolicy, "requires indexed completion mode"))
+		} else {
+			allErrs = append(allErrs, validateSuccessPolicy(spec, fldPath.Child("successPolicy"))...)
+		}
+	}
 	tPath := fldPath.Child("template")
 	if needSelector {
 		if spec.Selector == nil {
@@ -245,4 +283,104 @@ func validatePodFailurePolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.
 		}
 	}
 	return allErrs
+}
+
+func validateSuccessPolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	rulesPath := fldPath.Child("rules")
+	rules := spec.SuccessPolicy.Rules
+	if len(rules) == 0 {
+		allErrs = append(allErrs, field.Required(rulesPath, "at least one rules must be specified when the successPolicy is specified"))
+	}
+	if len(rules) > maxSuccessPolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, len(rules), maxSuccessPolicyRules))
+	}
+	// Indexed needs completions, which validateJobSpec reports missing.
+	var completions int32
+	if spec.Completions != nil {
+		completions = *spec.Completions
+	}
+	for i, rule := range rules {
+		p := rulesPath.Index(i)
+		if rule.SucceededCount == nil && rule.SucceededIndexes == nil {
+			allErrs = append(allErrs, field.Required(p, "at least one of succeededCount or succeededIndexes must be specified"))
+		}
+		var total int32
+		if rule.SucceededIndexes != nil {
+			ip := p.Child("succeededIndexes")
+			if len(*rule.SucceededIndexes) > maxSucceededIndexesLength {
+				allErrs = append(allErrs, field.TooLong(ip, *rule.SucceededIndexes, maxSucceededIndexesLength))
+			}
+			var err error
+			if total, err = CountIndexes(*rule.SucceededIndexes, completions); err != nil {
+				allErrs = append(allErrs, field.Invalid(ip, *rule.SucceededIndexes, fmt.Sprintf("error parsing succeededIndexes: %s", err.Error())))
+			}
+		}
+		if rule.SucceededCount != nil {
+			cp := p.Child("succeededCount")
+			allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*rule.SucceededCount), cp)...)
+			if *rule.SucceededCount > completions {
+				allErrs = append(allErrs, field.Invalid(cp, *rule.SucceededCount, fmt.Sprintf("must be less than or equal to %d (the number of specified completions)", completions)))
+			}
+			if rule.SucceededIndexes != nil && *rule.SucceededCount > total {
+				allErrs = append(allErrs, field.Invalid(cp, *rule.SucceededCount, fmt.Sprintf("must be less than or equal to %d (the number of indexes in the specified succeededIndexes field)", total)))
+			}
+		}
+	}
+	return allErrs
+}
+
+// CountIndexes checks an index list ("1,3-5,7": intervals in increasing
+// order, each below completions) as upstream's validateIndexesFormat, with
+// its messages, and returns how many indexes it holds.
+func CountIndexes(s string, completions int32) (int32, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var total int32
+	last := int32(-1)
+	for _, part := range strings.Split(s, ",") {
+		x, y, err := parseIndexInterval(part, completions)
+		if err != nil {
+			return 0, err
+		}
+		if last >= x {
+			return 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", last, x)
+		}
+		total += y - x + 1
+		last = y
+	}
+	return total, nil
+}
+
+func parseIndexInterval(s string, completions int32) (int32, int32, error) {
+	limits := strings.Split(s, "-")
+	if len(limits) > 2 {
+		return 0, 0, fmt.Errorf("the fragment %q violates the requirement that an index interval can have at most two parts separated by '-'", s)
+	}
+	bound := func(v string) (int32, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("cannot convert string to integer for index: %q", v)
+		}
+		if n >= int(completions) {
+			return 0, fmt.Errorf("too large index: %q", v)
+		}
+		return int32(n), nil
+	}
+	x, err := bound(limits[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(limits) == 1 {
+		return x, x, nil
+	}
+	y, err := bound(limits[1])
+	if err != nil {
+		return 0, 0, err
+	}
+	if x >= y {
+		return 0, 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", x, y)
+	}
+	return x, y, nil
 }

@@ -57,6 +57,48 @@ func TestValidateJob(t *testing.T) {
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{0, 3, 2}}}}}
 		}, []string{"spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
 			"spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Invalid value: 2: must be ordered"}},
+		{"successPolicy needs Indexed", func(j *batchv1.Job) {
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
+		}, []string{"spec.successPolicy: Invalid value: ", "requires indexed completion mode"}},
+		{"successPolicy without rules", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
+		}, []string{"spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified"}},
+		{"successPolicy rule needs a criterion", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{}}}
+		}, []string{"spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified"}},
+		{"successPolicy succeededIndexes format", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+				{SucceededIndexes: ptr.To("0-2,1")}, {SucceededIndexes: ptr.To("3,7")}, {SucceededIndexes: ptr.To("a")}, {SucceededIndexes: ptr.To("1-2-3")}, {SucceededIndexes: ptr.To("3-1")}}}
+		}, []string{
+			`spec.successPolicy.rules[0].succeededIndexes: Invalid value: "0-2,1": error parsing succeededIndexes: non-increasing order, previous: 2, current: 1`,
+			`spec.successPolicy.rules[1].succeededIndexes: Invalid value: "3,7": error parsing succeededIndexes: too large index: "7"`,
+			`spec.successPolicy.rules[2].succeededIndexes: Invalid value: "a": error parsing succeededIndexes: cannot convert string to integer for index: "a"`,
+			`spec.successPolicy.rules[3].succeededIndexes: Invalid value: "1-2-3": error parsing succeededIndexes: the fragment "1-2-3" violates the requirement that an index interval can have at most two parts separated by '-'`,
+			`spec.successPolicy.rules[4].succeededIndexes: Invalid value: "3-1": error parsing succeededIndexes: non-increasing order, previous: 3, current: 1`,
+		}},
+		{"successPolicy succeededCount bounds", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+				{SucceededCount: ptr.To[int32](6)}, {SucceededIndexes: ptr.To("0,2-3"), SucceededCount: ptr.To[int32](4)}, {SucceededCount: ptr.To[int32](-1)}}}
+		}, []string{
+			"spec.successPolicy.rules[0].succeededCount: Invalid value: 6: must be less than or equal to 5 (the number of specified completions)",
+			"spec.successPolicy.rules[1].succeededCount: Invalid value: 4: must be less than or equal to 3 (the number of indexes in the specified succeededIndexes field)",
+			"spec.successPolicy.rules[2].succeededCount: Invalid value: -1: must be greater than or equal to 0",
+		}},
+		{"successPolicy valid", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0,2-4"), SucceededCount: ptr.To[int32](2)}}}
+		}, nil},
+		{"too many successPolicy rules", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
+			for range 21 {
+				j.Spec.SuccessPolicy.Rules = append(j.Spec.SuccessPolicy.Rules, batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)})
+			}
+		}, []string{"spec.successPolicy.rules: Too many: 21: must have at most 20 items"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,6 +160,50 @@ func TestValidateCronJob(t *testing.T) {
 			c := valid()
 			tc.mutate(c)
 			errs := ValidateCronJob(c).ToAggregate()
+			switch {
+			case tc.want == "" && errs != nil:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
+				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateJobUpdateSuccessPolicy(t *testing.T) {
+	indexed := batchv1.IndexedCompletion
+	old := validJob()
+	old.ResourceVersion = "1"
+	old.Spec.CompletionMode, old.Spec.Completions, old.Spec.Parallelism = &indexed, ptr.To[int32](5), ptr.To[int32](5)
+	up := old.DeepCopy()
+	up.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
+	if errs := ValidateJobUpdate(up, old).ToAggregate(); errs == nil || !strings.Contains(errs.Error(), "spec.successPolicy: Invalid value") || !strings.Contains(errs.Error(), "field is immutable") {
+		t.Errorf("successPolicy added to a Job: %v", errs)
+	}
+
+	cond := func(ts ...batchv1.JobConditionType) []batchv1.JobCondition {
+		var out []batchv1.JobCondition
+		for _, t := range ts {
+			out = append(out, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue})
+		}
+		return out
+	}
+	old.Spec.SuccessPolicy = up.Spec.SuccessPolicy
+	tests := []struct {
+		name     string
+		old, now []batchv1.JobCondition
+		want     string
+	}{
+		{"SuccessCriteriaMet then Complete", cond(batchv1.JobSuccessCriteriaMet), cond(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete), ""},
+		{"Complete without SuccessCriteriaMet", nil, cond(batchv1.JobComplete), "status.conditions: Invalid value: cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True"},
+		{"SuccessCriteriaMet and FailureTarget", nil, cond(batchv1.JobSuccessCriteriaMet, batchv1.JobFailureTarget), "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"},
+		{"SuccessCriteriaMet withdrawn", cond(batchv1.JobSuccessCriteriaMet), nil, "cannot disable the SuccessCriteriaMet=True condition"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, n := old.DeepCopy(), old.DeepCopy()
+			o.Status.Conditions, n.Status.Conditions = tc.old, tc.now
+			errs := ValidateJobStatusUpdate(n, o).ToAggregate()
 			switch {
 			case tc.want == "" && errs != nil:
 				t.Fatalf("unexpected errors: %v", errs)
