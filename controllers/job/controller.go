@@ -20,6 +20,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
@@ -50,7 +52,7 @@ type Options struct {
 	// Client watches Jobs and pods and writes them. Required.
 	Client kubernetes.Interface
 	// BackoffBase and BackoffLimit bound the delay before a failed Job's
-	// next pod; 0 means upstream's 10 s and 6 min.
+	// (or index's) next pod; 0 means upstream's 10 s and 10 min.
 	BackoffBase, BackoffLimit time.Duration
 	// Workers sync Jobs in parallel; 0 means 5.
 	Workers int
@@ -73,8 +75,8 @@ type Controller struct {
 	mu sync.Mutex
 	// pending counts creations not yet seen in the cache, per Job.
 	pending map[types.UID]int
-	// lastFailure is when each Job's latest failed pod was seen.
-	lastFailure map[types.UID]time.Time
+	// backoffs are the Jobs' pod creation back-off records.
+	backoffs map[types.UID]BackoffRecord
 	// released are the pods (and their Job) whose job-tracking finalizer
 	// this controller removes, and so counts, until the cache shows them
 	// without it or gone (upstream's finalizer expectations): a stale copy
@@ -95,7 +97,7 @@ func New(opts Options) (*Controller, error) {
 		opts.BackoffBase = 10 * time.Second
 	}
 	if opts.BackoffLimit <= 0 {
-		opts.BackoffLimit = 6 * time.Minute
+		opts.BackoffLimit = 10 * time.Minute
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 5
@@ -104,7 +106,7 @@ func New(opts Options) (*Controller, error) {
 		opts.Now = time.Now
 	}
 	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, lastFailure: map[types.UID]time.Time{}, released: map[types.UID]types.UID{},
+		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{},
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
@@ -158,7 +160,7 @@ func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
 func (c *Controller) forget(uid types.UID) {
 	c.mu.Lock()
 	delete(c.pending, uid)
-	delete(c.lastFailure, uid)
+	delete(c.backoffs, uid)
 	c.mu.Unlock()
 	c.writes.forget(uid)
 }
@@ -281,6 +283,34 @@ func indexed(j *batchv1.Job) bool {
 	return j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
 }
 
+// MaxPodCreateDeletePerSync bounds the pods one sync creates, as upstream.
+const maxPodCreatesPerSync = 500
+
+// jobState is what one sync of a Job works from and decides.
+type jobState struct {
+	j   *batchv1.Job
+	s   *batchv1.JobStatus
+	exp expected
+	now time.Time
+	// tracked are the pods still to be accounted: holding the finalizer,
+	// which this controller has not already removed.
+	tracked                    []*corev1.Pod
+	active, ready, terminating []*corev1.Pod
+	completed, failedIndexes   map[int]bool // Indexed only; failedIndexes with backoffLimitPerIndex
+	delayed                    map[int]*corev1.Pod
+	backoff                    BackoffRecord
+	newSucceeded, newFailed    []*corev1.Pod
+	completions                int // Indexed only
+}
+
+func (st *jobState) validIndex(p *corev1.Pod) (int, bool) {
+	if !indexed(st.j) {
+		return -1, true
+	}
+	i, ok := index(p)
+	return i, ok && i < st.completions
+}
+
 func (c *Controller) sync(ctx context.Context, k string) error {
 	cached, ok := c.jobs.Store().Get(k)
 	if !ok {
@@ -313,61 +343,116 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return c.releaseFinalizers(ctx, j.UID, pods)
 	}
 	s := j.Status.DeepCopy()
-	if s.StartTime == nil && (j.Spec.Suspend == nil || !*j.Spec.Suspend) {
+	if s.StartTime == nil && !suspended(j) {
 		s.StartTime = ptrTime(now)
 	}
 	if s.UncountedTerminatedPods == nil {
 		s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
 	}
 	u := s.UncountedTerminatedPods
-	completed := map[int]bool{}
+	st := &jobState{j: j, s: s, exp: exp, now: now}
 	if indexed(j) && j.Spec.Completions != nil {
-		completed = ParseIndexes(s.CompletedIndexes, int(*j.Spec.Completions))
+		st.completions = int(*j.Spec.Completions)
+	}
+	for _, p := range pods {
+		if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) && !exp.released[p.UID] {
+			st.tracked = append(st.tracked, p)
+		}
+		switch {
+		case p.DeletionTimestamp != nil && !terminal(p):
+			st.terminating = append(st.terminating, p)
+		case !terminal(p) && p.DeletionTimestamp == nil:
+			st.active = append(st.active, p)
+			if replicaset.Ready(p) {
+				st.ready = append(st.ready, p)
+			}
+		}
+	}
+	// Pods finished since the last count.
+	for _, p := range st.tracked {
+		if _, ok := st.validIndex(p); !ok {
+			continue
+		}
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded && !slices.Contains(u.Succeeded, p.UID):
+			st.newSucceeded = append(st.newSucceeded, p)
+		case PodFailed(j, p) && !slices.Contains(u.Failed, p.UID):
+			st.newFailed = append(st.newFailed, p)
+		}
+	}
+	if indexed(j) {
+		st.completed = ParseIndexes(s.CompletedIndexes, st.completions)
+		for _, p := range st.tracked {
+			if i, ok := st.validIndex(p); ok && p.Status.Phase == corev1.PodSucceeded {
+				st.completed[i] = true
+			}
+		}
+	}
+	if perIndex(j) {
+		st.failedIndexes = ParseIndexes(ptr.Deref(s.FailedIndexes, ""), st.completions)
+		for _, p := range st.tracked {
+			if i, ok := st.validIndex(p); ok && IndexFailed(j, p) {
+				st.failedIndexes[i] = true
+			}
+		}
+		st.delayed = DelayedRemoval(j, st.tracked, st.active, st.completed, st.failedIndexes)
+	}
+	c.mu.Lock()
+	st.backoff = NextBackoffRecord(c.backoffs[j.UID], st.newSucceeded, st.newFailed)
+	c.mu.Unlock()
+
+	// Has the Job reached an end?
+	ending := condition(s, batchv1.JobSuccessCriteriaMet)
+	if ending == nil {
+		ending = condition(s, batchv1.JobFailureTarget)
+	}
+	if ending == nil {
+		if t, reason, msg := c.end(st); t != "" {
+			setCondition(s, t, corev1.ConditionTrue, reason, msg, now)
+			ending = condition(s, t)
+		}
 	}
 
-	// Step 1: finished pods still holding the finalizer are noted as
-	// uncounted (or ignored, by an Ignore rule).
+	// Step 1: finished pods are noted as uncounted (unless ignored by an
+	// Ignore rule), and their finalizers picked for removal.
 	var release []*corev1.Pod
-	var failJob *PolicyMatch
-	for _, p := range pods {
-		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || exp.released[p.UID] {
+	failing := ending != nil && ending.Type == batchv1.JobFailureTarget
+	for _, p := range st.tracked {
+		failed := PodFailed(j, p)
+		if !st.canRelease(ending, p, failed) {
 			continue
-		}
-		succeeded := p.Status.Phase == corev1.PodSucceeded
-		// A deleted pod counts as failed, as upstream's isPodFailed (it
-		// may never reach Failed), unless only Failed pods are replaced.
-		failed := p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && !succeeded && countsDeleted(j))
-		if !succeeded && !failed {
-			continue
-		}
-		if slices.Contains(u.Succeeded, p.UID) || slices.Contains(u.Failed, p.UID) {
-			release = append(release, p)
-			continue
-		}
-		if succeeded {
-			u.Succeeded = append(u.Succeeded, p.UID)
-			if i, ok := index(p); ok && indexed(j) && i < int(*j.Spec.Completions) {
-				completed[i] = true
-			}
-		} else {
-			m := MatchPodFailurePolicy(j.Spec.PodFailurePolicy, p)
-			switch {
-			case m != nil && m.Action == batchv1.PodFailurePolicyActionIgnore:
-				release = append(release, p)
-				continue
-			case m != nil && m.Action == batchv1.PodFailurePolicyActionFailJob && failJob == nil:
-				failJob = m
-			}
-			u.Failed = append(u.Failed, p.UID)
-			c.mu.Lock()
-			c.lastFailure[j.UID] = now
-			c.mu.Unlock()
 		}
 		release = append(release, p)
+		_, valid := st.validIndex(p)
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded && !slices.Contains(u.Failed, p.UID):
+			// An Indexed Job counts its completed indexes, not pods.
+			if !indexed(j) && !slices.Contains(u.Succeeded, p.UID) {
+				u.Succeeded = append(u.Succeeded, p.UID)
+			}
+		case failed || failing:
+			// Once the Job fails, every pod still running fails with it.
+			if valid && !slices.Contains(u.Failed, p.UID) && countsFailure(j, p) {
+				u.Failed = append(u.Failed, p.UID)
+			}
+		}
 	}
-	s.CompletedIndexes = FormatIndexes(completed)
+	if indexed(j) {
+		s.CompletedIndexes = FormatIndexes(st.completed)
+	}
+	if perIndex(j) {
+		s.FailedIndexes = ptr.To(FormatIndexes(st.failedIndexes))
+	}
+	if indexed(j) {
+		s.Succeeded = int32(len(st.completed))
+	}
 	if err := c.writeStatus(ctx, j, s); err != nil {
 		return err
+	}
+	if !perIndex(j) {
+		c.mu.Lock()
+		c.backoffs[j.UID] = st.backoff
+		c.mu.Unlock()
 	}
 	// Step 2: their finalizers go.
 	if err := c.releaseFinalizers(ctx, j.UID, release); err != nil {
@@ -395,53 +480,18 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	}
 	u.Succeeded = move(u.Succeeded, &s.Succeeded)
 	u.Failed = move(u.Failed, &s.Failed)
-
-	var active, ready, terminating []*corev1.Pod
-	for _, p := range pods {
-		switch {
-		case p.DeletionTimestamp != nil && !terminal(p):
-			terminating = append(terminating, p)
-		case !terminal(p) && p.DeletionTimestamp == nil:
-			active = append(active, p)
-			if replicaset.Ready(p) {
-				ready = append(ready, p)
-			}
-		}
+	if indexed(j) {
+		s.Succeeded = int32(len(st.completed))
 	}
 
-	// Has the Job reached an end?
-	if condition(s, batchv1.JobFailureTarget) == nil && condition(s, batchv1.JobSuccessCriteriaMet) == nil {
-		backoffLimit := int32(6)
-		if j.Spec.BackoffLimit != nil {
-			backoffLimit = *j.Spec.BackoffLimit
-		}
-		failedCount := s.Failed + int32(len(u.Failed))
-		switch {
-		case failJob != nil:
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonPodFailurePolicy, failJob.Message, now)
-		case failedCount > backoffLimit:
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonBackoffLimitExceeded, msgBackoffLimit, now)
-		case j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil && !now.Before(s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second)):
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonDeadlineExceeded, msgDeadline, now)
-			c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ReasonDeadlineExceeded, msgDeadline)
-		case indexed(j) && j.Spec.SuccessPolicy != nil && successPolicyMet(j, completed):
-			msg, _ := MatchSuccessPolicy(j.Spec.SuccessPolicy, *j.Spec.Completions, completed)
-			setCondition(s, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ReasonSuccessPolicy, msg, now)
-		case Succeeded(j, s.Succeeded+int32(len(u.Succeeded)), len(completed), len(active)):
-			setCondition(s, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ReasonCompletionsReached, msgCompletions, now)
-		}
-	}
-	ending := condition(s, batchv1.JobFailureTarget)
-	if ending == nil {
-		ending = condition(s, batchv1.JobSuccessCriteriaMet)
-	}
+	active := st.active
 	var manageErr error
 	switch {
 	case ending != nil:
 		// Stop what still runs; the final condition comes once nothing
 		// does and every pod is counted.
 		c.deletePods(ctx, j, active)
-		if len(active)+len(terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
+		if len(active)+len(st.terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
 			if ending.Type == batchv1.JobFailureTarget {
 				setCondition(s, batchv1.JobFailed, corev1.ConditionTrue, ending.Reason, ending.Message, now)
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ending.Reason, ending.Message)
@@ -452,7 +502,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			}
 		}
 		active = nil
-	case j.Spec.Suspend != nil && *j.Spec.Suspend:
+	case suspended(j):
 		c.deletePods(ctx, j, active)
 		active = nil
 		setCondition(s, batchv1.JobSuspended, corev1.ConditionTrue, ReasonSuspended, "Job suspended", now)
@@ -462,80 +512,183 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			setCondition(s, batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed", now)
 			s.StartTime = ptrTime(now)
 		}
-		manageErr = c.manage(ctx, j, s, exp, active, completed)
+		manageErr = c.manage(ctx, st)
 		if j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil {
 			c.queue.AddAfter(k, s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second).Sub(now)+10*time.Millisecond)
 		}
 	}
 	s.Active = int32(len(active))
-	s.Ready = ptrInt32(int32(len(ready)))
-	if ending != nil || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+	s.Ready = ptrInt32(int32(len(st.ready)))
+	if ending != nil || suspended(j) {
 		s.Ready = ptrInt32(0)
 	}
-	s.Terminating = ptrInt32(int32(len(terminating)))
+	s.Terminating = ptrInt32(int32(len(st.terminating)))
 	if err := c.writeStatus(ctx, j, s); err != nil {
 		return err
 	}
 	return manageErr
 }
 
-func successPolicyMet(j *batchv1.Job, completed map[int]bool) bool {
-	_, met := MatchSuccessPolicy(j.Spec.SuccessPolicy, *j.Spec.Completions, completed)
-	return met
+// end decides whether a running Job has reached an end, in upstream's
+// order: a FailJob rule, backoffLimit, activeDeadlineSeconds, the failed
+// indexes, the successPolicy, then the completions. It returns the interim
+// condition's type, reason and message, or an empty type.
+func (c *Controller) end(st *jobState) (batchv1.JobConditionType, string, string) {
+	j, s := st.j, st.s
+	for _, p := range st.tracked {
+		if PodFailed(j, p) {
+			if m := MatchPodFailurePolicy(j.Spec.PodFailurePolicy, p); m != nil && m.Action == batchv1.PodFailurePolicyActionFailJob {
+				return batchv1.JobFailureTarget, ReasonPodFailurePolicy, m.Message
+			}
+		}
+	}
+	failed := int(s.Failed) + len(s.UncountedTerminatedPods.Failed)
+	for _, p := range st.newFailed {
+		if countsFailure(j, p) {
+			failed++
+		}
+	}
+	backoffLimit := ptr.Deref(j.Spec.BackoffLimit, 6)
+	switch {
+	case failed > int(backoffLimit) || PastBackoffLimitOnFailure(j, st.active):
+		return batchv1.JobFailureTarget, ReasonBackoffLimitExceeded, msgBackoffLimit
+	case j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil && !suspended(j) &&
+		!st.now.Before(s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second)):
+		return batchv1.JobFailureTarget, ReasonDeadlineExceeded, msgDeadline
+	}
+	if perIndex(j) {
+		switch {
+		case j.Spec.MaxFailedIndexes != nil && len(st.failedIndexes) > int(*j.Spec.MaxFailedIndexes):
+			return batchv1.JobFailureTarget, batchv1.JobReasonMaxFailedIndexesExceeded, msgMaxFailedIndexes
+		case len(st.failedIndexes) > 0 && len(st.failedIndexes)+len(st.completed) >= st.completions:
+			return batchv1.JobFailureTarget, batchv1.JobReasonFailedIndexes, msgFailedIndexes
+		}
+	}
+	if indexed(j) {
+		if msg, met := MatchSuccessPolicy(j.Spec.SuccessPolicy, int32(st.completions), st.completed); met {
+			return batchv1.JobSuccessCriteriaMet, ReasonSuccessPolicy, msg
+		}
+	}
+	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded)+len(st.newSucceeded))
+	if Succeeded(j, succeeded, len(st.completed), len(st.active)) {
+		return batchv1.JobSuccessCriteriaMet, ReasonCompletionsReached, msgCompletions
+	}
+	return "", "", ""
 }
 
-func countsDeleted(j *batchv1.Job) bool {
-	return j.Spec.PodFailurePolicy == nil && (j.Spec.PodReplacementPolicy == nil || *j.Spec.PodReplacementPolicy != batchv1.Failed)
+// canRelease is upstream's canRemoveFinalizer: a pod's finalizer goes once
+// the Job ends or the pod succeeded or failed, except a failed pod whose
+// index waits for its replacement to carry its failure count.
+func (st *jobState) canRelease(ending *batchv1.JobCondition, p *corev1.Pod, failed bool) bool {
+	if ending != nil || p.Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	if !failed {
+		return false
+	}
+	if i, ok := index(p); ok && st.delayed[i] != nil && st.delayed[i].UID == p.UID {
+		return false
+	}
+	return true
 }
+
+// PastBackoffLimitOnFailure is upstream's check for restartPolicy
+// OnFailure, whose failures are container restarts: their sum over the
+// running and pending pods reaches backoffLimit (exceeds 0 for a limit 0).
+func PastBackoffLimitOnFailure(j *batchv1.Job, active []*corev1.Pod) bool {
+	if j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		return false
+	}
+	var restarts int32
+	for _, p := range active {
+		if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			restarts += cs.RestartCount
+		}
+	}
+	limit := ptr.Deref(j.Spec.BackoffLimit, 6)
+	if limit == 0 {
+		return restarts > 0
+	}
+	return restarts >= limit
+}
+
+func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }
 
 func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 func ptrInt32(v int32) *int32          { return &v }
 
-// manage creates the pods the Job lacks, after its back-off.
-func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus, exp expected, active []*corev1.Pod, completed map[int]bool) error {
-	c.mu.Lock()
-	last, failedBefore := c.lastFailure[j.UID]
-	c.mu.Unlock()
-	if exp.pending > 0 {
+// manage creates the pods the Job lacks, after its back-off (per index,
+// with backoffLimitPerIndex).
+func (c *Controller) manage(ctx context.Context, st *jobState) error {
+	j, s := st.j, st.s
+	if st.exp.pending > 0 {
 		return nil // wait to see our own creations
 	}
-	if len(exp.released) > 0 {
+	if len(st.exp.released) > 0 {
 		// Pods it counted are not yet seen released: the Job's cached
 		// status may predate that count too. Decide once they are.
 		c.queue.AddAfter(key(j), 100*time.Millisecond)
 		return nil
 	}
+	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded))
+	if indexed(j) {
+		succeeded = int32(len(st.completed))
+	}
+	diff := int(WantActive(j, succeeded)) - len(st.active)
+	if onlyReplaceFailed(j) {
+		diff -= len(st.terminating) // replaced once they have failed
+	}
+	diff = min(diff, maxPodCreatesPerSync)
+	if diff <= 0 {
+		return nil
+	}
+	if !perIndex(j) {
+		if wait := Remaining(st.now, st.backoff.FailuresAfterLastSuccess, st.backoff.LastFailure, c.backoff, c.backoffMax); wait > 0 {
+			c.queue.AddAfter(key(j), wait)
+			return nil
+		}
+	}
 	var toCreate []int // completion indexes, or -1 for NonIndexed
 	if indexed(j) {
-		parallelism := int32(1)
-		if j.Spec.Parallelism != nil {
-			parallelism = *j.Spec.Parallelism
+		taken := maps.Clone(st.completed)
+		maps.Copy(taken, st.failedIndexes)
+		busy := st.active
+		if onlyReplaceFailed(j) {
+			busy = append(slices.Clone(busy), st.terminating...)
 		}
-		running := map[int]bool{}
-		for _, p := range active {
+		for _, p := range busy {
 			if i, ok := index(p); ok {
-				running[i] = true
+				taken[i] = true
 			}
 		}
-		for i := 0; i < int(*j.Spec.Completions) && len(active)+len(toCreate) < int(parallelism); i++ {
-			if !completed[i] && !running[i] {
-				toCreate = append(toCreate, i)
+		toCreate = FirstPendingIndexes(st.completions, diff, taken)
+		if perIndex(j) {
+			var now []int
+			var soonest time.Duration
+			for _, i := range toCreate {
+				wait := RemainingForIndex(st.now, st.delayed[i], c.backoff, c.backoffMax)
+				if wait == 0 {
+					now = append(now, i)
+				} else if soonest == 0 || wait < soonest {
+					soonest = wait
+				}
 			}
+			if len(now) == 0 && soonest > 0 {
+				c.queue.AddAfter(key(j), soonest)
+				return nil
+			}
+			toCreate = now
 		}
 	} else {
-		want := WantActive(j, s.Succeeded+int32(len(s.UncountedTerminatedPods.Succeeded)))
-		for range int(want) - len(active) {
+		for range diff {
 			toCreate = append(toCreate, -1)
 		}
 	}
 	if len(toCreate) == 0 {
 		return nil
-	}
-	if failures := int(s.Failed) + len(s.UncountedTerminatedPods.Failed); failures > 0 && failedBefore {
-		if wait := last.Add(Backoff(failures, c.backoff, c.backoffMax)).Sub(c.now()); wait > 0 {
-			c.queue.AddAfter(key(j), wait)
-			return nil
-		}
 	}
 	c.mu.Lock()
 	c.pending[j.UID] += len(toCreate)
@@ -547,7 +700,11 @@ func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobS
 		i := toCreate[next]
 		next++
 		nextMu.Unlock()
-		return c.createPod(ctx, j, i)
+		var replaced *corev1.Pod
+		if i >= 0 {
+			replaced = st.delayed[i]
+		}
+		return c.createPod(ctx, j, i, replaced)
 	})
 	if missed := len(toCreate) - done; missed > 0 {
 		c.mu.Lock()
@@ -557,7 +714,10 @@ func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobS
 	return err
 }
 
-func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int) error {
+// createPod creates a pod of the Job, of completion index idx (-1 for
+// NonIndexed); with backoffLimitPerIndex it carries its index's failure
+// counts, those of the failed pod it replaces.
+func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int, replaced *corev1.Pod) error {
 	if err := ctx.Err(); err != nil {
 		return err // stopping: start no more
 	}
@@ -584,6 +744,13 @@ func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int) err
 		}
 		p.Labels[batchv1.JobCompletionIndexAnnotation] = v
 		p.Annotations[batchv1.JobCompletionIndexAnnotation] = v
+		if perIndex(j) {
+			counted, ignored := NextIndexFailureCounts(j, replaced)
+			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(counted))
+			if ignored > 0 {
+				p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+			}
+		}
 		p.Spec.Hostname = fmt.Sprintf("%s-%d", j.Name, idx)
 		env := corev1.EnvVar{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 			APIVersion: "v1", FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation)}}}

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -282,5 +283,92 @@ func TestSuccessPolicyCompletesTheJob(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("pods of the other indexes not deleted: %v", err)
+	}
+}
+
+// podsByIndex lists ns's pods by completion index.
+func podsByIndex(t *testing.T, cs kubernetes.Interface, ns string) map[string][]corev1.Pod {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		out[indexOf(&p)] = append(out[indexOf(&p)], p)
+	}
+	return out
+}
+
+func TestBackoffLimitPerIndex(t *testing.T) {
+	// Index 1 always fails; the others succeed.
+	cs, ns := start(t, func(p *corev1.Pod) (corev1.PodPhase, int32) {
+		if indexOf(p) == "1" {
+			return corev1.PodFailed, 1
+		}
+		return corev1.PodSucceeded, 0
+	})
+	mode := batchv1.IndexedCompletion
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("per-index", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism, j.Spec.CompletionMode = ptr.To[int32](3), ptr.To[int32](3), &mode
+		j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "per-index", batchv1.JobFailed)
+	if c := jobCondition(j, batchv1.JobFailed); c.Reason != batchv1.JobReasonFailedIndexes || c.Message != "Job has failed indexes" {
+		t.Errorf("Failed condition %+v", c)
+	}
+	if j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != math.MaxInt32 {
+		t.Errorf("backoffLimit defaulted to %v, want MaxInt32 with a per-index limit", j.Spec.BackoffLimit)
+	}
+	if ptr.Deref(j.Status.FailedIndexes, "<nil>") != "1" || j.Status.CompletedIndexes != "0,2" || j.Status.Failed != 2 || j.Status.Succeeded != 2 {
+		t.Errorf("status %+v", j.Status)
+	}
+	// Index 1 ran twice (its first try and one retry), the retry carrying
+	// the index's failure count.
+	byIndex := podsByIndex(t, cs, ns)
+	if len(byIndex["0"]) != 1 || len(byIndex["2"]) != 1 || len(byIndex["1"]) != 2 {
+		t.Fatalf("pods per index %v", byIndex)
+	}
+	var counts []string
+	for _, p := range byIndex["1"] {
+		counts = append(counts, p.Annotations[batchv1.JobIndexFailureCountAnnotation])
+	}
+	slices.Sort(counts)
+	if !slices.Equal(counts, []string{"0", "1"}) {
+		t.Errorf("failure counts of index 1's pods %v, want 0 and 1", counts)
+	}
+	noFinalizers(t, cs, ns)
+}
+
+func TestMaxFailedIndexesAndFailIndex(t *testing.T) {
+	// Indexes 0 and 1 fail with exit code 42, which fails the index at
+	// once; 2 and 3 would run for ever.
+	cs, ns := start(t, func(p *corev1.Pod) (corev1.PodPhase, int32) {
+		if i := indexOf(p); i == "0" || i == "1" {
+			return corev1.PodFailed, 42
+		}
+		return corev1.PodRunning, 0
+	})
+	mode := batchv1.IndexedCompletion
+	if _, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("max-failed", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism, j.Spec.CompletionMode = ptr.To[int32](4), ptr.To[int32](4), &mode
+		j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = ptr.To[int32](5), ptr.To[int32](1)
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}}}}}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := waitCondition(t, cs, ns, "max-failed", batchv1.JobFailed)
+	if c := jobCondition(j, batchv1.JobFailed); c.Reason != batchv1.JobReasonMaxFailedIndexesExceeded || c.Message != "Job has exceeded the specified maximal number of failed indexes" {
+		t.Errorf("Failed condition %+v", c)
+	}
+	if ptr.Deref(j.Status.FailedIndexes, "<nil>") != "0,1" || j.Status.Active != 0 {
+		t.Errorf("status %+v", j.Status)
+	}
+	// FailIndex: no retry of the failed indexes, despite backoffLimitPerIndex 5.
+	if byIndex := podsByIndex(t, cs, ns); len(byIndex["0"]) != 1 || len(byIndex["1"]) != 1 {
+		t.Errorf("pods per index %v", byIndex)
 	}
 }

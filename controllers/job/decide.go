@@ -29,7 +29,7 @@ const (
 )
 
 // Backoff is the delay before a failed Job's next pod: base doubled for
-// each failure after the first, at most limit (upstream: 10 s and 6 min).
+// each failure after the first, at most limit (upstream: 10 s and 10 min).
 func Backoff(failures int, base, limit time.Duration) time.Duration {
 	if failures <= 0 {
 		return 0
@@ -50,31 +50,34 @@ type PolicyMatch struct {
 	Message string
 }
 
-// MatchPodFailurePolicy returns the rule the failed pod matches, or nil:
-// a container's non-zero exit code In or NotIn a rule's values (of the
-// named container, if any), or a pod condition of the rule's type and
-// status.
+// MatchPodFailurePolicy returns the rule the failed pod matches, or nil,
+// as upstream's matchPodFailurePolicy: the first rule whose onExitCodes
+// a terminated container's non-zero exit code meets (In or NotIn its
+// values; of the named container, if any; containers before init
+// containers), or one of whose onPodConditions a pod condition matches.
 func MatchPodFailurePolicy(p *batchv1.PodFailurePolicy, pod *corev1.Pod) *PolicyMatch {
 	if p == nil {
 		return nil
 	}
-	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
 	for i, rule := range p.Rules {
 		if r := rule.OnExitCodes; r != nil {
-			for _, s := range statuses {
-				t := s.State.Terminated
-				if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != s.Name) {
-					continue
-				}
-				in := slices.Contains(r.Values, t.ExitCode)
-				if in == (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) {
-					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %s rule at index %d",
-						s.Name, pod.Namespace, pod.Name, t.ExitCode, rule.Action, i)}
+			for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+				for _, s := range statuses {
+					t := s.State.Terminated
+					if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != s.Name) {
+						continue
+					}
+					in := slices.Contains(r.Values, t.ExitCode)
+					if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && in) || (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpNotIn && !in) {
+						return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %s rule at index %d",
+							s.Name, pod.Namespace, pod.Name, t.ExitCode, rule.Action, i)}
+					}
 				}
 			}
+			continue
 		}
-		for _, pattern := range rule.OnPodConditions {
-			for _, c := range pod.Status.Conditions {
+		for _, c := range pod.Status.Conditions {
+			for _, pattern := range rule.OnPodConditions {
 				if c.Type == pattern.Type && c.Status == pattern.Status {
 					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Pod %s/%s has condition %s matching %s rule at index %d",
 						pod.Namespace, pod.Name, c.Type, rule.Action, i)}

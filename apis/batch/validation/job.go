@@ -2,8 +2,8 @@
 // upstream's pkg/apis/batch/validation does, with its field paths and
 // messages.
 //
-// Left out from upstream: the rules of managedBy and backoffLimitPerIndex
-// beyond their sign, and podFailurePolicy's per-action container rules.
+// Left out from upstream: the rules of managedBy, and podFailurePolicy's
+// per-action container rules.
 package validation
 
 import (
@@ -22,8 +22,7 @@ import (
 	corevalidation "github.com/kite-project/kite/apis/core/validation"
 )
 
-// maxParallelismForIndexedJob and maxCompletionsForIndexedJob are
-// upstream's limits for Indexed Jobs.
+// Upstream's labels and limits.
 const (
 	// LegacyControllerUIDLabel and LegacyJobNameLabel are the unprefixed
 	// labels a Job's pods still carry beside batch.kubernetes.io/'s.
@@ -31,7 +30,13 @@ const (
 	LegacyJobNameLabel       = "job-name"
 
 	maxParallelismForIndexedJob = 100000
-	maxCompletionsForIndexedJob = 100000
+	// Beyond completionsSoftLimit completions, backoffLimitPerIndex
+	// needs maxFailedIndexes and both it and parallelism are bounded by
+	// the lower limits.
+	maxFailedIndexesForIndexedJob           = 100000
+	completionsSoftLimit                    = 100000
+	parallelismLimitForHighCompletions      = 10000
+	maxFailedIndexesLimitForHighCompletions = 10000
 
 	// maxSuccessPolicyRules and maxSucceededIndexesLength bound a
 	// successPolicy, as upstream.
@@ -90,6 +95,11 @@ func ValidateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
 	}
 	if s.Terminating != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Terminating), p.Child("terminating"))...)
+	}
+	// Ratcheting, as upstream: a rule the old status already broke is
+	// not held against an update.
+	if len(validateIndexesStatus(old, p)) == 0 {
+		allErrs = append(allErrs, validateIndexesStatus(j, p)...)
 	}
 	cp := p.Child("conditions")
 	met := conditionTrue(s, batchv1.JobSuccessCriteriaMet)
@@ -177,23 +187,21 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bo
 	if spec.ActiveDeadlineSeconds != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(*spec.ActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
 	}
-	if spec.CompletionMode != nil {
-		switch *spec.CompletionMode {
-		case batchv1.NonIndexedCompletion:
-			if spec.BackoffLimitPerIndex != nil {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
-			}
-		case batchv1.IndexedCompletion:
-			if spec.Completions == nil {
-				allErrs = append(allErrs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
-			} else if *spec.Completions > maxCompletionsForIndexedJob {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child("completions"), *spec.Completions, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxCompletionsForIndexedJob, batchv1.IndexedCompletion)))
-			}
-			if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
-				allErrs = append(allErrs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxParallelismForIndexedJob, batchv1.IndexedCompletion)))
-			}
-		default:
-			allErrs = append(allErrs, field.NotSupported(fldPath.Child("completionMode"), *spec.CompletionMode, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+	if spec.MaxFailedIndexes != nil && spec.BackoffLimitPerIndex == nil {
+		allErrs = append(allErrs, field.Required(fldPath.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
+	}
+	if spec.CompletionMode != nil && *spec.CompletionMode != batchv1.NonIndexedCompletion && *spec.CompletionMode != batchv1.IndexedCompletion {
+		allErrs = append(allErrs, field.NotSupported(fldPath.Child("completionMode"), *spec.CompletionMode, []batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+	}
+	if spec.CompletionMode != nil && *spec.CompletionMode == batchv1.IndexedCompletion {
+		allErrs = append(allErrs, validateIndexedLimits(spec, fldPath)...)
+	}
+	if spec.CompletionMode == nil || *spec.CompletionMode == batchv1.NonIndexedCompletion {
+		if spec.BackoffLimitPerIndex != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("backoffLimitPerIndex"), *spec.BackoffLimitPerIndex, "requires indexed completion mode"))
+		}
+		if spec.MaxFailedIndexes != nil {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, "requires indexed completion mode"))
 		}
 	}
 	if spec.PodReplacementPolicy != nil {
@@ -383,4 +391,92 @@ func parseIndexInterval(s string, completions int32) (int32, int32, error) {
 		return 0, 0, fmt.Errorf("non-increasing order, previous: %d, current: %d", x, y)
 	}
 	return x, y, nil
+}
+
+// validateIndexedLimits checks an Indexed Job's completions, parallelism
+// and maxFailedIndexes, as upstream.
+func validateIndexedLimits(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if spec.Completions == nil {
+		allErrs = append(allErrs, field.Required(fldPath.Child("completions"), fmt.Sprintf("when completion mode is %s", batchv1.IndexedCompletion)))
+	}
+	if spec.Parallelism != nil && *spec.Parallelism > maxParallelismForIndexedJob {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism, fmt.Sprintf("must be less than or equal to %d when completion mode is %s", maxParallelismForIndexedJob, batchv1.IndexedCompletion)))
+	}
+	if spec.Completions != nil && spec.MaxFailedIndexes != nil && *spec.MaxFailedIndexes > *spec.Completions {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, "must be less than or equal to completions"))
+	}
+	if spec.MaxFailedIndexes != nil && *spec.MaxFailedIndexes > maxFailedIndexesForIndexedJob {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, fmt.Sprintf("must be less than or equal to %d", maxFailedIndexesForIndexedJob)))
+	}
+	if spec.Completions != nil && *spec.Completions > completionsSoftLimit && spec.BackoffLimitPerIndex != nil {
+		if spec.MaxFailedIndexes == nil {
+			allErrs = append(allErrs, field.Required(fldPath.Child("maxFailedIndexes"), fmt.Sprintf("must be specified when completions is above %d", completionsSoftLimit)))
+		}
+		if spec.Parallelism != nil && *spec.Parallelism > parallelismLimitForHighCompletions {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("parallelism"), *spec.Parallelism, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", parallelismLimitForHighCompletions, completionsSoftLimit)))
+		}
+		if spec.MaxFailedIndexes != nil && *spec.MaxFailedIndexes > maxFailedIndexesLimitForHighCompletions {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedIndexes"), *spec.MaxFailedIndexes, fmt.Sprintf("must be less than or equal to %d when completions are above %d and used with backoff limit per index", maxFailedIndexesLimitForHighCompletions, completionsSoftLimit)))
+		}
+	}
+	return allErrs
+}
+
+// validateIndexesStatus checks completedIndexes and failedIndexes as
+// upstream: well-formed, failedIndexes only with backoffLimitPerIndex,
+// completedIndexes only for Indexed Jobs, the two disjoint.
+func validateIndexesStatus(j *batchv1.Job, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	s := &j.Status
+	isIndexed := j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
+	if j.Spec.Completions != nil {
+		if _, err := CountIndexes(s.CompletedIndexes, *j.Spec.Completions); err != nil {
+			allErrs = append(allErrs, field.Invalid(p.Child("completedIndexes"), s.CompletedIndexes, fmt.Sprintf("error parsing completedIndexes: %s", err.Error())))
+		}
+		if j.Spec.BackoffLimitPerIndex != nil && s.FailedIndexes != nil {
+			if _, err := CountIndexes(*s.FailedIndexes, *j.Spec.Completions); err != nil {
+				allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), s.FailedIndexes, fmt.Sprintf("error parsing failedIndexes: %s", err.Error())))
+			}
+		}
+	}
+	if s.CompletedIndexes != "" && !isIndexed {
+		allErrs = append(allErrs, field.Invalid(p.Child("completedIndexes"), s.CompletedIndexes, "cannot set non-empty completedIndexes when non-indexed completion mode"))
+	}
+	if j.Spec.BackoffLimitPerIndex == nil && s.FailedIndexes != nil {
+		allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), *s.FailedIndexes, "cannot set non-null failedIndexes when backoffLimitPerIndex is null"))
+	}
+	if j.Spec.Completions != nil && s.FailedIndexes != nil {
+		if ix, ok := firstOverlap(s.CompletedIndexes, *s.FailedIndexes, *j.Spec.Completions); ok {
+			allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), *s.FailedIndexes, fmt.Sprintf("failedIndexes and completedIndexes overlap at index: %d", ix)))
+		}
+	}
+	return allErrs
+}
+
+// firstOverlap is the lowest index in both lists, skipping intervals that
+// do not parse (reported on their own).
+func firstOverlap(a, b string, completions int32) (int32, bool) {
+	set := func(s string) map[int32]bool {
+		out := map[int32]bool{}
+		for _, part := range strings.Split(s, ",") {
+			if x, y, err := parseIndexInterval(part, completions); err == nil {
+				for i := x; i <= y; i++ {
+					out[i] = true
+				}
+			}
+		}
+		return out
+	}
+	if a == "" || b == "" {
+		return 0, false
+	}
+	inA := set(a)
+	found, first := false, int32(0)
+	for i := range set(b) {
+		if inA[i] && (!found || i < first) {
+			found, first = true, i
+		}
+	}
+	return first, found
 }

@@ -92,6 +92,32 @@ func TestValidateJob(t *testing.T) {
 			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
 			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0,2-4"), SucceededCount: ptr.To[int32](2)}}}
 		}, nil},
+		{"maxFailedIndexes needs backoffLimitPerIndex and Indexed", func(j *batchv1.Job) { j.Spec.MaxFailedIndexes = ptr.To[int32](1) },
+			[]string{"spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified", "spec.maxFailedIndexes: Invalid value: 1: requires indexed completion mode"}},
+		{"backoffLimitPerIndex needs Indexed", func(j *batchv1.Job) { j.Spec.CompletionMode, j.Spec.BackoffLimitPerIndex = nil, ptr.To[int32](1) },
+			[]string{"spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode"}},
+		{"maxFailedIndexes within completions", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = ptr.To[int32](1), ptr.To[int32](6)
+		}, []string{"spec.maxFailedIndexes: Invalid value: 6: must be less than or equal to completions"}},
+		{"many completions with backoffLimitPerIndex", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions, j.Spec.Parallelism = &indexed, ptr.To[int32](100001), ptr.To[int32](10001)
+			j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+		}, []string{"spec.maxFailedIndexes: Required value: must be specified when completions is above 100000",
+			"spec.parallelism: Invalid value: 10001: must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index"}},
+		{"many completions without backoffLimitPerIndex", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions, j.Spec.Parallelism = &indexed, ptr.To[int32](200000), ptr.To[int32](10)
+		}, nil},
+		{"FailIndex needs backoffLimitPerIndex", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailIndex,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1}}}}}
+		}, []string{`spec.podFailurePolicy.rules[0].action: Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set`}},
+		{"backoffLimitPerIndex valid", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
+			j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = ptr.To[int32](2), ptr.To[int32](5)
+		}, nil},
 		{"too many successPolicy rules", func(j *batchv1.Job) {
 			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
 			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
@@ -209,6 +235,54 @@ func TestValidateJobUpdateSuccessPolicy(t *testing.T) {
 				t.Fatalf("unexpected errors: %v", errs)
 			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
 				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateJobStatusIndexes(t *testing.T) {
+	indexed := batchv1.IndexedCompletion
+	base := validJob()
+	base.ResourceVersion = "1"
+	base.Spec.CompletionMode, base.Spec.Completions, base.Spec.BackoffLimitPerIndex = &indexed, ptr.To[int32](6), ptr.To[int32](1)
+	tests := []struct {
+		name      string
+		mutate    func(*batchv1.Job)
+		completed string
+		failed    *string
+		want      string
+	}{
+		{"valid", nil, "0,1", ptr.To("3-5"), ""},
+		{"completedIndexes past completions", nil, "0,7", nil, `status.completedIndexes: Invalid value: "0,7": error parsing completedIndexes: too large index: "7"`},
+		{"failedIndexes malformed", nil, "", ptr.To("2,1"), "error parsing failedIndexes: non-increasing order, previous: 2, current: 1"},
+		{"overlap", nil, "0-3", ptr.To("3-5"), `status.failedIndexes: Invalid value: "3-5": failedIndexes and completedIndexes overlap at index: 3`},
+		{"failedIndexes without backoffLimitPerIndex", func(j *batchv1.Job) { j.Spec.BackoffLimitPerIndex = nil }, "", ptr.To(""),
+			`status.failedIndexes: Invalid value: "": cannot set non-null failedIndexes when backoffLimitPerIndex is null`},
+		{"completedIndexes of a NonIndexed Job", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.BackoffLimitPerIndex = ptr.To(batchv1.NonIndexedCompletion), nil
+		}, "1", nil,
+			`status.completedIndexes: Invalid value: "1": cannot set non-empty completedIndexes when non-indexed completion mode`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := base.DeepCopy()
+			if tc.mutate != nil {
+				tc.mutate(old)
+			}
+			up := old.DeepCopy()
+			up.Status.CompletedIndexes, up.Status.FailedIndexes = tc.completed, tc.failed
+			errs := ValidateJobStatusUpdate(up, old).ToAggregate()
+			switch {
+			case tc.want == "" && errs != nil:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
+				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
+			}
+			// Ratcheting: an old status already broken keeps being writable.
+			if tc.want != "" {
+				if errs := ValidateJobStatusUpdate(up, up.DeepCopy()); len(errs) != 0 {
+					t.Errorf("a status already broken is refused again: %v", errs)
+				}
 			}
 		})
 	}
