@@ -325,6 +325,11 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if cached, ok = c.jobs.Store().Get(k); !ok {
 		return nil
 	}
+	if ManagedElsewhere(cached) {
+		// Another controller owns its pods and status, as upstream's
+		// JobManagedBy: not even its finalizers are this one's to remove.
+		return nil
+	}
 	j := cached.DeepCopy()
 	now := c.now()
 	// Expectations are read before the pods are listed, as upstream's: a
@@ -613,6 +618,13 @@ func PastBackoffLimitOnFailure(j *batchv1.Job, active []*corev1.Pod) bool {
 		return restarts > 0
 	}
 	return restarts >= limit
+}
+
+// ManagedElsewhere says whether a Job's spec.managedBy names a controller
+// other than this one (kubernetes.io/job-controller), which then leaves it
+// alone.
+func ManagedElsewhere(j *batchv1.Job) bool {
+	return j.Spec.ManagedBy != nil && *j.Spec.ManagedBy != batchv1.JobControllerName
 }
 
 func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -370,5 +372,72 @@ func TestMaxFailedIndexesAndFailIndex(t *testing.T) {
 	// FailIndex: no retry of the failed indexes, despite backoffLimitPerIndex 5.
 	if byIndex := podsByIndex(t, cs, ns); len(byIndex["0"]) != 1 || len(byIndex["1"]) != 1 {
 		t.Errorf("pods per index %v", byIndex)
+	}
+}
+
+func TestJobManagedElsewhereIsLeftAlone(t *testing.T) {
+	cs, ns := start(t, succeed)
+	ctx := context.Background()
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("foreign", func(j *batchv1.Job) {
+		j.Spec.ManagedBy = ptr.To("example.com/other-controller")
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A Job naming this controller explicitly runs; once it completes, the
+	// controller has long seen the foreign one.
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("ours", func(j *batchv1.Job) {
+		j.Spec.ManagedBy = ptr.To(batchv1.JobControllerName)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, cs, ns, "ours", batchv1.JobComplete)
+	foreign, err := cs.BatchV1().Jobs(ns).Get(ctx, "foreign", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !apiequality.Semantic.DeepEqual(foreign.Status, batchv1.JobStatus{}) {
+		t.Errorf("the controller wrote the foreign Job's status: %+v", foreign.Status)
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=foreign"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d pods created for the foreign Job", len(pods.Items))
+	}
+	// managedBy cannot change once set.
+	foreign.Spec.ManagedBy = ptr.To(batchv1.JobControllerName)
+	if _, err := cs.BatchV1().Jobs(ns).Update(ctx, foreign, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.managedBy: Invalid value") {
+		t.Errorf("managedBy changed: %v", err)
+	}
+}
+
+func TestJobValidationThroughTheAPI(t *testing.T) {
+	cs, ns := start(t, succeed)
+	mode := batchv1.IndexedCompletion
+	tests := []struct {
+		name   string
+		mutate func(*batchv1.Job)
+		want   string
+	}{
+		{"successPolicy on a NonIndexed Job", func(j *batchv1.Job) {
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
+		}, "spec.successPolicy: Invalid value"},
+		{"succeededIndexes past completions", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions = &mode, ptr.To[int32](2)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0-3")}}}
+		}, `error parsing succeededIndexes: too large index: "3"`},
+		{"maxFailedIndexes without backoffLimitPerIndex", func(j *batchv1.Job) {
+			j.Spec.CompletionMode, j.Spec.Completions, j.Spec.MaxFailedIndexes = &mode, ptr.To[int32](2), ptr.To[int32](1)
+		}, "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified"},
+		{"managedBy not a domain-prefixed path", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("kueue") }, "must be a domain-prefixed path"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := cs.BatchV1().Jobs(ns).Create(context.Background(), newJob("bad", tc.mutate), metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("create: %v, want 422 with %q", err, tc.want)
+			}
+		})
 	}
 }

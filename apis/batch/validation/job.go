@@ -2,8 +2,7 @@
 // upstream's pkg/apis/batch/validation does, with its field paths and
 // messages.
 //
-// Left out from upstream: the rules of managedBy, and podFailurePolicy's
-// per-action container rules.
+// Left out from upstream: podFailurePolicy's per-action container rules.
 package validation
 
 import (
@@ -17,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corevalidation "github.com/kite-project/kite/apis/core/validation"
@@ -41,6 +41,7 @@ const (
 	// maxSuccessPolicyRules and maxSucceededIndexesLength bound a
 	// successPolicy, as upstream.
 	maxSuccessPolicyRules     = 20
+	maxManagedByLength        = 63
 	maxSucceededIndexesLength = 64 * 1024
 )
 
@@ -54,8 +55,8 @@ func ValidateJob(j *batchv1.Job) field.ErrorList {
 
 // ValidateJobUpdate checks an update of a Job: the spec as on create, and
 // what may not change once created (selector, completionMode,
-// podFailurePolicy, backoffLimitPerIndex, and the template unless the Job
-// is suspended).
+// podFailurePolicy, backoffLimitPerIndex, successPolicy, managedBy, and
+// the template unless the Job is suspended).
 func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&j.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
 	p := field.NewPath("spec")
@@ -65,6 +66,7 @@ func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.PodFailurePolicy, old.Spec.PodFailurePolicy, p.Child("podFailurePolicy"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.BackoffLimitPerIndex, old.Spec.BackoffLimitPerIndex, p.Child("backoffLimitPerIndex"))...)
 	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.SuccessPolicy, old.Spec.SuccessPolicy, p.Child("successPolicy"))...)
+	allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.ManagedBy, old.Spec.ManagedBy, p.Child("managedBy"))...)
 	suspended := old.Spec.Suspend != nil && *old.Spec.Suspend
 	if !suspended {
 		allErrs = append(allErrs, apivalidation.ValidateImmutableField(j.Spec.Template, old.Spec.Template, p.Child("template"))...)
@@ -186,6 +188,12 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bo
 	nonNeg(spec.TTLSecondsAfterFinished, "ttlSecondsAfterFinished")
 	if spec.ActiveDeadlineSeconds != nil {
 		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(*spec.ActiveDeadlineSeconds, fldPath.Child("activeDeadlineSeconds"))...)
+	}
+	if spec.ManagedBy != nil {
+		allErrs = append(allErrs, utilvalidation.IsDomainPrefixedPath(fldPath.Child("managedBy"), *spec.ManagedBy)...)
+		if len(*spec.ManagedBy) > maxManagedByLength {
+			allErrs = append(allErrs, field.TooLong(fldPath.Child("managedBy"), *spec.ManagedBy, maxManagedByLength))
+		}
 	}
 	if spec.MaxFailedIndexes != nil && spec.BackoffLimitPerIndex == nil {
 		allErrs = append(allErrs, field.Required(fldPath.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))

@@ -118,6 +118,12 @@ func TestValidateJob(t *testing.T) {
 			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
 			j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes = ptr.To[int32](2), ptr.To[int32](5)
 		}, nil},
+		{"managedBy a domain-prefixed path", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("kueue") },
+			[]string{`spec.managedBy: Invalid value: "kueue": must be a domain-prefixed path (such as "acme.io/foo")`}},
+		{"managedBy too long", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("example.com/" + strings.Repeat("a", 60)) },
+			[]string{"spec.managedBy: Too long: may not be more than 63 bytes"}},
+		{"managedBy empty", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("") }, []string{"spec.managedBy: Required value"}},
+		{"managedBy valid", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("kueue.x-k8s.io/multikueue") }, nil},
 		{"too many successPolicy rules", func(j *batchv1.Job) {
 			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](5)
 			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{}
@@ -205,6 +211,11 @@ func TestValidateJobUpdateSuccessPolicy(t *testing.T) {
 	up.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
 	if errs := ValidateJobUpdate(up, old).ToAggregate(); errs == nil || !strings.Contains(errs.Error(), "spec.successPolicy: Invalid value") || !strings.Contains(errs.Error(), "field is immutable") {
 		t.Errorf("successPolicy added to a Job: %v", errs)
+	}
+	managed := old.DeepCopy()
+	managed.Spec.ManagedBy = ptr.To(batchv1.JobControllerName)
+	if errs := ValidateJobUpdate(managed, old).ToAggregate(); errs == nil || !strings.Contains(errs.Error(), "spec.managedBy: Invalid value") || !strings.Contains(errs.Error(), "field is immutable") {
+		t.Errorf("managedBy set on a Job: %v", errs)
 	}
 
 	cond := func(ts ...batchv1.JobConditionType) []batchv1.JobCondition {
