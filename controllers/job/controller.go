@@ -2,19 +2,29 @@
 // kube-controller-manager's job controller, with its TTL-after-finished
 // controller's work on finished Jobs.
 //
-// Pods are created (slow start, with the batch.kubernetes.io/job-tracking
-// finalizer) up to parallelism and the completions left, after an
-// exponential back-off once pods have failed; Indexed Jobs give each pod
-// its completion index (label, annotation and JOB_COMPLETION_INDEX).
-// Finished pods are accounted in two steps, as upstream, so none is
-// counted twice or lost across restarts: their uids go into
-// status.uncountedTerminatedPods, their finalizer is removed, then they
-// move into succeeded/failed. A Job fails on backoffLimit,
-// activeDeadlineSeconds or a FailJob rule of its podFailurePolicy (Ignore
-// rules do not count the failure), first with FailureTarget while its
-// pods are stopped, then Failed; it succeeds with SuccessCriteriaMet,
-// then Complete. A suspended Job has no pods. ttlSecondsAfterFinished
-// deletes a finished Job (in the background) once it passes.
+// A Job claims the pods its selector matches (adopting orphans, releasing
+// pods it no longer matches), creates the ones it lacks (slow start, with
+// the batch.kubernetes.io/job-tracking finalizer) up to parallelism and
+// the completions left, after an exponential back-off once pods have
+// failed (per index with backoffLimitPerIndex), and deletes the ones it
+// has too many of. Indexed Jobs give each pod its completion index (label,
+// annotation and JOB_COMPLETION_INDEX). Finished pods are accounted in two
+// steps, as upstream, so none is counted twice or lost across restarts:
+// their uids go into status.uncountedTerminatedPods (an Indexed Job's
+// successes into completedIndexes), their finalizer is removed, then they
+// move into succeeded/failed. A Job fails on a FailJob rule of its
+// podFailurePolicy, backoffLimit, activeDeadlineSeconds or its failed
+// indexes, first with FailureTarget while its pods are stopped, then
+// Failed; it succeeds by its completions or successPolicy with
+// SuccessCriteriaMet, then Complete. A suspended Job has no pods; one
+// managed by another controller (spec.managedBy) is left alone.
+// ttlSecondsAfterFinished deletes a finished Job (in the background) once
+// it passes.
+//
+// Expectations (creations, deletions and finalizer removals not yet seen)
+// are read before the pods are listed, and a Job is synced only once the
+// caches show this controller's own last writes, so a slow watch never
+// makes it create a pod or count one twice.
 package job
 
 import (
@@ -83,6 +93,11 @@ type Controller struct {
 	// still holding the finalizer must not be counted twice, nor the
 	// Job's possibly stale status be used to create pods meanwhile.
 	released map[types.UID]types.UID
+	// deleting are the pods this controller deletes, until the cache
+	// shows them deleting or gone (upstream's deletion expectations):
+	// meanwhile a stale copy would look active. Like upstream's, they
+	// expire (a pod already deleting when deleted again shows no change).
+	deleting map[types.UID]deletion
 	// writes are this controller's own writes that a Job's sync waits to
 	// see in the caches.
 	writes *writes
@@ -106,12 +121,13 @@ func New(opts Options) (*Controller, error) {
 		opts.Now = time.Now
 	}
 	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{},
+		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{}, deleting: map[types.UID]deletion{},
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
 	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
 		Name: "jobs", ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*batchv1.Job]{namespaceIndex: byNamespace[*batchv1.Job]},
 		Handlers: informer.Handlers[*batchv1.Job]{
 			OnAdd:    func(j *batchv1.Job) { c.queue.Add(key(j)) },
 			OnUpdate: func(_, j *batchv1.Job) { c.queue.Add(key(j)) },
@@ -123,12 +139,15 @@ func New(opts Options) (*Controller, error) {
 	}
 	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
 		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{ownerIndex: func(p *corev1.Pod) ([]string, error) {
-			if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
-				return []string{string(ref.UID)}, nil
-			}
-			return nil, nil
-		}},
+		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{
+			ownerIndex: func(p *corev1.Pod) ([]string, error) {
+				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
+					return []string{string(ref.UID)}, nil
+				}
+				return nil, nil
+			},
+			namespaceIndex: byNamespace[*corev1.Pod],
+		},
 		Handlers: informer.Handlers[*corev1.Pod]{
 			OnAdd: func(p *corev1.Pod) {
 				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
@@ -138,15 +157,21 @@ func New(opts Options) (*Controller, error) {
 					}
 					c.mu.Unlock()
 				}
-				c.podChanged(p)
+				if p.DeletionTimestamp != nil {
+					c.seenDeleted(p.UID)
+				}
+				c.podChanged(nil, p)
 			},
-			OnUpdate: func(_, p *corev1.Pod) {
+			OnUpdate: func(old, p *corev1.Pod) {
 				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
 					c.seenReleased(p.UID)
 				}
-				c.podChanged(p)
+				if p.DeletionTimestamp != nil {
+					c.seenDeleted(p.UID)
+				}
+				c.podChanged(old, p)
 			},
-			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.podChanged(p) },
+			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.seenDeleted(p.UID); c.podChanged(nil, p) },
 		},
 	})
 	if err != nil {
@@ -179,6 +204,8 @@ type expected struct {
 	pending int
 	// released are the pods whose finalizer removal is not yet seen.
 	released map[types.UID]bool
+	// deleting counts the deletions not yet seen.
+	deleting int
 }
 
 func (c *Controller) expectations(jobUID types.UID) expected {
@@ -190,6 +217,14 @@ func (c *Controller) expectations(jobUID types.UID) expected {
 			e.released[pod] = true
 		}
 	}
+	for pod, d := range c.deleting {
+		switch {
+		case c.now().Sub(d.at) > deletionExpiry:
+			delete(c.deleting, pod)
+		case d.job == jobUID:
+			e.deleting++
+		}
+	}
 	return e
 }
 
@@ -199,10 +234,19 @@ func (c *Controller) seenReleased(uid types.UID) {
 	c.mu.Unlock()
 }
 
-func (c *Controller) podChanged(p *corev1.Pod) {
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind && ref.APIVersion == kind.GroupVersion().String() {
-		c.queue.Add(p.Namespace + "/" + ref.Name)
-	}
+// deletion is an expected deletion: of a pod of job, asked for at at.
+type deletion struct {
+	job types.UID
+	at  time.Time
+}
+
+// deletionExpiry is how long a deletion is waited for at most.
+const deletionExpiry = time.Minute
+
+func (c *Controller) seenDeleted(uid types.UID) {
+	c.mu.Lock()
+	delete(c.deleting, uid)
+	c.mu.Unlock()
 }
 
 // Run syncs Jobs until ctx ends.
@@ -347,6 +391,11 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if j.DeletionTimestamp != nil {
 		return c.releaseFinalizers(ctx, j.UID, pods)
 	}
+	nsPods, _ := c.pods.Store().ByIndex(namespaceIndex, j.Namespace)
+	pods, err := c.claim(ctx, j, nsPods)
+	if err != nil {
+		return err
+	}
 	s := j.Status.DeepCopy()
 	if s.StartTime == nil && !suspended(j) {
 		s.StartTime = ptrTime(now)
@@ -489,14 +538,14 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		s.Succeeded = int32(len(st.completed))
 	}
 
-	active := st.active
+	activeCount := len(st.active)
 	var manageErr error
 	switch {
 	case ending != nil:
 		// Stop what still runs; the final condition comes once nothing
 		// does and every pod is counted.
-		c.deletePods(ctx, j, active)
-		if len(active)+len(st.terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
+		c.deletePods(ctx, j, st.active)
+		if len(st.active)+len(st.terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
 			if ending.Type == batchv1.JobFailureTarget {
 				setCondition(s, batchv1.JobFailed, corev1.ConditionTrue, ending.Reason, ending.Message, now)
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ending.Reason, ending.Message)
@@ -506,23 +555,27 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Completed", "Job completed")
 			}
 		}
-		active = nil
-	case suspended(j):
-		c.deletePods(ctx, j, active)
-		active = nil
-		setCondition(s, batchv1.JobSuspended, corev1.ConditionTrue, ReasonSuspended, "Job suspended", now)
-		s.StartTime = nil
+		activeCount = 0
 	default:
-		if cond := condition(s, batchv1.JobSuspended); cond != nil {
+		var removed int
+		removed, manageErr = c.manage(ctx, st)
+		activeCount -= removed
+		if suspended(j) {
+			if cond := condition(s, batchv1.JobSuspended); cond == nil {
+				c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Suspended", "Job suspended")
+			}
+			setCondition(s, batchv1.JobSuspended, corev1.ConditionTrue, ReasonSuspended, "Job suspended", now)
+			s.StartTime = nil
+		} else if cond := condition(s, batchv1.JobSuspended); cond != nil {
 			setCondition(s, batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed", now)
+			c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Resumed", "Job resumed")
 			s.StartTime = ptrTime(now)
 		}
-		manageErr = c.manage(ctx, st)
 		if j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil {
 			c.queue.AddAfter(k, s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second).Sub(now)+10*time.Millisecond)
 		}
 	}
-	s.Active = int32(len(active))
+	s.Active = int32(activeCount)
 	s.Ready = ptrInt32(int32(len(st.ready)))
 	if ending != nil || suspended(j) {
 		s.Ready = ptrInt32(0)
@@ -632,35 +685,54 @@ func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Su
 func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
 func ptrInt32(v int32) *int32          { return &v }
 
-// manage creates the pods the Job lacks, after its back-off (per index,
-// with backoffLimitPerIndex).
-func (c *Controller) manage(ctx context.Context, st *jobState) error {
+// manage deletes the pods a Job has too many of (all of them while it is
+// suspended, duplicates of an index first), or creates those it lacks,
+// after its back-off (per index, with backoffLimitPerIndex); never both in
+// one sync, and nothing while its own last creations and deletions are not
+// yet seen. It returns how many active pods it deleted.
+func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 	j, s := st.j, st.s
-	if st.exp.pending > 0 {
-		return nil // wait to see our own creations
+	if st.exp.pending > 0 || st.exp.deleting > 0 {
+		return 0, nil // wait to see our own creations and deletions
 	}
 	if len(st.exp.released) > 0 {
 		// Pods it counted are not yet seen released: the Job's cached
 		// status may predate that count too. Decide once they are.
 		c.queue.AddAfter(key(j), 100*time.Millisecond)
-		return nil
+		return 0, nil
 	}
 	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded))
 	if indexed(j) {
 		succeeded = int32(len(st.completed))
 	}
-	diff := int(WantActive(j, succeeded)) - len(st.active)
+	want := int(WantActive(j, succeeded))
+	switch {
+	case suspended(j):
+		want = 0
+	case j.Spec.Completions == nil && succeeded > 0:
+		want = len(st.active) // what runs may finish; nothing more starts
+	}
+	if excess := ExcessPods(j, st.active, len(st.active)-want, st.now); len(excess) > 0 {
+		excess = excess[:min(len(excess), maxPodCreatesPerSync)]
+		// Their finalizers go first: a pod the Job stops is not a failure.
+		if err := c.releaseFinalizers(ctx, j.UID, excess); err != nil {
+			return 0, err
+		}
+		c.deletePods(ctx, j, excess)
+		return len(excess), nil
+	}
+	diff := want - len(st.active)
 	if onlyReplaceFailed(j) {
 		diff -= len(st.terminating) // replaced once they have failed
 	}
 	diff = min(diff, maxPodCreatesPerSync)
 	if diff <= 0 {
-		return nil
+		return 0, nil
 	}
 	if !perIndex(j) {
 		if wait := Remaining(st.now, st.backoff.FailuresAfterLastSuccess, st.backoff.LastFailure, c.backoff, c.backoffMax); wait > 0 {
 			c.queue.AddAfter(key(j), wait)
-			return nil
+			return 0, nil
 		}
 	}
 	var toCreate []int // completion indexes, or -1 for NonIndexed
@@ -690,7 +762,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) error {
 			}
 			if len(now) == 0 && soonest > 0 {
 				c.queue.AddAfter(key(j), soonest)
-				return nil
+				return 0, nil
 			}
 			toCreate = now
 		}
@@ -700,7 +772,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) error {
 		}
 	}
 	if len(toCreate) == 0 {
-		return nil
+		return 0, nil
 	}
 	c.mu.Lock()
 	c.pending[j.UID] += len(toCreate)
@@ -723,7 +795,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) error {
 		c.pending[j.UID] = max(0, c.pending[j.UID]-missed)
 		c.mu.Unlock()
 	}
-	return err
+	return 0, err
 }
 
 // createPod creates a pod of the Job, of completion index idx (-1 for
@@ -783,13 +855,20 @@ func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int, rep
 	return nil
 }
 
+// deletePods deletes pods, each expected until the cache shows it
+// deleting or gone.
 func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*corev1.Pod) {
 	for _, p := range pods {
 		uid := p.UID
+		c.mu.Lock()
+		c.deleting[uid] = deletion{job: j.UID, at: c.now()}
+		c.mu.Unlock()
 		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err == nil {
-			c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
+		if err != nil {
+			c.seenDeleted(uid) // no deletion to see
+			continue
 		}
+		c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
 	}
 }
 

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -439,5 +441,132 @@ func TestJobValidationThroughTheAPI(t *testing.T) {
 				t.Errorf("create: %v, want 422 with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestJobReleasesAndAdoptsPodsBySelector(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodRunning, 0 })
+	ctx := context.Background()
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("adopter", func(j *batchv1.Job) {
+		j.Spec.ManualSelector = ptr.To(true)
+		j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "adopt"}}
+		j.Spec.Template.Labels = map[string]string{"app": "adopt"}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := cs.BatchV1().Jobs(ns).Get(ctx, "adopter", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := func(p *corev1.Pod) bool {
+		ref := metav1.GetControllerOf(p)
+		return ref != nil && ref.UID == j.UID && slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
+	}
+	// until polls the namespace's pods until cond holds.
+	until := func(what string, cond func(pods []corev1.Pod) bool) []corev1.Pod {
+		t.Helper()
+		var pods []corev1.Pod
+		err := wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			pods = list.Items
+			return cond(pods), nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v; pods %+v", what, err, pods)
+		}
+		return pods
+	}
+	first := until("the Job's pod", func(pods []corev1.Pod) bool { return len(pods) == 1 && owned(&pods[0]) })[0]
+	relabel := func(app string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"app":%q}}}`, app)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, first.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// No longer selected: released (no owner, no finalizer), and replaced.
+	relabel("elsewhere")
+	until("release and replacement", func(pods []corev1.Pod) bool {
+		var released, replacement bool
+		for _, p := range pods {
+			switch {
+			case p.UID == first.UID:
+				released = metav1.GetControllerOf(&p) == nil && !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) && p.DeletionTimestamp == nil
+			case owned(&p) && p.DeletionTimestamp == nil:
+				replacement = true
+			}
+		}
+		return released && replacement
+	})
+
+	// Selected again: adopted, with the finalizer; one of the two pods is
+	// then one too many and goes.
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + first.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	relabel("adopt")
+	adopted := false
+	timeout := time.After(10 * time.Second)
+	for !adopted {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && owned(p) {
+				adopted = true
+			}
+		case <-timeout:
+			t.Fatal("orphan never adopted")
+		}
+	}
+	until("one pod left", func(pods []corev1.Pod) bool {
+		n := 0
+		for _, p := range pods {
+			if p.Labels["app"] == "adopt" && owned(&p) && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n == 1 && len(pods) == 1
+	})
+}
+
+func TestSuspendStopsPodsWithoutCountingFailures(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodRunning, 0 })
+	ctx := context.Background()
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("pausing", func(j *batchv1.Job) {
+		j.Spec.Parallelism, j.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var j *batchv1.Job
+	err := wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		j, err = cs.BatchV1().Jobs(ns).Get(ctx, "pausing", metav1.GetOptions{})
+		return err == nil && j.Status.Active == 2, err
+	})
+	if err != nil {
+		t.Fatalf("never 2 active: %v", err)
+	}
+	j.Spec.Suspend = ptr.To(true)
+	if _, err := cs.BatchV1().Jobs(ns).Update(ctx, j, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j = waitCondition(t, cs, ns, "pausing", batchv1.JobSuspended)
+	err = wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, err
+	})
+	if err != nil {
+		t.Errorf("pods left while suspended: %v", err)
+	}
+	if j, err = cs.BatchV1().Jobs(ns).Get(ctx, "pausing", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if j.Status.Failed != 0 || j.Status.Active != 0 || j.Status.StartTime != nil {
+		t.Errorf("suspended status %+v, want no failures, none active, no startTime", j.Status)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kite-project/kite/controllers/replicaset"
 )
 
 // Condition reasons and messages, as upstream's job controller writes
@@ -206,4 +208,38 @@ func MatchSuccessPolicy(p *batchv1.SuccessPolicy, completions int32, succeeded m
 		}
 	}
 	return "", false
+}
+
+// ExcessPods are the active pods a Job should delete to keep at least
+// rmAtLeast fewer, as upstream's activePodsForRemoval: for an Indexed Job
+// first those without a valid index and all but one of each index run
+// twice; then the pods a ReplicaSet would delete first (unscheduled,
+// pending, not ready, newer).
+func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int, now time.Time) []*corev1.Pod {
+	var rm, left []*corev1.Pod
+	if indexed(j) && j.Spec.Completions != nil {
+		byIndex := map[int][]*corev1.Pod{}
+		for _, p := range active {
+			if i, ok := index(p); ok && i < int(*j.Spec.Completions) {
+				byIndex[i] = append(byIndex[i], p)
+			} else {
+				rm = append(rm, p)
+			}
+		}
+		for _, pods := range byIndex {
+			dup := replicaset.PodsToDelete(pods, nil, len(pods)-1, now)
+			rm = append(rm, dup...)
+			for _, p := range pods {
+				if !slices.Contains(dup, p) {
+					left = append(left, p)
+				}
+			}
+		}
+	} else {
+		left = active
+	}
+	if n := rmAtLeast - len(rm); n > 0 {
+		rm = append(rm, replicaset.PodsToDelete(left, nil, min(n, len(left)), now)...)
+	}
+	return rm
 }

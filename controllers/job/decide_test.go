@@ -1,12 +1,14 @@
 package job
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -124,6 +126,47 @@ func TestMatchSuccessPolicy(t *testing.T) {
 			msg, met := MatchSuccessPolicy(tc.policy, 10, ParseIndexes(tc.succeeded, 10))
 			if msg != tc.want || met != (tc.want != "") {
 				t.Errorf("= %q, %v; want %q", msg, met, tc.want)
+			}
+		})
+	}
+}
+
+func TestExcessPods(t *testing.T) {
+	now := time.Unix(10000, 0)
+	pod := func(name, idx string, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}, Status: corev1.PodStatus{Phase: phase}}
+		if idx != "" {
+			p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: idx}
+		}
+		return p
+	}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	indexedJob := &batchv1.Job{Spec: batchv1.JobSpec{CompletionMode: ptr.To(batchv1.IndexedCompletion), Completions: ptr.To[int32](3)}}
+	tests := []struct {
+		name   string
+		j      *batchv1.Job
+		active []*corev1.Pod
+		rm     int
+		want   []string
+	}{
+		{"none to remove", &batchv1.Job{}, []*corev1.Pod{pod("a", "", corev1.PodRunning)}, 0, nil},
+		{"pending before running", &batchv1.Job{}, []*corev1.Pod{pod("run", "", corev1.PodRunning), pod("pend", "", corev1.PodPending)}, 1, []string{"pend"}},
+		{"indexed: duplicates, bad and out-of-range indexes even with nothing to remove", indexedJob,
+			[]*corev1.Pod{pod("0-run", "0", corev1.PodRunning), pod("0-pend", "0", corev1.PodPending), pod("none", "", corev1.PodRunning), pod("9", "9", corev1.PodRunning), pod("1", "1", corev1.PodRunning)},
+			0, []string{"0-pend", "9", "none"}},
+		{"indexed: more than the duplicates", indexedJob, []*corev1.Pod{pod("0", "0", corev1.PodRunning), pod("1", "1", corev1.PodPending)}, 1, []string{"1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(ExcessPods(tc.j, tc.active, tc.rm, now)); !slices.Equal(got, tc.want) {
+				t.Errorf("= %v, want %v", got, tc.want)
 			}
 		})
 	}
