@@ -18,7 +18,7 @@
 // Failed; it succeeds by its completions or successPolicy with
 // SuccessCriteriaMet, then Complete. A suspended Job has no pods; one
 // managed by another controller (spec.managedBy) is left alone.
-// ttlSecondsAfterFinished deletes a finished Job (in the background) once
+// ttlSecondsAfterFinished deletes a finished Job (in the foreground) once
 // it passes.
 //
 // Expectations (creations, deletions and finalizer removals not yet seen)
@@ -901,27 +901,57 @@ func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, po
 	return nil
 }
 
-// expire deletes a finished Job whose ttlSecondsAfterFinished has passed.
+// expire deletes a finished Job whose ttlSecondsAfterFinished has passed,
+// as upstream's ttl-after-finished controller: after a fresh read shows it
+// still expired (its TTL may have changed since the cache saw it), in the
+// foreground (its pods go first) with a uid precondition.
 func (c *Controller) expire(ctx context.Context, j *batchv1.Job, now time.Time) error {
-	if j.Spec.TTLSecondsAfterFinished == nil || j.DeletionTimestamp != nil {
+	due, ok := ExpiresAt(j)
+	if !ok || j.DeletionTimestamp != nil {
 		return nil
 	}
-	var at time.Time
-	for _, cond := range j.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
-			at = cond.LastTransitionTime.Time
-		}
-	}
-	if due := at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second); now.Before(due) {
+	if now.Before(due) {
 		c.queue.AddAfter(key(j), due.Sub(now))
 		return nil
 	}
-	bg, uid := metav1.DeletePropagationBackground, j.UID
-	err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
+	fresh, err := c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read job %s before its TTL deletion: %w", key(j), err)
+	}
+	if fresh.UID != j.UID || fresh.DeletionTimestamp != nil {
+		return nil
+	}
+	if due, ok = ExpiresAt(fresh); !ok {
+		return nil
+	}
+	if now.Before(due) {
+		c.queue.AddAfter(key(j), due.Sub(now))
+		return nil
+	}
+	fg, uid := metav1.DeletePropagationForeground, j.UID
+	err = c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	return err
+}
+
+// ExpiresAt is when a finished Job's ttlSecondsAfterFinished passes: that
+// long after its Complete or Failed condition turned True. It is false
+// for a Job without a TTL or not finished.
+func ExpiresAt(j *batchv1.Job) (time.Time, bool) {
+	if j.Spec.TTLSecondsAfterFinished == nil {
+		return time.Time{}, false
+	}
+	for _, cond := range j.Status.Conditions {
+		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second), true
+		}
+	}
+	return time.Time{}, false
 }
 
 func (c *Controller) writeStatus(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus) error {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -220,18 +221,38 @@ func TestActiveDeadlineAndTTL(t *testing.T) {
 	}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	w, err := cs.BatchV1().Jobs(ns).Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	j := waitCondition(t, cs, ns, "slow", batchv1.JobFailed)
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Reason != job.ReasonDeadlineExceeded {
 			t.Errorf("Failed reason %q", c.Reason)
 		}
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.BatchV1().Jobs(ns).Get(ctx, "slow", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Errorf("job not deleted after its TTL: %v", err)
+	// Deleted after its TTL in the foreground, as upstream's
+	// ttl-after-finished controller: the garbage collector's
+	// foregroundDeletion finalizer shows, then the Job goes.
+	var foreground bool
+	timeout := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch ended")
+			}
+			if got, isJob := ev.Object.(*batchv1.Job); isJob && got.DeletionTimestamp != nil && slices.Contains(got.Finalizers, metav1.FinalizerDeleteDependents) {
+				foreground = true
+			}
+			done = ev.Type == watch.Deleted
+		case <-timeout:
+			t.Fatal("job not deleted after its TTL")
+		}
+	}
+	if !foreground {
+		t.Error("job deleted, but not in the foreground")
 	}
 }
 

@@ -171,3 +171,31 @@ func TestExcessPods(t *testing.T) {
 		})
 	}
 }
+
+func TestExpiresAt(t *testing.T) {
+	done := time.Unix(5000, 0)
+	job := func(ttl *int32, cond batchv1.JobConditionType) *batchv1.Job {
+		j := &batchv1.Job{Spec: batchv1.JobSpec{TTLSecondsAfterFinished: ttl}}
+		if cond != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue},
+				{Type: cond, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(done)}}
+		}
+		return j
+	}
+	tests := []struct {
+		name string
+		j    *batchv1.Job
+		want time.Time
+		ok   bool
+	}{
+		{"no TTL", job(nil, batchv1.JobComplete), time.Time{}, false},
+		{"not finished", job(ptr.To[int32](10), ""), time.Time{}, false},
+		{"complete", job(ptr.To[int32](10), batchv1.JobComplete), done.Add(10 * time.Second), true},
+		{"failed, TTL 0", job(ptr.To[int32](0), batchv1.JobFailed), done, true},
+	}
+	for _, tc := range tests {
+		if got, ok := ExpiresAt(tc.j); ok != tc.ok || !got.Equal(tc.want) {
+			t.Errorf("%s: = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
