@@ -131,7 +131,7 @@ func New(opts Options) (*Controller, error) {
 		Handlers: informer.Handlers[*batchv1.Job]{
 			OnAdd:    func(j *batchv1.Job) { c.queue.Add(key(j)) },
 			OnUpdate: func(_, j *batchv1.Job) { c.queue.Add(key(j)) },
-			OnDelete: func(j *batchv1.Job) { c.forget(j.UID); c.queue.Add(key(j)) },
+			OnDelete: func(j *batchv1.Job) { c.forget(j.UID); c.queue.Add(key(j)); c.jobGone(j) },
 		},
 	})
 	if err != nil {
@@ -161,6 +161,7 @@ func New(opts Options) (*Controller, error) {
 					c.seenDeleted(p.UID)
 				}
 				c.podChanged(nil, p)
+				c.orphanChanged(p, p.DeletionTimestamp != nil)
 			},
 			OnUpdate: func(old, p *corev1.Pod) {
 				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
@@ -170,6 +171,7 @@ func New(opts Options) (*Controller, error) {
 					c.seenDeleted(p.UID)
 				}
 				c.podChanged(old, p)
+				c.orphanChanged(p, p.DeletionTimestamp != nil)
 			},
 			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.seenDeleted(p.UID); c.podChanged(nil, p) },
 		},
@@ -356,6 +358,9 @@ func (st *jobState) validIndex(p *corev1.Pod) (int, bool) {
 }
 
 func (c *Controller) sync(ctx context.Context, k string) error {
+	if pod, ok := isOrphanKey(k); ok {
+		return c.syncOrphan(ctx, pod)
+	}
 	cached, ok := c.jobs.Store().Get(k)
 	if !ok {
 		return nil
@@ -882,12 +887,15 @@ func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, po
 		}
 		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, batchv1.JobTrackingFinalizer, i)
 		// Expected before the patch is sent: the cache may show its
-		// result before Patch returns.
-		c.mu.Lock()
-		c.released[p.UID] = jobUID
-		c.mu.Unlock()
+		// result before Patch returns. An orphan's (no jobUID) concerns
+		// no Job's sync.
+		if jobUID != "" {
+			c.mu.Lock()
+			c.released[p.UID] = jobUID
+			c.mu.Unlock()
+		}
 		out, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
-		if err == nil {
+		if err == nil && jobUID != "" {
 			c.writes.wroteAt(jobUID, resPods, out.ResourceVersion)
 		}
 		if apierrors.IsNotFound(err) {

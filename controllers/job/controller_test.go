@@ -591,3 +591,49 @@ func TestSuspendStopsPodsWithoutCountingFailures(t *testing.T) {
 		t.Errorf("suspended status %+v, want no failures, none active, no startTime", j.Status)
 	}
 }
+
+func TestOrphanPodsLoseTheTrackingFinalizer(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodRunning, 0 })
+	ctx := context.Background()
+	// A pod with the finalizer and no owner at all.
+	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Finalizers: []string{batchv1.JobTrackingFinalizer}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A Job's pod, orphaned by deleting the Job with propagation Orphan
+	// (the garbage collector removes its owner reference).
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("orphaning", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=orphaning"})
+		return err == nil && len(pods.Items) == 1 && slices.Contains(pods.Items[0].Finalizers, batchv1.JobTrackingFinalizer), err
+	})
+	if err != nil {
+		t.Fatalf("the Job's pod never came: %v", err)
+	}
+	orphan := metav1.DeletePropagationOrphan
+	if err := cs.BatchV1().Jobs(ns).Delete(ctx, "orphaning", metav1.DeleteOptions{PropagationPolicy: &orphan}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 2 {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || len(p.OwnerReferences) != 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		pods, _ := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		for _, p := range pods.Items {
+			t.Logf("pod %s: owners %v finalizers %v", p.Name, p.OwnerReferences, p.Finalizers)
+		}
+		t.Errorf("orphans keep the job-tracking finalizer: %v", err)
+	}
+}
