@@ -584,8 +584,14 @@ func TestSuspendStopsPodsWithoutCountingFailures(t *testing.T) {
 	if err != nil {
 		t.Errorf("pods left while suspended: %v", err)
 	}
-	if j, err = cs.BatchV1().Jobs(ns).Get(ctx, "pausing", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
+	// The status follows the controller's cache, which sees the deletions
+	// one by one.
+	err = wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		j, err = cs.BatchV1().Jobs(ns).Get(ctx, "pausing", metav1.GetOptions{})
+		return err == nil && j.Status.Active == 0, err
+	})
+	if err != nil {
+		t.Errorf("still active while suspended: %v", err)
 	}
 	if j.Status.Failed != 0 || j.Status.Active != 0 || j.Status.StartTime != nil {
 		t.Errorf("suspended status %+v, want no failures, none active, no startTime", j.Status)
