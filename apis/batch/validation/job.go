@@ -245,15 +245,16 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bo
 		}
 	}
 	allErrs = append(allErrs, corevalidation.ValidatePodTemplateSpec(&spec.Template, tPath)...)
-	switch spec.Template.Spec.RestartPolicy {
-	case corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
-	case "":
-		allErrs = append(allErrs, field.Required(tPath.Child("spec", "restartPolicy"), ""))
-	default:
-		allErrs = append(allErrs, field.NotSupported(tPath.Child("spec", "restartPolicy"), spec.Template.Spec.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
-	}
-	if spec.PodFailurePolicy != nil && spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
-		allErrs = append(allErrs, field.Invalid(tPath.Child("spec", "restartPolicy"), spec.Template.Spec.RestartPolicy, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
+	// Always is what pod defaulting makes of an unset policy: upstream
+	// reports it as missing.
+	rp, rpPath := spec.Template.Spec.RestartPolicy, tPath.Child("spec", "restartPolicy")
+	switch {
+	case rp == corev1.RestartPolicyAlways || rp == "":
+		allErrs = append(allErrs, field.Required(rpPath, fmt.Sprintf("valid values: %q, %q", corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)))
+	case rp != corev1.RestartPolicyOnFailure && rp != corev1.RestartPolicyNever:
+		allErrs = append(allErrs, field.NotSupported(rpPath, rp, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
+	case spec.PodFailurePolicy != nil && rp != corev1.RestartPolicyNever:
+		allErrs = append(allErrs, field.Invalid(rpPath, rp, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
 	}
 	return allErrs
 }
