@@ -562,9 +562,10 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		}
 		activeCount = 0
 	default:
-		var removed int
+		var removed []*corev1.Pod
 		removed, manageErr = c.manage(ctx, st)
-		activeCount -= removed
+		activeCount -= len(removed)
+		st.ready = slices.DeleteFunc(st.ready, func(p *corev1.Pod) bool { return slices.Contains(removed, p) })
 		if suspended(j) {
 			if cond := condition(s, batchv1.JobSuspended); cond == nil {
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Suspended", "Job suspended")
@@ -694,17 +695,17 @@ func ptrInt32(v int32) *int32          { return &v }
 // suspended, duplicates of an index first), or creates those it lacks,
 // after its back-off (per index, with backoffLimitPerIndex); never both in
 // one sync, and nothing while its own last creations and deletions are not
-// yet seen. It returns how many active pods it deleted.
-func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
+// yet seen. It returns the active pods it deleted.
+func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, error) {
 	j, s := st.j, st.s
 	if st.exp.pending > 0 || st.exp.deleting > 0 {
-		return 0, nil // wait to see our own creations and deletions
+		return nil, nil // wait to see our own creations and deletions
 	}
 	if len(st.exp.released) > 0 {
 		// Pods it counted are not yet seen released: the Job's cached
 		// status may predate that count too. Decide once they are.
 		c.queue.AddAfter(key(j), 100*time.Millisecond)
-		return 0, nil
+		return nil, nil
 	}
 	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded))
 	if indexed(j) {
@@ -721,10 +722,10 @@ func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 		excess = excess[:min(len(excess), maxPodCreatesPerSync)]
 		// Their finalizers go first: a pod the Job stops is not a failure.
 		if err := c.releaseFinalizers(ctx, j.UID, excess); err != nil {
-			return 0, err
+			return nil, err
 		}
 		c.deletePods(ctx, j, excess)
-		return len(excess), nil
+		return excess, nil
 	}
 	diff := want - len(st.active)
 	if onlyReplaceFailed(j) {
@@ -732,12 +733,12 @@ func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 	}
 	diff = min(diff, maxPodCreatesPerSync)
 	if diff <= 0 {
-		return 0, nil
+		return nil, nil
 	}
 	if !perIndex(j) {
 		if wait := Remaining(st.now, st.backoff.FailuresAfterLastSuccess, st.backoff.LastFailure, c.backoff, c.backoffMax); wait > 0 {
 			c.queue.AddAfter(key(j), wait)
-			return 0, nil
+			return nil, nil
 		}
 	}
 	var toCreate []int // completion indexes, or -1 for NonIndexed
@@ -767,7 +768,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 			}
 			if len(now) == 0 && soonest > 0 {
 				c.queue.AddAfter(key(j), soonest)
-				return 0, nil
+				return nil, nil
 			}
 			toCreate = now
 		}
@@ -777,7 +778,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 		}
 	}
 	if len(toCreate) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	c.mu.Lock()
 	c.pending[j.UID] += len(toCreate)
@@ -800,7 +801,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) (int, error) {
 		c.pending[j.UID] = max(0, c.pending[j.UID]-missed)
 		c.mu.Unlock()
 	}
-	return 0, err
+	return nil, err
 }
 
 // createPod creates a pod of the Job, of completion index idx (-1 for

@@ -82,53 +82,6 @@ func ValidateJobUpdate(j, old *batchv1.Job) field.ErrorList {
 	return allErrs
 }
 
-// ValidateJobStatusUpdate checks an update of a Job's status: counts not
-// negative; SuccessCriteriaMet neither beside a failure nor withdrawn, and
-// required before Complete when a successPolicy is set.
-func ValidateJobStatusUpdate(j, old *batchv1.Job) field.ErrorList {
-	allErrs := apivalidation.ValidateObjectMetaUpdate(&j.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	p := field.NewPath("status")
-	s := &j.Status
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Active), p.Child("active"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Succeeded), p.Child("succeeded"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Failed), p.Child("failed"))...)
-	if s.Ready != nil {
-		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Ready), p.Child("ready"))...)
-	}
-	if s.Terminating != nil {
-		allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(*s.Terminating), p.Child("terminating"))...)
-	}
-	// Ratcheting, as upstream: a rule the old status already broke is
-	// not held against an update.
-	if len(validateIndexesStatus(old, p)) == 0 {
-		allErrs = append(allErrs, validateIndexesStatus(j, p)...)
-	}
-	cp := p.Child("conditions")
-	met := conditionTrue(s, batchv1.JobSuccessCriteriaMet)
-	if met && conditionTrue(s, batchv1.JobFailed) {
-		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set SuccessCriteriaMet=True and Failed=true conditions"))
-	}
-	if met && conditionTrue(s, batchv1.JobFailureTarget) {
-		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"))
-	}
-	if j.Spec.SuccessPolicy != nil && !met && conditionTrue(s, batchv1.JobComplete) {
-		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot set Complete=True for Job with SuccessPolicy unless SuccessCriteriaMet=True"))
-	}
-	if conditionTrue(&old.Status, batchv1.JobSuccessCriteriaMet) && !met {
-		allErrs = append(allErrs, field.Invalid(cp, field.OmitValueType{}, "cannot disable the SuccessCriteriaMet=True condition"))
-	}
-	return allErrs
-}
-
-func conditionTrue(s *batchv1.JobStatus, t batchv1.JobConditionType) bool {
-	for _, c := range s.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
-
 // validateGeneratedSelector: a Job whose selector the server generated
 // must carry its uid and name in its template's labels.
 func validateGeneratedSelector(j *batchv1.Job) field.ErrorList {
@@ -430,62 +383,4 @@ func validateIndexedLimits(spec *batchv1.JobSpec, fldPath *field.Path) field.Err
 		}
 	}
 	return allErrs
-}
-
-// validateIndexesStatus checks completedIndexes and failedIndexes as
-// upstream: well-formed, failedIndexes only with backoffLimitPerIndex,
-// completedIndexes only for Indexed Jobs, the two disjoint.
-func validateIndexesStatus(j *batchv1.Job, p *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	s := &j.Status
-	isIndexed := j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
-	if j.Spec.Completions != nil {
-		if _, err := CountIndexes(s.CompletedIndexes, *j.Spec.Completions); err != nil {
-			allErrs = append(allErrs, field.Invalid(p.Child("completedIndexes"), s.CompletedIndexes, fmt.Sprintf("error parsing completedIndexes: %s", err.Error())))
-		}
-		if j.Spec.BackoffLimitPerIndex != nil && s.FailedIndexes != nil {
-			if _, err := CountIndexes(*s.FailedIndexes, *j.Spec.Completions); err != nil {
-				allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), s.FailedIndexes, fmt.Sprintf("error parsing failedIndexes: %s", err.Error())))
-			}
-		}
-	}
-	if s.CompletedIndexes != "" && !isIndexed {
-		allErrs = append(allErrs, field.Invalid(p.Child("completedIndexes"), s.CompletedIndexes, "cannot set non-empty completedIndexes when non-indexed completion mode"))
-	}
-	if j.Spec.BackoffLimitPerIndex == nil && s.FailedIndexes != nil {
-		allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), *s.FailedIndexes, "cannot set non-null failedIndexes when backoffLimitPerIndex is null"))
-	}
-	if j.Spec.Completions != nil && s.FailedIndexes != nil {
-		if ix, ok := firstOverlap(s.CompletedIndexes, *s.FailedIndexes, *j.Spec.Completions); ok {
-			allErrs = append(allErrs, field.Invalid(p.Child("failedIndexes"), *s.FailedIndexes, fmt.Sprintf("failedIndexes and completedIndexes overlap at index: %d", ix)))
-		}
-	}
-	return allErrs
-}
-
-// firstOverlap is the lowest index in both lists, skipping intervals that
-// do not parse (reported on their own).
-func firstOverlap(a, b string, completions int32) (int32, bool) {
-	set := func(s string) map[int32]bool {
-		out := map[int32]bool{}
-		for _, part := range strings.Split(s, ",") {
-			if x, y, err := parseIndexInterval(part, completions); err == nil {
-				for i := x; i <= y; i++ {
-					out[i] = true
-				}
-			}
-		}
-		return out
-	}
-	if a == "" || b == "" {
-		return 0, false
-	}
-	inA := set(a)
-	found, first := false, int32(0)
-	for i := range set(b) {
-		if inA[i] && (!found || i < first) {
-			found, first = true, i
-		}
-	}
-	return first, found
 }

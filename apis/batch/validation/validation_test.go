@@ -3,10 +3,12 @@ package validation
 import (
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/apis/batch/defaults"
@@ -242,6 +244,11 @@ func TestValidateJobUpdateSuccessPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o, n := old.DeepCopy(), old.DeepCopy()
 			o.Status.Conditions, n.Status.Conditions = tc.old, tc.now
+			start := metav1.Now()
+			o.Status.StartTime, n.Status.StartTime = &start, &start
+			if conditionTrue(&n.Status, batchv1.JobComplete) {
+				n.Status.CompletionTime = &start
+			}
 			errs := ValidateJobStatusUpdate(n, o).ToAggregate()
 			switch {
 			case tc.want == "" && errs != nil:
@@ -296,6 +303,84 @@ func TestValidateJobStatusIndexes(t *testing.T) {
 				if errs := ValidateJobStatusUpdate(up, up.DeepCopy()); len(errs) != 0 {
 					t.Errorf("a status already broken is refused again: %v", errs)
 				}
+			}
+		})
+	}
+}
+
+func TestValidateJobStatusTransitions(t *testing.T) {
+	t0 := metav1.NewTime(time.Unix(1000, 0))
+	t1 := metav1.NewTime(time.Unix(2000, 0))
+	cond := func(ts ...batchv1.JobConditionType) []batchv1.JobCondition {
+		var out []batchv1.JobCondition
+		for _, t := range ts {
+			out = append(out, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue})
+		}
+		return out
+	}
+	running := batchv1.JobStatus{StartTime: &t0, Active: 2, Ready: ptr.To[int32](1), Failed: 3, Succeeded: 2}
+	tests := []struct {
+		name   string
+		old    batchv1.JobStatus
+		mutate func(s *batchv1.JobStatus)
+		want   string
+	}{
+		{"complete properly", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.CompletionTime = 0, ptr.To[int32](0), &t1
+			s.Conditions = cond(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)
+		}, ""},
+		{"fail properly", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready = 0, ptr.To[int32](0)
+			s.Conditions = cond(batchv1.JobFailureTarget, batchv1.JobFailed)
+		}, ""},
+		{"Failed without FailureTarget", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.Conditions = 0, ptr.To[int32](0), cond(batchv1.JobFailed)
+		}, "status.conditions: Invalid value: cannot set Failed=True condition without the FailureTarget=true condition"},
+		{"Complete without SuccessCriteriaMet", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.CompletionTime, s.Conditions = 0, ptr.To[int32](0), &t1, cond(batchv1.JobComplete)
+		}, "cannot set Complete=True condition without the SuccessCriteriaMet=true condition"},
+		{"Complete without completionTime", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.Conditions = 0, ptr.To[int32](0), cond(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)
+		}, "status.completionTime: Required value: completionTime is required for Complete jobs"},
+		{"finished with active pods", running, func(s *batchv1.JobStatus) {
+			s.Ready, s.Conditions = ptr.To[int32](0), cond(batchv1.JobFailureTarget, batchv1.JobFailed)
+		}, "status.active: Invalid value: 2: active>0 is invalid for finished job"},
+		{"finished with uncounted pods", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.Conditions = 0, ptr.To[int32](0), cond(batchv1.JobFailureTarget, batchv1.JobFailed)
+			s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Failed: []types.UID{"a"}}
+		}, "uncountedTerminatedPods needs to be empty for finished job"},
+		{"finished with terminating pods", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.Terminating, s.Conditions = 0, ptr.To[int32](0), ptr.To[int32](1), cond(batchv1.JobFailureTarget, batchv1.JobFailed)
+		}, "status.terminating: Invalid value: 1: terminating>0 is invalid for finished job"},
+		{"terminal condition withdrawn", batchv1.JobStatus{StartTime: &t0, Conditions: cond(batchv1.JobFailureTarget)}, func(s *batchv1.JobStatus) { s.Conditions = nil },
+			"cannot disable the terminal FailureTarget=True condition"},
+		{"failed counter down", running, func(s *batchv1.JobStatus) { s.Failed = 2 }, "status.failed: Invalid value: 2: cannot decrease the failed counter"},
+		{"succeeded counter down", running, func(s *batchv1.JobStatus) { s.Succeeded = 1 }, "status.succeeded: Invalid value: 1: cannot decrease the succeeded counter"},
+		{"more ready than active", running, func(s *batchv1.JobStatus) { s.Ready = ptr.To[int32](3) }, "status.ready: Invalid value: 3: cannot set more ready pods than active"},
+		{"startTime removed while running", running, func(s *batchv1.JobStatus) { s.StartTime = nil }, "status.startTime: Required value: startTime cannot be removed for unsuspended job"},
+		{"completionTime before startTime", running, func(s *batchv1.JobStatus) {
+			s.Active, s.Ready, s.CompletionTime = 0, ptr.To[int32](0), ptr.To(metav1.NewTime(time.Unix(10, 0)))
+			s.Conditions = cond(batchv1.JobSuccessCriteriaMet, batchv1.JobComplete)
+		}, "completionTime cannot be set before startTime"},
+		{"duplicate uncounted uid", running, func(s *batchv1.JobStatus) {
+			s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: []types.UID{"a"}, Failed: []types.UID{"a", ""}}
+		}, `status.uncountedTerminatedPods.failed[0]: Duplicate value: "a"`},
+		{"a status already off may still be written", batchv1.JobStatus{StartTime: &t0, Active: 1, Ready: ptr.To[int32](4)},
+			func(s *batchv1.JobStatus) { s.Failed = 1 }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			old := validJob()
+			old.ResourceVersion = "1"
+			old.Status = tc.old
+			up := old.DeepCopy()
+			tc.mutate(&up.Status)
+			errs := ValidateJobStatusUpdate(up, old).ToAggregate()
+			switch {
+			case tc.want == "" && errs != nil:
+				t.Fatalf("unexpected errors: %v", errs)
+			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
+				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
 			}
 		})
 	}
