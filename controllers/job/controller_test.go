@@ -146,6 +146,13 @@ func TestJobRunsToCompletion(t *testing.T) {
 		t.Errorf("%d pods for 4 completions", len(pods.Items))
 	}
 	noFinalizers(t, cs, ns)
+	// status.successful is selectable, as upstream.
+	for sel, want := range map[string]int{"status.successful=4": 1, "status.successful=3": 0} {
+		jobs, err := cs.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+		if err != nil || len(jobs.Items) != want {
+			t.Errorf("jobs with %s: %v, %v; want %d", sel, jobs, err, want)
+		}
+	}
 }
 
 func TestJobFailsByBackoffLimit(t *testing.T) {
