@@ -2,11 +2,12 @@
 // upstream's pkg/apis/batch/validation does, with its field paths and
 // messages.
 //
-// Left out from upstream: podFailurePolicy's per-action container rules.
+// Left out from upstream: the warnings on spec.template.
 package validation
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,9 +41,13 @@ const (
 
 	// maxSuccessPolicyRules and maxSucceededIndexesLength bound a
 	// successPolicy, as upstream.
-	maxSuccessPolicyRules     = 20
-	maxManagedByLength        = 63
-	maxSucceededIndexesLength = 64 * 1024
+	maxSuccessPolicyRules = 20
+	maxManagedByLength    = 63
+
+	maxPodFailurePolicyRules                   = 20
+	maxPodFailurePolicyOnExitCodesValues       = 255
+	maxPodFailurePolicyOnPodConditionsPatterns = 20
+	maxSucceededIndexesLength                  = 64 * 1024
 )
 
 // ValidateJob checks a Job on create: metadata, the generated selector's
@@ -50,7 +55,16 @@ const (
 func ValidateJob(j *batchv1.Job) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&j.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateGeneratedSelector(j)...)
-	return append(allErrs, validateJobSpec(&j.Spec, field.NewPath("spec"), true)...)
+	allErrs = append(allErrs, validateJobSpec(&j.Spec, field.NewPath("spec"), true)...)
+	// An Indexed Job's pods are named for it with their index as hostname:
+	// the highest index must still make a DNS label.
+	if j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion && j.Spec.Completions != nil && *j.Spec.Completions > 0 {
+		hostname := fmt.Sprintf("%s-%d", j.Name, *j.Spec.Completions-1)
+		if len(utilvalidation.IsDNS1123Label(hostname)) > 0 {
+			allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), j.Name, "will not able to create pod with invalid DNS label: "+hostname))
+		}
+	}
+	return allErrs
 }
 
 // ValidateJobUpdate checks an update of a Job: the spec as on create, and
@@ -214,42 +228,102 @@ func validateJobSpec(spec *batchv1.JobSpec, fldPath *field.Path, needSelector bo
 
 func validatePodFailurePolicy(spec *batchv1.JobSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	actions := []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionIgnore}
+	rulesPath := fldPath.Child("rules")
+	if n := len(spec.PodFailurePolicy.Rules); n > maxPodFailurePolicyRules {
+		allErrs = append(allErrs, field.TooMany(rulesPath, n, maxPodFailurePolicyRules))
+	}
+	containers := map[string]bool{}
+	for _, c := range spec.Template.Spec.Containers {
+		containers[c.Name] = true
+	}
+	for _, c := range spec.Template.Spec.InitContainers {
+		containers[c.Name] = true
+	}
+	// Upstream lists the supported values sorted.
+	actions := []batchv1.PodFailurePolicyAction{batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailIndex, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore}
 	for i, rule := range spec.PodFailurePolicy.Rules {
-		p := fldPath.Child("rules").Index(i)
-		switch rule.Action {
-		case batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore:
-		case batchv1.PodFailurePolicyActionFailIndex:
-			if spec.BackoffLimitPerIndex == nil {
-				allErrs = append(allErrs, field.Invalid(p.Child("action"), rule.Action, "requires the backoffLimitPerIndex to be set"))
-			}
-		default:
-			allErrs = append(allErrs, field.NotSupported(p.Child("action"), rule.Action, actions))
-		}
+		p := rulesPath.Index(i)
+		ap := p.Child("action")
 		switch {
-		case rule.OnExitCodes != nil && rule.OnPodConditions != nil:
+		case rule.Action == "":
+			allErrs = append(allErrs, field.Required(ap, fmt.Sprintf("valid values: %q", actions)))
+		case rule.Action == batchv1.PodFailurePolicyActionFailIndex:
+			if spec.BackoffLimitPerIndex == nil {
+				allErrs = append(allErrs, field.Invalid(ap, rule.Action, "requires the backoffLimitPerIndex to be set"))
+			}
+		case !slices.Contains(actions, rule.Action):
+			allErrs = append(allErrs, field.NotSupported(ap, rule.Action, actions))
+		}
+		if rule.OnExitCodes != nil {
+			allErrs = append(allErrs, validateOnExitCodes(rule.OnExitCodes, p.Child("onExitCodes"), containers)...)
+		}
+		if len(rule.OnPodConditions) > 0 {
+			allErrs = append(allErrs, validateOnPodConditions(rule.OnPodConditions, p.Child("onPodConditions"))...)
+		}
+		if rule.OnExitCodes != nil && len(rule.OnPodConditions) > 0 {
 			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, "specifying both OnExitCodes and OnPodConditions is not supported"))
-		case rule.OnExitCodes == nil && rule.OnPodConditions == nil:
+		}
+		if rule.OnExitCodes == nil && len(rule.OnPodConditions) == 0 {
 			allErrs = append(allErrs, field.Invalid(p, field.OmitValueType{}, "specifying one of OnExitCodes and OnPodConditions is required"))
 		}
-		if r := rule.OnExitCodes; r != nil {
-			ep := p.Child("onExitCodes")
-			switch r.Operator {
-			case batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn:
-			default:
-				allErrs = append(allErrs, field.NotSupported(ep.Child("operator"), r.Operator, []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn}))
-			}
-			if len(r.Values) == 0 {
-				allErrs = append(allErrs, field.Invalid(ep.Child("values"), r.Values, "at least one value is required"))
-			}
-			for j, v := range r.Values {
-				if j > 0 && r.Values[j-1] >= v {
-					allErrs = append(allErrs, field.Invalid(ep.Child("values").Index(j), v, "must be ordered"))
-				}
-				if r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && v == 0 {
-					allErrs = append(allErrs, field.Invalid(ep.Child("values").Index(j), v, "must not be 0 for the In operator"))
-				}
-			}
+	}
+	return allErrs
+}
+
+func validateOnExitCodes(r *batchv1.PodFailurePolicyOnExitCodesRequirement, p *field.Path, containers map[string]bool) field.ErrorList {
+	var allErrs field.ErrorList
+	operators := []batchv1.PodFailurePolicyOnExitCodesOperator{batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn}
+	switch {
+	case r.Operator == "":
+		allErrs = append(allErrs, field.Required(p.Child("operator"), fmt.Sprintf("valid values: %q", operators)))
+	case !slices.Contains(operators, r.Operator):
+		allErrs = append(allErrs, field.NotSupported(p.Child("operator"), r.Operator, operators))
+	}
+	if r.ContainerName != nil && !containers[*r.ContainerName] {
+		allErrs = append(allErrs, field.Invalid(p.Child("containerName"), *r.ContainerName, "must be one of the container or initContainer names in the pod template"))
+	}
+	vp := p.Child("values")
+	switch {
+	case len(r.Values) == 0:
+		allErrs = append(allErrs, field.Invalid(vp, r.Values, "at least one value is required"))
+	case len(r.Values) > maxPodFailurePolicyOnExitCodesValues:
+		allErrs = append(allErrs, field.TooMany(vp, len(r.Values), maxPodFailurePolicyOnExitCodesValues))
+	}
+	ordered, seen := true, map[int32]bool{}
+	for j, v := range r.Values {
+		if r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && v == 0 {
+			allErrs = append(allErrs, field.Invalid(vp.Index(j), v, "must not be 0 for the In operator"))
+		}
+		if seen[v] {
+			allErrs = append(allErrs, field.Duplicate(vp.Index(j), v))
+		}
+		seen[v] = true
+		if j > 0 && r.Values[j-1] > v {
+			ordered = false
+		}
+	}
+	if !ordered {
+		allErrs = append(allErrs, field.Invalid(vp, r.Values, "must be ordered"))
+	}
+	return allErrs
+}
+
+func validateOnPodConditions(patterns []batchv1.PodFailurePolicyOnPodConditionsPattern, p *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if len(patterns) > maxPodFailurePolicyOnPodConditionsPatterns {
+		allErrs = append(allErrs, field.TooMany(p, len(patterns), maxPodFailurePolicyOnPodConditionsPatterns))
+	}
+	statuses := []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue, corev1.ConditionUnknown}
+	for j, pattern := range patterns {
+		pp := p.Index(j)
+		for _, msg := range utilvalidation.IsQualifiedName(string(pattern.Type)) {
+			allErrs = append(allErrs, field.Invalid(pp.Child("type"), pattern.Type, msg))
+		}
+		switch {
+		case pattern.Status == "":
+			allErrs = append(allErrs, field.Required(pp.Child("status"), fmt.Sprintf("valid values: %q", statuses)))
+		case !slices.Contains(statuses, pattern.Status):
+			allErrs = append(allErrs, field.NotSupported(pp.Child("status"), pattern.Status, statuses))
 		}
 	}
 	return allErrs

@@ -60,7 +60,28 @@ func TestValidateJob(t *testing.T) {
 			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{0, 3, 2}}}}}
 		}, []string{"spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator",
-			"spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Invalid value: 2: must be ordered"}},
+			"spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [0,3,2]: must be ordered"}},
+		{"pod failure policy rules as upstream", func(j *batchv1.Job) {
+			j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+				{OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: ptr.To("sidecar"), Values: []int32{1, 1}}},
+				{Action: "Retry", OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: "bad type!"}, {Type: corev1.DisruptionTarget, Status: "Maybe"}}},
+			}}
+		}, []string{
+			`spec.podFailurePolicy.rules[0].action: Required value: valid values: ["Count" "FailIndex" "FailJob" "Ignore"]`,
+			`spec.podFailurePolicy.rules[0].onExitCodes.operator: Required value: valid values: ["In" "NotIn"]`,
+			`spec.podFailurePolicy.rules[0].onExitCodes.containerName: Invalid value: "sidecar": must be one of the container or initContainer names in the pod template`,
+			`spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Duplicate value: 1`,
+			`spec.podFailurePolicy.rules[1].action: Unsupported value: "Retry": supported values: "Count", "FailIndex", "FailJob", "Ignore"`,
+			`spec.podFailurePolicy.rules[1].onPodConditions[0].type: Invalid value: "bad type!"`,
+			`spec.podFailurePolicy.rules[1].onPodConditions[0].status: Required value: valid values: ["False" "True" "Unknown"]`,
+			`spec.podFailurePolicy.rules[1].onPodConditions[1].status: Unsupported value: "Maybe": supported values: "False", "True", "Unknown"`,
+		}},
+		{"indexed pod hostnames", func(j *batchv1.Job) {
+			j.Name = strings.Repeat("a", 62)
+			j.Spec.Template.Labels[batchv1.JobNameLabel], j.Spec.Template.Labels[LegacyJobNameLabel] = j.Name, j.Name
+			j.Spec.CompletionMode, j.Spec.Completions = &indexed, ptr.To[int32](10)
+		}, []string{"metadata.name: Invalid value: \"" + strings.Repeat("a", 62) + "\": will not able to create pod with invalid DNS label: " + strings.Repeat("a", 62) + "-9"}},
 		{"successPolicy needs Indexed", func(j *batchv1.Job) {
 			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](1)}}}
 		}, []string{"spec.successPolicy: Invalid value: ", "requires indexed completion mode"}},
