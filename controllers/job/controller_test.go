@@ -655,3 +655,49 @@ func TestOrphanPodsLoseTheTrackingFinalizer(t *testing.T) {
 		t.Errorf("orphans keep the job-tracking finalizer: %v", err)
 	}
 }
+
+func TestPodReplacementPolicyFailedWaitsForTerminatingPods(t *testing.T) {
+	cs, ns := start(t, func(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodRunning, 0 })
+	ctx := context.Background()
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("patient", func(j *batchv1.Job) {
+		j.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobStatus := func(what string, cond func(s batchv1.JobStatus) bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			j, err := cs.BatchV1().Jobs(ns).Get(ctx, "patient", metav1.GetOptions{})
+			return err == nil && cond(j.Status), err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	jobStatus("one active", func(s batchv1.JobStatus) bool { return s.Active == 1 })
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods %v, %v", pods, err)
+	}
+	first := pods.Items[0]
+	// Deleted, it terminates (the job-tracking finalizer keeps it) and is
+	// not replaced yet.
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobStatus("one terminating", func(s batchv1.JobStatus) bool { return ptr.Deref(s.Terminating, 0) == 1 && s.Active == 0 })
+	if pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("replaced while terminating: %d pods, %v", len(pods.Items), err)
+	}
+	// Once it has failed, as a kubelet reports it, it is counted and
+	// replaced.
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, first.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodFailed
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobStatus("failed once and replaced", func(s batchv1.JobStatus) bool { return s.Failed == 1 && s.Active == 1 })
+}
