@@ -105,6 +105,27 @@ func waitCondition(t *testing.T, cs kubernetes.Interface, ns, name string, ct ba
 	return got
 }
 
+// waitEvent waits for an event about the Job name of the type and reason
+// whose message starts with msg.
+func waitEvent(t *testing.T, cs kubernetes.Interface, ns, name, typ, reason, msg string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 30*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Job" && e.InvolvedObject.Name == name && e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no %s event %s %q about job %s: %v", typ, reason, msg, name, err)
+	}
+}
+
 func succeed(*corev1.Pod) (corev1.PodPhase, int32) { return corev1.PodSucceeded, 0 }
 func fail(*corev1.Pod) (corev1.PodPhase, int32)    { return corev1.PodFailed, 1 }
 
@@ -146,6 +167,8 @@ func TestJobRunsToCompletion(t *testing.T) {
 		t.Errorf("%d pods for 4 completions", len(pods.Items))
 	}
 	noFinalizers(t, cs, ns)
+	waitEvent(t, cs, ns, "pi", corev1.EventTypeNormal, "Completed", "Job completed")
+	waitEvent(t, cs, ns, "pi", corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: pi-")
 	// status.successful is selectable, as upstream.
 	for sel, want := range map[string]int{"status.successful=4": 1, "status.successful=3": 0} {
 		jobs, err := cs.BatchV1().Jobs(ns).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
@@ -351,6 +374,7 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	if c := jobCondition(j, batchv1.JobFailed); c.Reason != batchv1.JobReasonFailedIndexes || c.Message != "Job has failed indexes" {
 		t.Errorf("Failed condition %+v", c)
 	}
+	waitEvent(t, cs, ns, "per-index", corev1.EventTypeWarning, batchv1.JobReasonFailedIndexes, "Job has failed indexes")
 	if j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != math.MaxInt32 {
 		t.Errorf("backoffLimit defaulted to %v, want MaxInt32 with a per-index limit", j.Spec.BackoffLimit)
 	}

@@ -199,6 +199,9 @@ func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*cor
 		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil {
 			c.seenDeleted(uid) // no deletion to see
+			if !apierrors.IsNotFound(err) {
+				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
+			}
 			continue
 		}
 		c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)

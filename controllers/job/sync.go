@@ -245,6 +245,9 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			} else {
 				setCondition(s, batchv1.JobComplete, corev1.ConditionTrue, ending.Reason, ending.Message, now)
 				s.CompletionTime = ptrTime(now)
+				if j.Spec.Completions != nil && s.Succeeded > *j.Spec.Completions {
+					c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+				}
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Completed", "Job completed")
 			}
 		}
