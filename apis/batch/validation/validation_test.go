@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/apis/batch/defaults"
@@ -216,13 +217,7 @@ func TestValidateCronJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid()
 			tc.mutate(c)
-			errs := ValidateCronJob(c).ToAggregate()
-			switch {
-			case tc.want == "" && errs != nil:
-				t.Fatalf("unexpected errors: %v", errs)
-			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
-				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
-			}
+			wantError(t, ValidateCronJob(c), tc.want)
 		})
 	}
 }
@@ -270,13 +265,7 @@ func TestValidateJobUpdateSuccessPolicy(t *testing.T) {
 			if conditionTrue(&n.Status, batchv1.JobComplete) {
 				n.Status.CompletionTime = &start
 			}
-			errs := ValidateJobStatusUpdate(n, o).ToAggregate()
-			switch {
-			case tc.want == "" && errs != nil:
-				t.Fatalf("unexpected errors: %v", errs)
-			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
-				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
-			}
+			wantError(t, ValidateJobStatusUpdate(n, o), tc.want)
 		})
 	}
 }
@@ -312,13 +301,7 @@ func TestValidateJobStatusIndexes(t *testing.T) {
 			}
 			up := old.DeepCopy()
 			up.Status.CompletedIndexes, up.Status.FailedIndexes = tc.completed, tc.failed
-			errs := ValidateJobStatusUpdate(up, old).ToAggregate()
-			switch {
-			case tc.want == "" && errs != nil:
-				t.Fatalf("unexpected errors: %v", errs)
-			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
-				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
-			}
+			wantError(t, ValidateJobStatusUpdate(up, old), tc.want)
 			// Ratcheting: an old status already broken keeps being writable.
 			if tc.want != "" {
 				if errs := ValidateJobStatusUpdate(up, up.DeepCopy()); len(errs) != 0 {
@@ -396,13 +379,19 @@ func TestValidateJobStatusTransitions(t *testing.T) {
 			old.Status = tc.old
 			up := old.DeepCopy()
 			tc.mutate(&up.Status)
-			errs := ValidateJobStatusUpdate(up, old).ToAggregate()
-			switch {
-			case tc.want == "" && errs != nil:
-				t.Fatalf("unexpected errors: %v", errs)
-			case tc.want != "" && (errs == nil || !strings.Contains(errs.Error(), tc.want)):
-				t.Errorf("errors %v\ndo not contain %q", errs, tc.want)
-			}
+			wantError(t, ValidateJobStatusUpdate(up, old), tc.want)
 		})
+	}
+}
+
+// wantError fails t unless errs hold want ("" for none).
+func wantError(t *testing.T, errs field.ErrorList, want string) {
+	t.Helper()
+	agg := errs.ToAggregate()
+	switch {
+	case want == "" && agg != nil:
+		t.Fatalf("unexpected errors: %v", agg)
+	case want != "" && (agg == nil || !strings.Contains(agg.Error(), want)):
+		t.Errorf("errors %v\ndo not contain %q", agg, want)
 	}
 }
