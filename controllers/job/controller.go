@@ -61,6 +61,10 @@ type Options struct {
 	BackoffBase, BackoffLimit time.Duration
 	// Workers sync Jobs in parallel; 0 means 5.
 	Workers int
+	// MaxUncountedPods bounds status.uncountedTerminatedPods (and the
+	// finalizers one sync removes); 0 means upstream's 500, about 20 KB
+	// of uids.
+	MaxUncountedPods int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -70,6 +74,7 @@ type Controller struct {
 	client              kubernetes.Interface
 	backoff, backoffMax time.Duration
 	workers             int
+	maxUncounted        int
 	now                 func() time.Time
 	queue               *workqueue.Queue[string]
 	recorder            *events.Recorder
@@ -115,7 +120,10 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
+	if opts.MaxUncountedPods <= 0 {
+		opts.MaxUncountedPods = 500
+	}
+	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
 		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{}, deleting: map[types.UID]deletion{},
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}

@@ -30,12 +30,20 @@ type outcome func(p *corev1.Pod) (corev1.PodPhase, int32)
 
 func start(t *testing.T, end outcome) (kubernetes.Interface, string) {
 	t.Helper()
+	return startWith(t, end, job.Options{})
+}
+
+// startWith is start with the controller's options (its client and
+// back-off are the fixture's).
+func startWith(t *testing.T, end outcome, opts job.Options) (kubernetes.Interface, string) {
+	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "job-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jc, err := job.New(job.Options{Client: cs, BackoffBase: 20 * time.Millisecond, BackoffLimit: 100 * time.Millisecond})
+	opts.Client, opts.BackoffBase, opts.BackoffLimit = cs, 20*time.Millisecond, 100*time.Millisecond
+	jc, err := job.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,4 +732,41 @@ func TestPodReplacementPolicyFailedWaitsForTerminatingPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobStatus("failed once and replaced", func(s batchv1.JobStatus) bool { return s.Failed == 1 && s.Active == 1 })
+}
+
+func TestUncountedPodsAreBounded(t *testing.T) {
+	cs, ns := startWith(t, succeed, job.Options{MaxUncountedPods: 2})
+	ctx := context.Background()
+	w, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cs.BatchV1().Jobs(ns).Create(ctx, newJob("wide", func(j *batchv1.Job) {
+		j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](7), ptr.To[int32](7)
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			j, ok := ev.Object.(*batchv1.Job)
+			if !ok {
+				t.Fatalf("watch event %v", ev)
+			}
+			if u := j.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) > 2 {
+				t.Fatalf("%d uncounted pods, more than the bound 2", len(u.Succeeded)+len(u.Failed))
+			}
+			if condition := jobCondition(j, batchv1.JobComplete); condition != nil && condition.Status == corev1.ConditionTrue {
+				if j.Status.Succeeded != 7 {
+					t.Errorf("succeeded %d, want 7", j.Status.Succeeded)
+				}
+				noFinalizers(t, cs, ns)
+				return
+			}
+		case <-timeout:
+			t.Fatal("job never completed")
+		}
+	}
 }

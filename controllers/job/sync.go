@@ -164,10 +164,21 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	// Ignore rule), and their finalizers picked for removal.
 	var release []*corev1.Pod
 	failing := ending != nil && ending.Type == batchv1.JobFailureTarget
+	newIndexes, capped := 0, false
 	for _, p := range st.tracked {
+		if len(u.Succeeded)+len(u.Failed)+newIndexes >= c.maxUncounted {
+			// The rest wait for the next sync (this one's status write
+			// brings it): the status stays small and one big Job does not
+			// starve the others. The Job cannot finish before.
+			capped = true
+			break
+		}
 		failed := PodFailed(j, p)
 		if !st.canRelease(ending, p, failed) {
 			continue
+		}
+		if p.Status.Phase == corev1.PodSucceeded && indexed(j) {
+			newIndexes++
 		}
 		release = append(release, p)
 		_, valid := st.validIndex(p)
@@ -238,7 +249,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		// Stop what still runs; the final condition comes once nothing
 		// does and every pod is counted.
 		c.deletePods(ctx, j, st.active)
-		if len(st.active)+len(st.terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
+		if !capped && len(st.active)+len(st.terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
 			if ending.Type == batchv1.JobFailureTarget {
 				setCondition(s, batchv1.JobFailed, corev1.ConditionTrue, ending.Reason, ending.Message, now)
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ending.Reason, ending.Message)
