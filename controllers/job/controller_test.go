@@ -762,6 +762,11 @@ func TestUncountedPodsAreBounded(t *testing.T) {
 				if j.Status.Succeeded != 7 {
 					t.Errorf("succeeded %d, want 7", j.Status.Succeeded)
 				}
+				// Successes left for a later sync still count: no pod
+				// is made for them.
+				if pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 7 {
+					t.Errorf("%d pods for 7 completions (%v)", len(pods.Items), err)
+				}
 				noFinalizers(t, cs, ns)
 				return
 			}

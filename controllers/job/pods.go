@@ -24,7 +24,7 @@ import (
 // one sync, and nothing while its own last creations and deletions are not
 // yet seen. It returns the active pods it deleted.
 func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, error) {
-	j, s := st.j, st.s
+	j := st.j
 	if st.exp.pending > 0 || st.exp.deleting > 0 {
 		return nil, nil // wait to see our own creations and deletions
 	}
@@ -34,10 +34,9 @@ func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, e
 		c.queue.AddAfter(key(j), 100*time.Millisecond)
 		return nil, nil
 	}
-	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded))
-	if indexed(j) {
-		succeeded = int32(len(st.completed))
-	}
+	// Successes still to be counted (left by the uncounted bound) count:
+	// their pods are done.
+	succeeded := st.succeeded
 	want := int(WantActive(j, succeeded))
 	switch {
 	case suspended(j):

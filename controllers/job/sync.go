@@ -34,6 +34,10 @@ type jobState struct {
 	delayed                    map[int]*corev1.Pod
 	backoff                    BackoffRecord
 	newSucceeded, newFailed    []*corev1.Pod
+	// succeeded counts the Job's successes, counted, uncounted or new
+	// (an Indexed Job's completed indexes): the same before and after
+	// they move between those.
+	succeeded int32
 	completions                int // Indexed only
 }
 
@@ -143,6 +147,10 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			}
 		}
 		st.delayed = DelayedRemoval(j, st.tracked, st.active, st.completed, st.failedIndexes)
+	}
+	st.succeeded = s.Succeeded + int32(len(u.Succeeded)+len(st.newSucceeded))
+	if indexed(j) {
+		st.succeeded = int32(len(st.completed))
 	}
 	c.mu.Lock()
 	st.backoff = NextBackoffRecord(c.backoffs[j.UID], st.newSucceeded, st.newFailed)
@@ -335,8 +343,7 @@ func (c *Controller) end(st *jobState) (batchv1.JobConditionType, string, string
 			return batchv1.JobSuccessCriteriaMet, ReasonSuccessPolicy, msg
 		}
 	}
-	succeeded := s.Succeeded + int32(len(s.UncountedTerminatedPods.Succeeded)+len(st.newSucceeded))
-	if Succeeded(j, succeeded, len(st.completed), len(st.active)) {
+	if Succeeded(j, st.succeeded, len(st.completed), len(st.active)) {
 		return batchv1.JobSuccessCriteriaMet, ReasonCompletionsReached, msgCompletions
 	}
 	return "", "", ""
