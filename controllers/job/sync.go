@@ -37,8 +37,8 @@ type jobState struct {
 	// succeeded counts the Job's successes, counted, uncounted or new
 	// (an Indexed Job's completed indexes): the same before and after
 	// they move between those.
-	succeeded int32
-	completions                int // Indexed only
+	succeeded   int32
+	completions int // Indexed only
 }
 
 func (st *jobState) validIndex(p *corev1.Pod) (int, bool) {
