@@ -148,7 +148,7 @@ func TestWorkloadValidation(t *testing.T) {
 				Spec:       batchv1.JobSpec{Template: template},
 			}, metav1.CreateOptions{})
 			return err
-		}, []string{`spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"`}},
+		}, []string{`spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"`}},
 		{"cronjob schedule", func() error {
 			tt := *template.DeepCopy()
 			tt.Spec.RestartPolicy = corev1.RestartPolicyNever

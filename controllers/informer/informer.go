@@ -72,6 +72,12 @@ func (i *Informer[T]) Run(ctx context.Context) { i.reflector.Run(ctx) }
 // HasSynced reports whether the first list is in the cache.
 func (i *Informer[T]) HasSynced() bool { return i.reflector.HasSynced() }
 
+// LastSyncResourceVersion is the resourceVersion the cache is known to
+// reflect: of the last list, event or bookmark written to it ("" before the
+// first list). A controller compares it with the resourceVersions of its
+// own writes to know whether the cache shows them yet.
+func (i *Informer[T]) LastSyncResourceVersion() string { return i.reflector.LastSyncResourceVersion() }
+
 // Synced is closed once the first list is in the cache.
 func (i *Informer[T]) Synced() <-chan struct{} { return i.reflector.Synced() }
 

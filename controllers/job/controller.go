@@ -2,19 +2,29 @@
 // kube-controller-manager's job controller, with its TTL-after-finished
 // controller's work on finished Jobs.
 //
-// Pods are created (slow start, with the batch.kubernetes.io/job-tracking
-// finalizer) up to parallelism and the completions left, after an
-// exponential back-off once pods have failed; Indexed Jobs give each pod
-// its completion index (label, annotation and JOB_COMPLETION_INDEX).
-// Finished pods are accounted in two steps, as upstream, so none is
-// counted twice or lost across restarts: their uids go into
-// status.uncountedTerminatedPods, their finalizer is removed, then they
-// move into succeeded/failed. A Job fails on backoffLimit,
-// activeDeadlineSeconds or a FailJob rule of its podFailurePolicy (Ignore
-// rules do not count the failure), first with FailureTarget while its
-// pods are stopped, then Failed; it succeeds with SuccessCriteriaMet,
-// then Complete. A suspended Job has no pods. ttlSecondsAfterFinished
-// deletes a finished Job (in the background) once it passes.
+// A Job claims the pods its selector matches (adopting orphans, releasing
+// pods it no longer matches), creates the ones it lacks (slow start, with
+// the batch.kubernetes.io/job-tracking finalizer) up to parallelism and
+// the completions left, after an exponential back-off once pods have
+// failed (per index with backoffLimitPerIndex), and deletes the ones it
+// has too many of. Indexed Jobs give each pod its completion index (label,
+// annotation and JOB_COMPLETION_INDEX). Finished pods are accounted in two
+// steps, as upstream, so none is counted twice or lost across restarts:
+// their uids go into status.uncountedTerminatedPods (an Indexed Job's
+// successes into completedIndexes), their finalizer is removed, then they
+// move into succeeded/failed. A Job fails on a FailJob rule of its
+// podFailurePolicy, backoffLimit, activeDeadlineSeconds or its failed
+// indexes, first with FailureTarget while its pods are stopped, then
+// Failed; it succeeds by its completions or successPolicy with
+// SuccessCriteriaMet, then Complete. A suspended Job has no pods; one
+// managed by another controller (spec.managedBy) is left alone.
+// ttlSecondsAfterFinished deletes a finished Job (in the foreground) once
+// it passes.
+//
+// Expectations (creations, deletions and finalizer removals not yet seen)
+// are read before the pods are listed, and a Job is synced only once the
+// caches show this controller's own last writes, so a slow watch never
+// makes it create a pod or count one twice.
 package job
 
 import (
@@ -27,8 +37,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -36,7 +44,6 @@ import (
 
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
-	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
 )
@@ -50,10 +57,14 @@ type Options struct {
 	// Client watches Jobs and pods and writes them. Required.
 	Client kubernetes.Interface
 	// BackoffBase and BackoffLimit bound the delay before a failed Job's
-	// next pod; 0 means upstream's 10 s and 6 min.
+	// (or index's) next pod; 0 means upstream's 10 s and 10 min.
 	BackoffBase, BackoffLimit time.Duration
 	// Workers sync Jobs in parallel; 0 means 5.
 	Workers int
+	// MaxUncountedPods bounds status.uncountedTerminatedPods (and the
+	// finalizers one sync removes); 0 means upstream's 500, about 20 KB
+	// of uids.
+	MaxUncountedPods int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -63,6 +74,7 @@ type Controller struct {
 	client              kubernetes.Interface
 	backoff, backoffMax time.Duration
 	workers             int
+	maxUncounted        int
 	now                 func() time.Time
 	queue               *workqueue.Queue[string]
 	recorder            *events.Recorder
@@ -73,14 +85,22 @@ type Controller struct {
 	mu sync.Mutex
 	// pending counts creations not yet seen in the cache, per Job.
 	pending map[types.UID]int
-	// lastFailure is when each Job's latest failed pod was seen.
-	lastFailure map[types.UID]time.Time
+	// backoffs are the Jobs' pod creation back-off records.
+	backoffs map[types.UID]BackoffRecord
 	// released are the pods (and their Job) whose job-tracking finalizer
 	// this controller removes, and so counts, until the cache shows them
 	// without it or gone (upstream's finalizer expectations): a stale copy
 	// still holding the finalizer must not be counted twice, nor the
 	// Job's possibly stale status be used to create pods meanwhile.
 	released map[types.UID]types.UID
+	// deleting are the pods this controller deletes, until the cache
+	// shows them deleting or gone (upstream's deletion expectations):
+	// meanwhile a stale copy would look active. Like upstream's, they
+	// expire (a pod already deleting when deleted again shows no change).
+	deleting map[types.UID]deletion
+	// writes are this controller's own writes that a Job's sync waits to
+	// see in the caches.
+	writes *writes
 }
 
 // New returns a Controller.
@@ -92,7 +112,7 @@ func New(opts Options) (*Controller, error) {
 		opts.BackoffBase = 10 * time.Second
 	}
 	if opts.BackoffLimit <= 0 {
-		opts.BackoffLimit = 6 * time.Minute
+		opts.BackoffLimit = 10 * time.Minute
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 5
@@ -100,16 +120,21 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, lastFailure: map[types.UID]time.Time{}, released: map[types.UID]types.UID{},
+	if opts.MaxUncountedPods <= 0 {
+		opts.MaxUncountedPods = 500
+	}
+	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
+		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{}, deleting: map[types.UID]deletion{},
+		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
 	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
 		Name: "jobs", ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*batchv1.Job]{namespaceIndex: byNamespace[*batchv1.Job]},
 		Handlers: informer.Handlers[*batchv1.Job]{
 			OnAdd:    func(j *batchv1.Job) { c.queue.Add(key(j)) },
 			OnUpdate: func(_, j *batchv1.Job) { c.queue.Add(key(j)) },
-			OnDelete: func(j *batchv1.Job) { c.forget(j.UID); c.queue.Add(key(j)) },
+			OnDelete: func(j *batchv1.Job) { c.forget(j.UID); c.queue.Add(key(j)); c.jobGone(j) },
 		},
 	})
 	if err != nil {
@@ -117,12 +142,15 @@ func New(opts Options) (*Controller, error) {
 	}
 	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
 		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{ownerIndex: func(p *corev1.Pod) ([]string, error) {
-			if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
-				return []string{string(ref.UID)}, nil
-			}
-			return nil, nil
-		}},
+		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{
+			ownerIndex: func(p *corev1.Pod) ([]string, error) {
+				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
+					return []string{string(ref.UID)}, nil
+				}
+				return nil, nil
+			},
+			namespaceIndex: byNamespace[*corev1.Pod],
+		},
 		Handlers: informer.Handlers[*corev1.Pod]{
 			OnAdd: func(p *corev1.Pod) {
 				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
@@ -132,15 +160,23 @@ func New(opts Options) (*Controller, error) {
 					}
 					c.mu.Unlock()
 				}
-				c.podChanged(p)
+				if p.DeletionTimestamp != nil {
+					c.seenDeleted(p.UID)
+				}
+				c.podChanged(nil, p)
+				c.orphanChanged(p, p.DeletionTimestamp != nil)
 			},
-			OnUpdate: func(_, p *corev1.Pod) {
+			OnUpdate: func(old, p *corev1.Pod) {
 				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
 					c.seenReleased(p.UID)
 				}
-				c.podChanged(p)
+				if p.DeletionTimestamp != nil {
+					c.seenDeleted(p.UID)
+				}
+				c.podChanged(old, p)
+				c.orphanChanged(p, p.DeletionTimestamp != nil)
 			},
-			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.podChanged(p) },
+			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.seenDeleted(p.UID); c.podChanged(nil, p) },
 		},
 	})
 	if err != nil {
@@ -154,8 +190,47 @@ func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
 func (c *Controller) forget(uid types.UID) {
 	c.mu.Lock()
 	delete(c.pending, uid)
-	delete(c.lastFailure, uid)
+	delete(c.backoffs, uid)
 	c.mu.Unlock()
+	c.writes.forget(uid)
+}
+
+// lastSync is how far each cache has read, for writes.ready.
+func (c *Controller) lastSync(resource string) string {
+	if resource == resJobs {
+		return c.jobs.LastSyncResourceVersion()
+	}
+	return c.pods.LastSyncResourceVersion()
+}
+
+// expected is what a Job's sync still waits to observe of its own writes.
+type expected struct {
+	// pending counts creations not yet seen.
+	pending int
+	// released are the pods whose finalizer removal is not yet seen.
+	released map[types.UID]bool
+	// deleting counts the deletions not yet seen.
+	deleting int
+}
+
+func (c *Controller) expectations(jobUID types.UID) expected {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := expected{pending: c.pending[jobUID], released: map[types.UID]bool{}}
+	for pod, owner := range c.released {
+		if owner == jobUID {
+			e.released[pod] = true
+		}
+	}
+	for pod, d := range c.deleting {
+		switch {
+		case c.now().Sub(d.at) > deletionExpiry:
+			delete(c.deleting, pod)
+		case d.job == jobUID:
+			e.deleting++
+		}
+	}
+	return e
 }
 
 func (c *Controller) seenReleased(uid types.UID) {
@@ -164,10 +239,19 @@ func (c *Controller) seenReleased(uid types.UID) {
 	c.mu.Unlock()
 }
 
-func (c *Controller) podChanged(p *corev1.Pod) {
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind && ref.APIVersion == kind.GroupVersion().String() {
-		c.queue.Add(p.Namespace + "/" + ref.Name)
-	}
+// deletion is an expected deletion: of a pod of job, asked for at at.
+type deletion struct {
+	job types.UID
+	at  time.Time
+}
+
+// deletionExpiry is how long a deletion is waited for at most.
+const deletionExpiry = time.Minute
+
+func (c *Controller) seenDeleted(uid types.UID) {
+	c.mu.Lock()
+	delete(c.deleting, uid)
+	c.mu.Unlock()
 }
 
 // Run syncs Jobs until ctx ends.
@@ -246,389 +330,4 @@ func index(p *corev1.Pod) (int, bool) {
 
 func indexed(j *batchv1.Job) bool {
 	return j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == batchv1.IndexedCompletion
-}
-
-func (c *Controller) sync(ctx context.Context, k string) error {
-	cached, ok := c.jobs.Store().Get(k)
-	if !ok {
-		return nil
-	}
-	j := cached.DeepCopy()
-	now := c.now()
-	pods, _ := c.pods.Store().ByIndex(ownerIndex, string(j.UID))
-	if finished(&j.Status) {
-		if err := c.releaseFinalizers(ctx, j.UID, pods); err != nil {
-			return err
-		}
-		return c.expire(ctx, j, now)
-	}
-	if j.DeletionTimestamp != nil {
-		return c.releaseFinalizers(ctx, j.UID, pods)
-	}
-	s := j.Status.DeepCopy()
-	if s.StartTime == nil && (j.Spec.Suspend == nil || !*j.Spec.Suspend) {
-		s.StartTime = ptrTime(now)
-	}
-	if s.UncountedTerminatedPods == nil {
-		s.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
-	}
-	u := s.UncountedTerminatedPods
-	completed := ParseIndexes(s.CompletedIndexes)
-
-	// Step 1: finished pods still holding the finalizer are noted as
-	// uncounted (or ignored, by an Ignore rule).
-	var release []*corev1.Pod
-	var failJob *PolicyMatch
-	c.mu.Lock()
-	stale := map[types.UID]bool{}
-	for _, p := range pods {
-		if _, ok := c.released[p.UID]; ok {
-			stale[p.UID] = true
-		}
-	}
-	c.mu.Unlock()
-	for _, p := range pods {
-		if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || stale[p.UID] {
-			continue
-		}
-		succeeded := p.Status.Phase == corev1.PodSucceeded
-		// A deleted pod counts as failed, as upstream's isPodFailed (it
-		// may never reach Failed), unless only Failed pods are replaced.
-		failed := p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && !succeeded && countsDeleted(j))
-		if !succeeded && !failed {
-			continue
-		}
-		if slices.Contains(u.Succeeded, p.UID) || slices.Contains(u.Failed, p.UID) {
-			release = append(release, p)
-			continue
-		}
-		if succeeded {
-			u.Succeeded = append(u.Succeeded, p.UID)
-			if i, ok := index(p); ok && indexed(j) {
-				completed[i] = true
-			}
-		} else {
-			m := MatchPodFailurePolicy(j.Spec.PodFailurePolicy, p)
-			switch {
-			case m != nil && m.Action == batchv1.PodFailurePolicyActionIgnore:
-				release = append(release, p)
-				continue
-			case m != nil && m.Action == batchv1.PodFailurePolicyActionFailJob && failJob == nil:
-				failJob = m
-			}
-			u.Failed = append(u.Failed, p.UID)
-			c.mu.Lock()
-			c.lastFailure[j.UID] = now
-			c.mu.Unlock()
-		}
-		release = append(release, p)
-	}
-	s.CompletedIndexes = FormatIndexes(completed)
-	if err := c.writeStatus(ctx, j, s); err != nil {
-		return err
-	}
-	// Step 2: their finalizers go.
-	if err := c.releaseFinalizers(ctx, j.UID, release); err != nil {
-		return err
-	}
-	// Step 3: uncounted pods without a finalizer (or gone) are counted.
-	byUID := map[types.UID]*corev1.Pod{}
-	for _, p := range pods {
-		byUID[p.UID] = p
-	}
-	released := map[types.UID]bool{}
-	for _, p := range release {
-		released[p.UID] = true
-	}
-	move := func(uids []types.UID, count *int32) []types.UID {
-		var keep []types.UID
-		for _, uid := range uids {
-			if p := byUID[uid]; p != nil && !released[uid] && slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
-				keep = append(keep, uid)
-				continue
-			}
-			*count++
-		}
-		return keep
-	}
-	u.Succeeded = move(u.Succeeded, &s.Succeeded)
-	u.Failed = move(u.Failed, &s.Failed)
-
-	var active, ready, terminating []*corev1.Pod
-	for _, p := range pods {
-		switch {
-		case p.DeletionTimestamp != nil && !terminal(p):
-			terminating = append(terminating, p)
-		case !terminal(p) && p.DeletionTimestamp == nil:
-			active = append(active, p)
-			if replicaset.Ready(p) {
-				ready = append(ready, p)
-			}
-		}
-	}
-
-	// Has the Job reached an end?
-	if condition(s, batchv1.JobFailureTarget) == nil && condition(s, batchv1.JobSuccessCriteriaMet) == nil {
-		backoffLimit := int32(6)
-		if j.Spec.BackoffLimit != nil {
-			backoffLimit = *j.Spec.BackoffLimit
-		}
-		failedCount := s.Failed + int32(len(u.Failed))
-		switch {
-		case failJob != nil:
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonPodFailurePolicy, failJob.Message, now)
-		case failedCount > backoffLimit:
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonBackoffLimitExceeded, msgBackoffLimit, now)
-		case j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil && !now.Before(s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second)):
-			setCondition(s, batchv1.JobFailureTarget, corev1.ConditionTrue, ReasonDeadlineExceeded, msgDeadline, now)
-			c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ReasonDeadlineExceeded, msgDeadline)
-		case Succeeded(j, s.Succeeded+int32(len(u.Succeeded)), len(completed), len(active)):
-			setCondition(s, batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, ReasonCompletionsReached, msgCompletions, now)
-		}
-	}
-	ending := condition(s, batchv1.JobFailureTarget)
-	if ending == nil {
-		ending = condition(s, batchv1.JobSuccessCriteriaMet)
-	}
-	var manageErr error
-	switch {
-	case ending != nil:
-		// Stop what still runs; the final condition comes once nothing
-		// does and every pod is counted.
-		c.deletePods(ctx, j, active)
-		if len(active)+len(terminating) == 0 && len(u.Succeeded)+len(u.Failed) == 0 {
-			if ending.Type == batchv1.JobFailureTarget {
-				setCondition(s, batchv1.JobFailed, corev1.ConditionTrue, ending.Reason, ending.Message, now)
-				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, ending.Reason, ending.Message)
-			} else {
-				setCondition(s, batchv1.JobComplete, corev1.ConditionTrue, ending.Reason, ending.Message, now)
-				s.CompletionTime = ptrTime(now)
-				c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "Completed", "Job completed")
-			}
-		}
-		active = nil
-	case j.Spec.Suspend != nil && *j.Spec.Suspend:
-		c.deletePods(ctx, j, active)
-		active = nil
-		setCondition(s, batchv1.JobSuspended, corev1.ConditionTrue, ReasonSuspended, "Job suspended", now)
-		s.StartTime = nil
-	default:
-		if cond := condition(s, batchv1.JobSuspended); cond != nil {
-			setCondition(s, batchv1.JobSuspended, corev1.ConditionFalse, ReasonResumed, "Job resumed", now)
-			s.StartTime = ptrTime(now)
-		}
-		manageErr = c.manage(ctx, j, s, active, completed)
-		if j.Spec.ActiveDeadlineSeconds != nil && s.StartTime != nil {
-			c.queue.AddAfter(k, s.StartTime.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second).Sub(now)+10*time.Millisecond)
-		}
-	}
-	s.Active = int32(len(active))
-	s.Ready = ptrInt32(int32(len(ready)))
-	if ending != nil || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
-		s.Ready = ptrInt32(0)
-	}
-	s.Terminating = ptrInt32(int32(len(terminating)))
-	if err := c.writeStatus(ctx, j, s); err != nil {
-		return err
-	}
-	return manageErr
-}
-
-func countsDeleted(j *batchv1.Job) bool {
-	return j.Spec.PodFailurePolicy == nil && (j.Spec.PodReplacementPolicy == nil || *j.Spec.PodReplacementPolicy != batchv1.Failed)
-}
-
-func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
-func ptrInt32(v int32) *int32          { return &v }
-
-// manage creates the pods the Job lacks, after its back-off.
-func (c *Controller) manage(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus, active []*corev1.Pod, completed map[int]bool) error {
-	c.mu.Lock()
-	pending := c.pending[j.UID]
-	last, failedBefore := c.lastFailure[j.UID]
-	c.mu.Unlock()
-	if pending > 0 {
-		return nil // wait to see our own creations
-	}
-	c.mu.Lock()
-	unseen := false
-	for _, owner := range c.released {
-		unseen = unseen || owner == j.UID
-	}
-	c.mu.Unlock()
-	if unseen {
-		// Pods it counted are not yet seen released: the Job's cached
-		// status may predate that count too. Decide once they are.
-		c.queue.AddAfter(key(j), 100*time.Millisecond)
-		return nil
-	}
-	var toCreate []int // completion indexes, or -1 for NonIndexed
-	if indexed(j) {
-		parallelism := int32(1)
-		if j.Spec.Parallelism != nil {
-			parallelism = *j.Spec.Parallelism
-		}
-		running := map[int]bool{}
-		for _, p := range active {
-			if i, ok := index(p); ok {
-				running[i] = true
-			}
-		}
-		for i := 0; i < int(*j.Spec.Completions) && len(active)+len(toCreate) < int(parallelism); i++ {
-			if !completed[i] && !running[i] {
-				toCreate = append(toCreate, i)
-			}
-		}
-	} else {
-		want := WantActive(j, s.Succeeded+int32(len(s.UncountedTerminatedPods.Succeeded)))
-		for range int(want) - len(active) {
-			toCreate = append(toCreate, -1)
-		}
-	}
-	if len(toCreate) == 0 {
-		return nil
-	}
-	if failures := int(s.Failed) + len(s.UncountedTerminatedPods.Failed); failures > 0 && failedBefore {
-		if wait := last.Add(Backoff(failures, c.backoff, c.backoffMax)).Sub(c.now()); wait > 0 {
-			c.queue.AddAfter(key(j), wait)
-			return nil
-		}
-	}
-	c.mu.Lock()
-	c.pending[j.UID] += len(toCreate)
-	c.mu.Unlock()
-	var next int
-	var nextMu sync.Mutex
-	done, err := replicaset.SlowStart(len(toCreate), func() error {
-		nextMu.Lock()
-		i := toCreate[next]
-		next++
-		nextMu.Unlock()
-		return c.createPod(ctx, j, i)
-	})
-	if missed := len(toCreate) - done; missed > 0 {
-		c.mu.Lock()
-		c.pending[j.UID] = max(0, c.pending[j.UID]-missed)
-		c.mu.Unlock()
-	}
-	return err
-}
-
-func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int) error {
-	if err := ctx.Err(); err != nil {
-		return err // stopping: start no more
-	}
-	// Seen through once sent, so a successor never lists before it lands.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	t := j.Spec.Template.DeepCopy()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: j.Name + "-", Namespace: j.Namespace, Labels: t.Labels, Annotations: t.Annotations,
-			Finalizers:      append(t.Finalizers, batchv1.JobTrackingFinalizer),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, kind)},
-		},
-		Spec: t.Spec,
-	}
-	if idx >= 0 {
-		v := strconv.Itoa(idx)
-		p.GenerateName = fmt.Sprintf("%s-%d-", j.Name, idx)
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		if p.Annotations == nil {
-			p.Annotations = map[string]string{}
-		}
-		p.Labels[batchv1.JobCompletionIndexAnnotation] = v
-		p.Annotations[batchv1.JobCompletionIndexAnnotation] = v
-		p.Spec.Hostname = fmt.Sprintf("%s-%d", j.Name, idx)
-		env := corev1.EnvVar{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-			APIVersion: "v1", FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation)}}}
-		for i := range p.Spec.InitContainers {
-			p.Spec.InitContainers[i].Env = append(p.Spec.InitContainers[i].Env, env)
-		}
-		for i := range p.Spec.Containers {
-			p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, env)
-		}
-	}
-	created, err := c.client.CoreV1().Pods(j.Namespace).Create(ctx, p, metav1.CreateOptions{})
-	if err != nil {
-		c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
-		return err
-	}
-	c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
-	return nil
-}
-
-func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*corev1.Pod) {
-	for _, p := range pods {
-		uid := p.UID
-		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err == nil {
-			c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
-		}
-	}
-}
-
-// releaseFinalizers removes the job-tracking finalizer from pods, with a
-// JSON patch test so only that finalizer goes.
-func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, pods []*corev1.Pod) error {
-	for _, p := range pods {
-		i := slices.Index(p.Finalizers, batchv1.JobTrackingFinalizer)
-		if i < 0 {
-			continue
-		}
-		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, batchv1.JobTrackingFinalizer, i)
-		// Expected before the patch is sent: the cache may show its
-		// result before Patch returns.
-		c.mu.Lock()
-		c.released[p.UID] = jobUID
-		c.mu.Unlock()
-		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			c.seenReleased(p.UID)
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			c.seenReleased(p.UID)
-			return fmt.Errorf("remove finalizer of pod %s: %w", key(p), err)
-		}
-	}
-	return nil
-}
-
-// expire deletes a finished Job whose ttlSecondsAfterFinished has passed.
-func (c *Controller) expire(ctx context.Context, j *batchv1.Job, now time.Time) error {
-	if j.Spec.TTLSecondsAfterFinished == nil || j.DeletionTimestamp != nil {
-		return nil
-	}
-	var at time.Time
-	for _, cond := range j.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
-			at = cond.LastTransitionTime.Time
-		}
-	}
-	if due := at.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second); now.Before(due) {
-		c.queue.AddAfter(key(j), due.Sub(now))
-		return nil
-	}
-	bg, uid := metav1.DeletePropagationBackground, j.UID
-	err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
-func (c *Controller) writeStatus(ctx context.Context, j *batchv1.Job, s *batchv1.JobStatus) error {
-	if apiequality.Semantic.DeepEqual(j.Status, *s) {
-		return nil
-	}
-	cp := j.DeepCopy()
-	cp.Status = *s
-	out, err := c.client.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("update status of job %s: %w", key(j), err)
-	}
-	*j = *out
-	return nil
 }

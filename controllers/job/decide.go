@@ -10,6 +10,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kite-project/kite/controllers/replicaset"
 )
 
 // Condition reasons and messages, as upstream's job controller writes
@@ -19,6 +21,7 @@ const (
 	ReasonDeadlineExceeded     = "DeadlineExceeded"
 	ReasonPodFailurePolicy     = "PodFailurePolicy"
 	ReasonCompletionsReached   = "CompletionsReached"
+	ReasonSuccessPolicy        = "SuccessPolicy"
 	ReasonSuspended            = "JobSuspended"
 	ReasonResumed              = "JobResumed"
 
@@ -28,7 +31,7 @@ const (
 )
 
 // Backoff is the delay before a failed Job's next pod: base doubled for
-// each failure after the first, at most limit (upstream: 10 s and 6 min).
+// each failure after the first, at most limit (upstream: 10 s and 10 min).
 func Backoff(failures int, base, limit time.Duration) time.Duration {
 	if failures <= 0 {
 		return 0
@@ -49,31 +52,34 @@ type PolicyMatch struct {
 	Message string
 }
 
-// MatchPodFailurePolicy returns the rule the failed pod matches, or nil:
-// a container's non-zero exit code In or NotIn a rule's values (of the
-// named container, if any), or a pod condition of the rule's type and
-// status.
+// MatchPodFailurePolicy returns the rule the failed pod matches, or nil,
+// as upstream's matchPodFailurePolicy: the first rule whose onExitCodes
+// a terminated container's non-zero exit code meets (In or NotIn its
+// values; of the named container, if any; containers before init
+// containers), or one of whose onPodConditions a pod condition matches.
 func MatchPodFailurePolicy(p *batchv1.PodFailurePolicy, pod *corev1.Pod) *PolicyMatch {
 	if p == nil {
 		return nil
 	}
-	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
 	for i, rule := range p.Rules {
 		if r := rule.OnExitCodes; r != nil {
-			for _, s := range statuses {
-				t := s.State.Terminated
-				if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != s.Name) {
-					continue
-				}
-				in := slices.Contains(r.Values, t.ExitCode)
-				if in == (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) {
-					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %s rule at index %d",
-						s.Name, pod.Namespace, pod.Name, t.ExitCode, rule.Action, i)}
+			for _, statuses := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+				for _, s := range statuses {
+					t := s.State.Terminated
+					if t == nil || t.ExitCode == 0 || (r.ContainerName != nil && *r.ContainerName != s.Name) {
+						continue
+					}
+					in := slices.Contains(r.Values, t.ExitCode)
+					if (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && in) || (r.Operator == batchv1.PodFailurePolicyOnExitCodesOpNotIn && !in) {
+						return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Container %s for pod %s/%s failed with exit code %d matching %s rule at index %d",
+							s.Name, pod.Namespace, pod.Name, t.ExitCode, rule.Action, i)}
+					}
 				}
 			}
+			continue
 		}
-		for _, pattern := range rule.OnPodConditions {
-			for _, c := range pod.Status.Conditions {
+		for _, c := range pod.Status.Conditions {
+			for _, pattern := range rule.OnPodConditions {
 				if c.Type == pattern.Type && c.Status == pattern.Status {
 					return &PolicyMatch{Action: rule.Action, Message: fmt.Sprintf("Pod %s/%s has condition %s matching %s rule at index %d",
 						pod.Namespace, pod.Name, c.Type, rule.Action, i)}
@@ -114,8 +120,10 @@ func Succeeded(j *batchv1.Job, succeeded int32, completedIndexes int, active int
 	return succeeded >= *j.Spec.Completions
 }
 
-// ParseIndexes reads "1,3-5,7" into a set.
-func ParseIndexes(s string) map[int]bool {
+// ParseIndexes reads upstream's index list ("1,3-5,7") into a set, of
+// indexes below completions only, skipping what does not parse (as
+// upstream's parseIndexesFromString).
+func ParseIndexes(s string, completions int) map[int]bool {
 	out := map[int]bool{}
 	for part := range strings.SplitSeq(s, ",") {
 		if part == "" {
@@ -123,7 +131,7 @@ func ParseIndexes(s string) map[int]bool {
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil {
+		if err != nil || a < 0 {
 			continue
 		}
 		b := a
@@ -132,33 +140,106 @@ func ParseIndexes(s string) map[int]bool {
 				continue
 			}
 		}
-		for i := a; i <= b; i++ {
+		for i := a; i <= b && i < completions; i++ {
 			out[i] = true
 		}
 	}
 	return out
 }
 
-// FormatIndexes writes a set as upstream's completedIndexes: sorted, with
-// runs as ranges ("1,3-5,7").
+// FormatIndexes writes a set as upstream's completedIndexes and
+// failedIndexes: sorted, runs of three or more as ranges, a run of two as
+// two ("1,2,4-6").
 func FormatIndexes(set map[int]bool) string {
 	idx := make([]int, 0, len(set))
 	for i := range set {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	var parts []string
+	var b strings.Builder
 	for i := 0; i < len(idx); {
 		j := i
 		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
 			j++
 		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(idx[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", idx[i], idx[j]))
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(idx[i]))
+		switch {
+		case j == i+1:
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(idx[j]))
+		case j > i+1:
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(idx[j]))
 		}
 		i = j + 1
 	}
-	return strings.Join(parts, ",")
+	return b.String()
+}
+
+// MatchSuccessPolicy says whether an Indexed Job's succeeded indexes meet
+// one of its successPolicy's rules, and which, as upstream's message: a
+// rule with succeededIndexes is met when all of them succeeded, or
+// succeededCount of them; one with only succeededCount when that many
+// indexes did. Nothing is met before an index succeeds.
+func MatchSuccessPolicy(p *batchv1.SuccessPolicy, completions int32, succeeded map[int]bool) (string, bool) {
+	if p == nil || len(succeeded) == 0 {
+		return "", false
+	}
+	for i, rule := range p.Rules {
+		if rule.SucceededIndexes != nil {
+			required := ParseIndexes(*rule.SucceededIndexes, int(completions))
+			if len(required) == 0 {
+				continue // unparsable: validation keeps such rules out
+			}
+			n := 0
+			for ix := range required {
+				if succeeded[ix] {
+					n++
+				}
+			}
+			if n == len(required) || (rule.SucceededCount != nil && n >= int(*rule.SucceededCount)) {
+				return fmt.Sprintf("Matched rules at index %d", i), true
+			}
+		} else if rule.SucceededCount != nil && len(succeeded) >= int(*rule.SucceededCount) {
+			return fmt.Sprintf("Matched rules at index %d", i), true
+		}
+	}
+	return "", false
+}
+
+// ExcessPods are the active pods a Job should delete to keep at least
+// rmAtLeast fewer, as upstream's activePodsForRemoval: for an Indexed Job
+// first those without a valid index and all but one of each index run
+// twice; then the pods a ReplicaSet would delete first (unscheduled,
+// pending, not ready, newer).
+func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int, now time.Time) []*corev1.Pod {
+	var rm, left []*corev1.Pod
+	if indexed(j) && j.Spec.Completions != nil {
+		byIndex := map[int][]*corev1.Pod{}
+		for _, p := range active {
+			if i, ok := index(p); ok && i < int(*j.Spec.Completions) {
+				byIndex[i] = append(byIndex[i], p)
+			} else {
+				rm = append(rm, p)
+			}
+		}
+		for _, pods := range byIndex {
+			dup := replicaset.PodsToDelete(pods, nil, len(pods)-1, now)
+			rm = append(rm, dup...)
+			for _, p := range pods {
+				if !slices.Contains(dup, p) {
+					left = append(left, p)
+				}
+			}
+		}
+	} else {
+		left = active
+	}
+	if n := rmAtLeast - len(rm); n > 0 {
+		rm = append(rm, replicaset.PodsToDelete(left, nil, min(n, len(left)), now)...)
+	}
+	return rm
 }

@@ -1,12 +1,14 @@
 package job
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -88,12 +90,112 @@ func TestWantActiveAndSucceeded(t *testing.T) {
 }
 
 func TestIndexes(t *testing.T) {
-	for _, s := range []string{"", "0", "0-2", "1,3-5,7"} {
-		if got := FormatIndexes(ParseIndexes(s)); got != s {
+	for _, s := range []string{"", "0", "0,1", "0-2", "1,3-5,7", "1,2,4-6"} {
+		if got := FormatIndexes(ParseIndexes(s, 100)); got != s {
 			t.Errorf("round trip of %q = %q", s, got)
 		}
 	}
-	if got := FormatIndexes(map[int]bool{4: true, 0: true, 1: true, 2: true, 9: true}); got != "0-2,4,9" {
+	if got := FormatIndexes(map[int]bool{4: true, 0: true, 1: true, 2: true, 9: true, 10: true}); got != "0-2,4,9,10" {
 		t.Errorf("FormatIndexes = %q", got)
+	}
+	if got := FormatIndexes(ParseIndexes("1,3-8,x,12", 6)); got != "1,3-5" {
+		t.Errorf("indexes past completions or unparsable kept: %q", got)
+	}
+}
+
+func TestMatchSuccessPolicy(t *testing.T) {
+	rules := func(r ...batchv1.SuccessPolicyRule) *batchv1.SuccessPolicy { return &batchv1.SuccessPolicy{Rules: r} }
+	tests := []struct {
+		name      string
+		policy    *batchv1.SuccessPolicy
+		succeeded string
+		want      string
+	}{
+		{"no policy", nil, "0-9", ""},
+		{"nothing succeeded yet", rules(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](0)}), "", ""},
+		{"all of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,2-3")}), "0,2,3,7", "Matched rules at index 0"},
+		{"one of succeededIndexes missing", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0,2-3")}), "0,2,4-9", ""},
+		{"succeededCount of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0-4"), SucceededCount: ptr.To[int32](2)}), "1,4,8", "Matched rules at index 0"},
+		{"too few of succeededIndexes", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("0-4"), SucceededCount: ptr.To[int32](3)}), "1,4,8", ""},
+		{"succeededCount alone", rules(batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](3)}), "1,4,8", "Matched rules at index 0"},
+		{"second rule matches", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("9")}, batchv1.SuccessPolicyRule{SucceededCount: ptr.To[int32](1)}), "2", "Matched rules at index 1"},
+		{"rule indexes past completions are dropped", rules(batchv1.SuccessPolicyRule{SucceededIndexes: ptr.To("8-20")}), "8,9", "Matched rules at index 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, met := MatchSuccessPolicy(tc.policy, 10, ParseIndexes(tc.succeeded, 10))
+			if msg != tc.want || met != (tc.want != "") {
+				t.Errorf("= %q, %v; want %q", msg, met, tc.want)
+			}
+		})
+	}
+}
+
+func TestExcessPods(t *testing.T) {
+	now := time.Unix(10000, 0)
+	pod := func(name, idx string, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}, Status: corev1.PodStatus{Phase: phase}}
+		if idx != "" {
+			p.Annotations = map[string]string{batchv1.JobCompletionIndexAnnotation: idx}
+		}
+		return p
+	}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	indexedJob := &batchv1.Job{Spec: batchv1.JobSpec{CompletionMode: ptr.To(batchv1.IndexedCompletion), Completions: ptr.To[int32](3)}}
+	tests := []struct {
+		name   string
+		j      *batchv1.Job
+		active []*corev1.Pod
+		rm     int
+		want   []string
+	}{
+		{"none to remove", &batchv1.Job{}, []*corev1.Pod{pod("a", "", corev1.PodRunning)}, 0, nil},
+		{"pending before running", &batchv1.Job{}, []*corev1.Pod{pod("run", "", corev1.PodRunning), pod("pend", "", corev1.PodPending)}, 1, []string{"pend"}},
+		{"indexed: duplicates, bad and out-of-range indexes even with nothing to remove", indexedJob,
+			[]*corev1.Pod{pod("0-run", "0", corev1.PodRunning), pod("0-pend", "0", corev1.PodPending), pod("none", "", corev1.PodRunning), pod("9", "9", corev1.PodRunning), pod("1", "1", corev1.PodRunning)},
+			0, []string{"0-pend", "9", "none"}},
+		{"indexed: more than the duplicates", indexedJob, []*corev1.Pod{pod("0", "0", corev1.PodRunning), pod("1", "1", corev1.PodPending)}, 1, []string{"1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(ExcessPods(tc.j, tc.active, tc.rm, now)); !slices.Equal(got, tc.want) {
+				t.Errorf("= %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpiresAt(t *testing.T) {
+	done := time.Unix(5000, 0)
+	job := func(ttl *int32, cond batchv1.JobConditionType) *batchv1.Job {
+		j := &batchv1.Job{Spec: batchv1.JobSpec{TTLSecondsAfterFinished: ttl}}
+		if cond != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue},
+				{Type: cond, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(done)}}
+		}
+		return j
+	}
+	tests := []struct {
+		name string
+		j    *batchv1.Job
+		want time.Time
+		ok   bool
+	}{
+		{"no TTL", job(nil, batchv1.JobComplete), time.Time{}, false},
+		{"not finished", job(ptr.To[int32](10), ""), time.Time{}, false},
+		{"complete", job(ptr.To[int32](10), batchv1.JobComplete), done.Add(10 * time.Second), true},
+		{"failed, TTL 0", job(ptr.To[int32](0), batchv1.JobFailed), done, true},
+	}
+	for _, tc := range tests {
+		if got, ok := ExpiresAt(tc.j); ok != tc.ok || !got.Equal(tc.want) {
+			t.Errorf("%s: = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package builtin
 
 import (
+	"strconv"
+
 	batchv1 "k8s.io/api/batch/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -52,6 +55,12 @@ func Jobs() *registry.Strategy {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return batchvalidation.ValidateJobUpdate(obj.(*batchv1.Job), old.(*batchv1.Job))
 		},
+		// As upstream's JobToSelectableFields: kubectl's
+		// --field-selector status.successful=N.
+		SelectableFields: func(obj runtime.Object) fields.Set {
+			return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
+		},
+		FieldLabels:              []string{"status.successful"},
 		AllowUnconditionalUpdate: true,
 		Subresources: map[string]*registry.Subresource{
 			"status": {

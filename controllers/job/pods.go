@@ -1,0 +1,240 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kite-project/kite/controllers/replicaset"
+)
+
+// manage deletes the pods a Job has too many of (all of them while it is
+// suspended, duplicates of an index first), or creates those it lacks,
+// after its back-off (per index, with backoffLimitPerIndex); never both in
+// one sync, and nothing while its own last creations and deletions are not
+// yet seen. It returns the active pods it deleted.
+func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, error) {
+	j := st.j
+	if st.exp.pending > 0 || st.exp.deleting > 0 {
+		return nil, nil // wait to see our own creations and deletions
+	}
+	if len(st.exp.released) > 0 {
+		// Pods it counted are not yet seen released: the Job's cached
+		// status may predate that count too. Decide once they are.
+		c.queue.AddAfter(key(j), 100*time.Millisecond)
+		return nil, nil
+	}
+	// Successes still to be counted (left by the uncounted bound) count:
+	// their pods are done.
+	succeeded := st.succeeded
+	want := int(WantActive(j, succeeded))
+	switch {
+	case suspended(j):
+		want = 0
+	case j.Spec.Completions == nil && succeeded > 0:
+		want = len(st.active) // what runs may finish; nothing more starts
+	}
+	if excess := ExcessPods(j, st.active, len(st.active)-want, st.now); len(excess) > 0 {
+		excess = excess[:min(len(excess), maxPodCreatesPerSync)]
+		// Their finalizers go first: a pod the Job stops is not a failure.
+		if err := c.releaseFinalizers(ctx, j.UID, excess); err != nil {
+			return nil, err
+		}
+		c.deletePods(ctx, j, excess)
+		return excess, nil
+	}
+	diff := want - len(st.active)
+	if onlyReplaceFailed(j) {
+		diff -= len(st.terminating) // replaced once they have failed
+	}
+	diff = min(diff, maxPodCreatesPerSync)
+	if diff <= 0 {
+		return nil, nil
+	}
+	if !perIndex(j) {
+		if wait := Remaining(st.now, st.backoff.FailuresAfterLastSuccess, st.backoff.LastFailure, c.backoff, c.backoffMax); wait > 0 {
+			c.queue.AddAfter(key(j), wait)
+			return nil, nil
+		}
+	}
+	var toCreate []int // completion indexes, or -1 for NonIndexed
+	if indexed(j) {
+		taken := maps.Clone(st.completed)
+		maps.Copy(taken, st.failedIndexes)
+		busy := st.active
+		if onlyReplaceFailed(j) {
+			busy = append(slices.Clone(busy), st.terminating...)
+		}
+		for _, p := range busy {
+			if i, ok := index(p); ok {
+				taken[i] = true
+			}
+		}
+		toCreate = FirstPendingIndexes(st.completions, diff, taken)
+		if perIndex(j) {
+			var now []int
+			var soonest time.Duration
+			for _, i := range toCreate {
+				wait := RemainingForIndex(st.now, st.delayed[i], c.backoff, c.backoffMax)
+				if wait == 0 {
+					now = append(now, i)
+				} else if soonest == 0 || wait < soonest {
+					soonest = wait
+				}
+			}
+			if len(now) == 0 && soonest > 0 {
+				c.queue.AddAfter(key(j), soonest)
+				return nil, nil
+			}
+			toCreate = now
+		}
+	} else {
+		for range diff {
+			toCreate = append(toCreate, -1)
+		}
+	}
+	if len(toCreate) == 0 {
+		return nil, nil
+	}
+	c.mu.Lock()
+	c.pending[j.UID] += len(toCreate)
+	c.mu.Unlock()
+	var next int
+	var nextMu sync.Mutex
+	done, err := replicaset.SlowStart(len(toCreate), func() error {
+		nextMu.Lock()
+		i := toCreate[next]
+		next++
+		nextMu.Unlock()
+		var replaced *corev1.Pod
+		if i >= 0 {
+			replaced = st.delayed[i]
+		}
+		return c.createPod(ctx, j, i, replaced)
+	})
+	if missed := len(toCreate) - done; missed > 0 {
+		c.mu.Lock()
+		c.pending[j.UID] = max(0, c.pending[j.UID]-missed)
+		c.mu.Unlock()
+	}
+	return nil, err
+}
+
+// createPod creates a pod of the Job, of completion index idx (-1 for
+// NonIndexed); with backoffLimitPerIndex it carries its index's failure
+// counts, those of the failed pod it replaces.
+func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int, replaced *corev1.Pod) error {
+	if err := ctx.Err(); err != nil {
+		return err // stopping: start no more
+	}
+	// Seen through once sent, so a successor never lists before it lands.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	t := j.Spec.Template.DeepCopy()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: j.Name + "-", Namespace: j.Namespace, Labels: t.Labels, Annotations: t.Annotations,
+			Finalizers:      append(t.Finalizers, batchv1.JobTrackingFinalizer),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, kind)},
+		},
+		Spec: t.Spec,
+	}
+	if idx >= 0 {
+		v := strconv.Itoa(idx)
+		p.GenerateName = fmt.Sprintf("%s-%d-", j.Name, idx)
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Labels[batchv1.JobCompletionIndexAnnotation] = v
+		p.Annotations[batchv1.JobCompletionIndexAnnotation] = v
+		if perIndex(j) {
+			counted, ignored := NextIndexFailureCounts(j, replaced)
+			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(counted))
+			if ignored > 0 {
+				p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+			}
+		}
+		p.Spec.Hostname = fmt.Sprintf("%s-%d", j.Name, idx)
+		env := corev1.EnvVar{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+			APIVersion: "v1", FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation)}}}
+		for i := range p.Spec.InitContainers {
+			p.Spec.InitContainers[i].Env = append(p.Spec.InitContainers[i].Env, env)
+		}
+		for i := range p.Spec.Containers {
+			p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, env)
+		}
+	}
+	created, err := c.client.CoreV1().Pods(j.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
+		return err
+	}
+	c.writes.wroteAt(j.UID, resPods, created.ResourceVersion)
+	c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
+	return nil
+}
+
+// deletePods deletes pods, each expected until the cache shows it
+// deleting or gone.
+func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*corev1.Pod) {
+	for _, p := range pods {
+		uid := p.UID
+		c.mu.Lock()
+		c.deleting[uid] = deletion{job: j.UID, at: c.now()}
+		c.mu.Unlock()
+		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil {
+			c.seenDeleted(uid) // no deletion to see
+			if !apierrors.IsNotFound(err) {
+				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
+			}
+			continue
+		}
+		c.recorder.Event(j, kind.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
+	}
+}
+
+// releaseFinalizers removes the job-tracking finalizer from pods, with a
+// JSON patch test so only that finalizer goes.
+func (c *Controller) releaseFinalizers(ctx context.Context, jobUID types.UID, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		i := slices.Index(p.Finalizers, batchv1.JobTrackingFinalizer)
+		if i < 0 {
+			continue
+		}
+		patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]`, i, batchv1.JobTrackingFinalizer, i)
+		// Expected before the patch is sent: the cache may show its
+		// result before Patch returns. An orphan's (no jobUID) concerns
+		// no Job's sync.
+		if jobUID != "" {
+			c.mu.Lock()
+			c.released[p.UID] = jobUID
+			c.mu.Unlock()
+		}
+		out, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		if err == nil && jobUID != "" {
+			c.writes.wroteAt(jobUID, resPods, out.ResourceVersion)
+		}
+		if apierrors.IsNotFound(err) {
+			c.seenReleased(p.UID)
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.seenReleased(p.UID)
+			return fmt.Errorf("remove finalizer of pod %s: %w", key(p), err)
+		}
+	}
+	return nil
+}
