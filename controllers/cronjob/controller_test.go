@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/controllers/cronjob"
@@ -143,10 +144,19 @@ func TestCronJobSchedulesConcurrencyAndHistory(t *testing.T) {
 	}
 
 	// Replace: a running Job gives way to the next.
-	c, _ := cs.BatchV1().CronJobs(ns).Get(context.Background(), "tick", metav1.GetOptions{})
-	c.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent
-	c.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
-	if _, err := cs.BatchV1().CronJobs(ns).Update(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+	// The controller writes the CronJob's status meanwhile, so the update
+	// is retried on a conflict, as any client of a controlled object does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := cs.BatchV1().CronJobs(ns).Get(context.Background(), "tick", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent
+		c.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](0)
+		_, err = cs.BatchV1().CronJobs(ns).Update(context.Background(), c, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	jobsOf(t, cs, ns, 0)
