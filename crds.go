@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,8 @@ import (
 // crdInstaller serves the custom resources of Established CRDs through
 // the resource set: one stack per served version, all over the same etcd
 // keys (/registry/<group>/<plural>/...), JSON in the storage version as
-// kube-apiserver stores them. It is the apiextensions loop's Installer.
+// kube-apiserver stores them. follow (crdserve.go) drives it from the CRD
+// objects.
 type crdInstaller struct {
 	ctx       context.Context // stacks run under it
 	resources *resourceSet
@@ -75,8 +77,10 @@ type servedCRD struct {
 	storage     *registry.Store
 }
 
-var _ apiextensions.Installer = (*crdInstaller)(nil)
-
+// Install serves the resource of an Established CRD from now on, or
+// serves it anew when its spec or accepted names changed; it does nothing
+// when crd is served as it is. A CRD that is Terminating is served
+// terminating from the start.
 func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -93,6 +97,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 		}
 	}
 	s := &servedCRD{uid: crd.UID, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
+	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
@@ -151,11 +156,11 @@ func (c *crdInstaller) undo(s *servedCRD) {
 	c.setColumns(s.kinds, nil)
 }
 
-func (c *crdInstaller) Uninstall(name string) error {
+// Uninstall stops serving the resource of the CRD named name.
+func (c *crdInstaller) Uninstall(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.uninstallLocked(name)
-	return nil
 }
 
 func (c *crdInstaller) uninstallLocked(name string) {
@@ -165,6 +170,8 @@ func (c *crdInstaller) uninstallLocked(name string) {
 	}
 }
 
+// Terminate marks the CRD's resource as going away: creates are refused
+// from now on and discovery shows it read-and-delete only.
 func (c *crdInstaller) Terminate(name string) error {
 	c.mu.Lock()
 	s := c.served[name]
@@ -175,6 +182,8 @@ func (c *crdInstaller) Terminate(name string) error {
 	return c.resources.republish()
 }
 
+// Instances returns the store of the CRD's custom resources (its storage
+// version), or nil when it is not served.
 func (c *crdInstaller) Instances(name string) *registry.Store {
 	c.mu.Lock()
 	defer c.mu.Unlock()
