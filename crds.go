@@ -2,6 +2,7 @@ package kite
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
@@ -67,11 +69,12 @@ func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Co
 
 // servedCRD is what one CRD's resource is served as.
 type servedCRD struct {
-	uid   types.UID
-	spec  apiextensionsv1.CustomResourceDefinitionSpec
-	names apiextensionsv1.CustomResourceDefinitionNames
-	gvrs  []schema.GroupVersionResource
-	kinds []schema.GroupVersionKind // kinds and list kinds with columns
+	uid        types.UID
+	generation int64
+	spec       apiextensionsv1.CustomResourceDefinitionSpec
+	names      apiextensionsv1.CustomResourceDefinitionNames
+	gvrs       []schema.GroupVersionResource
+	kinds      []schema.GroupVersionKind // kinds and list kinds with columns
 	// terminating is set once the CRD's deletion began.
 	terminating atomic.Bool
 	storage     *registry.Store
@@ -86,6 +89,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 	defer c.mu.Unlock()
 	if cur := c.served[crd.Name]; cur != nil {
 		if cur.uid == crd.UID && apiequality.Semantic.DeepEqual(cur.spec, crd.Spec) && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+			cur.generation = max(cur.generation, crd.Generation)
 			return nil
 		}
 		c.uninstallLocked(crd.Name)
@@ -96,7 +100,7 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 			storageVersion = v.Name
 		}
 	}
-	s := &servedCRD{uid: crd.UID, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
+	s := &servedCRD{uid: crd.UID, generation: crd.Generation, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
 	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
@@ -182,6 +186,19 @@ func (c *crdInstaller) Terminate(name string) error {
 	return c.resources.republish()
 }
 
+// serves reports whether crd's resource is served as crd (or a later
+// generation of it) says, with its watch cache filled: the follower
+// installs only Established CRDs, so crd is Established too.
+func (c *crdInstaller) serves(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	c.mu.Lock()
+	s := c.served[crd.Name]
+	c.mu.Unlock()
+	if s == nil || s.uid != crd.UID || s.generation < crd.Generation {
+		return false
+	}
+	return s.storage == nil || s.storage.Storage().ReadinessCheck() == nil
+}
+
 // Instances returns the store of the CRD's custom resources (its storage
 // version), or nil when it is not served.
 func (c *crdInstaller) Instances(name string) *registry.Store {
@@ -195,19 +212,57 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 
 // enableApply gives the kind's field manager the structured-merge schema
 // of its group version's OpenAPI document (list types, map keys), so that
-// managed fields are tracked and server-side apply works. Without it the
-// resource is still served; apply is refused with 400.
+// managed fields are tracked and server-side apply works. The schema is
+// read on the kind's first write, not now: the v3 document it comes from
+// is built on demand, and serving a CRD should not wait for it. A schema
+// that does not convert leaves writes without managed fields and apply
+// refused.
 func (c *crdInstaller) enableApply(oa openAPIUpdater, kind schema.GroupVersionKind) {
-	schemas := schemasOf(oa, kind.GroupVersion())
-	if schemas == nil {
+	if oa == nil {
 		return
 	}
-	tc, err := managedfields.NewTypeConverter(schemas, false)
+	c.resources.build.fields.SetCustom(kind, &lazyTypeConverter{build: func() (managedfields.TypeConverter, error) {
+		schemas := schemasOf(oa, kind.GroupVersion())
+		if schemas == nil {
+			return nil, fmt.Errorf("no OpenAPI v3 document for %s", kind.GroupVersion())
+		}
+		tc, err := managedfields.NewTypeConverter(schemas, false)
+		if err != nil {
+			klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
+		}
+		return tc, err
+	}})
+}
+
+// lazyTypeConverter is a type converter built on first use.
+type lazyTypeConverter struct {
+	build func() (managedfields.TypeConverter, error)
+	once  sync.Once
+	tc    managedfields.TypeConverter
+	err   error
+}
+
+var _ managedfields.TypeConverter = (*lazyTypeConverter)(nil)
+
+func (l *lazyTypeConverter) get() (managedfields.TypeConverter, error) {
+	l.once.Do(func() { l.tc, l.err = l.build() })
+	return l.tc, l.err
+}
+
+func (l *lazyTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	tc, err := l.get()
 	if err != nil {
-		klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
-		return
+		return nil, err
 	}
-	c.resources.build.fields.SetCustom(kind, tc)
+	return tc.ObjectToTyped(obj, opts...)
+}
+
+func (l *lazyTypeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	tc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return tc.TypedToObject(v)
 }
 
 // versionCodec stores custom resources in the storage version and reads

@@ -384,6 +384,11 @@ func (s *Server) startControllers(ctx context.Context, opts Options) error {
 func (s *Server) startCRDController(ctx context.Context) error {
 	cfg := s.RESTConfig()
 	cfg.UserAgent = "kite-crd-controller"
+	// CRDs are large objects (their schemas): protobuf is cheaper to
+	// encode and decode than JSON on both sides, as kube-apiserver's
+	// in-process clients use it.
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("CRD controller: client: %w", err)

@@ -21,6 +21,7 @@ package crd
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type Controller struct {
 	queue   *workqueue.Queue[string]
 	crds    *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
 	written writes
+	groups  groupLocks
 }
 
 // New returns a Controller.
@@ -104,9 +106,12 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// Run works until ctx ends. One worker: the naming decision of one CRD
-// reads the names the others of its group accepted, so two of a group
-// must not be decided at once.
+// workers is how many CRDs are worked on at once: CRDs installed
+// together (kite.Options.CRDs, an operator's manifests) are established
+// in parallel, each a few round trips.
+const workers = 4
+
+// Run works until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.queue.ShutDown()
 	var wg sync.WaitGroup
@@ -115,14 +120,19 @@ func (c *Controller) Run(ctx context.Context) {
 	if informer.WaitForSync(ctx, c.crds) != nil {
 		return
 	}
-	for {
-		name, ok := c.queue.Get(ctx)
-		if !ok {
-			return
-		}
-		c.work(ctx, name)
-		c.queue.Done(name)
+	for range workers {
+		wg.Go(func() {
+			for {
+				name, ok := c.queue.Get(ctx)
+				if !ok {
+					return
+				}
+				c.work(ctx, name)
+				c.queue.Done(name)
+			}
+		})
 	}
+	<-ctx.Done()
 }
 
 // WaitIdle returns once the CRDs are listed and none is queued or being
@@ -191,6 +201,11 @@ func (c *Controller) acceptNames(ctx context.Context, crd *apiextensionsv1.Custo
 	if apiequality.Semantic.DeepEqual(crd.Spec.Names, crd.Status.AcceptedNames) {
 		return crd, nil
 	}
+	// The decision reads the names the others of the group accepted:
+	// two of a group are never decided at once.
+	mu := c.groups.of(crd.Spec.Group)
+	mu.Lock()
+	defer mu.Unlock()
 	names, accepted, established := acceptNames(crd, c.group(crd.Spec.Group))
 	if apiequality.Semantic.DeepEqual(crd.Status.AcceptedNames, names) &&
 		apihelpers.IsCRDConditionEquivalent(&accepted, apihelpers.FindCRDCondition(crd, apiextensionsv1.NamesAccepted)) {
@@ -251,6 +266,16 @@ func (c *Controller) queueGroup(crd *apiextensionsv1.CustomResourceDefinition) {
 			c.queue.Add(other.Name)
 		}
 	}
+}
+
+// groupLocks serialize the naming decisions of a group; groups share a
+// lock when their names hash alike, which only serializes more.
+type groupLocks [16]sync.Mutex
+
+func (g *groupLocks) of(group string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	return &g[h.Sum32()%uint32(len(g))]
 }
 
 // writes are the CRDs as the Controller last wrote them, kept until the
