@@ -88,7 +88,11 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cur := c.served[crd.Name]; cur != nil {
-		if cur.uid == crd.UID && apiequality.Semantic.DeepEqual(cur.spec, crd.Spec) && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+		// Most events change only the status: the spec is the same when
+		// its generation is (generation moves with every spec change),
+		// which is cheaper to see than comparing schemas.
+		sameSpec := cur.generation == crd.Generation || apiequality.Semantic.DeepEqual(cur.spec, crd.Spec)
+		if cur.uid == crd.UID && sameSpec && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
 			cur.generation = max(cur.generation, crd.Generation)
 			return nil
 		}

@@ -84,8 +84,8 @@ func Strategy(now func() time.Time) *registry.Strategy {
 					obj.(*apiextensionsv1.CustomResourceDefinition).Spec = old.(*apiextensionsv1.CustomResourceDefinition).Spec
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-					in, errs := toInternal(obj)
-					oldIn, oldErrs := toInternal(old)
+					in, errs := statusToInternal(obj)
+					oldIn, oldErrs := statusToInternal(old)
 					if in == nil || oldIn == nil {
 						return append(errs, oldErrs...)
 					}
@@ -125,6 +125,18 @@ func toInternal(obj runtime.Object) (*internal.CustomResourceDefinition, field.E
 	out := &internal.CustomResourceDefinition{}
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(obj.(*apiextensionsv1.CustomResourceDefinition), out, nil); err != nil {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+	}
+	return out, nil
+}
+
+// statusToInternal converts what status validation reads, metadata and
+// status, to the internal type; the spec, whose conversion costs more than
+// the validation (schemas are large), stays empty.
+func statusToInternal(obj runtime.Object) (*internal.CustomResourceDefinition, field.ErrorList) {
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	out := &internal.CustomResourceDefinition{ObjectMeta: crd.ObjectMeta}
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinitionStatus_To_apiextensions_CustomResourceDefinitionStatus(&crd.Status, &out.Status, nil); err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("status"), nil, err.Error())}
 	}
 	return out, nil
 }
