@@ -2,6 +2,7 @@ package kite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -80,24 +81,61 @@ type servedCRD struct {
 	storage     *registry.Store
 }
 
-// Install serves the resource of an Established CRD from now on, or
-// serves it anew when its spec or accepted names changed; it does nothing
-// when crd is served as it is. A CRD that is Terminating is served
-// terminating from the start.
-func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+// Install serves the resources of Established CRDs from now on, or
+// serves them anew when their spec or accepted names changed; a CRD
+// served as it is is left alone. A CRD that is Terminating is served
+// terminating from the start. The API server and the OpenAPI documents
+// take all of them as one change; should that fail, each is tried alone,
+// so that one CRD's trouble keeps no other from being served.
+func (c *crdInstaller) Install(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cur := c.served[crd.Name]; cur != nil {
-		// Most events change only the status: the spec is the same when
-		// its generation is (generation moves with every spec change),
-		// which is cheaper to see than comparing schemas.
-		sameSpec := cur.generation == crd.Generation || apiequality.Semantic.DeepEqual(cur.spec, crd.Spec)
-		if cur.uid == crd.UID && sameSpec && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
-			cur.generation = max(cur.generation, crd.Generation)
-			return nil
+	var errs []error
+	var batch []*builtCRD
+	for _, crd := range crds {
+		if cur := c.served[crd.Name]; cur != nil {
+			// Most events change only the status: the spec is the same
+			// when its generation is (generation moves with every spec
+			// change), which is cheaper to see than comparing schemas.
+			sameSpec := cur.generation == crd.Generation || apiequality.Semantic.DeepEqual(cur.spec, crd.Spec)
+			if cur.uid == crd.UID && sameSpec && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+				cur.generation = max(cur.generation, crd.Generation)
+				continue
+			}
+			c.uninstallLocked(crd.Name)
 		}
-		c.uninstallLocked(crd.Name)
+		b, err := c.build(crd)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CRD %s: %w", crd.Name, err))
+			continue
+		}
+		batch = append(batch, b)
 	}
+	if err := c.serve(batch); err != nil {
+		for _, b := range batch {
+			if len(batch) > 1 {
+				err = c.serve([]*builtCRD{b})
+			}
+			if err != nil {
+				c.discard(b)
+				errs = append(errs, fmt.Errorf("CRD %s: %w", b.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// builtCRD is a CRD's resource ready to be served: its stacks built (and
+// running), not yet routed.
+type builtCRD struct {
+	name   string
+	served *servedCRD
+	stacks []*stack
+}
+
+// build makes the stacks of crd's served versions and sets their Table
+// columns.
+func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *builtCRD, err error) {
 	var storageVersion string
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
@@ -106,20 +144,24 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 	}
 	s := &servedCRD{uid: crd.UID, generation: crd.Generation, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
 	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
+	b := &builtCRD{name: crd.Name, served: s}
+	defer func() {
+		if err != nil {
+			c.discard(b)
+		}
+	}()
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
 		strat, err := apiextensions.CustomResourceStrategy(crd, v.Name)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		strat.Terminating = s.terminating.Load
 		cols, err := apiextensions.Columns(crd, v.Name)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		kinds := []schema.GroupVersionKind{strat.Kind, strat.Kind.GroupVersion().WithKind(crd.Status.AcceptedNames.ListKind)}
 		c.setColumns(kinds, cols)
@@ -132,32 +174,57 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 		}
 		oa, err := crdOpenAPI(crd, v.Name, strat)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec, OpenAPI: oa})
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
-		if err := c.resources.addWith(st, func(oa openAPIUpdater) { c.enableApply(oa, strat.Kind) }); err != nil {
-			st.stop()
-			c.undo(s)
-			return err
-		}
+		b.stacks = append(b.stacks, st)
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
 		if v.Name == storageVersion {
 			s.storage = st.store
 		}
 	}
-	c.served[crd.Name] = s
+	return b, nil
+}
+
+// serve routes the built CRDs' resources as one change.
+func (c *crdInstaller) serve(batch []*builtCRD) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	var all []*stack
+	for _, b := range batch {
+		all = append(all, b.stacks...)
+	}
+	err := c.resources.addAll(all, func(oa openAPIUpdater) {
+		for _, b := range batch {
+			for i := 0; i < len(b.served.kinds); i += 2 { // kind, list kind
+				c.enableApply(oa, b.served.kinds[i])
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range batch {
+		c.served[b.name] = b.served
+	}
 	return nil
 }
 
-func (c *crdInstaller) undo(s *servedCRD) {
-	for _, gvr := range s.gvrs {
-		c.resources.remove(gvr)
+// discard stops the stacks of a CRD that was built but is not served.
+func (c *crdInstaller) discard(b *builtCRD) {
+	for _, st := range b.stacks {
+		st.stop()
 	}
+	c.forget(b.served)
+}
+
+// forget drops what serving s left outside the resource set: its field
+// managers' schemas and its Table columns.
+func (c *crdInstaller) forget(s *servedCRD) {
 	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
 		c.resources.build.fields.SetCustom(s.kinds[i], nil)
 	}
@@ -173,7 +240,10 @@ func (c *crdInstaller) Uninstall(name string) {
 
 func (c *crdInstaller) uninstallLocked(name string) {
 	if s := c.served[name]; s != nil {
-		c.undo(s)
+		if err := c.resources.remove(s.gvrs...); err != nil {
+			klog.ErrorS(err, "Custom resources still served", "crd", name)
+		}
+		c.forget(s)
 		delete(c.served, name)
 	}
 }

@@ -2,6 +2,9 @@ package kite
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,34 +28,92 @@ import (
 // controller, which removes the finalizer only then) or the CRD is. It
 // watches the CRDs' Store in process: serving is the API server's own
 // job, and follows the watch cache without a round trip.
-type crdFollower = informer.Informer[*apiextensionsv1.CustomResourceDefinition]
+//
+// The informer's handlers only note which CRDs changed; one goroutine
+// applies the changes, all that piled up while it worked at once, so
+// that CRDs established together (an operator's manifests,
+// kite.Options.CRDs) rebuild routes, discovery and OpenAPI once, not once
+// each.
+type crdFollower struct {
+	informer  *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
+	installer *crdInstaller
 
-func newCRDFollower(ctx context.Context, crds *registry.Store, installer *crdInstaller) (*crdFollower, error) {
-	follow := func(c *apiextensionsv1.CustomResourceDefinition) {
-		switch {
-		case crd.InstancesDeleted(c):
-			installer.Uninstall(c.Name)
-		case apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Established):
-			if err := installer.Install(ctx, c); err != nil {
-				klog.ErrorS(err, "Custom resources of an Established CRD not served", "crd", c.Name)
-				return
-			}
-			if apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Terminating) {
-				if err := installer.Terminate(c.Name); err != nil {
-					klog.ErrorS(err, "Terminating CRD still served for creates", "crd", c.Name)
-				}
-			}
-		}
-	}
-	return informer.New(informer.Options[*apiextensionsv1.CustomResourceDefinition]{
+	// mu guards changed: the latest object of each CRD that changed
+	// since the last pass, nil for one deleted.
+	mu      sync.Mutex
+	changed map[string]*apiextensionsv1.CustomResourceDefinition
+	wake    chan struct{} // one token: changed is not empty
+}
+
+func newCRDFollower(crds *registry.Store, installer *crdInstaller) (*crdFollower, error) {
+	f := &crdFollower{installer: installer, changed: map[string]*apiextensionsv1.CustomResourceDefinition{}, wake: make(chan struct{}, 1)}
+	var err error
+	f.informer, err = informer.New(informer.Options[*apiextensionsv1.CustomResourceDefinition]{
 		Name:          "customresourcedefinitions (serving)",
 		ListerWatcher: storeListerWatcher(crds),
 		Handlers: informer.Handlers[*apiextensionsv1.CustomResourceDefinition]{
-			OnAdd:    follow,
-			OnUpdate: func(_, c *apiextensionsv1.CustomResourceDefinition) { follow(c) },
-			OnDelete: func(c *apiextensionsv1.CustomResourceDefinition) { installer.Uninstall(c.Name) },
+			OnAdd:    func(c *apiextensionsv1.CustomResourceDefinition) { f.note(c.Name, c) },
+			OnUpdate: func(_, c *apiextensionsv1.CustomResourceDefinition) { f.note(c.Name, c) },
+			OnDelete: func(c *apiextensionsv1.CustomResourceDefinition) { f.note(c.Name, nil) },
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *crdFollower) note(name string, crd *apiextensionsv1.CustomResourceDefinition) {
+	f.mu.Lock()
+	f.changed[name] = crd
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run follows the CRDs until ctx ends.
+func (f *crdFollower) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { f.informer.Run(ctx) })
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		}
+		f.mu.Lock()
+		changed := f.changed
+		f.changed = map[string]*apiextensionsv1.CustomResourceDefinition{}
+		f.mu.Unlock()
+		f.apply(ctx, changed)
+	}
+}
+
+// apply serves what the changed CRDs say.
+func (f *crdFollower) apply(ctx context.Context, changed map[string]*apiextensionsv1.CustomResourceDefinition) {
+	var install, terminate []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range slices.Sorted(maps.Keys(changed)) {
+		switch c := changed[name]; {
+		case c == nil, crd.InstancesDeleted(c):
+			f.installer.Uninstall(name)
+		case apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Established):
+			install = append(install, c)
+			if apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Terminating) {
+				terminate = append(terminate, c)
+			}
+		}
+	}
+	if err := f.installer.Install(ctx, install...); err != nil {
+		klog.ErrorS(err, "Custom resources of Established CRDs not served")
+	}
+	for _, c := range terminate {
+		if err := f.installer.Terminate(c.Name); err != nil {
+			klog.ErrorS(err, "Terminating CRD still served for creates", "crd", c.Name)
+		}
+	}
 }
 
 // storeListerWatcher lists and watches a registry Store in process, all

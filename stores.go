@@ -218,6 +218,6 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 		s.wg.Go(func() { countObjects(ctx, s.metrics, s.resources.etcdStores, time.Minute) })
 	}
 	s.crdInstaller = &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}}
-	s.crdFollower, err = newCRDFollower(ctx, s.resources.store("customresourcedefinitions.apiextensions.k8s.io"), s.crdInstaller)
+	s.crdFollower, err = newCRDFollower(s.resources.store("customresourcedefinitions.apiextensions.k8s.io"), s.crdInstaller)
 	return err
 }
