@@ -141,14 +141,46 @@ func storeListerWatcher(s *registry.Store) listwatch.ListerWatcher {
 			if err != nil {
 				return nil, err
 			}
-			// The watch cache's events carry objects wrapped with their
-			// encodings; the reflector wants the objects.
-			return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-				if c, ok := ev.Object.(runtime.CacheableObject); ok {
-					ev.Object = c.GetObject()
-				}
-				return ev, true
-			}), nil
+			return newUnwrapping(w), nil
 		},
 	}
+}
+
+// unwrapping is a watch whose events carry the objects the watch cache's
+// events wrap with their encodings, which is what a Reflector wants.
+// (watch.Filter would do, but its goroutine blocks for good on a send
+// nobody receives once the watch is stopped.)
+type unwrapping struct {
+	w    watch.Interface
+	out  chan watch.Event
+	done chan struct{}
+	once sync.Once
+}
+
+func newUnwrapping(w watch.Interface) *unwrapping {
+	u := &unwrapping{w: w, out: make(chan watch.Event), done: make(chan struct{})}
+	go u.run()
+	return u
+}
+
+// run forwards events until the inner watch ends or Stop.
+func (u *unwrapping) run() {
+	defer close(u.out)
+	for ev := range u.w.ResultChan() {
+		if c, ok := ev.Object.(runtime.CacheableObject); ok {
+			ev.Object = c.GetObject()
+		}
+		select {
+		case u.out <- ev:
+		case <-u.done:
+			return
+		}
+	}
+}
+
+func (u *unwrapping) ResultChan() <-chan watch.Event { return u.out }
+
+func (u *unwrapping) Stop() {
+	u.once.Do(func() { close(u.done) })
+	u.w.Stop()
 }

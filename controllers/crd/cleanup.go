@@ -44,13 +44,13 @@ var errStillServed = errors.New("custom resources still served")
 // Unlike upstream, which removes the finalizer in the same write, the
 // finalizer goes only once the resource is no longer served, so that a
 // client that finds the CRD gone finds its resource gone too.
-func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (next, error) {
+func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if !apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		crd = crd.DeepCopy()
 		setTerminating(crd, apiextensionsv1.ConditionFalse, reasonNeverEstablish, "resource was never established")
 		apihelpers.CRDRemoveFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer)
 		_, err := c.writeStatus(ctx, crd)
-		return finished, err
+		return err
 	}
 	gvr, ok := servedResource(crd)
 	if !InstancesDeleted(crd) {
@@ -59,7 +59,7 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 			setTerminating(next, apiextensionsv1.ConditionTrue, reasonInProgress, "CustomResource deletion is in progress")
 			out, err := c.writeStatus(ctx, next)
 			if out == nil || err != nil {
-				return finished, err
+				return err
 			}
 			crd = out
 		}
@@ -71,17 +71,19 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 				if _, werr := c.writeStatus(ctx, next); werr != nil {
 					err = errors.Join(err, werr)
 				}
-				return soon, err
+				return err
 			}
 			if left > 0 {
-				return later, nil
+				// Held by finalizers of their own: look again later.
+				c.queue.AddAfter(crd.Name, c.retry)
+				return nil
 			}
 		}
 		next := crd.DeepCopy()
 		setTerminating(next, apiextensionsv1.ConditionFalse, reasonCompleted, "removed all instances")
 		out, err := c.writeStatus(ctx, next)
 		if out == nil || err != nil {
-			return finished, err
+			return err
 		}
 		crd = out
 	}
@@ -90,13 +92,13 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 			if err == nil {
 				err = errStillServed
 			}
-			return soon, fmt.Errorf("CRD %s: %w", crd.Name, err)
+			return fmt.Errorf("CRD %s: %w", crd.Name, err)
 		}
 	}
 	crd = crd.DeepCopy()
 	apihelpers.CRDRemoveFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer)
 	_, err := c.writeStatus(ctx, crd)
-	return finished, err
+	return err
 }
 
 func setTerminating(crd *apiextensionsv1.CustomResourceDefinition, status apiextensionsv1.ConditionStatus, reason, message string) {

@@ -120,17 +120,13 @@ func (c *Controller) Run(ctx context.Context) {
 	if informer.WaitForSync(ctx, c.crds) != nil {
 		return
 	}
+	failed := func(name string, err error) {
+		if ctx.Err() == nil {
+			klog.V(2).InfoS("CRD sync failed", "crd", name, "err", err)
+		}
+	}
 	for range workers {
-		wg.Go(func() {
-			for {
-				name, ok := c.queue.Get(ctx)
-				if !ok {
-					return
-				}
-				c.work(ctx, name)
-				c.queue.Done(name)
-			}
-		})
+		wg.Go(func() { c.queue.Work(ctx, c.sync, failed) })
 	}
 	<-ctx.Done()
 }
@@ -144,52 +140,27 @@ func (c *Controller) WaitIdle(ctx context.Context) error {
 	return c.queue.WaitIdle(ctx)
 }
 
-// next says when a CRD is looked at again.
-type next int
-
-const (
-	finished next = iota // until it changes
-	soon                 // after the key's growing retry delay: a moment's wait
-	later                // after Options.Retry: custom resources still going
-)
-
-func (c *Controller) work(ctx context.Context, name string) {
-	n, err := c.sync(ctx, name)
-	if err != nil && ctx.Err() == nil {
-		klog.V(2).InfoS("CRD sync failed", "crd", name, "err", err)
-		n = soon
-	}
-	switch n {
-	case soon:
-		c.queue.AddRateLimited(name)
-	case later:
-		c.queue.AddAfter(name, c.retry)
-	default:
-		c.queue.Forget(name)
-	}
-}
-
-func (c *Controller) sync(ctx context.Context, name string) (next, error) {
+// sync brings one CRD along. An error retries it after the key's
+// growing delay (a moment at first).
+func (c *Controller) sync(ctx context.Context, name string) error {
 	crd := c.current(name)
 	if crd == nil {
-		return finished, nil
+		return nil
 	}
 	if crd.DeletionTimestamp != nil {
 		if !apihelpers.CRDHasFinalizer(crd, apiextensionsv1.CustomResourceCleanupFinalizer) {
-			return finished, nil
+			return nil
 		}
 		return c.finalize(ctx, crd)
 	}
 	crd, err := c.acceptNames(ctx, crd)
 	if crd == nil || err != nil {
-		return finished, err
+		return err
 	}
 	if next := crd.DeepCopy(); establish(next) {
-		if _, err := c.writeStatus(ctx, next); err != nil {
-			return finished, err
-		}
+		_, err = c.writeStatus(ctx, next)
 	}
-	return finished, nil
+	return err
 }
 
 // acceptNames is upstream's naming controller: it writes the names and
