@@ -260,17 +260,24 @@ func (c *crdInstaller) Terminate(name string) error {
 	return c.resources.republish()
 }
 
+// installed reports whether crd's resource is served as crd (or a later
+// generation of it) says.
+func (c *crdInstaller) installed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.served[crd.Name]
+	return s != nil && s.uid == crd.UID && s.generation >= crd.Generation
+}
+
 // serves reports whether crd's resource is served as crd (or a later
 // generation of it) says, with its watch cache filled: the follower
 // installs only Established CRDs, so crd is Established too.
 func (c *crdInstaller) serves(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	c.mu.Lock()
-	s := c.served[crd.Name]
-	c.mu.Unlock()
-	if s == nil || s.uid != crd.UID || s.generation < crd.Generation {
+	if !c.installed(crd) {
 		return false
 	}
-	return s.storage == nil || s.storage.Storage().ReadinessCheck() == nil
+	store := c.Instances(crd.Name)
+	return store == nil || store.Storage().ReadinessCheck() == nil
 }
 
 // Instances returns the store of the CRD's custom resources (its storage

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -73,27 +74,44 @@ func (f *crdFollower) note(name string, crd *apiextensionsv1.CustomResourceDefin
 	}
 }
 
+// retryFailed is how soon a CRD whose resource could not be served is
+// tried again.
+const retryFailed = time.Second
+
 // Run follows the CRDs until ctx ends.
 func (f *crdFollower) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { f.informer.Run(ctx) })
+	retry := time.NewTimer(retryFailed)
+	retry.Stop()
+	defer retry.Stop()
+	var failed []string
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-f.wake:
+		case <-retry.C:
+			for _, name := range failed {
+				crd, _ := f.informer.Store().Get(name)
+				f.note(name, crd) // nil when gone meanwhile
+			}
+			continue
 		}
 		f.mu.Lock()
 		changed := f.changed
 		f.changed = map[string]*apiextensionsv1.CustomResourceDefinition{}
 		f.mu.Unlock()
-		f.apply(ctx, changed)
+		if failed = f.apply(ctx, changed); len(failed) > 0 {
+			retry.Reset(retryFailed)
+		}
 	}
 }
 
-// apply serves what the changed CRDs say.
-func (f *crdFollower) apply(ctx context.Context, changed map[string]*apiextensionsv1.CustomResourceDefinition) {
+// apply serves what the changed CRDs say and returns those it could not
+// serve.
+func (f *crdFollower) apply(ctx context.Context, changed map[string]*apiextensionsv1.CustomResourceDefinition) (failed []string) {
 	var install, terminate []*apiextensionsv1.CustomResourceDefinition
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
 		switch c := changed[name]; {
@@ -107,13 +125,20 @@ func (f *crdFollower) apply(ctx context.Context, changed map[string]*apiextensio
 		}
 	}
 	if err := f.installer.Install(ctx, install...); err != nil {
-		klog.ErrorS(err, "Custom resources of Established CRDs not served")
+		klog.ErrorS(err, "Custom resources of Established CRDs not served, retrying", "in", retryFailed)
+		for _, c := range install {
+			if !f.installer.installed(c) {
+				failed = append(failed, c.Name)
+			}
+		}
 	}
 	for _, c := range terminate {
 		if err := f.installer.Terminate(c.Name); err != nil {
 			klog.ErrorS(err, "Terminating CRD still served for creates", "crd", c.Name)
+			failed = append(failed, c.Name)
 		}
 	}
+	return failed
 }
 
 // storeListerWatcher lists and watches a registry Store in process, all
