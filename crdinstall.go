@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,38 +94,38 @@ func readCRDFiles(scheme *runtime.Scheme, paths []string) ([]*apiextensionsv1.Cu
 // installCRDs creates (or, on a data directory that has them, updates)
 // crds and waits until each is Established and its resource served, so
 // that discovery on the returned config already lists them. A CRD the
-// API refuses is an error with the API's message.
+// API refuses is an error with the API's message. The CRDs are written a
+// few at a time: most of a write is the CRD's validation (its schema, its
+// CEL rules compiled to check them), and the CRD controller establishes
+// the first ones while the last are written.
 func (s *Server) installCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if len(crds) == 0 {
 		return nil
 	}
 	store := s.resources.store("customresourcedefinitions.apiextensions.k8s.io")
-	for _, crd := range crds {
-		crd = crd.DeepCopy()
-		crd.ResourceVersion = ""
-		_, err := store.Create(ctx, "", crd, &metav1.CreateOptions{FieldManager: "kite"})
-		if apierrors.IsAlreadyExists(err) {
-			_, _, err = store.Update(ctx, &registry.UpdateRequest{
-				Name:    crd.Name,
-				Options: metav1.UpdateOptions{FieldManager: "kite"},
-				Object: func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-					c := cur.(*apiextensionsv1.CustomResourceDefinition)
-					c.Spec = crd.Spec
-					c.Labels, c.Annotations = crd.Labels, crd.Annotations
-					return c, nil
-				},
-			})
-		}
+	written := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
+	errs := make([]error, len(crds))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, crd := range crds {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			written[i], errs[i] = writeCRD(ctx, store, crd)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
-			return fmt.Errorf("install CRD %s: %w", crd.Name, err)
+			return fmt.Errorf("install CRD %s: %w", crds[i].Name, err)
 		}
 	}
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
 		var waiting []string
-		for _, crd := range crds {
-			if !s.crdServed(ctx, store, crd.Name) {
+		for _, crd := range written {
+			if !s.crdInstaller.serves(crd) {
 				waiting = append(waiting, crd.Name)
 			}
 		}
@@ -141,16 +141,26 @@ func (s *Server) installCRDs(ctx context.Context, crds []*apiextensionsv1.Custom
 	}
 }
 
-// crdServed reports whether the CRD is Established and its resource
-// served.
-func (s *Server) crdServed(ctx context.Context, store *registry.Store, name string) bool {
-	served := s.crdInstaller.Instances(name)
-	if served == nil || served.Storage().ReadinessCheck() != nil {
-		return false // not yet, or its watch cache still filling
+// writeCRD creates crd, or updates the one of its name to its spec,
+// labels and annotations, and returns what it wrote.
+func writeCRD(ctx context.Context, store *registry.Store, crd *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd = crd.DeepCopy()
+	crd.ResourceVersion = ""
+	out, err := store.Create(ctx, "", crd, &metav1.CreateOptions{FieldManager: "kite"})
+	if apierrors.IsAlreadyExists(err) {
+		out, _, err = store.Update(ctx, &registry.UpdateRequest{
+			Name:    crd.Name,
+			Options: metav1.UpdateOptions{FieldManager: "kite"},
+			Object: func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+				c := cur.(*apiextensionsv1.CustomResourceDefinition)
+				c.Spec = crd.Spec
+				c.Labels, c.Annotations = crd.Labels, crd.Annotations
+				return c, nil
+			},
+		})
 	}
-	obj, err := store.Get(ctx, "", name, &metav1.GetOptions{})
 	if err != nil {
-		return false
+		return nil, err
 	}
-	return apihelpers.IsCRDConditionTrue(obj.(*apiextensionsv1.CustomResourceDefinition), apiextensionsv1.Established)
+	return out.(*apiextensionsv1.CustomResourceDefinition), nil
 }

@@ -2,12 +2,15 @@ package kite
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/apiserver/table"
@@ -26,7 +30,8 @@ import (
 // crdInstaller serves the custom resources of Established CRDs through
 // the resource set: one stack per served version, all over the same etcd
 // keys (/registry/<group>/<plural>/...), JSON in the storage version as
-// kube-apiserver stores them. It is the apiextensions loop's Installer.
+// kube-apiserver stores them. follow (crdserve.go) drives it from the CRD
+// objects.
 type crdInstaller struct {
 	ctx       context.Context // stacks run under it
 	resources *resourceSet
@@ -65,48 +70,98 @@ func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Co
 
 // servedCRD is what one CRD's resource is served as.
 type servedCRD struct {
-	uid   types.UID
-	spec  apiextensionsv1.CustomResourceDefinitionSpec
-	names apiextensionsv1.CustomResourceDefinitionNames
-	gvrs  []schema.GroupVersionResource
-	kinds []schema.GroupVersionKind // kinds and list kinds with columns
+	uid        types.UID
+	generation int64
+	spec       apiextensionsv1.CustomResourceDefinitionSpec
+	names      apiextensionsv1.CustomResourceDefinitionNames
+	gvrs       []schema.GroupVersionResource
+	kinds      []schema.GroupVersionKind // kinds and list kinds with columns
 	// terminating is set once the CRD's deletion began.
 	terminating atomic.Bool
 	storage     *registry.Store
 }
 
-var _ apiextensions.Installer = (*crdInstaller)(nil)
-
-func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+// Install serves the resources of Established CRDs from now on, or
+// serves them anew when their spec or accepted names changed; a CRD
+// served as it is is left alone. A CRD that is Terminating is served
+// terminating from the start. The API server and the OpenAPI documents
+// take all of them as one change; should that fail, each is tried alone,
+// so that one CRD's trouble keeps no other from being served.
+func (c *crdInstaller) Install(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cur := c.served[crd.Name]; cur != nil {
-		if cur.uid == crd.UID && apiequality.Semantic.DeepEqual(cur.spec, crd.Spec) && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
-			return nil
+	var errs []error
+	var batch []*builtCRD
+	for _, crd := range crds {
+		if cur := c.served[crd.Name]; cur != nil {
+			// Most events change only the status: the spec is the same
+			// when its generation is (generation moves with every spec
+			// change), which is cheaper to see than comparing schemas.
+			sameSpec := cur.generation == crd.Generation || apiequality.Semantic.DeepEqual(cur.spec, crd.Spec)
+			if cur.uid == crd.UID && sameSpec && apiequality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+				cur.generation = max(cur.generation, crd.Generation)
+				continue
+			}
+			c.uninstallLocked(crd.Name)
 		}
-		c.uninstallLocked(crd.Name)
+		b, err := c.build(crd)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CRD %s: %w", crd.Name, err))
+			continue
+		}
+		batch = append(batch, b)
 	}
+	if err := c.serve(batch); err != nil {
+		for _, b := range batch {
+			if len(batch) > 1 {
+				err = c.serve([]*builtCRD{b})
+			}
+			if err != nil {
+				c.discard(b)
+				errs = append(errs, fmt.Errorf("CRD %s: %w", b.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// builtCRD is a CRD's resource ready to be served: its stacks built (and
+// running), not yet routed.
+type builtCRD struct {
+	name   string
+	served *servedCRD
+	stacks []*stack
+}
+
+// build makes the stacks of crd's served versions and sets their Table
+// columns.
+func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *builtCRD, err error) {
 	var storageVersion string
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			storageVersion = v.Name
 		}
 	}
-	s := &servedCRD{uid: crd.UID, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
+	s := &servedCRD{uid: crd.UID, generation: crd.Generation, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
+	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
+	b := &builtCRD{name: crd.Name, served: s}
+	defer func() {
+		if err != nil {
+			c.discard(b)
+		}
+	}()
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
 		}
 		strat, err := apiextensions.CustomResourceStrategy(crd, v.Name)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		strat.Terminating = s.terminating.Load
 		cols, err := apiextensions.Columns(crd, v.Name)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		kinds := []schema.GroupVersionKind{strat.Kind, strat.Kind.GroupVersion().WithKind(crd.Status.AcceptedNames.ListKind)}
 		c.setColumns(kinds, cols)
@@ -119,52 +174,82 @@ func (c *crdInstaller) Install(ctx context.Context, crd *apiextensionsv1.CustomR
 		}
 		oa, err := crdOpenAPI(crd, v.Name, strat)
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
 		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec, OpenAPI: oa})
 		if err != nil {
-			c.undo(s)
-			return err
+			return nil, err
 		}
-		if err := c.resources.addWith(st, func(oa openAPIUpdater) { c.enableApply(oa, strat.Kind) }); err != nil {
-			st.stop()
-			c.undo(s)
-			return err
-		}
+		b.stacks = append(b.stacks, st)
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
 		if v.Name == storageVersion {
 			s.storage = st.store
 		}
 	}
-	c.served[crd.Name] = s
+	return b, nil
+}
+
+// serve routes the built CRDs' resources as one change.
+func (c *crdInstaller) serve(batch []*builtCRD) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	var all []*stack
+	for _, b := range batch {
+		all = append(all, b.stacks...)
+	}
+	err := c.resources.addAll(all, func(oa openAPIUpdater) {
+		for _, b := range batch {
+			for i := 0; i < len(b.served.kinds); i += 2 { // kind, list kind
+				c.enableApply(oa, b.served.kinds[i])
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, b := range batch {
+		c.served[b.name] = b.served
+	}
 	return nil
 }
 
-func (c *crdInstaller) undo(s *servedCRD) {
-	for _, gvr := range s.gvrs {
-		c.resources.remove(gvr)
+// discard stops the stacks of a CRD that was built but is not served.
+func (c *crdInstaller) discard(b *builtCRD) {
+	for _, st := range b.stacks {
+		st.stop()
 	}
+	c.forget(b.served)
+}
+
+// forget drops what serving s left outside the resource set: its field
+// managers' schemas and its Table columns.
+func (c *crdInstaller) forget(s *servedCRD) {
 	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
 		c.resources.build.fields.SetCustom(s.kinds[i], nil)
 	}
 	c.setColumns(s.kinds, nil)
 }
 
-func (c *crdInstaller) Uninstall(name string) error {
+// Uninstall stops serving the resource of the CRD named name.
+func (c *crdInstaller) Uninstall(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.uninstallLocked(name)
-	return nil
 }
 
 func (c *crdInstaller) uninstallLocked(name string) {
 	if s := c.served[name]; s != nil {
-		c.undo(s)
+		if err := c.resources.remove(s.gvrs...); err != nil {
+			klog.ErrorS(err, "Custom resources still served", "crd", name)
+		}
+		c.forget(s)
 		delete(c.served, name)
 	}
 }
 
+// Terminate marks the CRD's resource as going away: creates are refused
+// from now on and discovery shows it read-and-delete only.
 func (c *crdInstaller) Terminate(name string) error {
 	c.mu.Lock()
 	s := c.served[name]
@@ -175,6 +260,28 @@ func (c *crdInstaller) Terminate(name string) error {
 	return c.resources.republish()
 }
 
+// installed reports whether crd's resource is served as crd (or a later
+// generation of it) says.
+func (c *crdInstaller) installed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.served[crd.Name]
+	return s != nil && s.uid == crd.UID && s.generation >= crd.Generation
+}
+
+// serves reports whether crd's resource is served as crd (or a later
+// generation of it) says, with its watch cache filled: the follower
+// installs only Established CRDs, so crd is Established too.
+func (c *crdInstaller) serves(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	if !c.installed(crd) {
+		return false
+	}
+	store := c.Instances(crd.Name)
+	return store == nil || store.Storage().ReadinessCheck() == nil
+}
+
+// Instances returns the store of the CRD's custom resources (its storage
+// version), or nil when it is not served.
 func (c *crdInstaller) Instances(name string) *registry.Store {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -186,19 +293,57 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 
 // enableApply gives the kind's field manager the structured-merge schema
 // of its group version's OpenAPI document (list types, map keys), so that
-// managed fields are tracked and server-side apply works. Without it the
-// resource is still served; apply is refused with 400.
+// managed fields are tracked and server-side apply works. The schema is
+// read on the kind's first write, not now: the v3 document it comes from
+// is built on demand, and serving a CRD should not wait for it. A schema
+// that does not convert leaves writes without managed fields and apply
+// refused.
 func (c *crdInstaller) enableApply(oa openAPIUpdater, kind schema.GroupVersionKind) {
-	schemas := schemasOf(oa, kind.GroupVersion())
-	if schemas == nil {
+	if oa == nil {
 		return
 	}
-	tc, err := managedfields.NewTypeConverter(schemas, false)
+	c.resources.build.fields.SetCustom(kind, &lazyTypeConverter{build: func() (managedfields.TypeConverter, error) {
+		schemas := schemasOf(oa, kind.GroupVersion())
+		if schemas == nil {
+			return nil, fmt.Errorf("no OpenAPI v3 document for %s", kind.GroupVersion())
+		}
+		tc, err := managedfields.NewTypeConverter(schemas, false)
+		if err != nil {
+			klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
+		}
+		return tc, err
+	}})
+}
+
+// lazyTypeConverter is a type converter built on first use.
+type lazyTypeConverter struct {
+	build func() (managedfields.TypeConverter, error)
+	once  sync.Once
+	tc    managedfields.TypeConverter
+	err   error
+}
+
+var _ managedfields.TypeConverter = (*lazyTypeConverter)(nil)
+
+func (l *lazyTypeConverter) get() (managedfields.TypeConverter, error) {
+	l.once.Do(func() { l.tc, l.err = l.build() })
+	return l.tc, l.err
+}
+
+func (l *lazyTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	tc, err := l.get()
 	if err != nil {
-		klog.ErrorS(err, "Server-side apply off for a custom resource: its schema does not convert", "kind", kind)
-		return
+		return nil, err
 	}
-	c.resources.build.fields.SetCustom(kind, tc)
+	return tc.ObjectToTyped(obj, opts...)
+}
+
+func (l *lazyTypeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	tc, err := l.get()
+	if err != nil {
+		return nil, err
+	}
+	return tc.TypedToObject(v)
 }
 
 // versionCodec stores custom resources in the storage version and reads

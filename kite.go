@@ -18,12 +18,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -36,10 +38,10 @@ import (
 	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/batchconn"
 	"github.com/kite-project/kite/controllers"
+	"github.com/kite-project/kite/controllers/crd"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry"
-	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
@@ -108,12 +110,15 @@ type Server struct {
 	scheme  *k8sruntime.Scheme
 	// resources owns the served resources' storage stacks.
 	resources *resourceSet
-	// crds names, establishes and cleans up CRDs, installing their
-	// resources into resources.
-	crds         *apiextensions.Loop
+	// crdFollower follows the CRD objects, installing their resources
+	// into resources through crdInstaller.
+	crdFollower  *crdFollower
 	crdInstaller *crdInstaller
-	ctrl         *controllers.Manager
-	bundle       *pki.Bundle
+	// stopCRDController ends the CRD controller (controllers/crd) and
+	// waits for it.
+	stopCRDController func()
+	ctrl              *controllers.Manager
+	bundle            *pki.Bundle
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -237,8 +242,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.resources.serve(s.api, oa)
-	// Only now: what the loop installs must reach the API server.
-	s.wg.Go(func() { s.crds.Run(runCtx) })
+	// Only now: what the follower installs must reach the API server.
+	s.wg.Go(func() { s.crdFollower.Run(runCtx) })
 
 	host := opts.BindAddress
 	if host == "" {
@@ -295,6 +300,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
+		return nil, err
+	}
+	if err := s.startCRDController(runCtx); err != nil {
 		return nil, err
 	}
 	crds := slices.Clone(opts.CRDs)
@@ -372,6 +380,37 @@ func (s *Server) startControllers(ctx context.Context, opts Options) error {
 	return nil
 }
 
+// startCRDController runs the controller that names, establishes and
+// cleans up CRDs, whatever Options.Controllers says: CRDs are part of
+// serving the API, as upstream runs these controllers inside
+// kube-apiserver.
+func (s *Server) startCRDController(ctx context.Context) error {
+	cfg := s.RESTConfig()
+	cfg.UserAgent = "kite-crd-controller"
+	// CRDs are large objects (their schemas): protobuf is cheaper to
+	// encode and decode than JSON on both sides, as kube-apiserver's
+	// in-process clients use it.
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("CRD controller: client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("CRD controller: dynamic client: %w", err)
+	}
+	c, err := crd.New(crd.Options{Client: client, Dynamic: dyn})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	s.stopCRDController = func() { cancel(); <-done }
+	return nil
+}
+
 // Controllers are the controllers the server runs: a test waits for them
 // with WaitIdle.
 func (s *Server) Controllers() *controllers.Manager { return s.ctrl }
@@ -418,6 +457,9 @@ func (s *Server) Close() error {
 	s.once.Do(func() {
 		if s.stopControllers != nil {
 			s.stopControllers()
+		}
+		if s.stopCRDController != nil {
+			s.stopCRDController()
 		}
 		if s.api != nil {
 			s.api.ShutDown()

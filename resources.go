@@ -34,7 +34,7 @@ type resourceSet struct {
 
 // openAPIUpdater is what the set needs of the OpenAPI service.
 type openAPIUpdater interface {
-	SetGroupVersion(gv schema.GroupVersion, resources []openapi.Resource) error
+	SetGroupVersions(changes map[schema.GroupVersion][]openapi.Resource) error
 	V3(gv schema.GroupVersion) *spec3.OpenAPI
 }
 
@@ -54,64 +54,85 @@ func newResourceSet(b *stackBuilder) *resourceSet { return &resourceSet{build: b
 
 // add serves st from now on. A resource that is already served is
 // refused and changes nothing.
-func (r *resourceSet) add(st *stack) error { return r.addWith(st, nil) }
+func (r *resourceSet) add(st *stack) error { return r.addAll([]*stack{st}, nil) }
 
-// addWith is add with a step between publishing the OpenAPI documents and
-// routing requests: beforeRoutes gets the OpenAPI service (nil before the
-// set serves) and may read the new group version's documents, e.g. for
-// the field manager's schema, so the first request finds it ready. It must
-// not call the set.
-func (r *resourceSet) addWith(st *stack, beforeRoutes func(oa openAPIUpdater)) error {
+// addAll serves sts from now on, handing the API server and the OpenAPI
+// service one change for all of them. A resource that is already served
+// (or twice in sts) is refused and changes nothing. beforeRoutes runs
+// between publishing the OpenAPI documents and routing requests: it gets
+// the OpenAPI service (nil before the set serves) and may read the new
+// group versions' documents, e.g. for the field manager's schema, so the
+// first request finds it ready. It must not call the set.
+func (r *resourceSet) addAll(sts []*stack, beforeRoutes func(oa openAPIUpdater)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	gvr := st.store.Strategy().GroupVersionResource()
-	for _, have := range r.stacks {
-		if have.store.Strategy().GroupVersionResource() == gvr {
-			return fmt.Errorf("resource %s is already served", gvr)
+	next := slices.Clip(r.stacks)
+	var gvs []schema.GroupVersion
+	for _, st := range sts {
+		gvr := st.store.Strategy().GroupVersionResource()
+		for _, have := range next {
+			if have.store.Strategy().GroupVersionResource() == gvr {
+				return fmt.Errorf("resource %s is already served", gvr)
+			}
 		}
+		next = append(next, st)
+		gvs = append(gvs, gvr.GroupVersion())
 	}
-	next := append(slices.Clip(r.stacks), st)
-	if err := r.publish(next, gvr.GroupVersion(), beforeRoutes); err != nil {
+	if err := r.publish(next, gvs, beforeRoutes); err != nil {
 		return err
 	}
 	r.stacks = next
 	return nil
 }
 
-// remove stops serving gvr and stops its stack once no new request can
-// reach it. Removing what is not served does nothing.
-func (r *resourceSet) remove(gvr schema.GroupVersionResource) error {
+// remove stops serving gvrs and stops their stacks once no new request
+// can reach them, with one change handed on for all. What is not served
+// is skipped.
+func (r *resourceSet) remove(gvrs ...schema.GroupVersionResource) error {
 	r.mu.Lock()
-	i := slices.IndexFunc(r.stacks, func(st *stack) bool { return st.store.Strategy().GroupVersionResource() == gvr })
-	if i < 0 {
+	var gone []*stack
+	var gvs []schema.GroupVersion
+	next := slices.DeleteFunc(slices.Clone(r.stacks), func(st *stack) bool {
+		gvr := st.store.Strategy().GroupVersionResource()
+		if !slices.Contains(gvrs, gvr) {
+			return false
+		}
+		gone = append(gone, st)
+		gvs = append(gvs, gvr.GroupVersion())
+		return true
+	})
+	if len(gone) == 0 {
 		r.mu.Unlock()
 		return nil
 	}
-	gone := r.stacks[i]
-	next := slices.Delete(slices.Clone(r.stacks), i, i+1)
-	if err := r.publish(next, gvr.GroupVersion(), nil); err != nil {
+	if err := r.publish(next, gvs, nil); err != nil {
 		r.mu.Unlock()
 		return err
 	}
 	r.stacks = next
 	r.mu.Unlock()
-	gone.stop()
+	for _, st := range gone {
+		st.stop()
+	}
 	return nil
 }
 
 // publish hands the OpenAPI service and then the API server the set next,
-// whose group version changed gv; between the two it runs beforeRoutes.
+// whose group versions gvs changed; between the two it runs beforeRoutes.
 // Called with mu held.
-func (r *resourceSet) publish(next []*stack, gv schema.GroupVersion, beforeRoutes func(openAPIUpdater)) error {
+func (r *resourceSet) publish(next []*stack, gvs []schema.GroupVersion, beforeRoutes func(openAPIUpdater)) error {
 	if r.openapi != nil {
-		var described []openapi.Resource
+		changes := map[schema.GroupVersion][]openapi.Resource{}
+		for _, gv := range gvs {
+			changes[gv] = nil // described by none: removed
+		}
 		for _, st := range next {
-			if st.store.Strategy().Kind.GroupVersion() == gv {
-				described = append(described, st.openapi)
+			if gv := st.store.Strategy().Kind.GroupVersion(); slices.Contains(gvs, gv) {
+				changes[gv] = append(changes[gv], st.openapi)
 			}
 		}
-		if err := r.openapi.SetGroupVersion(gv, described); err != nil {
-			return fmt.Errorf("openapi of %s: %w", gv, err)
+		if err := r.openapi.SetGroupVersions(changes); err != nil {
+			return fmt.Errorf("openapi of %v: %w", gvs, err)
 		}
 	}
 	if beforeRoutes != nil {

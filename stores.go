@@ -164,8 +164,8 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 	return &stack{store: store, openapi: describe, etcd: bottom, stop: stop}, nil
 }
 
-// buildStores makes the stacks of the built-in resources and the CRD loop
-// that installs custom resources' stacks while serving.
+// buildStores makes the stacks of the built-in resources and what
+// installs custom resources' stacks while serving as the CRDs say.
 // Values are protobuf with the "k8s\x00" prefix, as kube-apiserver writes
 // them, under /registry.
 func (s *Server) buildStores(ctx context.Context, opts Options) error {
@@ -218,9 +218,6 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 		s.wg.Go(func() { countObjects(ctx, s.metrics, s.resources.etcdStores, time.Minute) })
 	}
 	s.crdInstaller = &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}}
-	s.crds = apiextensions.New(apiextensions.Options{
-		CRDs:      s.resources.store("customresourcedefinitions.apiextensions.k8s.io"),
-		Installer: s.crdInstaller,
-	})
-	return nil
+	s.crdFollower, err = newCRDFollower(s.resources.store("customresourcedefinitions.apiextensions.k8s.io"), s.crdInstaller)
+	return err
 }

@@ -101,77 +101,107 @@ func New(opts Options) (*Service, error) {
 		}
 		byGV[gv] = append(byGV[gv], r)
 	}
+	changes := make([]gvResources, len(order))
+	for i, gv := range order {
+		changes[i] = gvResources{gv, byGV[gv]}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, gv := range order {
-		s.setLocked(gv, byGV[gv])
-	}
-	s.publishLocked()
+	s.setLocked(changes)
 	return s, nil
+}
+
+// gvResources is what one group version is to describe.
+type gvResources struct {
+	gv        schema.GroupVersion
+	resources []Resource
 }
 
 // SetGroupVersion replaces what the documents say of group version gv
 // with resources (all of that group version); none removes gv. Only gv's
 // paths and v3 document are rebuilt.
 func (s *Service) SetGroupVersion(gv schema.GroupVersion, resources []Resource) error {
-	for _, r := range resources {
-		if err := r.validate(); err != nil {
-			return err
+	return s.SetGroupVersions(map[schema.GroupVersion][]Resource{gv: resources})
+}
+
+// SetGroupVersions is SetGroupVersion for several group versions at once,
+// with the documents rebuilt once: CRDs installed together cost one
+// rebuild, not one each.
+func (s *Service) SetGroupVersions(changes map[schema.GroupVersion][]Resource) error {
+	ordered := make([]gvResources, 0, len(changes))
+	for _, gv := range slices.SortedFunc(maps.Keys(changes), func(a, b schema.GroupVersion) int { return strings.Compare(a.String(), b.String()) }) {
+		for _, r := range changes[gv] {
+			if err := r.validate(); err != nil {
+				return err
+			}
+			if r.GVK.GroupVersion() != gv {
+				return fmt.Errorf("openapi: resource %s is not of group version %s", r.Plural, gv)
+			}
 		}
-		if r.GVK.GroupVersion() != gv {
-			return fmt.Errorf("openapi: resource %s is not of group version %s", r.Plural, gv)
-		}
+		ordered = append(ordered, gvResources{gv, changes[gv]})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.setLocked(gv, resources)
-	s.publishLocked()
+	s.setLocked(ordered)
 	return nil
 }
 
-func (s *Service) setLocked(gv schema.GroupVersion, resources []Resource) {
-	key := v3Key(gv)
-	if old := s.byGV[gv]; old != nil {
-		// Definitions of schema-described resources belong to their group
-		// version alone: a CRD's schema goes with it.
-		for _, r := range old.resources {
-			if r.Schema != nil {
-				delete(s.d.defs, r.DefinitionName)
-				delete(s.d.defs, r.DefinitionName+"List")
+// setLocked replaces the changed group versions' parts and publishes the
+// result. The definitions are copied once for all of them (the copy is
+// what the lazy v3 conversions and the v2 document read; later updates
+// add to s.d).
+func (s *Service) setLocked(changes []gvResources) {
+	built := make([]*pathBuilder, len(changes))
+	for i, c := range changes {
+		if old := s.byGV[c.gv]; old != nil {
+			// Definitions of schema-described resources belong to their
+			// group version alone: a CRD's schema goes with it.
+			for _, r := range old.resources {
+				if r.Schema != nil {
+					delete(s.d.defs, r.DefinitionName)
+					delete(s.d.defs, r.DefinitionName+"List")
+				}
 			}
 		}
+		if len(c.resources) == 0 {
+			delete(s.byGV, c.gv)
+			s.v3Handler.DeleteGroupVersion(v3Key(c.gv))
+			continue
+		}
+		b := &pathBuilder{d: s.d, paths: map[string]spec.PathItem{}}
+		for _, r := range c.resources {
+			b.add(r)
+		}
+		gvkExtensions(s.d, c.resources)
+		built[i] = b
 	}
-	if len(resources) == 0 {
-		delete(s.byGV, gv)
-		s.v3Handler.DeleteGroupVersion(key)
-		return
-	}
-	b := &pathBuilder{d: s.d, paths: map[string]spec.PathItem{}}
-	for _, r := range resources {
-		b.add(r)
-	}
-	gvkExtensions(s.d, resources)
-	// The lazy v3 conversion reads a copy of the definitions as they are
-	// now: later updates add to s.d.
 	d := s.d.snapshot()
 	version := s.version
-	doc := sync.OnceValue(func() *spec3.OpenAPI { return toV3(version, b.paths, d) })
-	s.byGV[gv] = &gvDoc{resources: resources, paths: b.paths, v3: doc}
 	etag := strconv.FormatInt(time.Now().UnixNano(), 36)
-	s.v3Handler.UpdateGroupVersionLazy(key, cached.Func(func() (*spec3.OpenAPI, string, error) {
-		return doc(), etag, nil // unchanged until the next SetGroupVersion of gv
-	}))
+	for i, c := range changes {
+		b := built[i]
+		if b == nil {
+			continue
+		}
+		doc := sync.OnceValue(func() *spec3.OpenAPI { return toV3(version, b.paths, d) })
+		s.byGV[c.gv] = &gvDoc{resources: c.resources, paths: b.paths, v3: doc}
+		s.v3Handler.UpdateGroupVersionLazy(v3Key(c.gv), cached.Func(func() (*spec3.OpenAPI, string, error) {
+			return doc(), etag, nil // unchanged until the next SetGroupVersion of gv
+		}))
+	}
+	s.publishLocked(d)
 }
 
-// publishLocked makes the current group versions the served generation.
-func (s *Service) publishLocked() {
+// publishLocked makes the current group versions the served generation;
+// d is a copy of the current definitions.
+func (s *Service) publishLocked(d *definitions) {
 	all := map[string]spec.PathItem{}
 	v3 := map[string]func() *spec3.OpenAPI{}
 	for gv, doc := range s.byGV {
 		maps.Copy(all, doc.paths)
 		v3[v3Key(gv)] = doc.v3
 	}
-	v2 := swagger(s.version, all, s.d.snapshot().defs)
+	v2 := swagger(s.version, all, d.defs)
 	docs := &documents{
 		v2:        v2,
 		v2Encoded: sync.OnceValues(func() (*encodedV2, error) { return encodeV2(v2) }),

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	internal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -74,7 +75,12 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 				return nil, fmt.Errorf("CRD %s version %s: status schema validator: %w", crd.Name, version, err)
 			}
 		}
-		s.cel = cel.NewValidator(structural, true, celconfig.PerCallLimit)
+		// CEL rules compile on the first write that needs them, not
+		// when the resource is installed: compiling (mostly building
+		// the rules' type environment) is the largest cost of serving a
+		// CRD, and the CRD's own validation has already compiled them
+		// once to check them.
+		s.cel = sync.OnceValue(func() *cel.Validator { return cel.NewValidator(structural, true, celconfig.PerCallLimit) })
 	}
 	hasStatus := ver.Subresources != nil && ver.Subresources.Status != nil
 	strat := &registry.Strategy{
@@ -181,10 +187,21 @@ type customResource struct {
 	validator  schemavalidation.SchemaValidator
 	// statusValidator checks status writes against properties.status.
 	statusValidator schemavalidation.SchemaValidator
-	cel             *cel.Validator // nil: no rules
+	// cel returns the validator of the CEL rules, nil when there are
+	// none; cel is nil when there is no schema.
+	cel func() *cel.Validator
 	// scale is the version's scale subresource, whose replicas paths
 	// every write must keep valid; nil: none.
 	scale *apiextensionsv1.CustomResourceSubresourceScale
+}
+
+// rules returns the CEL validator, compiling it on first use; nil when
+// there are no rules.
+func (s *customResource) rules() *cel.Validator {
+	if s.cel == nil {
+		return nil
+	}
+	return s.cel()
 }
 
 // defaults prunes unknown fields and fills defaults, as upstream's
@@ -246,13 +263,14 @@ func (s *customResource) validate(obj, old runtime.Object) field.ErrorList {
 	if old == nil || len(listtype.ValidateListSetsAndMaps(nil, s.structural, oldContent.(map[string]any))) == 0 {
 		errs = append(errs, listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object)...)
 	}
-	if s.cel == nil {
+	rules := s.rules()
+	if rules == nil {
 		return errs
 	}
 	if blocking(errs) {
 		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
-	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget, celOpts...)
+	celErrs, _ := rules.Validate(context.Background(), nil, s.structural, u.Object, oldContent, celconfig.RuntimeCELCostBudget, celOpts...)
 	return append(errs, celErrs...)
 }
 
@@ -282,13 +300,14 @@ func (s *customResource) validateStatus(obj, old runtime.Object) field.ErrorList
 	if newErrs := listtype.ValidateListSetsAndMaps(nil, s.structural, u.Object); len(newErrs) > 0 && len(listtype.ValidateListSetsAndMaps(nil, s.structural, o.Object)) == 0 {
 		errs = append(errs, newErrs...)
 	}
-	if s.cel == nil {
+	rules := s.rules()
+	if rules == nil {
 		return errs
 	}
 	if blocking(errs) {
 		return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
-	celErrs, _ := s.cel.Validate(context.Background(), nil, s.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
+	celErrs, _ := rules.Validate(context.Background(), nil, s.structural, u.Object, o.Object, celconfig.RuntimeCELCostBudget, cel.WithRatcheting(correlated))
 	return append(errs, celErrs...)
 }
 

@@ -17,7 +17,8 @@ import (
 )
 
 // CleanupFinalizer is the finalizer the first DELETE of a CRD adds; the
-// loop removes it once every custom resource is gone.
+// CRD controller (controllers/crd) removes it once every custom resource
+// is gone.
 const CleanupFinalizer = apiextensionsv1.CustomResourceCleanupFinalizer
 
 // Strategy returns the strategy of apiextensions.k8s.io/v1
@@ -74,14 +75,17 @@ func Strategy(now func() time.Time) *registry.Strategy {
 		Graceful: graceful(now),
 		Subresources: map[string]*registry.Subresource{
 			"status": {
+				// Upstream's status strategy resets the metadata from
+				// the new object itself (a no-op), so a /status write
+				// changes metadata too: its CRD finalizer removes the
+				// cleanup finalizer that way, and clients see the same
+				// here. Only the spec is kept.
 				PrepareForUpdate: func(obj, old runtime.Object) {
-					crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
-					crd.Spec = oldCRD.Spec
-					metav1.ResetObjectMetaForStatus(&crd.ObjectMeta, &oldCRD.ObjectMeta)
+					obj.(*apiextensionsv1.CustomResourceDefinition).Spec = old.(*apiextensionsv1.CustomResourceDefinition).Spec
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-					in, errs := toInternal(obj)
-					oldIn, oldErrs := toInternal(old)
+					in, errs := statusToInternal(obj)
+					oldIn, oldErrs := statusToInternal(old)
 					if in == nil || oldIn == nil {
 						return append(errs, oldErrs...)
 					}
@@ -125,10 +129,22 @@ func toInternal(obj runtime.Object) (*internal.CustomResourceDefinition, field.E
 	return out, nil
 }
 
+// statusToInternal converts what status validation reads, metadata and
+// status, to the internal type; the spec, whose conversion costs more than
+// the validation (schemas are large), stays empty.
+func statusToInternal(obj runtime.Object) (*internal.CustomResourceDefinition, field.ErrorList) {
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	out := &internal.CustomResourceDefinition{ObjectMeta: crd.ObjectMeta}
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinitionStatus_To_apiextensions_CustomResourceDefinitionStatus(&crd.Status, &out.Status, nil); err != nil {
+		return nil, field.ErrorList{field.Invalid(field.NewPath("status"), nil, err.Error())}
+	}
+	return out, nil
+}
+
 // graceful is upstream's CRD delete: the first DELETE sets
 // deletionTimestamp, adds the cleanup finalizer and the condition
-// Terminating=True/InstanceDeletionPending and leaves the CRD; the loop
-// deletes the custom resources and then removes the finalizer.
+// Terminating=True/InstanceDeletionPending and leaves the CRD; the CRD
+// controller deletes the custom resources and then removes the finalizer.
 func graceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
 	return func(obj runtime.Object, _ *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
 		if obj.(*apiextensionsv1.CustomResourceDefinition).DeletionTimestamp != nil {

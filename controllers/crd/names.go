@@ -1,4 +1,4 @@
-package apiextensions
+package crd
 
 import (
 	"fmt"
