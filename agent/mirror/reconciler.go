@@ -53,7 +53,16 @@ type Reconciler struct {
 	in Input
 	// changed holds a token when in changed since Run last read it.
 	changed chan struct{}
+	// lastNode and nodeRead are the Node as last read and when, owned by
+	// Run: the passes of a burst of static pods share one read.
+	lastNode *v1.Node
+	nodeRead time.Time
 }
+
+// nodeMaxAge is how long a read of the Node serves the passes that
+// create mirror pods: the kubelet reads it from its informer's cache,
+// which lags the API by as much.
+const nodeMaxAge = time.Second
 
 // New checks opts and returns a Reconciler; Run starts it.
 func New(opts Options) (*Reconciler, error) {
@@ -170,12 +179,18 @@ func (r *Reconciler) apply(ctx context.Context, actions []Action) error {
 	return errors.Join(errs...)
 }
 
-// node gets the Node object, whose UID mirror pods' ownerReference needs.
+// node gets the Node object, whose UID mirror pods' ownerReference needs,
+// read at most nodeMaxAge ago.
 func (r *Reconciler) node(ctx context.Context) (*v1.Node, error) {
+	if r.lastNode != nil && time.Since(r.nodeRead) < nodeMaxAge {
+		return r.lastNode, nil
+	}
 	node, err := r.opts.Client.Nodes().Get(ctx, r.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
+		r.lastNode = nil
 		return nil, fmt.Errorf("get node %q for the mirror pods' owner: %w", r.opts.NodeName, err)
 	}
+	r.lastNode, r.nodeRead = node, time.Now()
 	return node, nil
 }
 
