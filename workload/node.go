@@ -307,11 +307,12 @@ func burstPods(ctx context.Context, report *Report, ph *phases, pods podsClient,
 	r := Result{Name: "pods created at once → all Running", Ops: opts.Burst, Items: opts.Burst, Duration: time.Since(start)}
 	r.Rate = rate(r.Ops, r.Duration)
 	if opts.AgentPID > 0 {
-		rss, err := processRSS(opts.AgentPID)
+		mem, err := processMemory(opts.AgentPID)
 		if err != nil {
 			return err
 		}
-		r.Note = fmt.Sprintf("agent RSS %s with %d pods running", mib(rss), opts.Burst)
+		r.Note = fmt.Sprintf("agent RSS %s (anonymous %s, the binary's and other files' pages %s) with %d pods running",
+			mib(mem["VmRSS"]), mib(mem["RssAnon"]), mib(mem["RssFile"]), opts.Burst)
 	}
 	report.Results = append(report.Results, r)
 	r, err := deleteAll(burst)
@@ -363,20 +364,29 @@ func staticPods(ctx context.Context, ph *phases, ns string, opts NodeOptions) (R
 	return r, nil
 }
 
-// processRSS is VmRSS of /proc/<pid>/status, in bytes.
-func processRSS(pid int) (float64, error) {
+// processMemory is VmRSS, RssAnon and RssFile of /proc/<pid>/status, in
+// bytes: the file pages are mostly the binary's, shared with every
+// process of it and given back under memory pressure, the anonymous ones
+// are the process's own.
+func processMemory(pid int) (map[string]float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("workload: agent memory: %w", err)
+		return nil, fmt.Errorf("workload: agent memory: %w", err)
 	}
+	mem := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				return 0, fmt.Errorf("workload: agent memory: %q: %w", line, err)
-			}
-			return kb * 1024, nil
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "VmRSS" && k != "RssAnon" && k != "RssFile" {
+			continue
 		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			return nil, fmt.Errorf("workload: agent memory: %q: %w", line, err)
+		}
+		mem[k] = kb * 1024
 	}
-	return 0, fmt.Errorf("workload: agent memory: no VmRSS in /proc/%d/status", pid)
+	if _, ok := mem["VmRSS"]; !ok {
+		return nil, fmt.Errorf("workload: agent memory: no VmRSS in /proc/%d/status", pid)
+	}
+	return mem, nil
 }
