@@ -15,8 +15,9 @@
 //     created, for at most Options.FirstWriteDelay: a pod that starts
 //     within it is written once, Running, rather than Pending
 //     (ContainerCreating) and then Running, as upstream's writer
-//     coalesces them when it is behind. A node starting many pods at once
-//     spends half the requests its client's rate limit allows;
+//     coalesces them when it is behind: a node starting many pods at
+//     once spends one request on each against its client's rate limit,
+//     not two;
 //   - the patch is computed against the newest copy of the pod the
 //     manager has (the agent's watch, a mirror pod it saw, the answer to
 //     its previous write) rather than read first: upstream's GET before
