@@ -49,11 +49,14 @@ import (
 	"github.com/kite-project/kite/agent/source/http"
 )
 
-// Client defaults, the kubelet's (kubeAPIQPS, kubeAPIBurst, contentType).
+// Client defaults, the kubelet's (kubeAPIQPS, kubeAPIBurst, contentType,
+// eventRecordQPS, eventBurst).
 const (
 	DefaultQPS         = 50
 	DefaultBurst       = 100
 	DefaultContentType = "application/vnd.kubernetes.protobuf"
+	DefaultEventQPS    = 50
+	DefaultEventBurst  = 100
 )
 
 // Options configures an Agent.
@@ -74,7 +77,11 @@ type Options struct {
 	HTTPCheckFrequency time.Duration
 	// RESTConfig reaches the API server (--kubeconfig) and turns the api
 	// source and mirror pods on; nil means standalone. Zero QPS, Burst and
-	// ContentType take the kubelet's defaults.
+	// ContentType take the kubelet's defaults. Events are written through
+	// a client of their own, with its own rate limit (the kubelet's
+	// eventRecordQPS and eventBurst when QPS is zero, else RESTConfig's),
+	// so that they never hold back a pod's status, as upstream's
+	// kubelet keeps its event client apart.
 	RESTConfig *rest.Config
 	// Reporter, if set, receives the problems sources and merge find.
 	Reporter kubetypes.ProblemReporter
@@ -116,6 +123,13 @@ type Options struct {
 // only once every source has been seen.
 type Syncer interface {
 	Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, sources SourcesSeen)
+}
+
+// mirrorObserver is a Syncer that wants the mirror pods the api source
+// sees, which are kept from its operations: the pod manager writes a
+// static pod's status through its mirror.
+type mirrorObserver interface {
+	ObserveMirror(mirror *v1.Pod)
 }
 
 // SourcesSeen says which pod sources have sent their first snapshot.
@@ -218,9 +232,13 @@ func New(opts Options) (*Agent, error) {
 		if cs, err = kubernetes.NewForConfig(clientConfig(opts.RESTConfig)); err != nil {
 			return nil, fmt.Errorf("agent: API client: %w", err)
 		}
+		events, err := kubernetes.NewForConfig(eventClientConfig(opts.RESTConfig))
+		if err != nil {
+			return nil, fmt.Errorf("agent: API client for events: %w", err)
+		}
 		// Problems also become Warning events on the Node, as the
 		// kubelet reports a bad manifest.
-		if a.events, err = nodeevents.New(nodeevents.Options{Client: cs.CoreV1(), NodeName: opts.NodeName}); err != nil {
+		if a.events, err = nodeevents.New(nodeevents.Options{Client: events.CoreV1(), NodeName: opts.NodeName}); err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		opts.Reporter = bothReporters(opts.Reporter, a.events)
@@ -296,6 +314,18 @@ func clientConfig(cfg *rest.Config) *rest.Config {
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "kite-agent"
+	}
+	return cfg
+}
+
+// eventClientConfig is clientConfig(cfg) for the events' client: with
+// the kubelet's event limits where cfg sets none, and a rate limiter of
+// its own unless cfg brings one.
+func eventClientConfig(cfg *rest.Config) *rest.Config {
+	limited := cfg.QPS == 0
+	cfg = clientConfig(cfg)
+	if limited {
+		cfg.QPS, cfg.Burst = DefaultEventQPS, DefaultEventBurst
 	}
 	return cfg
 }
@@ -378,6 +408,13 @@ func (a *Agent) forward(ctx context.Context) {
 			if changed || nowAPI != apiSeen || nowStatic != staticSeen {
 				apiSeen, staticSeen = nowAPI, nowStatic
 				a.mirrors.Set(mirror.Input{Static: v.staticPods(), Mirrors: v.mirrorPods(), APISeen: apiSeen, StaticSeen: staticSeen})
+			}
+		}
+		if o, ok := a.syncer.(mirrorObserver); ok && u.Source == kubetypes.APISource && u.Op != kubetypes.REMOVE {
+			for _, p := range u.Pods {
+				if kubetypes.IsMirrorPod(p) {
+					o.ObserveMirror(p)
+				}
 			}
 		}
 		out, send := a.forConsumer(u)

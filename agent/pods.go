@@ -40,6 +40,10 @@ func (p podSyncer) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, 
 	}
 }
 
+// ObserveMirror passes a mirror pod on to the pod manager's status
+// manager (see mirrorObserver).
+func (p podSyncer) ObserveMirror(mirror *v1.Pod) { p.m.ObserveMirror(mirror) }
+
 // newPodSyncer builds the runtime (the process runtime under
 // RootDir/runtime unless opts.Runtime is set), the pod manager over it,
 // and fills in what the Node reports of the runtime: its version and its

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -29,6 +30,7 @@ type NodeOptions struct {
 	// "kite-bench-node-" name.
 	Namespace string
 	// Pods are created one after another, each waited for (default 100).
+	// A negative count skips the workload, here and below.
 	Pods int
 	// Burst pods are created at once (default 110, the kubelet's
 	// default pod limit).
@@ -62,9 +64,7 @@ func (o NodeOptions) withDefaults() (NodeOptions, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Minute
 	}
-	if o.Pods < 0 || o.Burst < 0 || o.StaticPods < 0 {
-		return o, errors.New("workload: pod counts must not be negative")
-	}
+	o.Pods, o.Burst, o.StaticPods = max(o.Pods, 0), max(o.Burst, 0), max(o.StaticPods, 0)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
@@ -264,61 +264,16 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 		return Result{Name: "delete pods → all gone", Ops: len(names), Items: len(names), Duration: d, Rate: rate(len(names), d)}, nil
 	}
 
-	fmt.Fprintf(opts.Log, "kite bench node: %d pods one at a time on %s\n", opts.Pods, opts.Node)
-	var lat latencies
-	var seq []string
-	start := time.Now()
-	for i := range opts.Pods {
-		name := "seq-" + strconv.Itoa(i)
-		t0 := time.Now()
-		if _, err := pods.Create(ctx, runningPod(ns.Name, name, opts.Node), metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("workload: create pod %s: %w", name, err)
-		}
-		if err := ph.wait(ctx, []string{name}, podRunning, opts.Timeout); err != nil {
+	if opts.Pods > 0 {
+		if err := seqPods(ctx, report, ph, pods, deleteAll, ns.Name, opts); err != nil {
 			return nil, err
 		}
-		lat = append(lat, ph.at(name, podRunning).Sub(t0))
-		seq = append(seq, name)
 	}
-	r := Result{Name: "pod create → Running (one at a time)", Ops: opts.Pods, Items: opts.Pods, Duration: time.Since(start)}
-	r.Rate = rate(r.Ops, r.Duration)
-	lat.fill(&r)
-	report.Results = append(report.Results, r)
-	if r, err = deleteAll(seq); err != nil {
-		return nil, err
-	}
-	report.Results = append(report.Results, r)
-
-	fmt.Fprintf(opts.Log, "kite bench node: %d pods at once\n", opts.Burst)
-	burst := make([]string, opts.Burst)
-	for i := range burst {
-		burst[i] = "burst-" + strconv.Itoa(i)
-	}
-	start = time.Now()
-	if _, _, err := parallel(ctx, opts.Burst, 16, func(ctx context.Context, i int) error {
-		_, err := pods.Create(ctx, runningPod(ns.Name, burst[i], opts.Node), metav1.CreateOptions{})
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("workload: create burst: %w", err)
-	}
-	if err := ph.wait(ctx, burst, podRunning, opts.Timeout); err != nil {
-		return nil, err
-	}
-	r = Result{Name: "pods created at once → all Running", Ops: opts.Burst, Items: opts.Burst, Duration: time.Since(start)}
-	r.Rate = rate(r.Ops, r.Duration)
-	if opts.AgentPID > 0 {
-		rss, err := processRSS(opts.AgentPID)
-		if err != nil {
+	if opts.Burst > 0 {
+		if err := burstPods(ctx, report, ph, pods, deleteAll, ns.Name, opts); err != nil {
 			return nil, err
 		}
-		r.Note = fmt.Sprintf("agent RSS %s with %d pods running", mib(rss), opts.Burst)
 	}
-	report.Results = append(report.Results, r)
-	if r, err = deleteAll(burst); err != nil {
-		return nil, err
-	}
-	report.Results = append(report.Results, r)
-
 	if opts.ManifestDir != "" && opts.StaticPods > 0 {
 		fmt.Fprintf(opts.Log, "kite bench node: %d static pods in %s\n", opts.StaticPods, opts.ManifestDir)
 		r, err := staticPods(ctx, ph, ns.Name, opts)
@@ -328,6 +283,77 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 		report.Results = append(report.Results, r)
 	}
 	return report, nil
+}
+
+// podsClient is the namespace's pods of a typed client.
+type podsClient = corev1client.PodInterface
+
+// seqPods creates opts.Pods pods one at a time, each until a watch sees it
+// Running, then deletes them.
+func seqPods(ctx context.Context, report *Report, ph *phases, pods podsClient, deleteAll func([]string) (Result, error), ns string, opts NodeOptions) error {
+	fmt.Fprintf(opts.Log, "kite bench node: %d pods one at a time on %s\n", opts.Pods, opts.Node)
+	var lat latencies
+	var seq []string
+	start := time.Now()
+	for i := range opts.Pods {
+		name := "seq-" + strconv.Itoa(i)
+		t0 := time.Now()
+		if _, err := pods.Create(ctx, runningPod(ns, name, opts.Node), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("workload: create pod %s: %w", name, err)
+		}
+		if err := ph.wait(ctx, []string{name}, podRunning, opts.Timeout); err != nil {
+			return err
+		}
+		lat = append(lat, ph.at(name, podRunning).Sub(t0))
+		seq = append(seq, name)
+	}
+	r := Result{Name: "pod create → Running (one at a time)", Ops: opts.Pods, Items: opts.Pods, Duration: time.Since(start)}
+	r.Rate = rate(r.Ops, r.Duration)
+	lat.fill(&r)
+	report.Results = append(report.Results, r)
+	r, err := deleteAll(seq)
+	if err != nil {
+		return err
+	}
+	report.Results = append(report.Results, r)
+	return nil
+}
+
+// burstPods creates opts.Burst pods at once until all are Running, reads
+// the agent's RSS then, and deletes them.
+func burstPods(ctx context.Context, report *Report, ph *phases, pods podsClient, deleteAll func([]string) (Result, error), ns string, opts NodeOptions) error {
+	fmt.Fprintf(opts.Log, "kite bench node: %d pods at once\n", opts.Burst)
+	burst := make([]string, opts.Burst)
+	for i := range burst {
+		burst[i] = "burst-" + strconv.Itoa(i)
+	}
+	start := time.Now()
+	if _, _, err := parallel(ctx, opts.Burst, 16, func(ctx context.Context, i int) error {
+		_, err := pods.Create(ctx, runningPod(ns, burst[i], opts.Node), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("workload: create burst: %w", err)
+	}
+	if err := ph.wait(ctx, burst, podRunning, opts.Timeout); err != nil {
+		return err
+	}
+	r := Result{Name: "pods created at once → all Running", Ops: opts.Burst, Items: opts.Burst, Duration: time.Since(start)}
+	r.Rate = rate(r.Ops, r.Duration)
+	if opts.AgentPID > 0 {
+		mem, err := processMemory(opts.AgentPID)
+		if err != nil {
+			return err
+		}
+		r.Note = fmt.Sprintf("agent RSS %s (anonymous %s, the binary's and other files' pages %s) with %d pods running",
+			mib(mem["VmRSS"]), mib(mem["RssAnon"]), mib(mem["RssFile"]), opts.Burst)
+	}
+	report.Results = append(report.Results, r)
+	r, err := deleteAll(burst)
+	if err != nil {
+		return err
+	}
+	report.Results = append(report.Results, r)
+	return nil
 }
 
 // staticPods writes the manifests, waits for their mirror pods to run,
@@ -371,20 +397,29 @@ func staticPods(ctx context.Context, ph *phases, ns string, opts NodeOptions) (R
 	return r, nil
 }
 
-// processRSS is VmRSS of /proc/<pid>/status, in bytes.
-func processRSS(pid int) (float64, error) {
+// processMemory is VmRSS, RssAnon and RssFile of /proc/<pid>/status, in
+// bytes: the file pages are mostly the binary's, shared with every
+// process of it and given back under memory pressure, the anonymous ones
+// are the process's own.
+func processMemory(pid int) (map[string]float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("workload: agent memory: %w", err)
+		return nil, fmt.Errorf("workload: agent memory: %w", err)
 	}
+	mem := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				return 0, fmt.Errorf("workload: agent memory: %q: %w", line, err)
-			}
-			return kb * 1024, nil
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "VmRSS" && k != "RssAnon" && k != "RssFile" {
+			continue
 		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			return nil, fmt.Errorf("workload: agent memory: %q: %w", line, err)
+		}
+		mem[k] = kb * 1024
 	}
-	return 0, fmt.Errorf("workload: agent memory: no VmRSS in /proc/%d/status", pid)
+	if _, ok := mem["VmRSS"]; !ok {
+		return nil, fmt.Errorf("workload: agent memory: no VmRSS in /proc/%d/status", pid)
+	}
+	return mem, nil
 }

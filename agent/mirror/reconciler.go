@@ -53,7 +53,16 @@ type Reconciler struct {
 	in Input
 	// changed holds a token when in changed since Run last read it.
 	changed chan struct{}
+	// lastNode and nodeRead are the Node as last read and when, owned by
+	// Run: the passes of a burst of static pods share one read.
+	lastNode *v1.Node
+	nodeRead time.Time
 }
+
+// nodeMaxAge is how long a read of the Node serves the passes that
+// create mirror pods: the kubelet reads it from its informer's cache,
+// which lags the API by as much.
+const nodeMaxAge = time.Second
 
 // New checks opts and returns a Reconciler; Run starts it.
 func New(opts Options) (*Reconciler, error) {
@@ -120,14 +129,14 @@ func (r *Reconciler) Run(ctx context.Context) {
 	}
 }
 
-// apply makes the calls of actions, in order. A Create whose Delete failed
-// is skipped; the errors are joined.
+// apply makes the calls of actions: the deletes first, in order, then the
+// creates, several at once (a directory of static pods is a burst of
+// them). A Create whose Delete failed is skipped; the errors are joined.
 func (r *Reconciler) apply(ctx context.Context, actions []Action) error {
 	logger := klog.FromContext(ctx)
 	var errs []error
 	failedDelete := map[string]bool{}
-	var node *v1.Node
-	var nodeErr error
+	var creates []Action
 	for _, a := range actions {
 		key := a.Pod.Namespace + "/" + a.Pod.Name
 		switch a.Op {
@@ -142,40 +151,64 @@ func (r *Reconciler) apply(ctx context.Context, actions []Action) error {
 				logger.Info("Deleted mirror pod", "pod", klog.KObj(a.Pod), "uid", a.Pod.UID, "reason", a.Reason)
 			}
 		case Create:
-			if failedDelete[key] {
-				continue
-			}
-			if node == nil && nodeErr == nil {
-				node, nodeErr = r.node(ctx)
-			}
-			if nodeErr != nil {
-				errs = append(errs, fmt.Errorf("create mirror pod %s: %w", key, nodeErr))
-				continue
-			}
-			if node.DeletionTimestamp != nil {
-				// As upstream: a node being removed from the cluster gets no
-				// new mirror pods.
-				continue
-			}
-			created, err := r.create(ctx, a.Pod, node)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if created {
-				logger.Info("Created mirror pod", "pod", klog.KObj(a.Pod), "hash", Hash(a.Pod), "reason", a.Reason)
+			if !failedDelete[key] {
+				creates = append(creates, a)
 			}
 		}
 	}
+	if len(creates) == 0 {
+		return errors.Join(errs...)
+	}
+	node, err := r.node(ctx)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("create %d mirror pods: %w", len(creates), err))...)
+	}
+	if node.DeletionTimestamp != nil {
+		// As upstream: a node being removed from the cluster gets no new
+		// mirror pods.
+		return errors.Join(errs...)
+	}
+	var mu sync.Mutex
+	next := make(chan Action)
+	var wg sync.WaitGroup
+	for range min(createWorkers, len(creates)) {
+		wg.Go(func() {
+			for a := range next {
+				created, err := r.create(ctx, a.Pod, node)
+				switch {
+				case err != nil:
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				case created:
+					logger.Info("Created mirror pod", "pod", klog.KObj(a.Pod), "hash", Hash(a.Pod), "reason", a.Reason)
+				}
+			}
+		})
+	}
+	for _, a := range creates {
+		next <- a
+	}
+	close(next)
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// node gets the Node object, whose UID mirror pods' ownerReference needs.
+// createWorkers is how many mirror pods are created at once.
+const createWorkers = 4
+
+// node gets the Node object, whose UID mirror pods' ownerReference needs,
+// read at most nodeMaxAge ago.
 func (r *Reconciler) node(ctx context.Context) (*v1.Node, error) {
+	if r.lastNode != nil && time.Since(r.nodeRead) < nodeMaxAge {
+		return r.lastNode, nil
+	}
 	node, err := r.opts.Client.Nodes().Get(ctx, r.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
+		r.lastNode = nil
 		return nil, fmt.Errorf("get node %q for the mirror pods' owner: %w", r.opts.NodeName, err)
 	}
+	r.lastNode, r.nodeRead = node, time.Now()
 	return node, nil
 }
 

@@ -296,6 +296,14 @@ func (m *Manager) handle(ctx context.Context, u kubetypes.PodUpdate, pods map[ty
 	}
 }
 
+// ObserveMirror hands a mirror pod, as the agent's watch sees it, to the
+// status manager, which reports its static pod's status through it.
+func (m *Manager) ObserveMirror(mirror *v1.Pod) {
+	if m.status != nil {
+		m.status.ObserveMirror(mirror)
+	}
+}
+
 // admit runs the kubelet's admission for a pod new to the workers: it
 // must fit beside the active pods (not yet terminated). Pods the workers
 // know already, pods in a terminal phase or being deleted, and static pods

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,14 +28,16 @@ var (
 )
 
 // deserializer decodes core/v1 objects from JSON. It is immutable once
-// built, so one per process is shared by every source.
-var deserializer = func() runtime.Decoder {
+// built, so one per process is shared by every source; it is built on
+// first use, not at package initialisation, which every process of the
+// binary (each container's supervisor too) would pay for.
+var deserializer = sync.OnceValue(func() runtime.Decoder {
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		panic(fmt.Sprintf("staticpod: registering core/v1: %v", err))
 	}
 	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
-}()
+})
 
 // decodeObject converts YAML (or JSON) to JSON and decodes it as a core/v1
 // object. apiVersion and kind are required.
@@ -54,7 +57,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	obj, _, err := deserializer.Decode(js, nil, nil)
+	obj, _, err := deserializer().Decode(js, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}

@@ -3,6 +3,7 @@ package process
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 // roleEnv tells a re-executed copy of the binary which helper it is.
@@ -34,6 +35,9 @@ func Main() {
 	if role == "" {
 		return
 	}
+	// Started with GOGC=off, so that the package initialisers ran without
+	// a collection; the role lives as long as its container.
+	debug.SetGCPercent(100)
 	if len(os.Args) < 2 {
 		fmt.Fprintf(os.Stderr, "kite %s: no container directory given\n", role)
 		os.Exit(2)

@@ -65,8 +65,11 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	}
 	defer reportR.Close()
 	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1"},
+		Dir: "/",
+		// GOGC=off until Main: the binary's package initialisers
+		// allocate some 5 MB that a collection would only walk (Main
+		// turns the collector back on).
+		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1", "GOGC=off"},
 		Files: []*os.File{devNull, logFile, logFile, reportW},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
