@@ -48,13 +48,32 @@ type Memory struct {
 // Report is everything one Run measured.
 type Report struct {
 	// Title, when set, heads the table instead of the sizes in Options.
-	Title       string    `json:"title,omitempty"`
-	Server      string    `json:"server"`
-	ContentType string    `json:"contentType"`
-	Options     Settings  `json:"options"`
-	Results     []Result  `json:"results"`
-	Memory      *Memory   `json:"memory,omitempty"`
-	Started     time.Time `json:"started"`
+	Title       string   `json:"title,omitempty"`
+	Server      string   `json:"server"`
+	ContentType string   `json:"contentType"`
+	Options     Settings `json:"options"`
+	Results     []Result `json:"results"`
+	Memory      *Memory  `json:"memory,omitempty"`
+	// CustomResourceMemory, in a custom-resource comparison, is Memory's
+	// figures for the custom resources (Memory's are the pods').
+	CustomResourceMemory *Memory `json:"customResourceMemory,omitempty"`
+	// Comparison, in a custom-resource comparison, sets each measure of
+	// the custom resources against the same of the pods.
+	Comparison []Comparison `json:"comparison,omitempty"`
+	Started    time.Time    `json:"started"`
+}
+
+// Comparison is one measure of custom resources against built-in pods of
+// the same size, in the same run.
+type Comparison struct {
+	Measure         string  `json:"measure"`
+	Unit            string  `json:"unit,omitempty"`
+	Pods            float64 `json:"pods"`
+	CustomResources float64 `json:"customResources"`
+	// Ratio is CustomResources / Pods (0 when Pods is 0).
+	Ratio float64 `json:"ratio"`
+	// Goal, if any, is the issue's bound on Ratio (or on both figures).
+	Goal string `json:"goal,omitempty"`
 }
 
 // Settings are the sizes a Report ran with.
