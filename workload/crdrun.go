@@ -18,8 +18,12 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// crdTimeout bounds waiting for the CRD to be served and to be gone.
-const crdTimeout = time.Minute
+// crdTimeout bounds waiting for the CRD to be served; crdCleanupTimeout
+// for it and its custom resources to be gone.
+const (
+	crdTimeout        = time.Minute
+	crdCleanupTimeout = 5 * time.Minute
+)
 
 // objects is a resource the custom-resource comparison writes, lists and
 // watches. Pods and BenchPods go through the same raw requests (JSON
@@ -55,22 +59,11 @@ func RunCustomResources(ctx context.Context, cfg *rest.Config, opts Options, crs
 	if err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
-	client, err := kubernetes.NewForConfig(cfg)
+	client, crClient, err := comparisonClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("workload: client: %w", err)
+		return nil, err
 	}
-	crCfg := rest.CopyConfig(cfg)
-	crCfg.GroupVersion = new(benchPods.GroupVersion())
-	crCfg.APIPath = "/apis"
-	crCfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	crClient, err := rest.RESTClientFor(crCfg)
-	if err != nil {
-		return nil, fmt.Errorf("workload: custom resource client: %w", err)
-	}
-	report := &Report{Server: cfg.Host, ContentType: cfg.ContentType, Started: time.Now()}
+	report := &Report{Server: cfg.Host, ContentType: "application/json", Started: time.Now()}
 
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
 	if ns.Name == "" {
@@ -89,17 +82,21 @@ func RunCustomResources(ctx context.Context, cfg *rest.Config, opts Options, crs
 		report.Server, report.ContentType, opts.Pods, opts.Pods, benchPodCRDName(), opts.Nodes, opts.Writers, opts.Watchers, opts.Updates, opts.Repeats, opts.Namespace)
 	installed := false
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
+		// Clean up also after a failure or an interrupt, each step on a
+		// context of its own.
 		var rs []Result
 		var cerrs []error
 		if installed {
-			fmt.Fprintf(opts.Log, "kite bench crd: delete the custom resources and CRD %s\n", benchPodCRDName())
-			r, cerr := deleteCustomResources(cctx, client, crClient, opts)
+			fmt.Fprintf(opts.Log, "kite bench crd: delete CRD %s and its custom resources\n", benchPodCRDName())
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), crdCleanupTimeout)
+			r, cerr := deleteCustomResources(cctx, client, opts)
+			cancel()
 			rs, cerrs = append(rs, r), append(cerrs, cerr)
 		}
 		fmt.Fprintf(opts.Log, "kite bench crd: delete namespace %s\n", opts.Namespace)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		r, cerr := cleanup(cctx, client, opts)
+		cancel()
 		rs, cerrs = append(rs, r), append(cerrs, cerr)
 		cerr = errors.Join(cerrs...)
 		if err == nil && cerr == nil {
@@ -124,28 +121,12 @@ func RunCustomResources(ctx context.Context, cfg *rest.Config, opts Options, crs
 	creates := map[string]Result{}
 	for _, o := range order {
 		fmt.Fprintf(opts.Log, "kite bench crd: create %s\n", o.what)
-		gcErr := collectGarbage(ctx, client)
-		rss0, heap0, memErr := scrapeMemory(ctx, client)
-		r, err := createObjects(ctx, o, opts)
+		r, m, err := createMeasured(ctx, client, o, opts)
 		if err != nil {
 			return report, err
 		}
-		creates[o.what] = r
+		creates[o.what], memory[o.what] = r, m
 		report.Results = append(report.Results, r)
-		if memErr == nil {
-			gcErr = errors.Join(gcErr, collectGarbage(ctx, client))
-			var rss1, heap1 float64
-			if rss1, heap1, memErr = scrapeMemory(ctx, client); memErr == nil {
-				m := memoryDelta(opts.Pods, rss0, heap0, rss1, heap1)
-				if gcErr != nil {
-					m.NotExposedNote = strings.TrimPrefix(m.NotExposedNote+"; ", "; ") + "no garbage collection before the scrapes: " + gcErr.Error()
-				}
-				memory[o.what] = m
-			}
-		}
-		if memErr != nil {
-			memory[o.what] = &Memory{Pods: opts.Pods, NotExposedNote: memErr.Error()}
-		}
 	}
 	report.Memory, report.CustomResourceMemory = memory["pods"], memory["custom resources"]
 
@@ -169,6 +150,26 @@ func RunCustomResources(ctx context.Context, cfg *rest.Config, opts Options, crs
 
 	report.Comparison = compare(creates, lists, fanOuts, sizes, memory, opts.Pods)
 	return report, nil
+}
+
+// comparisonClients are the clients of the comparison: JSON, without
+// client-side rate limits; crClient is a REST client of BenchPods' group
+// version.
+func comparisonClients(cfg *rest.Config) (client kubernetes.Interface, crClient rest.Interface, err error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	if client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, nil, fmt.Errorf("workload: client: %w", err)
+	}
+	crCfg := rest.CopyConfig(cfg)
+	crCfg.GroupVersion = new(benchPods.GroupVersion())
+	crCfg.APIPath = "/apis"
+	crCfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	if crClient, err = rest.RESTClientFor(crCfg); err != nil {
+		return nil, nil, fmt.Errorf("workload: custom resource client: %w", err)
+	}
+	return client, crClient, nil
 }
 
 // installBenchPodCRD creates the BenchPod CRD and waits until BenchPods can
@@ -202,62 +203,99 @@ func installBenchPodCRD(ctx context.Context, client kubernetes.Interface, crClie
 	}
 }
 
-// deleteCustomResources deletes every BenchPod of the namespace with one
-// deletecollection (timed), then the CRD, and waits until the CRD is gone.
-func deleteCustomResources(ctx context.Context, client kubernetes.Interface, crClient rest.Interface, opts Options) (Result, error) {
-	lat, elapsed, err := parallel(ctx, 1, 1, func(ctx context.Context, _ int) error {
-		err := crClient.Delete().Namespace(opts.Namespace).Resource(benchPods.Resource).Do(ctx).Error()
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete custom resources: %w", err)
-		}
-		return nil
-	})
-	r := Result{Name: "delete all custom resources (deletecollection)", Ops: 1, Items: opts.Pods, Duration: elapsed, Rate: rate(opts.Pods, elapsed), Note: "rate is objects/s"}
-	if err != nil {
-		return r, err
+// deleteCustomResources deletes the CRD and waits until it is gone: the
+// server deletes its custom resources first (the CRD's cleanup
+// finalizer). One request that deletes them all (deletecollection) may
+// outlast the server's request timeout at 10 000 objects.
+func deleteCustomResources(ctx context.Context, client kubernetes.Interface, opts Options) (Result, error) {
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	start := time.Now()
+	if err := client.CoreV1().RESTClient().Delete().AbsPath(crds, benchPodCRDName()).Do(ctx).Error(); err != nil && !apierrors.IsNotFound(err) {
+		return Result{}, fmt.Errorf("workload: delete CRD %s: %w", benchPodCRDName(), err)
 	}
-	lat.fill(&r)
-	crd := client.CoreV1().RESTClient().Delete().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", benchPodCRDName())
-	if err := crd.Do(ctx).Error(); err != nil && !apierrors.IsNotFound(err) {
-		return r, fmt.Errorf("workload: delete CRD %s: %w", benchPodCRDName(), err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, crdTimeout)
-	defer cancel()
 	for {
-		err := client.CoreV1().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", benchPodCRDName()).Do(ctx).Error()
+		err := client.CoreV1().RESTClient().Get().AbsPath(crds, benchPodCRDName()).Do(ctx).Error()
 		if apierrors.IsNotFound(err) {
-			return r, nil
+			break
 		}
 		select {
 		case <-ctx.Done():
-			return r, fmt.Errorf("workload: CRD %s still there: %w", benchPodCRDName(), ctx.Err())
+			return Result{}, fmt.Errorf("workload: CRD %s still there after %s: %w", benchPodCRDName(), time.Since(start).Round(time.Second), ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	elapsed := time.Since(start)
+	return Result{
+		Name: "delete the CRD until gone (its custom resources first)", Ops: 1, Items: opts.Pods,
+		Duration: elapsed, Rate: rate(opts.Pods, elapsed), P50: elapsed, P99: elapsed, Note: "rate is objects/s",
+	}, nil
 }
 
-// createObjects creates opts.Pods objects from opts.Writers clients; each
-// create sends the object's JSON and reads the answer without decoding it.
-func createObjects(ctx context.Context, o objects, opts Options) (Result, error) {
-	lat, elapsed, err := parallel(ctx, opts.Pods, opts.Writers, func(ctx context.Context, i int) error {
-		body, err := o.body(i)
+// createMeasured creates o's opts.Pods objects in two halves and reads the
+// server's memory, each time after a garbage collection, before, between
+// and after them. The Memory's per-object figures are the growth over all
+// the creates, and over the second half alone: what one more object
+// costs, without what the first creates paid once (pools, buffers and
+// caches grown to size).
+func createMeasured(ctx context.Context, client kubernetes.Interface, o objects, opts Options) (Result, *Memory, error) {
+	var rss, heap [3]float64
+	var memErr, gcErr error
+	scrape := func(k int) {
+		if memErr != nil {
+			return
+		}
+		if err := collectGarbage(ctx, client); err != nil && gcErr == nil {
+			gcErr = err
+		}
+		rss[k], heap[k], memErr = scrapeMemory(ctx, client)
+	}
+	half := opts.Pods / 2
+	scrape(0)
+	lat, elapsed, err := createObjects(ctx, o, opts, 0, half)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	scrape(1)
+	lat2, elapsed2, err := createObjects(ctx, o, opts, half, opts.Pods)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	scrape(2)
+	lat, elapsed = append(lat, lat2...), elapsed+elapsed2
+	r := Result{
+		Name: fmt.Sprintf("create %s (%d writers)", o.what, opts.Writers),
+		Ops:  opts.Pods, Items: opts.Pods, Duration: elapsed, Rate: rate(opts.Pods, elapsed),
+		Note: "in two halves, the server's memory read around each",
+	}
+	lat.fill(&r)
+	if memErr != nil {
+		return r, &Memory{Pods: opts.Pods, NotExposedNote: memErr.Error()}, nil
+	}
+	m := memoryDelta(opts.Pods, rss[0], heap[0], rss[2], heap[2])
+	if n := float64(opts.Pods - half); n > 0 {
+		m.RSSPerPodSecondHalf = (rss[2] - rss[1]) / n
+		m.HeapPerPodSecondHalf = (heap[2] - heap[1]) / n
+	}
+	if gcErr != nil {
+		m.NotExposedNote = strings.TrimPrefix(m.NotExposedNote+"; ", "; ") + "no garbage collection before the scrapes: " + gcErr.Error()
+	}
+	return r, m, nil
+}
+
+// createObjects creates objects from to to of o from opts.Writers
+// clients; each create sends the object's JSON and reads the answer
+// without decoding it.
+func createObjects(ctx context.Context, o objects, opts Options, from, to int) (latencies, time.Duration, error) {
+	return parallel(ctx, to-from, opts.Writers, func(ctx context.Context, i int) error {
+		body, err := o.body(from + i)
 		if err != nil {
 			return err
 		}
 		if err := o.rest.Post().Namespace(opts.Namespace).Resource(o.resource).Body(body).Do(ctx).Error(); err != nil {
-			return fmt.Errorf("create %s %d: %w", o.what, i, err)
+			return fmt.Errorf("create %s %d: %w", o.what, from+i, err)
 		}
 		return nil
 	})
-	if err != nil {
-		return Result{}, err
-	}
-	r := Result{
-		Name: fmt.Sprintf("create %s (%d writers)", o.what, opts.Writers),
-		Ops:  opts.Pods, Items: opts.Pods, Duration: elapsed, Rate: rate(opts.Pods, elapsed),
-	}
-	lat.fill(&r)
-	return r, nil
 }
 
 // listAlternating lists every object of each kind from cache (RV=0),
@@ -367,7 +405,9 @@ func compare(creates, lists, fanOuts map[string]Result, sizes map[string]float64
 	if mp, mc := memory[p], memory[c]; mp != nil && mc != nil && mp.HeapAfter > 0 && mc.HeapAfter > 0 {
 		rows = append(rows,
 			row("Go heap in use per stored object", "B", mp.HeapPerPod, mc.HeapPerPod, "<= 1.2x"),
-			row("RSS per stored object", "B", mp.RSSPerPod, mc.RSSPerPod, ""))
+			row("Go heap in use per object, second half", "B", mp.HeapPerPodSecondHalf, mc.HeapPerPodSecondHalf, "<= 1.2x"),
+			row("RSS per stored object", "B", mp.RSSPerPod, mc.RSSPerPod, ""),
+			row("RSS per object, second half", "B", mp.RSSPerPodSecondHalf, mc.RSSPerPodSecondHalf, ""))
 	}
 	if fp, fc := fanOuts[p].Delivery, fanOuts[c].Delivery; fp != nil && fc != nil {
 		rows = append(rows, Comparison{Measure: "lost events", Pods: float64(fp.Lost), CustomResources: float64(fc.Lost), Goal: "0"})

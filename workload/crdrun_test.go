@@ -46,7 +46,7 @@ func TestRunCustomResourcesSmall(t *testing.T) {
 				"list all custom resources from cache (RV=0)":                    3,
 				"watch fan-out of pods, all namespaces (5 watchers)":             5 * 10,
 				"watch fan-out of custom resources, all namespaces (5 watchers)": 5 * 10,
-				"delete all custom resources (deletecollection)":                 1,
+				"delete the CRD until gone (its custom resources first)":         1,
 				"delete all pods (deletecollection)":                             1,
 			}
 			byName := map[string]workload.Result{}

@@ -80,6 +80,9 @@ func writeMemory(w io.Writer, m *Memory, what string) {
 			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/object\n", rssMetric, mib(m.RSSBefore), mib(m.RSSAfter), m.RSSPerPod)
 			fmt.Fprintf(w, "  %s: %s -> %s, %.0f B/object\n", heapMetric, mib(m.HeapBefore), mib(m.HeapAfter), m.HeapPerPod)
 		}
+		if m.RSSPerPodSecondHalf != 0 || m.HeapPerPodSecondHalf != 0 {
+			fmt.Fprintf(w, "  over the second half of the creates: %.0f B/object RSS, %.0f B/object heap in use\n", m.RSSPerPodSecondHalf, m.HeapPerPodSecondHalf)
+		}
 		if m.RSSEnd > 0 || m.HeapEnd > 0 {
 			fmt.Fprintf(w, "at the end (lists, watches and informer done, %s still stored):\n", what)
 			fmt.Fprintf(w, "  %s: %s, %.0f B/object\n", rssMetric, mib(m.RSSEnd), m.RSSEndPerPod)

@@ -31,18 +31,24 @@ type Result struct {
 // end figures show what serving the pods added, such as encodings a server
 // keeps for them.
 type Memory struct {
-	Pods           int     `json:"pods"`
-	RSSBefore      float64 `json:"processResidentMemoryBytesBefore"`
-	RSSAfter       float64 `json:"processResidentMemoryBytesAfter"`
-	HeapBefore     float64 `json:"goMemstatsHeapInuseBytesBefore"`
-	HeapAfter      float64 `json:"goMemstatsHeapInuseBytesAfter"`
-	RSSPerPod      float64 `json:"rssBytesPerPod"`
-	HeapPerPod     float64 `json:"heapInuseBytesPerPod"`
-	RSSEnd         float64 `json:"processResidentMemoryBytesEnd,omitempty"`
-	HeapEnd        float64 `json:"goMemstatsHeapInuseBytesEnd,omitempty"`
-	RSSEndPerPod   float64 `json:"rssBytesPerPodEnd,omitempty"`
-	HeapEndPerPod  float64 `json:"heapInuseBytesPerPodEnd,omitempty"`
-	NotExposedNote string  `json:"note,omitempty"`
+	Pods       int     `json:"pods"`
+	RSSBefore  float64 `json:"processResidentMemoryBytesBefore"`
+	RSSAfter   float64 `json:"processResidentMemoryBytesAfter"`
+	HeapBefore float64 `json:"goMemstatsHeapInuseBytesBefore"`
+	HeapAfter  float64 `json:"goMemstatsHeapInuseBytesAfter"`
+	RSSPerPod  float64 `json:"rssBytesPerPod"`
+	HeapPerPod float64 `json:"heapInuseBytesPerPod"`
+	// RSSPerPodSecondHalf and HeapPerPodSecondHalf, when the objects were
+	// created in two halves, are the growth per object over the second
+	// half: what one more object costs, without what the first creates
+	// paid once.
+	RSSPerPodSecondHalf  float64 `json:"rssBytesPerPodSecondHalf,omitempty"`
+	HeapPerPodSecondHalf float64 `json:"heapInuseBytesPerPodSecondHalf,omitempty"`
+	RSSEnd               float64 `json:"processResidentMemoryBytesEnd,omitempty"`
+	HeapEnd              float64 `json:"goMemstatsHeapInuseBytesEnd,omitempty"`
+	RSSEndPerPod         float64 `json:"rssBytesPerPodEnd,omitempty"`
+	HeapEndPerPod        float64 `json:"heapInuseBytesPerPodEnd,omitempty"`
+	NotExposedNote       string  `json:"note,omitempty"`
 }
 
 // Report is everything one Run measured.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -264,13 +265,16 @@ the namespace are deleted afterwards; the CRD must not exist beforehand.`,
 			}
 			opts.Log = cmd.ErrOrStderr()
 			report, err := workload.RunCustomResources(cmd.Context(), cfg, opts, crsFirst)
-			if err != nil {
-				return err
+			if report != nil && (err == nil || len(report.Results) > 0) {
+				// What was measured before a failure (in the cleanup,
+				// say) is printed too.
+				write := workload.WriteTable
+				if output == "json" {
+					write = workload.WriteJSON
+				}
+				err = errors.Join(err, write(cmd.OutOrStdout(), report))
 			}
-			if output == "json" {
-				return workload.WriteJSON(cmd.OutOrStdout(), report)
-			}
-			return workload.WriteTable(cmd.OutOrStdout(), report)
+			return err
 		},
 	}
 	fs := cmd.Flags()
