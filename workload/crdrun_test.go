@@ -78,9 +78,16 @@ func TestRunCustomResourcesSmall(t *testing.T) {
 			if size.Pods < 1500 || size.Ratio < 0.9 || size.Ratio > 1.15 {
 				t.Errorf("list item sizes %+v: want pods of about 2 KB and custom resources within 10%% of them", size)
 			}
-			for _, measure := range []string{"creates/s", "list 40 from cache (RV=0), p50", "fan-out, all namespaces, deliveries/s", "Go heap in use per stored object"} {
+			for _, measure := range []string{"creates/s", "list 40 from cache (RV=0), p50", "fan-out, all namespaces, deliveries/s"} {
 				if c, ok := rows[measure]; !ok || c.Pods <= 0 || c.CustomResources <= 0 || c.Ratio <= 0 {
 					t.Errorf("comparison %q: %+v, want both figures and a ratio", measure, c)
+				}
+			}
+			// 40 objects move the heap by less than a collection's noise:
+			// the memory rows must be there, their signs may be anything.
+			for _, measure := range []string{"Go heap in use per stored object", "Go heap in use per object, second half", "RSS per stored object"} {
+				if _, ok := rows[measure]; !ok {
+					t.Errorf("no comparison %q", measure)
 				}
 			}
 			if lost := rows["lost events"]; lost.Pods != 0 || lost.CustomResources != 0 {
