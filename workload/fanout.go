@@ -133,7 +133,7 @@ func fanOut(ctx context.Context, t fanOutTarget, opts Options, scope Scope, what
 
 	written := make([]uint64, opts.Updates) // resourceVersion of update k
 	start := time.Now()
-	_, _, err = parallel(ctx, opts.Updates, opts.Writers, func(ctx context.Context, k int) error {
+	_, writes, err := parallel(ctx, opts.Updates, opts.Writers, func(ctx context.Context, k int) error {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sentAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
 		rv, err := t.update(ctx, target(k), []byte(patch))
 		if err != nil {
@@ -187,7 +187,8 @@ func fanOut(ctx context.Context, t fanOutTarget, opts Options, scope Scope, what
 		Duration: last.Sub(start),
 		Rate:     rate(delivered, last.Sub(start)),
 		Delivery: &total,
-		Note:     fmt.Sprintf("%d updates; lost %d, duplicates %d, out of order %d", opts.Updates, total.Lost, total.Duplicates, total.OutOfOrder),
+		Note: fmt.Sprintf("%d updates in %s; lost %d, duplicates %d, out of order %d",
+			opts.Updates, duration(writes), total.Lost, total.Duplicates, total.OutOfOrder),
 	}
 	if restarts > 0 {
 		r.Note += fmt.Sprintf("; %d watches re-opened (the first after: %v)", restarts, ended)
