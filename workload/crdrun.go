@@ -306,17 +306,21 @@ func listAlternating(ctx context.Context, kinds []objects, opts Options) (map[st
 	lat := map[string]latencies{}
 	total := map[string]time.Duration{}
 	sizes := map[string]float64{}
+	// One lister per kind, whose pool keeps the body buffer from list to
+	// list (see rawLister.bodies).
+	listers := map[string]rawLister{}
 	for _, o := range kinds {
+		listers[o.what] = o.lister()
 		// A consistent list first (untimed): the RV=0 lists after it
 		// see every object (see catchUp).
-		if _, err := o.lister().list(ctx, opts.Namespace, metav1.ListOptions{}); err != nil {
+		if _, err := listers[o.what].list(ctx, opts.Namespace, metav1.ListOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("list %s: consistent list before timing: %w", o.what, err)
 		}
 	}
 	for range opts.Repeats {
 		for _, o := range kinds {
 			t := time.Now()
-			p, err := o.lister().list(ctx, opts.Namespace, metav1.ListOptions{ResourceVersion: "0"})
+			p, err := listers[o.what].list(ctx, opts.Namespace, metav1.ListOptions{ResourceVersion: "0"})
 			d := time.Since(t)
 			if err != nil {
 				return nil, nil, fmt.Errorf("list %s from cache: %w", o.what, err)

@@ -152,6 +152,17 @@ func TestRunCustomResourcesLeavesAnExistingCRD(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	// Served before the run: a namespace deleted while a CRD is still
+	// being established waits for the namespace controller's retry.
+	benchPods := dynamic.NewForConfigOrDie(shared.RESTConfig()).Resource(schema.GroupVersionResource{Group: "bench.kite.io", Version: "v1", Resource: "benchpods"})
+	for {
+		if _, err := benchPods.List(t.Context(), metav1.ListOptions{}); err == nil {
+			break
+		} else if t.Context().Err() != nil {
+			t.Fatalf("the CRD is not served: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	_, err := workload.RunCustomResources(t.Context(), shared.RESTConfig(), workload.Options{Pods: 2, Nodes: 1, Watchers: 1, Updates: 1}, false)
 	if !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("run with the CRD there: %v, want AlreadyExists", err)
