@@ -1,7 +1,7 @@
 #!/bin/bash
 # kite bench crd, alternating the reference and Kite, fresh server and data dir per run.
 out=/work/wt/crd-bench/bench/results
-for r in 1 2 3 4; do
+for r in 1 2 3 4 5; do
   extra=""
   [ $r = 3 ] && extra="--crs-first"
   for server in ref kite; do
