@@ -54,7 +54,44 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 		return Result{}, err
 	}
 	pods := client.CoreV1().Pods(opts.Namespace)
-	list, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+	t := fanOutTarget{
+		watches: rawWatches{rest: client.CoreV1().RESTClient(), resource: "pods", protobuf: true},
+		resourceVersion: func(ctx context.Context) (string, error) {
+			list, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return "", err
+			}
+			return list.ResourceVersion, nil
+		},
+		update: func(ctx context.Context, i int, patch []byte) (string, error) {
+			p, err := pods.Patch(ctx, podName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				return "", err
+			}
+			return p.ResourceVersion, nil
+		},
+	}
+	if opts.Decode == ClientGoDecode {
+		t.watches = typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}
+	}
+	return fanOut(ctx, t, opts, scope, "")
+}
+
+// fanOutTarget is what a fan-out updates and watches: pods, or the
+// objects of a custom resource.
+type fanOutTarget struct {
+	watches watchOpener
+	// resourceVersion is the current one, to watch from.
+	resourceVersion func(ctx context.Context) (string, error)
+	// update merge-patches object i of the namespace and returns the
+	// resourceVersion the write got.
+	update func(ctx context.Context, i int, patch []byte) (string, error)
+}
+
+// fanOut is FanOut over any target; what, when set, names the objects in
+// the result ("watch fan-out of <what>, ...").
+func fanOut(ctx context.Context, t fanOutTarget, opts Options, scope Scope, what string) (Result, error) {
+	rv, err := t.resourceVersion(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("fan-out: resourceVersion to watch from: %w", err)
 	}
@@ -66,11 +103,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 	for k := range opts.Updates {
 		perNode[target(k)%opts.Nodes]++
 	}
-
-	var watches watchOpener = rawWatches{client.CoreV1().RESTClient()}
-	if opts.Decode == ClientGoDecode {
-		watches = typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}
-	}
+	watches := t.watches
 
 	deliverCtx, stopDelivery := context.WithCancel(ctx)
 	defer stopDelivery()
@@ -79,7 +112,7 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 	openErrs := make([]error, opts.Watchers)
 	for i := range watchers {
 		w := &watcher{namespace: opts.Namespace, want: opts.Updates}
-		lo := metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true}
+		lo := metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}
 		if scope == OneNode {
 			w.node = i % opts.Nodes
 			w.want = perNode[w.node]
@@ -100,14 +133,16 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 
 	written := make([]uint64, opts.Updates) // resourceVersion of update k
 	start := time.Now()
-	_, _, err = parallel(ctx, opts.Updates, opts.Writers, func(ctx context.Context, k int) error {
+	_, writes, err := parallel(ctx, opts.Updates, opts.Writers, func(ctx context.Context, k int) error {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sentAnnotation, strconv.FormatInt(time.Now().UnixNano(), 10))
-		p, err := pods.Patch(ctx, podName(target(k)), types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		rv, err := t.update(ctx, target(k), []byte(patch))
 		if err != nil {
-			return fmt.Errorf("update pod %d: %w", target(k), err)
+			return fmt.Errorf("update object %d: %w", target(k), err)
 		}
-		written[k], err = strconv.ParseUint(p.ResourceVersion, 10, 64)
-		return err
+		if written[k], err = strconv.ParseUint(rv, 10, 64); err != nil {
+			return fmt.Errorf("update object %d: resourceVersion %q: %w", target(k), rv, err)
+		}
+		return nil
 	})
 	if err != nil {
 		stopDelivery()
@@ -141,14 +176,19 @@ func FanOut(ctx context.Context, client kubernetes.Interface, opts Options, scop
 		}
 	}
 	delivered := total.Received - total.Duplicates - total.Unexpected
+	name := "watch fan-out"
+	if what != "" {
+		name += " of " + what
+	}
 	r := Result{
-		Name:     fmt.Sprintf("watch fan-out, %s (%d watchers)", scope, opts.Watchers),
+		Name:     fmt.Sprintf("%s, %s (%d watchers)", name, scope, opts.Watchers),
 		Ops:      delivered,
 		Items:    opts.Updates,
 		Duration: last.Sub(start),
 		Rate:     rate(delivered, last.Sub(start)),
 		Delivery: &total,
-		Note:     fmt.Sprintf("%d updates; lost %d, duplicates %d, out of order %d", opts.Updates, total.Lost, total.Duplicates, total.OutOfOrder),
+		Note: fmt.Sprintf("%d updates in %s; lost %d, duplicates %d, out of order %d",
+			opts.Updates, duration(writes), total.Lost, total.Duplicates, total.OutOfOrder),
 	}
 	if restarts > 0 {
 		r.Note += fmt.Sprintf("; %d watches re-opened (the first after: %v)", restarts, ended)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -17,6 +18,8 @@ import (
 type page struct {
 	names []string // the items' names, in order
 	cont  string
+	rv    string // the list's resourceVersion
+	size  int    // bytes of the body as received (after any gzip)
 }
 
 // podLister lists pods of a namespace ("" = all).
@@ -29,7 +32,7 @@ func newPodLister(client kubernetes.Interface, d Decode) podLister {
 	if d == ClientGoDecode {
 		return typedLister{client}
 	}
-	return rawLister{rest: client.CoreV1().RESTClient(), bodies: &sync.Pool{}}
+	return rawLister{rest: client.CoreV1().RESTClient(), resource: "pods", protobuf: true, bodies: &sync.Pool{}}
 }
 
 // typedLister lists with client-go's typed client, every pod decoded.
@@ -50,7 +53,11 @@ func (l typedLister) list(ctx context.Context, namespace string, lo metav1.ListO
 // rawLister sends the typed client's list request and reads of the body
 // only the items' names and the continue token (RawDecode).
 type rawLister struct {
-	rest rest.Interface
+	rest     rest.Interface // a REST client of the resource's group version
+	resource string         // its plural, e.g. "pods"
+	// protobuf: ask for protobuf when the config sets no content type, as
+	// client-go's typed clients of built-in resources do.
+	protobuf bool
 	// bodies recycles the buffers that list bodies are read into: reading
 	// 20 MB into a new, growing slice (as io.ReadAll does) costs the
 	// client more CPU, zeroing and copying, than scanning it, on the cores
@@ -61,8 +68,8 @@ type rawLister struct {
 func (l rawLister) list(ctx context.Context, namespace string, lo metav1.ListOptions) (page, error) {
 	// UseProtobufAsDefault as client-go's typed pods client does, so that
 	// the Accept header is the one its List sends.
-	body, err := l.rest.Get().UseProtobufAsDefault().Namespace(namespace).Resource("pods").
-		VersionedParams(&lo, scheme.ParameterCodec).Stream(ctx)
+	body, err := l.rest.Get().UseProtobufAsDefaultIfPreferred(l.protobuf).Namespace(namespace).Resource(l.resource).
+		SpecificallyVersionedParams(&lo, scheme.ParameterCodec, listOptionsVersion).Stream(ctx)
 	if err != nil {
 		return page{}, err
 	}
@@ -77,7 +84,9 @@ func (l rawLister) list(ctx context.Context, namespace string, lo metav1.ListOpt
 		return page{}, fmt.Errorf("read list body: %w", err)
 	}
 	// parseList copies what it keeps (names, continue token) out of buf.
-	return parseList(buf.Bytes())
+	p, err := parseList(buf.Bytes())
+	p.size = buf.Len()
+	return p, err
 }
 
 // parseList reads a PodList body, JSON or protobuf (told apart by the
@@ -89,8 +98,8 @@ func parseList(b []byte) (page, error) {
 	return parseJSONList(b)
 }
 
-// parseJSONList walks a JSON PodList: metadata.continue and each item's
-// metadata.name; everything else is skipped, not decoded.
+// parseJSONList walks a JSON list: metadata.continue and resourceVersion,
+// and each item's metadata.name; everything else is skipped, not decoded.
 func parseJSONList(b []byte) (page, error) {
 	var p page
 	s := &jsonScan{b: b}
@@ -98,11 +107,15 @@ func parseJSONList(b []byte) (page, error) {
 		switch {
 		case keyIs(key, escaped, "metadata"):
 			return false, s.object(func(key []byte, escaped bool) (bool, error) {
-				if !keyIs(key, escaped, "continue") {
-					return false, s.skip()
+				var err error
+				switch {
+				case keyIs(key, escaped, "continue"):
+					p.cont, err = s.stringValue()
+				case keyIs(key, escaped, "resourceVersion"):
+					p.rv, err = s.stringValue()
+				default:
+					err = s.skip()
 				}
-				v, err := s.stringValue()
-				p.cont = v
 				return false, err
 			})
 		case keyIs(key, escaped, "items"):
@@ -143,6 +156,7 @@ func parseJSONList(b []byte) (page, error) {
 const (
 	listMetadata = 1 // PodList.metadata
 	listItems    = 2 // PodList.items
+	listRV       = 2 // ListMeta.resourceVersion
 	listContinue = 3 // ListMeta.continue
 	metaName     = 1 // ObjectMeta.name
 )
@@ -166,8 +180,11 @@ func parseProtobufList(b []byte) (page, error) {
 		switch num {
 		case listMetadata:
 			return protoFields(v, func(num protowire.Number, v []byte) error {
-				if num == listContinue {
+				switch num {
+				case listContinue:
 					p.cont = string(v)
+				case listRV:
+					p.rv = string(v)
 				}
 				return nil
 			})
@@ -197,3 +214,8 @@ func parseProtobufList(b []byte) (page, error) {
 	}
 	return p, nil
 }
+
+// listOptionsVersion is the version list options are encoded from into
+// query parameters: client-go's scheme has them in core v1 only, and the
+// parameters are the same for every group (as the dynamic client's).
+var listOptionsVersion = v1.SchemeGroupVersion

@@ -29,7 +29,8 @@ func encodeList(t testing.TB, mediaType string, list *v1.PodList) []byte {
 // TestRawListReadsNamesAndContinue encodes pod lists with the real
 // serializers (items whose other fields hold "name" and "metadata" look-
 // alikes, escaped names, a continue token) and checks that the raw reader
-// gets exactly the items' names, in order, and the token.
+// gets exactly the items' names, in order, the token and the list's
+// resourceVersion.
 func TestRawListReadsNamesAndContinue(t *testing.T) {
 	pod := func(name string) v1.Pod {
 		p := (Options{Namespace: "bench", Nodes: 3}).newPod(1)
@@ -46,10 +47,11 @@ func TestRawListReadsNamesAndContinue(t *testing.T) {
 		list  v1.PodList
 		names []string
 		cont  string
+		rv    string
 	}{
-		{"empty", v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}, nil, ""},
-		{"pods", v1.PodList{Items: []v1.Pod{pod("a"), tricky, pod("c")}}, []string{"a", `esc"aped\name☃`, "c"}, ""},
-		{"a page", v1.PodList{ListMeta: metav1.ListMeta{Continue: "tok\"en", ResourceVersion: "9"}, Items: []v1.Pod{pod("a")}}, []string{"a"}, "tok\"en"},
+		{"empty", v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}, nil, "", "5"},
+		{"pods", v1.PodList{Items: []v1.Pod{pod("a"), tricky, pod("c")}}, []string{"a", `esc"aped\name☃`, "c"}, "", ""},
+		{"a page", v1.PodList{ListMeta: metav1.ListMeta{Continue: "tok\"en", ResourceVersion: "9"}, Items: []v1.Pod{pod("a")}}, []string{"a"}, "tok\"en", "9"},
 	} {
 		for _, mediaType := range mediaTypes {
 			t.Run(tt.name+"/"+mediaType, func(t *testing.T) {
@@ -57,8 +59,8 @@ func TestRawListReadsNamesAndContinue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(got.names, tt.names) || got.cont != tt.cont {
-					t.Fatalf("names %q continue %q, want %q and %q", got.names, got.cont, tt.names, tt.cont)
+				if !slices.Equal(got.names, tt.names) || got.cont != tt.cont || got.rv != tt.rv {
+					t.Fatalf("names %q continue %q resourceVersion %q, want %q, %q and %q", got.names, got.cont, got.rv, tt.names, tt.cont, tt.rv)
 				}
 			})
 		}

@@ -24,7 +24,11 @@ const rawReadBuffer = 8 << 10
 // frames itself, decoding of each event only what a watcher needs
 // (RawDecode): the same request as client-go's typed watch, without
 // decoding every pod in full.
-type rawWatches struct{ rest rest.Interface }
+type rawWatches struct {
+	rest     rest.Interface // a REST client of the resource's group version
+	resource string         // its plural, e.g. "pods"
+	protobuf bool           // as rawLister.protobuf
+}
 
 var _ watchOpener = rawWatches{}
 
@@ -34,10 +38,10 @@ func (r rawWatches) open(ctx context.Context, lo metav1.ListOptions) (eventStrea
 	// the Accept header is the one its watch sends: the configured content
 	// type (then */*), or protobuf then JSON when none is configured. And
 	// no client-side rate limit, which client-go's Watch skips too.
-	body, err := r.rest.Get().UseProtobufAsDefault().Throttle(nil).Resource("pods").
-		VersionedParams(&lo, scheme.ParameterCodec).Stream(ctx)
+	body, err := r.rest.Get().UseProtobufAsDefaultIfPreferred(r.protobuf).Throttle(nil).Resource(r.resource).
+		SpecificallyVersionedParams(&lo, scheme.ParameterCodec, listOptionsVersion).Stream(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch pods %q from resourceVersion %s: %w", lo.FieldSelector, lo.ResourceVersion, err)
+		return nil, fmt.Errorf("watch %s %q from resourceVersion %s: %w", r.resource, lo.FieldSelector, lo.ResourceVersion, err)
 	}
 	return newRawStream(body), nil
 }

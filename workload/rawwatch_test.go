@@ -366,7 +366,7 @@ func TestRawWatchSendsClientGosRequest(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a guard: a throttled open would wait for days
 			defer cancel()
 			lo := metav1.ListOptions{ResourceVersion: "10", AllowWatchBookmarks: true, FieldSelector: "spec.nodeName=n1"}
-			raw := rawWatches{client.CoreV1().RESTClient()}
+			raw := rawWatches{rest: client.CoreV1().RESTClient(), resource: "pods", protobuf: true}
 			for i, watches := range []watchOpener{typedWatches{client.CoreV1().Pods(metav1.NamespaceAll)}, raw, raw} {
 				s, err := watches.open(ctx, lo)
 				if err != nil {

@@ -1,8 +1,9 @@
 // Command refserver is the reference kite bench measures Kite against:
 // kube-apiserver's own machinery for core/v1 pods and namespaces (the
 // k8s.io/apiserver generic server, the generic registry Store, the cacher
-// and the etcd3 store) over the same embedded etcd Kite uses, in one
-// process. It serves HTTPS on 127.0.0.1 (self-signed), authenticates an
+// and the etcd3 store) and for CustomResourceDefinitions and custom
+// resources (k8s.io/apiextensions-apiserver, as kube-apiserver's delegate),
+// over the same embedded etcd Kite uses, in one process. It serves HTTPS on 127.0.0.1 (self-signed), authenticates an
 // admin bearer token as Kite does, authorizes everything (AlwaysAllow),
 // writes a kubeconfig with the token to <data-dir>/kubeconfig, prints
 // "ready", and runs until SIGINT or SIGTERM:

@@ -98,7 +98,13 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	restOptions := restOptionsGetter{config: sc}
 	cfg.RESTOptionsGetter = restOptions
 
-	server, err := cfg.Complete().New("refserver", genericapiserver.NewEmptyDelegate())
+	// Last in the chain, as in kube-apiserver: what the pods server does
+	// not serve goes to the apiextensions server.
+	extensions, err := newAPIExtensions(cfg, etcd.ClientURLs())
+	if err != nil {
+		return fmt.Errorf("apiextensions: %w", err)
+	}
+	server, err := cfg.Complete().New("refserver", extensions.GenericAPIServer)
 	if err != nil {
 		return err
 	}
@@ -149,9 +155,19 @@ func (g restOptionsGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Obj
 		StorageConfig:           g.config.ForResource(gr),
 		Decorator:               genericregistry.StorageWithCacher(),
 		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          gr.Resource,
+		ResourcePrefix:          resourcePrefix(gr),
 		CountMetricPollPeriod:   0,
 	}, nil
+}
+
+// resourcePrefix is where kube-apiserver keeps a resource in etcd, under
+// /registry: <resource> for the core group, <group>/<resource> for others
+// (custom resources and CRDs among them).
+func resourcePrefix(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Group + "/" + gr.Resource
 }
 
 // newToken returns a random admin token.

@@ -19,8 +19,9 @@ import (
 )
 
 // TestWorkloadsAgainstTheReference runs every kite bench workload at a
-// tiny size against the reference server, in JSON and protobuf: the
-// reference must serve everything the bench asks of a server. No goleak
+// tiny size against the reference server, in JSON and protobuf, and the
+// custom-resource comparison: the reference must serve everything the
+// bench asks of a server. No goleak
 // here: k8s.io/apiserver's generic server leaves goroutines behind after
 // it stops (its own, and klog's).
 func TestWorkloadsAgainstTheReference(t *testing.T) {
@@ -73,6 +74,25 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 			t.Errorf("%s: memory %+v, want process_resident_memory_bytes", contentType, m)
 		}
 	}
+	podDials := dials.Load()
+	// Custom resources through upstream's apiextensions server: the
+	// custom-resource comparison runs against it as against Kite, and its
+	// BenchPods and pods are stored the same size.
+	cfg.ContentType = ""
+	report, err := workload.RunCustomResources(ctx, cfg, workload.Options{
+		Pods: 20, Nodes: 3, Writers: 3, Watchers: 4, Updates: 6, Repeats: 1, DeliveryTimeout: time.Minute,
+	}, false)
+	if err != nil {
+		t.Fatalf("custom resources: %v", err)
+	}
+	for _, c := range report.Comparison {
+		if c.Measure == "list item size (JSON)" && (c.Ratio < 0.95 || c.Ratio > 1.15) {
+			t.Errorf("custom resources: list items of %.0f B against pods' %.0f B, want about the same size", c.CustomResources, c.Pods)
+		}
+		if c.Measure == "lost events" && (c.Pods != 0 || c.CustomResources != 0) {
+			t.Errorf("custom resources: lost events %+v", c)
+		}
+	}
 	// Pods are stored as kube-apiserver stores them: defaulted at decode
 	// (and managedFields name the defaults), status set on create.
 	client := kubernetes.NewForConfigOrDie(cfg)
@@ -97,7 +117,7 @@ func TestWorkloadsAgainstTheReference(t *testing.T) {
 		!strings.Contains(string(got.ManagedFields[0].FieldsV1.Raw), `"k:{\"name\":\"c\"}":{".":{},"f:image":{}`) {
 		t.Errorf("managedFields %s, want one entry that names the defaulted dnsPolicy and container c's fields", got.ManagedFields[0].FieldsV1.Raw)
 	}
-	if n := dials.Load(); n > 4 {
+	if n := podDials; n > 4 {
 		t.Errorf("the client opened %d connections; want a few reused ones", n)
 	}
 }

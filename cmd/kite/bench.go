@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -84,7 +85,7 @@ client-go's typed clients do. The informer sync is client-go's either way.`,
 	fs.IntVar(&f.opts.Repeats, "repeats", 5, "runs of each list and informer sync")
 	fs.StringVar(&f.decode, "decode", string(workload.RawDecode), "how lists and fan-out watchers read responses: raw (decode only what the checks need: item names, continue token; event type, namespace, resourceVersion, sent annotation; so the figures measure the server) or client-go (its typed client, every pod decoded in full)")
 	fs.DurationVar(&f.opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
-	cmd.AddCommand(newBenchNodeCommand(), newBenchChaosCommand(), newBenchClusterCommand())
+	cmd.AddCommand(newBenchNodeCommand(), newBenchChaosCommand(), newBenchClusterCommand(), newBenchCRDCommand())
 	return cmd
 }
 
@@ -231,5 +232,62 @@ same state. Exits non-zero when anything was lost, duplicated or reordered.`,
 	fs.IntVar(&opts.Pods, "pods", 3, "pods run by the agent through the faults")
 	fs.DurationVar(&opts.WritePause, "write-pause", 20*time.Millisecond, "each writer's pause between writes")
 	fs.BoolVar(&keep, "keep", false, "keep the processes' data and logs")
+	return cmd
+}
+
+func newBenchCRDCommand() *cobra.Command {
+	var kubeconfig, output string
+	var crsFirst bool
+	var opts workload.Options
+	cmd := &cobra.Command{
+		Use:   "crd",
+		Short: "Compare custom resources with built-in pods of the same size: create rate, list from cache, watch fan-out, memory per object",
+		Long: `Install the CRD benchpods.bench.kite.io (a structural schema of the bench
+pod's fields) on the API server of a kubeconfig and, in a namespace of its
+own, create --pods pods and as many BenchPods that carry the same fields (a
+pod's spec with its defaults written out, and its status), from --writers
+clients, reading the server's memory around each batch (after a garbage
+collection through /debug/pprof/heap?gc=1); list each from cache (RV=0)
+--repeats times, alternating; update --updates of each while --watchers
+watches of all namespaces check that every update arrives exactly once; and
+print each figure of the custom resources against the pods' (ratio = custom
+resources / pods). All requests are JSON, as custom resources have no
+protobuf, and responses are read raw for both kinds. The CRD, the objects and
+the namespace are deleted afterwards; the CRD must not exist beforehand.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output must be table or json, not %q", output)
+			}
+			cfg, err := benchConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			opts.Log = cmd.ErrOrStderr()
+			report, err := workload.RunCustomResources(cmd.Context(), cfg, opts, crsFirst)
+			if report != nil && (err == nil || len(report.Results) > 0) {
+				// What was measured before a failure (in the cleanup,
+				// say) is printed too.
+				write := workload.WriteTable
+				if output == "json" {
+					write = workload.WriteJSON
+				}
+				err = errors.Join(err, write(cmd.OutOrStdout(), report))
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the API server to measure (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVarP(&output, "output", "o", "table", "table or json")
+	fs.StringVar(&opts.Namespace, "namespace", "", "namespace to create, use and delete (default a generated kite-bench-crd-xxxxx); it must not exist")
+	fs.IntVar(&opts.Pods, "pods", 10000, "pods to create, and as many custom resources")
+	fs.IntVar(&opts.Nodes, "nodes", 100, "node names to spread the objects over (spec.nodeName)")
+	fs.IntVar(&opts.Writers, "writers", 16, "concurrent clients that create and update")
+	fs.IntVar(&opts.Watchers, "watchers", 500, "watches of each fan-out")
+	fs.IntVar(&opts.Updates, "updates", 500, "updates of each fan-out")
+	fs.IntVar(&opts.Repeats, "repeats", 10, "lists of each kind")
+	fs.BoolVar(&crsFirst, "crs-first", false, "create, list and watch the custom resources before the pods (the second batch may reuse memory the first freed)")
+	fs.DurationVar(&opts.DeliveryTimeout, "delivery-timeout", workload.DefaultDeliveryTimeout, "how long watchers wait for their events after the last update; what has not arrived by then is lost")
 	return cmd
 }

@@ -56,6 +56,8 @@ func TestBenchFlagMistakes(t *testing.T) {
 		{[]string{"bench", "--decode", "fast"}, "--decode must be raw or client-go"},
 		{[]string{"bench", "--decode", ""}, "--decode must be raw or client-go"},
 		{[]string{"bench", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig"},
+		{[]string{"bench", "crd", "-o", "wide"}, "--output must be table or json"},
+		{[]string{"bench", "crd", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig"},
 		{[]string{"bench", "chaos", "--watchers", "0"}, "--watchers must be positive"},
 		{[]string{"bench", "chaos", "--writers", "-1"}, "--writers must be positive"},
 		{[]string{"bench", "chaos", "--duration", "0s"}, "--duration and --fault-interval must be positive"},
