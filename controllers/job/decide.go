@@ -213,9 +213,10 @@ func MatchSuccessPolicy(p *batchv1.SuccessPolicy, completions int32, succeeded m
 // ExcessPods are the active pods a Job should delete to keep at least
 // rmAtLeast fewer, as upstream's activePodsForRemoval: for an Indexed Job
 // first those without a valid index and all but one of each index run
-// twice; then the pods a ReplicaSet would delete first (unscheduled,
-// pending, not ready, newer).
-func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int, now time.Time) []*corev1.Pod {
+// twice (the one kept comes last in upstream's ActivePods order); then
+// the first of the rest in that order (unscheduled, pending, not ready,
+// newer; replicaset.SortActive).
+func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int) []*corev1.Pod {
 	var rm, left []*corev1.Pod
 	if indexed(j) && j.Spec.Completions != nil {
 		byIndex := map[int][]*corev1.Pod{}
@@ -227,19 +228,16 @@ func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int, now time.Ti
 			}
 		}
 		for _, pods := range byIndex {
-			dup := replicaset.PodsToDelete(pods, nil, len(pods)-1, now)
-			rm = append(rm, dup...)
-			for _, p := range pods {
-				if !slices.Contains(dup, p) {
-					left = append(left, p)
-				}
-			}
+			replicaset.SortActive(pods)
+			rm = append(rm, pods[:len(pods)-1]...)
+			left = append(left, pods[len(pods)-1])
 		}
 	} else {
-		left = active
+		left = slices.Clone(active)
 	}
 	if n := rmAtLeast - len(rm); n > 0 {
-		rm = append(rm, replicaset.PodsToDelete(left, nil, min(n, len(left)), now)...)
+		replicaset.SortActive(left)
+		rm = append(rm, left[:min(n, len(left))]...)
 	}
 	return rm
 }

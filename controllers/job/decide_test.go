@@ -162,14 +162,38 @@ func TestExcessPods(t *testing.T) {
 			[]*corev1.Pod{pod("0-run", "0", corev1.PodRunning), pod("0-pend", "0", corev1.PodPending), pod("none", "", corev1.PodRunning), pod("9", "9", corev1.PodRunning), pod("1", "1", corev1.PodRunning)},
 			0, []string{"0-pend", "9", "none"}},
 		{"indexed: more than the duplicates", indexedJob, []*corev1.Pod{pod("0", "0", corev1.PodRunning), pod("1", "1", corev1.PodPending)}, 1, []string{"1"}},
+		// Upstream's Job order is ActivePods, not a ReplicaSet's ranks:
+		// pod-deletion-cost counts for nothing and ages are compared
+		// exactly, not on a logarithmic scale.
+		{"deletion cost ignored", &batchv1.Job{}, []*corev1.Pod{costly(pod("costly-newer", "", corev1.PodRunning), now), pod("older", "", corev1.PodRunning)}, 1, []string{"costly-newer"}},
+		{"newer first by exact age", &batchv1.Job{}, []*corev1.Pod{aged(pod("a-older", "", corev1.PodRunning), now, 70*time.Minute), aged(pod("b-newer", "", corev1.PodRunning), now, 65*time.Minute)}, 1, []string{"b-newer"}},
+		{"more restarts first", &batchv1.Job{}, []*corev1.Pod{restarted(pod("calm", "", corev1.PodRunning), 0), restarted(pod("crashy", "", corev1.PodRunning), 3)}, 1, []string{"crashy"}},
+		{"indexed: the duplicate kept is the one upstream keeps (older)", indexedJob, []*corev1.Pod{aged(pod("0-old", "0", corev1.PodRunning), now, 2*time.Hour), pod("0-new", "0", corev1.PodRunning)}, 0, []string{"0-new"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := names(ExcessPods(tc.j, tc.active, tc.rm, now)); !slices.Equal(got, tc.want) {
+			if got := names(ExcessPods(tc.j, tc.active, tc.rm)); !slices.Equal(got, tc.want) {
 				t.Errorf("= %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// costly gives p a high pod-deletion-cost and makes it the newer pod.
+func costly(p *corev1.Pod, now time.Time) *corev1.Pod {
+	p.Annotations = map[string]string{corev1.PodDeletionCost: "1000"}
+	p.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+	return p
+}
+
+func aged(p *corev1.Pod, now time.Time, age time.Duration) *corev1.Pod {
+	p.CreationTimestamp = metav1.NewTime(now.Add(-age))
+	return p
+}
+
+func restarted(p *corev1.Pod, n int32) *corev1.Pod {
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	return p
 }
 
 func TestExpiresAt(t *testing.T) {

@@ -44,7 +44,7 @@ func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, e
 	case j.Spec.Completions == nil && succeeded > 0:
 		want = len(st.active) // what runs may finish; nothing more starts
 	}
-	if excess := ExcessPods(j, st.active, len(st.active)-want, st.now); len(excess) > 0 {
+	if excess := ExcessPods(j, st.active, len(st.active)-want); len(excess) > 0 {
 		excess = excess[:min(len(excess), maxPodCreatesPerSync)]
 		// Their finalizers go first: a pod the Job stops is not a failure.
 		if err := c.releaseFinalizers(ctx, j.UID, excess); err != nil {

@@ -42,6 +42,49 @@ func PodsToDelete(pods, related []*corev1.Pod, diff int, now time.Time) []*corev
 	return out
 }
 
+// SortActive sorts pods in upstream's controller.ActivePods order, the
+// order the Job controller removes pods in: unassigned before assigned,
+// Pending before Unknown before Running, not ready before ready, ready for
+// less time first, more restarts first, newer first. Unlike PodsToDelete
+// it knows no pod-deletion-cost, no co-location rank and no logarithmic
+// scale: upstream keeps those for ReplicaSets.
+func SortActive(pods []*corev1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool { return activeLess(pods[i], pods[j]) })
+}
+
+// activeLess is upstream's ActivePods.Less.
+func activeLess(pa, pb *corev1.Pod) bool {
+	if pa.Spec.NodeName != pb.Spec.NodeName && (pa.Spec.NodeName == "" || pb.Spec.NodeName == "") {
+		return pa.Spec.NodeName == ""
+	}
+	if phaseOrder[pa.Status.Phase] != phaseOrder[pb.Status.Phase] {
+		return phaseOrder[pa.Status.Phase] < phaseOrder[pb.Status.Phase]
+	}
+	if Ready(pa) != Ready(pb) {
+		return !Ready(pa)
+	}
+	if Ready(pa) && Ready(pb) {
+		if ta, tb := readyTime(pa), readyTime(pb); !ta.Equal(&tb) {
+			return afterOrZero(ta, tb)
+		}
+	}
+	if ra, rb := maxRestarts(pa), maxRestarts(pb); ra != rb {
+		return ra > rb
+	}
+	if !pa.CreationTimestamp.Equal(&pb.CreationTimestamp) {
+		return afterOrZero(pa.CreationTimestamp, pb.CreationTimestamp)
+	}
+	return false
+}
+
+// afterOrZero: a zero time first, else the later one.
+func afterOrZero(a, b metav1.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero()
+	}
+	return a.After(b.Time)
+}
+
 type rankedPod struct {
 	pod  *corev1.Pod
 	rank int
