@@ -99,19 +99,14 @@ func RunCluster(ctx context.Context, cfg *rest.Config, opts ClusterOptions) (_ *
 	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	client, err := kubernetes.NewForConfig(cfg)
+	cfg, client, err := unlimitedClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("workload: client: %w", err)
+		return nil, err
 	}
 	report := &Report{Server: cfg.Host, ContentType: cfg.ContentType, Started: time.Now()}
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
-	if ns.Name == "" {
-		ns.GenerateName = "kite-bench-cluster-"
-	}
-	if ns, err = client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("workload: create namespace: %w", err)
+	ns, err := createNamespace(ctx, client, opts.Namespace, "kite-bench-cluster-")
+	if err != nil {
+		return nil, err
 	}
 	report.Options = Settings{Namespace: ns.Name, Pods: opts.Pods}
 	report.Title = fmt.Sprintf("server %s; %d pods run one at a time, %d execs, a %d-byte log read %d times; namespace %s",

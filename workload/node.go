@@ -220,19 +220,14 @@ func RunNode(ctx context.Context, cfg *rest.Config, opts NodeOptions) (_ *Report
 	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	client, err := kubernetes.NewForConfig(cfg)
+	cfg, client, err := unlimitedClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("workload: client: %w", err)
+		return nil, err
 	}
 	report := &Report{Server: cfg.Host, ContentType: cfg.ContentType, Started: time.Now()}
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Namespace}}
-	if ns.Name == "" {
-		ns.GenerateName = "kite-bench-node-"
-	}
-	if ns, err = client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("workload: create namespace: %w", err)
+	ns, err := createNamespace(ctx, client, opts.Namespace, "kite-bench-node-")
+	if err != nil {
+		return nil, err
 	}
 	report.Options = Settings{Namespace: ns.Name, Pods: opts.Pods, Nodes: 1}
 	report.Title = fmt.Sprintf("server %s, node %s; %d pods one at a time, %d at once, %d static; namespace %s",
