@@ -1,4 +1,4 @@
-package process
+package supervisor
 
 import (
 	"bufio"
@@ -15,18 +15,18 @@ import (
 	"time"
 )
 
-// criTimeFormat is the CRI log timestamp: RFC 3339 with nine fixed
+// CRITimeFormat is the CRI log timestamp: RFC 3339 with nine fixed
 // fractional digits, as the kubelet's reader expects (cri-client logs).
-const criTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+const CRITimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
-// rotatedTimeFormat names a rotated log, as the kubelet's container log
+// RotatedTimeFormat names a rotated log, as the kubelet's container log
 // manager does: <log>.<YYYYMMDD-HHMMSS>.
-const rotatedTimeFormat = "20060102-150405"
+const RotatedTimeFormat = "20060102-150405"
 
-// maxLogLine is the longest piece of a line written as one log entry;
+// MaxLogLine is the longest piece of a line written as one log entry;
 // longer lines become P (partial) entries of this size followed by the
 // rest as F, as containerd does with its default max_container_log_line_size.
-const maxLogLine = 16 * 1024
+const MaxLogLine = 16 * 1024
 
 // logWriter writes a container's stdout and stderr to its log file in
 // the CRI format, one entry per line, and rotates the file by size. Both
@@ -82,7 +82,7 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 	if partial {
 		tag = "P"
 	}
-	b := now.AppendFormat(w.buf[:0], criTimeFormat)
+	b := now.AppendFormat(w.buf[:0], CRITimeFormat)
 	b = append(b, ' ')
 	b = append(b, stream...)
 	b = append(b, ' ')
@@ -106,7 +106,7 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 // as it does with upstream's rotation. Two rotations within one second
 // would share a name: the second waits for the next second.
 func (w *logWriter) rotate(now time.Time) error {
-	rotatedName := w.path + "." + now.Format(rotatedTimeFormat)
+	rotatedName := w.path + "." + now.Format(RotatedTimeFormat)
 	if _, err := os.Stat(rotatedName); err == nil {
 		return nil
 	}
