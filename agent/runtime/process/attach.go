@@ -32,12 +32,12 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 	if !c.spec.Stdin && !c.spec.TTY {
 		return fmt.Errorf("attach to container %s: started without stdin or a tty: %w", containerID, errors.ErrUnsupported)
 	}
-	addr, done, err := supervisor.UnixAddr(c.dir, supervisor.AttachSocket)
+	path, done, err := supervisor.SocketPath(c.dir, supervisor.AttachSocket)
 	if err != nil {
 		return fmt.Errorf("attach to container %s: %w", containerID, err)
 	}
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", addr.Name)
+	conn, err := d.DialContext(ctx, "unix", path)
 	done()
 	if err != nil {
 		return fmt.Errorf("attach to container %s: %w", containerID, err)

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -66,23 +65,23 @@ func ReadFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	return h[0], buf[:n], nil
 }
 
-// UnixAddr names a socket in dir by a path short enough for sun_path
+// SocketPath names a socket in dir by a path short enough for sun_path
 // (108 bytes), whatever dir's length: /proc/self/fd/<n>/name through a
 // descriptor of dir, closed by the returned func once the socket is bound
 // or connected.
-func UnixAddr(dir, name string) (*net.UnixAddr, func(), error) {
+func SocketPath(dir, name string) (string, func(), error) {
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
+		return "", nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	return &net.UnixAddr{Net: "unix", Name: fmt.Sprintf("/proc/self/fd/%d/%s", fd, name)}, func() { syscall.Close(fd) }, nil
+	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name, func() { syscall.Close(fd) }, nil
 }
 
 // attachServer is the supervisor's side of attach: it writes sessions'
 // stdin into the container's, applies their terminal sizes and sends each
 // of them what the container writes.
 type attachServer struct {
-	ln    *net.UnixListener
+	ln    *os.File // the listening socket (listenUnix)
 	path  string
 	stdin io.Writer // the pipe's write end or the terminal; nil without stdin
 	// closeStdin ends the container's stdin (a pipe's EOF); nil for a
@@ -99,25 +98,24 @@ type attachServer struct {
 }
 
 type attachSession struct {
-	conn      net.Conn
+	conn      *os.File    // a pollable socket, as net.Conn would be
 	out       chan []byte // encoded frames
 	usedStdin bool        // receive's own
 }
 
 // serveAttach listens on dir's attach socket.
 func serveAttach(dir string, stdin io.Writer, closeStdin func(), term *os.File, once bool) (*attachServer, error) {
-	addr, done, err := UnixAddr(dir, AttachSocket)
+	addr, done, err := SocketPath(dir, AttachSocket)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, AttachSocket)
+	path := joinPath(dir, AttachSocket)
 	os.Remove(path) // a previous supervisor's, killed (one supervisor per container holds the lock)
-	ln, err := net.ListenUnix("unix", addr)
+	ln, err := listenUnix(addr)
 	done()
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	ln.SetUnlinkOnClose(false) // removed by path in stop: the /proc name is gone by then
 	s := &attachServer{ln: ln, path: path, stdin: stdin, closeStdin: closeStdin, term: term, once: once, sessions: map[*attachSession]struct{}{}}
 	s.wg.Add(1)
 	go s.accept()
@@ -127,7 +125,10 @@ func serveAttach(dir string, stdin io.Writer, closeStdin func(), term *os.File, 
 func (s *attachServer) accept() {
 	defer s.wg.Done()
 	for {
-		conn, err := s.ln.Accept()
+		conn, err := acceptUnix(s.ln)
+		if errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EINTR) {
+			continue
+		}
 		if err != nil {
 			return // the listener closed in stop
 		}
@@ -294,4 +295,47 @@ func (p ptyOutput) Read(b []byte) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// listenUnix listens on a unix socket at path. It is what net.ListenUnix
+// does, on an *os.File: package net sorts after k8s.io, and importing it
+// would have the binary's initialisers run before this package's (see
+// init in role.go).
+func listenUnix(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	if err := syscall.Listen(fd, syscall.SOMAXCONN); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	// Non-blocking, so the runtime's poller waits for it, and Close
+	// ends an accept under way.
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// acceptUnix waits for a connection on ln and returns it as a pollable
+// file (deadlines work on it as on a net.Conn).
+func acceptUnix(ln *os.File) (*os.File, error) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nfd int
+	var aerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		nfd, _, aerr = syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+		return !errors.Is(aerr, syscall.EAGAIN)
+	}); err != nil {
+		return nil, err
+	}
+	if aerr != nil {
+		return nil, aerr
+	}
+	return os.NewFile(uintptr(nfd), "attach session"), nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,7 +37,7 @@ func (p CgroupPaths) Child(name string) CgroupPaths {
 		if s == "" {
 			return ""
 		}
-		return filepath.Join(s, name)
+		return joinPath(s, name)
 	}
 	return CgroupPaths{Unified: join(p.Unified), Memory: join(p.Memory), CPU: join(p.CPU), Pids: join(p.Pids)}
 }
@@ -46,7 +45,7 @@ func (p CgroupPaths) Child(name string) CgroupPaths {
 // Join moves process pid into every cgroup of p.
 func (p CgroupPaths) Join(pid int) error {
 	for _, d := range p.Dirs() {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		if err := os.WriteFile(joinPath(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("join cgroup %s: %w", d, err)
 		}
 	}
@@ -57,7 +56,7 @@ func (p CgroupPaths) Join(pid int) error {
 func (p CgroupPaths) Procs() []int {
 	var pids []int
 	for _, d := range p.Dirs() {
-		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		b, err := os.ReadFile(joinPath(d, "cgroup.procs"))
 		if err != nil {
 			continue
 		}
@@ -73,7 +72,7 @@ func (p CgroupPaths) Procs() []int {
 // Populated reports whether any process is left in p.
 func (p CgroupPaths) Populated() bool {
 	if p.Unified != "" {
-		b, err := os.ReadFile(filepath.Join(p.Unified, "cgroup.events"))
+		b, err := os.ReadFile(joinPath(p.Unified, "cgroup.events"))
 		if err == nil {
 			return !strings.Contains(string(b), "populated 0")
 		}
@@ -86,7 +85,7 @@ func (p CgroupPaths) Populated() bool {
 // members until none is left or the bound passes.
 func (p CgroupPaths) Kill() {
 	if p.Unified != "" {
-		if err := os.WriteFile(filepath.Join(p.Unified, "cgroup.kill"), []byte("1"), 0); err == nil {
+		if err := os.WriteFile(joinPath(p.Unified, "cgroup.kill"), []byte("1"), 0); err == nil {
 			return
 		}
 	}
@@ -109,9 +108,9 @@ func (p CgroupPaths) OOMKills() int64 {
 	var file string
 	switch {
 	case p.Unified != "":
-		file = filepath.Join(p.Unified, "memory.events")
+		file = joinPath(p.Unified, "memory.events")
 	case p.Memory != "":
-		file = filepath.Join(p.Memory, "memory.oom_control")
+		file = joinPath(p.Memory, "memory.oom_control")
 	default:
 		return 0
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,7 +71,7 @@ func bindMount(m Mount) error {
 	if _, err := os.Stat(m.Target); errors.Is(err, os.ErrNotExist) {
 		if st.IsDir() {
 			err = os.MkdirAll(m.Target, 0o755)
-		} else if err = os.MkdirAll(filepath.Dir(m.Target), 0o755); err == nil {
+		} else if err = os.MkdirAll(dirOf(m.Target), 0o755); err == nil {
 			var f *os.File
 			if f, err = os.OpenFile(m.Target, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 				f.Close()
@@ -114,11 +113,11 @@ func LookPathIn(root, name string, env []string) (string, error) {
 			path = v
 		}
 	}
-	for _, d := range filepath.SplitList(path) {
+	for _, d := range splitList(path) {
 		if d == "" {
 			d = "."
 		}
-		p := filepath.Join(d, name)
+		p := joinPath(d, name)
 		if executable(root+p) == nil {
 			return p, nil
 		}

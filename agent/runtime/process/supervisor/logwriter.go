@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -50,7 +49,7 @@ type logWriter struct {
 }
 
 func openLogWriter(path string, maxSize int64, maxFiles int) (*logWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(dirOf(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory for %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
@@ -110,7 +109,7 @@ func (w *logWriter) rotate(now time.Time) error {
 	if _, err := os.Stat(rotatedName); err == nil {
 		return nil
 	}
-	rotated, err := filepath.Glob(globEscape(w.path) + ".*")
+	rotated, err := withPrefix(w.path, ".")
 	if err != nil {
 		return err
 	}
@@ -210,7 +209,7 @@ func (w *logWriter) compressOne(name string) {
 // except the newest rotated file, which stays as it is until the next
 // rotation (as upstream leaves it).
 func (w *logWriter) uncompressedButNewest() []string {
-	rotated, _ := filepath.Glob(globEscape(w.path) + ".*")
+	rotated, _ := withPrefix(w.path, ".")
 	sort.Strings(rotated)
 	var names []string
 	for i, name := range rotated {
@@ -256,17 +255,6 @@ func gzipFile(name string) (tmp string, err error) {
 		return "", err
 	}
 	return tmp, nil
-}
-
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // copyStream reads one of the container's streams until EOF and writes

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -93,7 +92,7 @@ func WriteRecord(dir, name string, v any) error {
 	}
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		return fmt.Errorf("write %s: %w", joinPath(dir, name), err)
 	}
 	_, err = tmp.Write(b)
 	if err == nil {
@@ -106,11 +105,11 @@ func WriteRecord(dir, name string, v any) error {
 		err = os.Chmod(tmp.Name(), recordFileMode)
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+		err = os.Rename(tmp.Name(), joinPath(dir, name))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		return fmt.Errorf("write %s: %w", joinPath(dir, name), err)
 	}
 	return nil
 }
@@ -118,18 +117,18 @@ func WriteRecord(dir, name string, v any) error {
 // ReadRecord reads dir/name into v; a missing file is an error wrapping
 // os.ErrNotExist.
 func ReadRecord(dir, name string, v any) error {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := os.ReadFile(joinPath(dir, name))
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode %s: %w", filepath.Join(dir, name), err)
+		return fmt.Errorf("decode %s: %w", joinPath(dir, name), err)
 	}
 	return nil
 }
 
 func RecordExists(dir, name string) bool {
-	_, err := os.Stat(filepath.Join(dir, name))
+	_, err := os.Stat(joinPath(dir, name))
 	return err == nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 	"unsafe"
@@ -64,7 +63,7 @@ func supervise(dir string, started func(error)) error {
 	// process exits, so a start repeated by a restarted agent that did
 	// not see started.json yet fails here instead of running a second
 	// copy, and leaves the first one's records alone.
-	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(joinPath(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
 	if err == nil {
 		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
