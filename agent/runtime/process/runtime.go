@@ -73,10 +73,8 @@ type Options struct {
 	// manager owns them.
 	NoCgroups bool
 	// HelperBinary is the binary started as each container's supervisor
-	// (it must call Main first thing and be of the same build as the
-	// agent); "" means this binary, re-executed. A small binary that
-	// links only this package costs each container about a quarter of the
-	// memory the whole agent's binary does (docs/runtime.md).
+	// (it must link package supervisor, whose init runs the role, and be
+	// of the same build as the agent); "" means this binary, re-executed.
 	HelperBinary string
 	// Version is the runtime version Version reports; "" means the main
 	// module's version from the build info.
