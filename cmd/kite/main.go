@@ -14,13 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kite-project/kite/agent/runtime/process"
+	// A copy of this binary re-executed as a container's supervisor or
+	// init runs that role, and exits, from this package's init: before
+	// the initialisers of the rest of the binary and before main.
+	_ "github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 func main() {
-	// A copy of this binary re-executed as a container's supervisor or
-	// init runs that role and exits here; see package process.
-	process.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()

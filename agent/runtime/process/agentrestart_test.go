@@ -111,7 +111,7 @@ func TestAgentProcessRestart(t *testing.T) {
 		t.Error("started a second copy of an adopted container")
 	}
 	sup := startedOf(t, rt, id).Supervisor
-	if !sup.alive() {
+	if !sup.Alive() {
 		t.Fatal("the supervisor did not survive its agent")
 	}
 	if ppid := parentPID(t, sup.PID); ppid == os.Getpid() {

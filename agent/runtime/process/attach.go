@@ -8,297 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
-	"time"
-
-	"github.com/creack/pty"
 
 	kiteruntime "github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
-
-// attachSocket is the unix socket, in the container's directory, on which
-// the supervisor of a container started with stdin or a tty serves attach
-// sessions: what containerd's shim does with the container's stdin FIFO
-// and its output broadcast. Containers without either have no socket
-// (attach follows their log): a socket and a goroutine for every
-// container's whole life would be paid for by all.
-const attachSocket = "attach.sock"
-
-// An attach session is one connection carrying frames both ways: a kind
-// byte, a big-endian uint32 length, the payload.
-const (
-	frameReady    = 'k' // supervisor → agent, first: output from now on reaches the session
-	frameStdin    = 'i' // agent → supervisor: bytes for the container's stdin (an empty one first: the session has stdin)
-	frameStdinEnd = 'e' // agent → supervisor: the client's stdin ended
-	frameResize   = 'r' // agent → supervisor: width, height as uint16s
-	frameStdout   = 'o' // supervisor → agent: what the container wrote
-	frameStderr   = 'E'
-	maxFrame      = 32 << 10
-	// sessionBacklog is how many output frames wait for a slow session
-	// before it is dropped: the container never waits for an attacher.
-	sessionBacklog = 256
-	// sessionWriteTimeout bounds a write to a session, so a stuck
-	// agent cannot hold the supervisor at the container's exit.
-	sessionWriteTimeout = 5 * time.Second
-)
-
-func writeFrame(w io.Writer, kind byte, p []byte) error {
-	b := make([]byte, 5+len(p))
-	b[0] = kind
-	binary.BigEndian.PutUint32(b[1:5], uint32(len(p)))
-	copy(b[5:], p)
-	_, err := w.Write(b)
-	return err
-}
-
-// readFrame reads one frame; its payload is valid until the next call.
-func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
-	var h [5]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(h[1:5])
-	if n > maxFrame {
-		return 0, nil, fmt.Errorf("attach frame of %d bytes: more than %d", n, maxFrame)
-	}
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
-		return 0, nil, err
-	}
-	return h[0], buf[:n], nil
-}
-
-// unixAddr names a socket in dir by a path short enough for sun_path
-// (108 bytes), whatever dir's length: /proc/self/fd/<n>/name through a
-// descriptor of dir, closed by the returned func once the socket is bound
-// or connected.
-func unixAddr(dir, name string) (*net.UnixAddr, func(), error) {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	return &net.UnixAddr{Net: "unix", Name: fmt.Sprintf("/proc/self/fd/%d/%s", fd, name)}, func() { syscall.Close(fd) }, nil
-}
-
-// attachServer is the supervisor's side of attach: it writes sessions'
-// stdin into the container's, applies their terminal sizes and sends each
-// of them what the container writes.
-type attachServer struct {
-	ln    *net.UnixListener
-	path  string
-	stdin io.Writer // the pipe's write end or the terminal; nil without stdin
-	// closeStdin ends the container's stdin (a pipe's EOF); nil for a
-	// terminal, whose input cannot end short of closing its output too.
-	closeStdin func()
-	term       *os.File // the terminal's master, for sizes; nil without
-	once       bool     // stdinOnce: stdin ends with the first session's
-	wg         sync.WaitGroup
-
-	mu          sync.Mutex
-	sessions    map[*attachSession]struct{}
-	stdinClosed bool
-	stopped     bool
-}
-
-type attachSession struct {
-	conn      net.Conn
-	out       chan []byte // encoded frames
-	usedStdin bool        // receive's own
-}
-
-// serveAttach listens on dir's attach socket.
-func serveAttach(dir string, stdin io.Writer, closeStdin func(), term *os.File, once bool) (*attachServer, error) {
-	addr, done, err := unixAddr(dir, attachSocket)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, attachSocket)
-	os.Remove(path) // a previous supervisor's, killed (one supervisor per container holds the lock)
-	ln, err := net.ListenUnix("unix", addr)
-	done()
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	ln.SetUnlinkOnClose(false) // removed by path in stop: the /proc name is gone by then
-	s := &attachServer{ln: ln, path: path, stdin: stdin, closeStdin: closeStdin, term: term, once: once, sessions: map[*attachSession]struct{}{}}
-	s.wg.Add(1)
-	go s.accept()
-	return s, nil
-}
-
-func (s *attachServer) accept() {
-	defer s.wg.Done()
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			return // the listener closed in stop
-		}
-		sess := &attachSession{conn: conn, out: make(chan []byte, sessionBacklog)}
-		s.mu.Lock()
-		if s.stopped {
-			s.mu.Unlock()
-			conn.Close()
-			return
-		}
-		s.sessions[sess] = struct{}{}
-		sess.out <- []byte{frameReady, 0, 0, 0, 0}
-		s.mu.Unlock()
-		s.wg.Add(2)
-		go s.send(sess)
-		go s.receive(sess)
-	}
-}
-
-// send writes the session's frames until stop closes its channel or the
-// agent stops reading.
-func (s *attachServer) send(sess *attachSession) {
-	defer s.wg.Done()
-	defer sess.conn.Close()
-	for b := range sess.out {
-		sess.conn.SetWriteDeadline(time.Now().Add(sessionWriteTimeout))
-		if _, err := sess.conn.Write(b); err != nil {
-			s.drop(sess)
-			for range sess.out { // until stop or drop closed it
-			}
-			return
-		}
-	}
-}
-
-// receive carries out the session's frames until it ends; with stdinOnce
-// the container's stdin ends with the first session that had stdin.
-func (s *attachServer) receive(sess *attachSession) {
-	defer s.wg.Done()
-	defer s.drop(sess)
-	r := bufio.NewReader(sess.conn)
-	buf := make([]byte, maxFrame)
-	defer func() {
-		if sess.usedStdin {
-			s.stdinEnded()
-		}
-	}()
-	for {
-		kind, p, err := readFrame(r, buf)
-		if err != nil {
-			return
-		}
-		switch kind {
-		case frameStdin:
-			sess.usedStdin = true
-			if s.stdin != nil && len(p) > 0 && !s.isStdinClosed() {
-				s.stdin.Write(p) // a container that is gone or reads no more: dropped
-			}
-		case frameStdinEnd:
-			s.stdinEnded()
-		case frameResize:
-			if s.term != nil && len(p) == 4 {
-				pty.Setsize(s.term, &pty.Winsize{Cols: binary.BigEndian.Uint16(p[0:2]), Rows: binary.BigEndian.Uint16(p[2:4])})
-			}
-		}
-	}
-}
-
-func (s *attachServer) isStdinClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stdinClosed
-}
-
-// stdinEnded ends the container's stdin when it is stdinOnce and a pipe
-// (containerd closes no terminal's input either): no later session gets
-// to write to it.
-func (s *attachServer) stdinEnded() {
-	if !s.once || s.closeStdin == nil {
-		return
-	}
-	s.mu.Lock()
-	closed := s.stdinClosed
-	s.stdinClosed = true
-	s.mu.Unlock()
-	if !closed && s.closeStdin != nil {
-		s.closeStdin()
-	}
-}
-
-// drop forgets a session: its sender ends once its frames are out.
-func (s *attachServer) drop(sess *attachSession) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.sessions[sess]; ok {
-		delete(s.sessions, sess)
-		close(sess.out)
-	}
-}
-
-// output returns a writer of the container's stream: each write goes to
-// every session as a frame, and a session too slow to take it is dropped.
-func (s *attachServer) output(kind byte) io.Writer {
-	return broadcast{s: s, kind: kind}
-}
-
-type broadcast struct {
-	s    *attachServer
-	kind byte
-}
-
-func (b broadcast) Write(p []byte) (int, error) {
-	s := b.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for rest := p; len(rest) > 0 && len(s.sessions) > 0; {
-		n := min(len(rest), maxFrame)
-		frame := make([]byte, 5+n)
-		frame[0] = b.kind
-		binary.BigEndian.PutUint32(frame[1:5], uint32(n))
-		copy(frame[5:], rest[:n])
-		rest = rest[n:]
-		for sess := range s.sessions {
-			select {
-			case sess.out <- frame:
-			default: // too slow: dropped, as the container must not wait
-				delete(s.sessions, sess)
-				close(sess.out)
-				sess.conn.Close()
-			}
-		}
-	}
-	return len(p), nil
-}
-
-// stop closes the socket and, once each session's frames are out (the
-// container's output all read by now), the sessions; the agent's attach
-// sees EOF.
-func (s *attachServer) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	for sess := range s.sessions {
-		delete(s.sessions, sess)
-		close(sess.out)
-	}
-	s.mu.Unlock()
-	s.ln.Close()
-	os.Remove(s.path)
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(sessionWriteTimeout):
-	}
-}
-
-// ptyOutput reads a terminal's master: EIO, once no process holds the
-// terminal any more, is its end.
-type ptyOutput struct{ *os.File }
-
-func (p ptyOutput) Read(b []byte) (int, error) {
-	n, err := p.File.Read(b)
-	if errors.Is(err, syscall.EIO) {
-		err = io.EOF
-	}
-	return n, err
-}
 
 // Attach connects to a running container started with stdin or a tty, as
 // containerd's attach does: stdin (nil for none) goes to the container's
@@ -318,12 +32,12 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 	if !c.spec.Stdin && !c.spec.TTY {
 		return fmt.Errorf("attach to container %s: started without stdin or a tty: %w", containerID, errors.ErrUnsupported)
 	}
-	addr, done, err := unixAddr(c.dir, attachSocket)
+	path, done, err := supervisor.SocketPath(c.dir, supervisor.AttachSocket)
 	if err != nil {
 		return fmt.Errorf("attach to container %s: %w", containerID, err)
 	}
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", addr.Name)
+	conn, err := d.DialContext(ctx, "unix", path)
 	done()
 	if err != nil {
 		return fmt.Errorf("attach to container %s: %w", containerID, err)
@@ -334,33 +48,33 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 	stopClose := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopClose()
 	br := bufio.NewReader(conn)
-	buf := make([]byte, maxFrame)
+	buf := make([]byte, supervisor.MaxFrame)
 	// Output written before the session was registered is not ours to
 	// see: stdin goes in only once it is.
-	if kind, _, err := readFrame(br, buf); err != nil || kind != frameReady {
+	if kind, _, err := supervisor.ReadFrame(br, buf); err != nil || kind != supervisor.FrameReady {
 		return fmt.Errorf("attach to container %s: no session (%v)", containerID, err)
 	}
 	var wmu sync.Mutex
 	send := func(kind byte, p []byte) error {
 		wmu.Lock()
 		defer wmu.Unlock()
-		return writeFrame(conn, kind, p)
+		return supervisor.WriteFrame(conn, kind, p)
 	}
 	if stdin != nil && c.spec.Stdin {
 		// Ends at stdin's end, or at its first read after conn closed
 		// (the streams close once Attach returned).
-		if err := send(frameStdin, nil); err != nil {
+		if err := send(supervisor.FrameStdin, nil); err != nil {
 			return fmt.Errorf("attach to container %s: %w", containerID, err)
 		}
 		go func() {
-			buf := make([]byte, maxFrame)
+			buf := make([]byte, supervisor.MaxFrame)
 			for {
 				n, err := stdin.Read(buf)
-				if n > 0 && send(frameStdin, buf[:n]) != nil {
+				if n > 0 && send(supervisor.FrameStdin, buf[:n]) != nil {
 					return
 				}
 				if err != nil {
-					send(frameStdinEnd, nil)
+					send(supervisor.FrameStdinEnd, nil)
 					return
 				}
 			}
@@ -379,7 +93,7 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 					}
 					binary.BigEndian.PutUint16(b[0:2], sz.Width)
 					binary.BigEndian.PutUint16(b[2:4], sz.Height)
-					if send(frameResize, b[:]) != nil {
+					if send(supervisor.FrameResize, b[:]) != nil {
 						return
 					}
 				}
@@ -387,7 +101,7 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 		}()
 	}
 	for {
-		kind, p, err := readFrame(br, buf)
+		kind, p, err := supervisor.ReadFrame(br, buf)
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil // the container exited, or the client went
@@ -395,7 +109,7 @@ func (r *Runtime) Attach(ctx context.Context, containerID string, stdin io.Reade
 			return fmt.Errorf("attach to container %s: %w", containerID, err)
 		}
 		w := stdout
-		if kind == frameStderr && !c.spec.TTY {
+		if kind == supervisor.FrameStderr && !c.spec.TTY {
 			w = stderr
 		}
 		if w != nil {

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kiteruntime "github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and polling readers.
@@ -43,7 +44,7 @@ func TestAttachStdinOnceEndsWithTheSession(t *testing.T) {
 	cfg := containerConfig("cat", "cat")
 	cfg.Stdin, cfg.StdinOnce = true, true
 	id := f.run(cfg)
-	if n := len(filepath.Join(f.root, containersDir, id, attachSocket)); n <= 108 {
+	if n := len(filepath.Join(f.root, containersDir, id, supervisor.AttachSocket)); n <= 108 {
 		t.Fatalf("socket path of %d bytes: the test wants one longer than sun_path", n)
 	}
 	var stdout, stderr syncBuffer

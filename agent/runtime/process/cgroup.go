@@ -8,47 +8,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
-
-// cgroupPaths are the cgroup directories of one pod or container: one
-// directory on a unified (v2) host, one per controller on a v1 host. The
-// zero value is "no cgroup": the container runs in the agent's own.
-type cgroupPaths struct {
-	Unified string `json:"unified,omitempty"`
-	Memory  string `json:"memory,omitempty"`
-	CPU     string `json:"cpu,omitempty"`
-	Pids    string `json:"pids,omitempty"`
-}
-
-func (p cgroupPaths) dirs() []string {
-	var d []string
-	for _, s := range []string{p.Unified, p.Memory, p.CPU, p.Pids} {
-		if s != "" {
-			d = append(d, s)
-		}
-	}
-	return d
-}
-
-func (p cgroupPaths) child(name string) cgroupPaths {
-	join := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		return filepath.Join(s, name)
-	}
-	return cgroupPaths{Unified: join(p.Unified), Memory: join(p.Memory), CPU: join(p.CPU), Pids: join(p.Pids)}
-}
 
 // cgroupHost is where this host lets the runtime make cgroups: the kite
 // parent cgroup (v2) or one per controller (v1), created by New. Zero
 // paths with a reason: no writable cgroup, containers run unlimited.
 type cgroupHost struct {
-	root        cgroupPaths
+	root        supervisor.CgroupPaths
 	unavailable string // why there is no cgroup; "" when there is
 	partial     string // which limits cannot be enforced although there is a cgroup
 }
@@ -74,12 +44,12 @@ func detectCgroups(name string) cgroupHost {
 		if err := setupV2Parent(root, dir); err != nil {
 			return cgroupHost{unavailable: fmt.Sprintf("cgroup v2 at %s is not usable: %v", root, err)}
 		}
-		return cgroupHost{root: cgroupPaths{Unified: dir}}
+		return cgroupHost{root: supervisor.CgroupPaths{Unified: dir}}
 	}
 	if name == "" {
 		name = "kite"
 	}
-	var p cgroupPaths
+	var p supervisor.CgroupPaths
 	var problems []string
 	for _, c := range []struct {
 		controller string
@@ -182,10 +152,10 @@ func enableControllers(dir string, enable []string) error {
 	return nil
 }
 
-// create makes the cgroup directories of p and writes the limits of res
+// createCgroup makes the cgroup directories of p and writes the limits of res
 // (nil: none). v2 directories also pass the controllers on to children.
-func (p cgroupPaths) create(res *runtimeapi.LinuxContainerResources, parentForChildren bool) error {
-	for _, d := range p.dirs() {
+func createCgroup(p supervisor.CgroupPaths, res *runtimeapi.LinuxContainerResources, parentForChildren bool) error {
+	for _, d := range p.Dirs() {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", d, err)
 		}
@@ -206,14 +176,14 @@ func (p cgroupPaths) create(res *runtimeapi.LinuxContainerResources, parentForCh
 	if res == nil {
 		return nil
 	}
-	return p.writeLimits(res)
+	return writeCgroupLimits(p, res)
 }
 
 type cgroupWrite struct{ dir, file, value string }
 
-// limitWrites turns CRI resources into cgroup file writes for p, in the
+// cgroupLimitWrites turns CRI resources into cgroup file writes for p, in the
 // order they must happen (v1 memsw after the memory limit).
-func (p cgroupPaths) limitWrites(res *runtimeapi.LinuxContainerResources) []cgroupWrite {
+func cgroupLimitWrites(p supervisor.CgroupPaths, res *runtimeapi.LinuxContainerResources) []cgroupWrite {
 	var w []cgroupWrite
 	add := func(dir, file, value string) {
 		if dir != "" {
@@ -261,8 +231,8 @@ func (p cgroupPaths) limitWrites(res *runtimeapi.LinuxContainerResources) []cgro
 	return w
 }
 
-func (p cgroupPaths) writeLimits(res *runtimeapi.LinuxContainerResources) error {
-	for _, w := range p.limitWrites(res) {
+func writeCgroupLimits(p supervisor.CgroupPaths, res *runtimeapi.LinuxContainerResources) error {
+	for _, w := range cgroupLimitWrites(p, res) {
 		path := filepath.Join(w.dir, w.file)
 		err := os.WriteFile(path, []byte(w.value), 0)
 		// Swap limits exist only where swap accounting is on.
@@ -286,101 +256,4 @@ func cpuSharesToWeight(shares int64) int64 {
 		shares = 262144
 	}
 	return 1 + ((shares-2)*9999)/262142
-}
-
-// join moves process pid into every cgroup of p.
-func (p cgroupPaths) join(pid int) error {
-	for _, d := range p.dirs() {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("join cgroup %s: %w", d, err)
-		}
-	}
-	return nil
-}
-
-// procs lists the processes in p's cgroups.
-func (p cgroupPaths) procs() []int {
-	var pids []int
-	for _, d := range p.dirs() {
-		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
-
-// populated reports whether any process is left in p.
-func (p cgroupPaths) populated() bool {
-	if p.Unified != "" {
-		b, err := os.ReadFile(filepath.Join(p.Unified, "cgroup.events"))
-		if err == nil {
-			return !strings.Contains(string(b), "populated 0")
-		}
-	}
-	return len(p.procs()) > 0
-}
-
-// kill sends SIGKILL to every process in p: through cgroup.kill on v2,
-// which also catches processes forking meanwhile; on v1 by listing the
-// members until none is left or the bound passes.
-func (p cgroupPaths) kill() {
-	if p.Unified != "" {
-		if err := os.WriteFile(filepath.Join(p.Unified, "cgroup.kill"), []byte("1"), 0); err == nil {
-			return
-		}
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		pids := p.procs()
-		if len(pids) == 0 {
-			return
-		}
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// oomKills returns how many processes of p the kernel's OOM killer ended
-// (v2 memory.events, v1 memory.oom_control "oom_kill").
-func (p cgroupPaths) oomKills() int64 {
-	var file string
-	switch {
-	case p.Unified != "":
-		file = filepath.Join(p.Unified, "memory.events")
-	case p.Memory != "":
-		file = filepath.Join(p.Memory, "memory.oom_control")
-	default:
-		return 0
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-// remove deletes p's directories; they must be empty of processes (a
-// child cgroup must be removed first).
-func (p cgroupPaths) remove() error {
-	var errs []error
-	for _, d := range p.dirs() {
-		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-		}
-	}
-	return errors.Join(errs...)
 }

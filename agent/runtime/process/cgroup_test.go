@@ -12,6 +12,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // cgroupFixture is a fixture whose runtime has writable cgroups, or skips
@@ -32,30 +34,30 @@ func TestLimitWrites(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		paths cgroupPaths
+		paths supervisor.CgroupPaths
 		res   *runtimeapi.LinuxContainerResources
 		want  []cgroupWrite
 	}{
-		{"v2", cgroupPaths{Unified: "/u"}, res, []cgroupWrite{
+		{"v2", supervisor.CgroupPaths{Unified: "/u"}, res, []cgroupWrite{
 			{"/u", "memory.max", "67108864"}, {"/u", "memory.swap.max", "0"},
 			{"/u", "cpu.max", "50000 100000"}, {"/u", "cpu.weight", "20"}, {"/u", "pids.max", "10"},
 		}},
-		{"v1", cgroupPaths{Memory: "/m", CPU: "/c", Pids: "/p"}, res, []cgroupWrite{
+		{"v1", supervisor.CgroupPaths{Memory: "/m", CPU: "/c", Pids: "/p"}, res, []cgroupWrite{
 			{"/m", "memory.limit_in_bytes", "67108864"}, {"/m", "memory.memsw.limit_in_bytes", "67108864"},
 			{"/c", "cpu.cfs_period_us", "100000"}, {"/c", "cpu.cfs_quota_us", "50000"}, {"/c", "cpu.shares", "512"},
 			{"/p", "pids.max", "10"},
 		}},
-		{"v1 without a pids hierarchy", cgroupPaths{Memory: "/m"}, &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 1 << 20, Unified: map[string]string{"pids.max": "10"}}, []cgroupWrite{
+		{"v1 without a pids hierarchy", supervisor.CgroupPaths{Memory: "/m"}, &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 1 << 20, Unified: map[string]string{"pids.max": "10"}}, []cgroupWrite{
 			{"/m", "memory.limit_in_bytes", "1048576"}, {"/m", "memory.memsw.limit_in_bytes", "1048576"},
 		}},
-		{"quota without period gets 100ms", cgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{CpuQuota: 20000}, []cgroupWrite{
+		{"quota without period gets 100ms", supervisor.CgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{CpuQuota: 20000}, []cgroupWrite{
 			{"/u", "cpu.max", "20000 100000"},
 		}},
-		{"nothing set", cgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{}, nil},
+		{"nothing set", supervisor.CgroupPaths{Unified: "/u"}, &runtimeapi.LinuxContainerResources{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.paths.limitWrites(tt.res)
+			got := cgroupLimitWrites(tt.paths, tt.res)
 			if len(got) != len(tt.want) {
 				t.Fatalf("writes %v, want %v", got, tt.want)
 			}
@@ -77,7 +79,7 @@ func TestContainerCgroupHasItsLimits(t *testing.T) {
 	id := f.run(cfg)
 	c, _ := f.rt.container(id)
 	st := startedOf(t, f.rt, id)
-	for _, w := range c.spec.Cgroup.limitWrites(cfg.Linux.Resources) {
+	for _, w := range cgroupLimitWrites(c.spec.Cgroup, cfg.Linux.Resources) {
 		if strings.Contains(w.file, "swap") || strings.Contains(w.file, "memsw") {
 			continue
 		}
@@ -91,7 +93,7 @@ func TestContainerCgroupHasItsLimits(t *testing.T) {
 		}
 	}
 	found := false
-	for _, pid := range c.spec.Cgroup.procs() {
+	for _, pid := range c.spec.Cgroup.Procs() {
 		found = found || pid == st.Process.PID
 	}
 	if !found {
@@ -100,7 +102,7 @@ func TestContainerCgroupHasItsLimits(t *testing.T) {
 	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
 		t.Fatal(err)
 	}
-	if c.spec.Cgroup.populated() {
+	if c.spec.Cgroup.Populated() {
 		t.Error("cgroup still populated after StopContainer")
 	}
 }
@@ -174,11 +176,11 @@ func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
 	if !ok {
 		t.Skip("needs a cgroup2 hierarchy")
 	}
-	p := cgroupPaths{Unified: filepath.Join(root, "kite-test-"+strconv.Itoa(os.Getpid()))}
-	if err := p.create(nil, false); err != nil {
+	p := supervisor.CgroupPaths{Unified: filepath.Join(root, "kite-test-"+strconv.Itoa(os.Getpid()))}
+	if err := createCgroup(p, nil, false); err != nil {
 		t.Skipf("needs a writable cgroup2 hierarchy: %v", err)
 	}
-	defer p.remove()
+	defer p.Remove()
 	if _, err := os.Stat(filepath.Join(p.Unified, "cgroup.kill")); err != nil {
 		t.Skipf("needs cgroup.kill (Linux 5.14): %v", err)
 	}
@@ -194,24 +196,24 @@ func TestUnifiedCgroupKillAndPopulated(t *testing.T) {
 	}
 	waitDone := make(chan struct{})
 	go func() { cmd.Wait(); close(waitDone) }()
-	for deadline := time.Now().Add(5 * time.Second); len(p.procs()) < 3; {
+	for deadline := time.Now().Add(5 * time.Second); len(p.Procs()) < 3; {
 		if time.Now().After(deadline) {
-			t.Fatalf("cgroup holds %v, want the shell and two sleeps", p.procs())
+			t.Fatalf("cgroup holds %v, want the shell and two sleeps", p.Procs())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !p.populated() {
+	if !p.Populated() {
 		t.Fatal("populated() false with three processes in the cgroup")
 	}
-	p.kill()
+	p.Kill()
 	<-waitDone
-	for deadline := time.Now().Add(5 * time.Second); p.populated(); {
+	for deadline := time.Now().Add(5 * time.Second); p.Populated(); {
 		if time.Now().After(deadline) {
-			t.Fatalf("still populated after cgroup.kill: %v", p.procs())
+			t.Fatalf("still populated after cgroup.kill: %v", p.Procs())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := p.remove(); err != nil {
+	if err := p.Remove(); err != nil {
 		t.Errorf("remove: %v", err)
 	}
 }

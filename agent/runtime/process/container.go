@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // container is one container's records. The started and exit records are
@@ -18,13 +20,13 @@ import (
 // Runtime.mu.
 type container struct {
 	containerRecord
-	spec   containerSpec
+	spec   supervisor.ContainerSpec
 	config *runtimeapi.ContainerConfig
 	dir    string
 
 	starting bool
-	started  *startedRecord
-	exit     *exitRecord
+	started  *supervisor.StartedRecord
+	exit     *supervisor.ExitRecord
 }
 
 func (r *Runtime) containersOf(sandboxID string) []*container {
@@ -80,13 +82,13 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	dir := filepath.Join(r.root, containersDir, id)
 	rec := containerRecord{ID: id, SandboxID: podSandboxID, CreatedAt: time.Now().UnixNano(), Config: cfg}
 	if s.Cgroup.Unified != "" || s.Cgroup.Memory != "" || s.Cgroup.CPU != "" || s.Cgroup.Pids != "" {
-		spec.Cgroup = s.Cgroup.child("ctr-" + id)
+		spec.Cgroup = s.Cgroup.Child("ctr-" + id)
 	}
 	undo := func() {
 		os.RemoveAll(dir)
-		spec.Cgroup.remove()
+		spec.Cgroup.Remove()
 	}
-	if err := spec.Cgroup.create(config.GetLinux().GetResources(), false); err != nil {
+	if err := createCgroup(spec.Cgroup, config.GetLinux().GetResources(), false); err != nil {
 		undo()
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
@@ -96,11 +98,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	// spec.json before container.json: a directory without container.json
 	// is an unfinished create, which load removes.
-	if err := writeRecord(dir, specFile, spec); err != nil {
+	if err := supervisor.WriteRecord(dir, supervisor.SpecFile, spec); err != nil {
 		undo()
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
-	if err := writeRecord(dir, containerFile, rec); err != nil {
+	if err := supervisor.WriteRecord(dir, containerFile, rec); err != nil {
 		undo()
 		return "", fmt.Errorf("create container %s: %w", name, err)
 	}
@@ -112,22 +114,22 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 
 // containerSpec turns a CRI config into what the supervisor and init
 // carry out, refusing what this runtime cannot do.
-func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig, s *sandbox) (containerSpec, error) {
+func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig, s *sandbox) (supervisor.ContainerSpec, error) {
 	if len(config.Command) == 0 {
-		return containerSpec{}, fmt.Errorf("%w: the process runtime runs a container's command on the host and cannot take it from image %q", ErrNoCommand, config.GetImage().GetImage())
+		return supervisor.ContainerSpec{}, fmt.Errorf("%w: the process runtime runs a container's command on the host and cannot take it from image %q", ErrNoCommand, config.GetImage().GetImage())
 	}
 	logDir := sandboxConfig.GetLogDirectory()
 	if logDir == "" {
 		logDir = s.config.GetLogDirectory()
 	}
 	if config.LogPath == "" || logDir == "" {
-		return containerSpec{}, errors.New("no log path: the sandbox's log directory and the container's log path are both required")
+		return supervisor.ContainerSpec{}, errors.New("no log path: the sandbox's log directory and the container's log path are both required")
 	}
 	logPath := filepath.Join(logDir, config.LogPath)
 	if !filepath.IsAbs(logPath) {
-		return containerSpec{}, fmt.Errorf("log path %q is not absolute", logPath)
+		return supervisor.ContainerSpec{}, fmt.Errorf("log path %q is not absolute", logPath)
 	}
-	spec := containerSpec{
+	spec := supervisor.ContainerSpec{
 		Args:        append(append([]string{}, config.Command...), config.Args...),
 		WorkingDir:  config.WorkingDir,
 		LogPath:     logPath,
@@ -140,41 +142,41 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 	hasPath, hasTerm := false, false
 	for _, kv := range config.Envs {
 		if kv.Key == "" || strings.Contains(kv.Key, "=") {
-			return containerSpec{}, fmt.Errorf("environment variable name %q is invalid", kv.Key)
+			return supervisor.ContainerSpec{}, fmt.Errorf("environment variable name %q is invalid", kv.Key)
 		}
 		spec.Env = append(spec.Env, kv.Key+"="+string(kv.Value))
 		hasPath = hasPath || kv.Key == "PATH"
 		hasTerm = hasTerm || kv.Key == "TERM"
 	}
 	if !hasPath {
-		spec.Env = append(spec.Env, "PATH="+defaultPath)
+		spec.Env = append(spec.Env, "PATH="+supervisor.DefaultPath)
 	}
 	if spec.TTY && !hasTerm {
 		spec.Env = append(spec.Env, "TERM=xterm") // as containerd's WithTTY
 	}
 	user, err := resolveUser(config.GetLinux().GetSecurityContext())
 	if err != nil {
-		return containerSpec{}, err
+		return supervisor.ContainerSpec{}, err
 	}
 	spec.User = user
 	if res := config.GetLinux().GetResources(); res != nil && res.OomScoreAdj != 0 {
 		if res.OomScoreAdj < -1000 || res.OomScoreAdj > 1000 {
-			return containerSpec{}, fmt.Errorf("oom_score_adj %d: not in [-1000, 1000]", res.OomScoreAdj)
+			return supervisor.ContainerSpec{}, fmt.Errorf("oom_score_adj %d: not in [-1000, 1000]", res.OomScoreAdj)
 		}
 		adj := res.OomScoreAdj
 		spec.OOMScoreAdj = &adj
 	}
 	if len(config.Mounts) > 0 && r.mountsOff != "" {
-		return containerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
+		return supervisor.ContainerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}
 	for _, m := range config.Mounts {
 		if !filepath.IsAbs(m.ContainerPath) || !filepath.IsAbs(m.HostPath) {
-			return containerSpec{}, fmt.Errorf("mount %q at %q: both paths must be absolute", m.HostPath, m.ContainerPath)
+			return supervisor.ContainerSpec{}, fmt.Errorf("mount %q at %q: both paths must be absolute", m.HostPath, m.ContainerPath)
 		}
 		if _, err := os.Stat(m.HostPath); err != nil {
-			return containerSpec{}, fmt.Errorf("mount %q at %q: %w", m.HostPath, m.ContainerPath, err)
+			return supervisor.ContainerSpec{}, fmt.Errorf("mount %q at %q: %w", m.HostPath, m.ContainerPath, err)
 		}
-		spec.Mounts = append(spec.Mounts, mountSpec{Source: m.HostPath, Target: filepath.Clean(m.ContainerPath), ReadOnly: m.Readonly})
+		spec.Mounts = append(spec.Mounts, supervisor.Mount{Source: m.HostPath, Target: filepath.Clean(m.ContainerPath), ReadOnly: m.Readonly})
 	}
 	return spec, nil
 }
@@ -192,7 +194,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error
 	if err := r.StopContainer(ctx, containerID, 0); err != nil {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
-	if err := c.spec.Cgroup.remove(); err != nil {
+	if err := c.spec.Cgroup.Remove(); err != nil {
 		return fmt.Errorf("remove container %s: %w", containerID, err)
 	}
 	// Renamed away first, in one step, so that nothing writing a record

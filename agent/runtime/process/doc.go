@@ -4,7 +4,8 @@
 // filesystem or a network namespace. Pods use the host's network.
 //
 // Each container has a supervisor, a copy of this binary re-executed in
-// the "supervisor" role (see Main), which plays conmon's part: it starts
+// the "supervisor" role (package supervisor, which runs it from its init
+// before the binary's other initialisers), which plays conmon's part: it starts
 // the command in a session of its own (and, with mounts, in a private
 // mount namespace), writes its stdout and stderr to the CRI log, waits for
 // it and records how it ended. The supervisors outlive the agent, and

@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	kiteruntime "github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // execWaitDelay bounds how long ExecSync waits for the output pipes after
@@ -106,7 +107,7 @@ func (r *Runtime) joinV1Cgroups(containerID string, pid int) {
 	}
 	v1 := c.spec.Cgroup
 	v1.Unified = ""
-	if err := v1.join(pid); err != nil {
+	if err := v1.Join(pid); err != nil {
 		fmt.Fprintf(os.Stderr, "process runtime: exec in container %s: %v\n", containerID, err)
 	}
 }
@@ -122,7 +123,7 @@ func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []str
 		return nil, cleanup, fmt.Errorf("exec in container: %w", err)
 	}
 	st, ex := r.observe(c)
-	if st == nil || ex != nil || !st.Process.alive() {
+	if st == nil || ex != nil || !st.Process.Alive() {
 		return nil, cleanup, fmt.Errorf("exec in container %s: container is not running", containerID)
 	}
 	wd := c.spec.WorkingDir
@@ -135,7 +136,7 @@ func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []str
 		// Look the command up through the container's mounts.
 		root = proc + "/root"
 	}
-	path, err := lookPathIn(root, cmd[0], c.spec.Env)
+	path, err := supervisor.LookPathIn(root, cmd[0], c.spec.Env)
 	if err != nil {
 		return nil, cleanup, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
@@ -162,7 +163,7 @@ func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []str
 	}
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if len(c.spec.Mounts) == 0 {
-		x.SysProcAttr.Credential = c.spec.User.credential()
+		x.SysProcAttr.Credential = c.spec.User.Credential()
 	}
 	if dir := c.spec.Cgroup.Unified; dir != "" {
 		if f, err := os.Open(dir); err == nil {

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kiteruntime "github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 const testCgroupName = "kite-test"
@@ -143,8 +144,8 @@ func parseCRILog(t *testing.T, log string) []criLine {
 		if len(parts) != 4 {
 			t.Fatalf("log line %q: want 4 fields", l)
 		}
-		ts, err := time.Parse(criTimeFormat, parts[0])
-		if err != nil || len(parts[0]) != len(ts.Format(criTimeFormat)) {
+		ts, err := time.Parse(supervisor.CRITimeFormat, parts[0])
+		if err != nil || len(parts[0]) != len(ts.Format(supervisor.CRITimeFormat)) {
 			t.Fatalf("log line %q: timestamp %q is not RFC 3339 with 9 fixed digits: %v", l, parts[0], err)
 		}
 		if parts[1] != "stdout" && parts[1] != "stderr" {
@@ -159,7 +160,7 @@ func parseCRILog(t *testing.T, log string) []criLine {
 }
 
 func processAlive(pid int) bool {
-	_, state, err := procStat(pid)
+	_, state, err := supervisor.ProcStat(pid)
 	return err == nil && state != 'Z'
 }
 

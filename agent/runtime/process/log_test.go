@@ -8,9 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 func TestLogIsCRIFormatWithPartialLines(t *testing.T) {
@@ -45,7 +46,7 @@ func TestLogIsCRIFormatWithPartialLines(t *testing.T) {
 		}
 		got = append(got, piece{l.partial, len(l.content)})
 	}
-	want := []piece{{true, maxLogLine}, {true, maxLogLine}, {false, 40000 - 2*maxLogLine}}
+	want := []piece{{true, supervisor.MaxLogLine}, {true, supervisor.MaxLogLine}, {false, 40000 - 2*supervisor.MaxLogLine}}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("piece %d of the long line: %+v, want %+v", i, got[i], want[i])
@@ -101,7 +102,7 @@ func TestLogRotatesKeepingMaxFiles(t *testing.T) {
 	sort.Strings(rotated)
 	for i, name := range rotated {
 		base := strings.TrimSuffix(strings.TrimPrefix(name, logPath+"."), ".gz")
-		if _, err := time.ParseInLocation(rotatedTimeFormat, base, time.Local); err != nil {
+		if _, err := time.ParseInLocation(supervisor.RotatedTimeFormat, base, time.Local); err != nil {
 			t.Errorf("rotated file %s is not named <log>.YYYYMMDD-HHMMSS: %v", name, err)
 		}
 		if gz := strings.HasSuffix(name, ".gz"); gz != (i < len(rotated)-1) {
@@ -151,72 +152,4 @@ func readMaybeGzip(t *testing.T, name string) string {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return string(b)
-}
-
-// TestLogWriterRotationWithConcurrentStreams drives the writer itself
-// with a clock that moves a second per entry, from two goroutines (stdout
-// and stderr), so that it rotates on nearly every entry while its
-// background compression runs.
-func TestLogWriterRotationWithConcurrentStreams(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c", "0.log")
-	const maxFiles = 4
-	w, err := openLogWriter(path, 1000, maxFiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
-	w.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		clock = clock.Add(time.Second)
-		return clock
-	}
-	var wg sync.WaitGroup
-	for _, stream := range []string{"stdout", "stderr"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 300 {
-				if err := w.writeEntry(stream, false, []byte(stream+"-"+strconv.Itoa(i)+"-"+strings.Repeat("z", 60))); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := w.close(); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(path + "*")
-	sort.Strings(files) // path, then path.<time>…: rotated ones in time order
-	files = append(files[1:], files[0])
-	if len(files) > maxFiles {
-		t.Errorf("%d files %v, want at most %d", len(files), files, maxFiles)
-	}
-	// Per stream, the kept entries are a run without gaps or repeats, and
-	// the newest file ends with one stream's last entry.
-	last := map[string]int{}
-	var final criLine
-	for i, name := range files {
-		if strings.HasSuffix(name, ".tmp") {
-			t.Errorf("leftover %s", name)
-			continue
-		}
-		if gz := strings.HasSuffix(name, ".gz"); gz != (i < len(files)-2) {
-			t.Errorf("%s: compressed=%v; all rotated files but the newest should be", name, gz)
-		}
-		for _, l := range parseCRILog(t, readMaybeGzip(t, name)) {
-			n, _ := strconv.Atoi(strings.Split(l.content, "-")[1])
-			if prev, ok := last[l.stream]; ok && n != prev+1 {
-				t.Errorf("%s: %s entry %d follows %d", name, l.stream, n, prev)
-			}
-			last[l.stream] = n
-			final = l
-		}
-	}
-	if !strings.HasPrefix(final.content, final.stream+"-299-") {
-		t.Errorf("newest entry %q, want a stream's last (299)", final.content)
-	}
 }

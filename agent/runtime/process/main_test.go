@@ -10,8 +10,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain lets the test binary serve as the runtime's supervisor and
-// container init (Main returns at once in the test process itself), and
+// TestMain: the test binary serves as the runtime's supervisor and
+// container init through package supervisor's init (Main is a no-op), and
 // as a short-lived agent for TestAgentProcessRestart. It checks for
 // leaked goroutines and removes the tests' parent cgroups afterwards.
 func TestMain(m *testing.M) {

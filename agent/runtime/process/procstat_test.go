@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // TestSignalGroup: the whole group of the recorded process is signalled;
@@ -38,17 +40,17 @@ func TestSignalGroup(t *testing.T) {
 			if err != nil {
 				t.Fatalf("child pid %q: %v", buf[:n], err)
 			}
-			p, err := identify(cmd.Process.Pid)
+			p, err := supervisor.Identify(cmd.Process.Pid)
 			if err != nil {
 				t.Fatal(err)
 			}
 			p.StartTime += tt.startDelta
-			if sent := signalGroup(p, syscall.SIGKILL); sent != tt.wantSent {
-				t.Fatalf("signalGroup = %v, want %v", sent, tt.wantSent)
+			if sent := supervisor.SignalGroup(p, syscall.SIGKILL); sent != tt.wantSent {
+				t.Fatalf("supervisor.SignalGroup = %v, want %v", sent, tt.wantSent)
 			}
 			time.Sleep(100 * time.Millisecond)
 			if alive := processAlive(child); alive == tt.wantSent {
-				t.Errorf("group member alive=%v after signalGroup sent=%v", alive, tt.wantSent)
+				t.Errorf("group member alive=%v after supervisor.SignalGroup sent=%v", alive, tt.wantSent)
 			}
 		})
 	}

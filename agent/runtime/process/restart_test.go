@@ -12,6 +12,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // TestRestartedRuntimeAdoptsRunningContainers opens a second Runtime over
@@ -85,16 +87,16 @@ func TestReusedPIDIsNotTakenForTheContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { stranger.Process.Kill(); stranger.Wait() }()
-	ident, err := identify(stranger.Process.Pid)
+	ident, err := supervisor.Identify(stranger.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := f.rt.container(id)
-	other := procIdentity{PID: ident.PID, StartTime: ident.StartTime + 1}
-	if err := writeRecord(c.dir, startedFile, startedRecord{Process: other, Supervisor: other, StartedAt: time.Now().UnixNano(), BootID: f.rt.bootID}); err != nil {
+	other := supervisor.ProcIdentity{PID: ident.PID, StartTime: ident.StartTime + 1}
+	if err := supervisor.WriteRecord(c.dir, supervisor.StartedFile, supervisor.StartedRecord{Process: other, Supervisor: other, StartedAt: time.Now().UnixNano(), BootID: f.rt.bootID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(c.dir + "/" + exitFile); err != nil {
+	if err := os.Remove(c.dir + "/" + supervisor.ExitFile); err != nil {
 		t.Fatal(err)
 	}
 
@@ -118,7 +120,7 @@ func TestReusedPIDIsNotTakenForTheContainer(t *testing.T) {
 	}
 }
 
-func startedOf(t *testing.T, r *Runtime, id string) *startedRecord {
+func startedOf(t *testing.T, r *Runtime, id string) *supervisor.StartedRecord {
 	t.Helper()
 	c, err := r.container(id)
 	if err != nil {
@@ -166,7 +168,7 @@ func TestSecondSupervisorIsRefused(t *testing.T) {
 	id := f.run(containerConfig("once", "sh", "-c", `echo up; exec sleep 100`))
 	f.waitLog("once", "up", 5*time.Second)
 	c, _ := f.rt.container(id)
-	started := c.dir + "/" + startedFile
+	started := c.dir + "/" + supervisor.StartedFile
 	saved, err := os.ReadFile(started)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +184,7 @@ func TestSecondSupervisorIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already supervised") {
 		t.Errorf("second start: %v, want already supervised", err)
 	}
-	if recordExists(c.dir, exitFile) {
+	if supervisor.RecordExists(c.dir, supervisor.ExitFile) {
 		t.Error("the refused supervisor wrote an exit record over the running container")
 	}
 	if err := os.WriteFile(started, saved, 0o600); err != nil {
@@ -209,19 +211,19 @@ func TestRecordsFromAnotherBoot(t *testing.T) {
 	// directory.
 	defer func() {
 		syscall.Kill(-st.Process.PID, syscall.SIGKILL)
-		for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive() && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(5 * time.Second); st.Supervisor.Alive() && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
 	c, _ := f.rt.container(id)
 	moved := *st
 	moved.BootID = "an-earlier-boot"
-	if err := writeRecord(c.dir, startedFile, moved); err != nil {
+	if err := supervisor.WriteRecord(c.dir, supervisor.StartedFile, moved); err != nil {
 		t.Fatal(err)
 	}
 	sb := f.rt.sandboxes[f.sandbox].sandboxRecord
 	sb.BootID = "an-earlier-boot"
-	if err := writeRecord(f.rt.sandboxDir(f.sandbox), sandboxFile, sb); err != nil {
+	if err := supervisor.WriteRecord(f.rt.sandboxDir(f.sandbox), sandboxFile, sb); err != nil {
 		t.Fatal(err)
 	}
 
@@ -258,7 +260,7 @@ func TestStopWithoutSupervisor(t *testing.T) {
 	if err := syscall.Kill(st.Supervisor.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); st.Supervisor.alive(); {
+	for deadline := time.Now().Add(5 * time.Second); st.Supervisor.Alive(); {
 		if time.Now().After(deadline) {
 			t.Fatal("supervisor survived SIGKILL")
 		}
@@ -270,7 +272,7 @@ func TestStopWithoutSupervisor(t *testing.T) {
 	if err := f.rt.StopContainer(ctx, id, 1); err != nil {
 		t.Fatal(err)
 	}
-	if st.Process.alive() {
+	if st.Process.Alive() {
 		t.Error("StopContainer left the unsupervised process running")
 	}
 	if s := f.status(id); s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "Unknown" {

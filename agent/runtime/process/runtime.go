@@ -1,6 +1,7 @@
 package process
 
 import (
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 	kiteversion "github.com/kite-project/kite/version"
 
 	"context"
@@ -72,10 +73,8 @@ type Options struct {
 	// manager owns them.
 	NoCgroups bool
 	// HelperBinary is the binary started as each container's supervisor
-	// (it must call Main first thing and be of the same build as the
-	// agent); "" means this binary, re-executed. A small binary that
-	// links only this package costs each container about a quarter of the
-	// memory the whole agent's binary does (docs/runtime.md).
+	// (it must link package supervisor, whose init runs the role, and be
+	// of the same build as the agent); "" means this binary, re-executed.
 	HelperBinary string
 	// Version is the runtime version Version reports; "" means the main
 	// module's version from the build info.
@@ -144,7 +143,7 @@ func New(o Options) (*Runtime, error) {
 		r.logMaxFiles = 5
 	}
 	if r.helper == "" {
-		r.helper = selfExe
+		r.helper = supervisor.SelfExe
 	}
 	if r.version == "" {
 		r.version = moduleVersion()
@@ -155,11 +154,11 @@ func New(o Options) (*Runtime, error) {
 	default:
 		r.cgroups = detectCgroups(o.CgroupName)
 	}
-	if r.bootID, err = readBootID(); err != nil {
+	if r.bootID, err = supervisor.ReadBootID(); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
 	r.mountsOff = mountNamespaceSupport()
-	r.nsenter, _ = lookPath("nsenter", os.Environ())
+	r.nsenter, _ = supervisor.LookPath("nsenter", os.Environ())
 	if err := r.load(); err != nil {
 		return nil, fmt.Errorf("process runtime: %w", err)
 	}
@@ -230,7 +229,7 @@ func (r *Runtime) load() error {
 	for _, e := range entries {
 		dir := filepath.Join(r.root, sandboxesDir, e.Name())
 		var rec sandboxRecord
-		if err := readRecord(dir, sandboxFile, &rec); err != nil {
+		if err := supervisor.ReadRecord(dir, sandboxFile, &rec); err != nil {
 			os.RemoveAll(dir)
 			continue
 		}
@@ -242,7 +241,7 @@ func (r *Runtime) load() error {
 			// The host rebooted: the sandbox's cgroup is gone, and the
 			// kubelet must make a new one (a not-ready sandbox).
 			rec.Stopped = true
-			if err := writeRecord(dir, sandboxFile, rec); err != nil {
+			if err := supervisor.WriteRecord(dir, sandboxFile, rec); err != nil {
 				return err
 			}
 		}
@@ -259,12 +258,12 @@ func (r *Runtime) load() error {
 			continue
 		}
 		var rec containerRecord
-		var spec containerSpec
-		if err := readRecord(dir, containerFile, &rec); err != nil {
+		var spec supervisor.ContainerSpec
+		if err := supervisor.ReadRecord(dir, containerFile, &rec); err != nil {
 			os.RemoveAll(dir)
 			continue
 		}
-		if err := readRecord(dir, specFile, &spec); err != nil {
+		if err := supervisor.ReadRecord(dir, supervisor.SpecFile, &spec); err != nil {
 			os.RemoveAll(dir)
 			continue
 		}
@@ -272,11 +271,11 @@ func (r *Runtime) load() error {
 		if err := proto.Unmarshal(rec.Config, cfg); err != nil {
 			return fmt.Errorf("container %s: decode config: %w", rec.ID, err)
 		}
-		var st startedRecord
-		if readRecord(dir, startedFile, &st) == nil && st.BootID != r.bootID && !recordExists(dir, exitFile) {
+		var st supervisor.StartedRecord
+		if supervisor.ReadRecord(dir, supervisor.StartedFile, &st) == nil && st.BootID != r.bootID && !supervisor.RecordExists(dir, supervisor.ExitFile) {
 			// Started before the host rebooted: gone, whatever runs under
 			// its PID with whatever start time now.
-			err := writeRecord(dir, exitFile, exitRecord{
+			err := supervisor.WriteRecord(dir, supervisor.ExitFile, supervisor.ExitRecord{
 				ExitCode: 255, FinishedAt: time.Now().UnixNano(), Reason: "Unknown",
 				Message: "the host rebooted while the container ran",
 			})

@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // sandbox is a pod's sandbox: for host processes, its cgroup (the parent
@@ -42,20 +44,20 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	id := newID()
 	rec := sandboxRecord{ID: id, CreatedAt: time.Now().UnixNano(), Config: cfg, BootID: r.bootID}
 	if r.cgroups.unavailable == "" {
-		rec.Cgroup = r.cgroups.root.child("pod-" + id)
-		if err := rec.Cgroup.create(config.GetLinux().GetResources(), true); err != nil {
-			rec.Cgroup.remove()
+		rec.Cgroup = r.cgroups.root.Child("pod-" + id)
+		if err := createCgroup(rec.Cgroup, config.GetLinux().GetResources(), true); err != nil {
+			rec.Cgroup.Remove()
 			return "", fmt.Errorf("run pod sandbox %s: %w", config.Metadata.Name, err)
 		}
 	}
 	dir := r.sandboxDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		rec.Cgroup.remove()
+		rec.Cgroup.Remove()
 		return "", fmt.Errorf("run pod sandbox %s: %w", config.Metadata.Name, err)
 	}
-	if err := writeRecord(dir, sandboxFile, rec); err != nil {
+	if err := supervisor.WriteRecord(dir, sandboxFile, rec); err != nil {
 		os.RemoveAll(dir)
-		rec.Cgroup.remove()
+		rec.Cgroup.Remove()
 		return "", fmt.Errorf("run pod sandbox %s: %w", config.Metadata.Name, err)
 	}
 	r.mu.Lock()
@@ -86,7 +88,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error
 		return nil
 	}
 	stopped.Stopped = true
-	if err := writeRecord(r.sandboxDir(podSandboxID), sandboxFile, stopped); err != nil {
+	if err := supervisor.WriteRecord(r.sandboxDir(podSandboxID), sandboxFile, stopped); err != nil {
 		return fmt.Errorf("stop pod sandbox %s: %w", podSandboxID, err)
 	}
 	r.mu.Lock()
@@ -113,7 +115,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 	if s == nil {
 		return nil
 	}
-	if err := s.Cgroup.remove(); err != nil {
+	if err := s.Cgroup.Remove(); err != nil {
 		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
 	}
 	if err := os.RemoveAll(r.sandboxDir(podSandboxID)); err != nil {

@@ -57,7 +57,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	if _, err := os.Stat(c.dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("container records left: %v", err)
 	}
-	for _, d := range cgroup.dirs() {
+	for _, d := range cgroup.Dirs() {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("sandbox cgroup %s left: %v", d, err)
 		}

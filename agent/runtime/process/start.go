@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // startTimeout bounds how long StartContainer waits for a supervisor to
@@ -38,7 +40,7 @@ func (r *Runtime) StartContainer(ctx context.Context, containerID string) error 
 		c.starting = false
 		r.mu.Unlock()
 	}()
-	if recordExists(c.dir, startedFile) || recordExists(c.dir, exitFile) {
+	if supervisor.RecordExists(c.dir, supervisor.StartedFile) || supervisor.RecordExists(c.dir, supervisor.ExitFile) {
 		return fmt.Errorf("start container %s: already started", containerID)
 	}
 	if err := r.startSupervisor(ctx, c); err != nil {
@@ -54,7 +56,7 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 		return err
 	}
 	defer devNull.Close()
-	logFile, err := os.OpenFile(filepath.Join(c.dir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(filepath.Join(c.dir, supervisor.LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -66,10 +68,10 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	defer reportR.Close()
 	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
 		Dir: "/",
-		// GOGC=off until Main: the binary's package initialisers
-		// allocate some 5 MB that a collection would only walk (Main
-		// turns the collector back on).
-		Env:   []string{roleEnv + "=" + roleSupervisor, "GOMAXPROCS=1", "GOGC=off"},
+		// The role runs from package supervisor's init, before the
+		// binary's other initialisers, so there is no start-up garbage
+		// to keep a collector from (GOGC=off, until 2026-12-02).
+		Env:   []string{supervisor.RoleEnv + "=" + supervisor.RoleSupervisor, "GOMAXPROCS=1"},
 		Files: []*os.File{devNull, logFile, logFile, reportW},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
@@ -98,9 +100,9 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	case strings.HasPrefix(line, "error: "):
 		return errors.New(strings.TrimPrefix(line, "error: "))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the supervisor did not report within %s (see %s)", time.Since(waited).Round(time.Millisecond), filepath.Join(c.dir, supervisorLog))
+		return fmt.Errorf("the supervisor did not report within %s (see %s)", time.Since(waited).Round(time.Millisecond), filepath.Join(c.dir, supervisor.LogFile))
 	default:
-		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisorLog))
+		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisor.LogFile))
 		return fmt.Errorf("the supervisor ended without a report (%v): %s", err, lastLine(tail))
 	}
 }

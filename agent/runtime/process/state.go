@@ -8,6 +8,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // observe returns what is known of c's process: its start record (nil if
@@ -16,7 +18,7 @@ import (
 // host rebooted, someone killed the supervisor) gets one with reason
 // Unknown, so that it reads as exited from then on; a process under a
 // reused PID is not taken for it, since aliveness checks the start time.
-func (r *Runtime) observe(c *container) (*startedRecord, *exitRecord) {
+func (r *Runtime) observe(c *container) (*supervisor.StartedRecord, *supervisor.ExitRecord) {
 	r.mu.Lock()
 	st, ex := c.started, c.exit
 	r.mu.Unlock()
@@ -24,23 +26,23 @@ func (r *Runtime) observe(c *container) (*startedRecord, *exitRecord) {
 		return st, ex
 	}
 	if st == nil {
-		var s startedRecord
-		if readRecord(c.dir, startedFile, &s) == nil {
+		var s supervisor.StartedRecord
+		if supervisor.ReadRecord(c.dir, supervisor.StartedFile, &s) == nil {
 			st = &s
 		}
 	}
-	var e exitRecord
-	if readRecord(c.dir, exitFile, &e) == nil {
+	var e supervisor.ExitRecord
+	if supervisor.ReadRecord(c.dir, supervisor.ExitFile, &e) == nil {
 		ex = &e
-	} else if st != nil && !st.Process.alive() && !st.Supervisor.alive() {
-		if readRecord(c.dir, exitFile, &e) == nil { // written as the supervisor exited
+	} else if st != nil && !st.Process.Alive() && !st.Supervisor.Alive() {
+		if supervisor.ReadRecord(c.dir, supervisor.ExitFile, &e) == nil { // written as the supervisor exited
 			ex = &e
 		} else {
-			ex = &exitRecord{
+			ex = &supervisor.ExitRecord{
 				ExitCode: 255, FinishedAt: time.Now().UnixNano(), Reason: "Unknown",
 				Message: "the container's process and its supervisor are gone and left no exit record",
 			}
-			if err := writeRecord(c.dir, exitFile, *ex); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := supervisor.WriteRecord(c.dir, supervisor.ExitFile, *ex); err != nil && !errors.Is(err, os.ErrNotExist) {
 				fmt.Fprintf(os.Stderr, "process runtime: %v\n", err) // (not exist: removed meanwhile)
 			}
 		}
@@ -51,7 +53,7 @@ func (r *Runtime) observe(c *container) (*startedRecord, *exitRecord) {
 	return st, ex
 }
 
-func containerState(st *startedRecord, ex *exitRecord) runtimeapi.ContainerState {
+func containerState(st *supervisor.StartedRecord, ex *supervisor.ExitRecord) runtimeapi.ContainerState {
 	switch {
 	case ex != nil:
 		return runtimeapi.ContainerState_CONTAINER_EXITED

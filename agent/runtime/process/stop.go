@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 // StopContainer implements runtime.Service: SIGTERM to the container's
@@ -26,18 +28,18 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		return nil // never started
 	}
 	if ex == nil {
-		if timeout > 0 && signalGroup(st.Process, syscall.SIGTERM) {
+		if timeout > 0 && supervisor.SignalGroup(st.Process, syscall.SIGTERM) {
 			done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
 			if done || err != nil {
 				return err
 			}
 		}
-		signalGroup(st.Process, syscall.SIGKILL)
+		supervisor.SignalGroup(st.Process, syscall.SIGKILL)
 	}
 	// Also after an exit: what the container left in its cgroup when its
 	// supervisor was not there to kill it.
-	if c.spec.Cgroup.populated() {
-		c.spec.Cgroup.kill()
+	if c.spec.Cgroup.Populated() {
+		c.spec.Cgroup.Kill()
 	}
 	_, err = r.waitGone(ctx, c, time.Time{})
 	return err
@@ -67,7 +69,7 @@ func (r *Runtime) waitGone(ctx context.Context, c *container, deadline time.Time
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, ex := r.observe(c); ex != nil && !c.spec.Cgroup.populated() {
+		if _, ex := r.observe(c); ex != nil && !c.spec.Cgroup.Populated() {
 			return true, nil
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
 func TestResolveUser(t *testing.T) {
@@ -20,17 +22,17 @@ func TestResolveUser(t *testing.T) {
 	tests := []struct {
 		name    string
 		sc      *runtimeapi.LinuxContainerSecurityContext
-		want    *userSpec
+		want    *supervisor.User
 		wantErr string
 	}{
 		{"no security context", nil, nil, ""},
 		{"nothing about users", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.Privileged = true }), nil, ""},
 		{"uid and gid", sc(func(s *runtimeapi.LinuxContainerSecurityContext) {
 			s.RunAsUser, s.RunAsGroup = &runtimeapi.Int64Value{Value: 4321}, &runtimeapi.Int64Value{Value: 8765}
-		}), &userSpec{UID: 4321, GID: 8765}, ""},
-		{"unknown uid gets group 0", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUser = &runtimeapi.Int64Value{Value: 4321} }), &userSpec{UID: 4321}, ""},
-		{"root by name", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUsername = "root" }), &userSpec{}, ""},
-		{"supplemental groups only", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.SupplementalGroups = []int64{5, 6} }), &userSpec{Groups: []uint32{5, 6}}, ""},
+		}), &supervisor.User{UID: 4321, GID: 8765}, ""},
+		{"unknown uid gets group 0", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUser = &runtimeapi.Int64Value{Value: 4321} }), &supervisor.User{UID: 4321}, ""},
+		{"root by name", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUsername = "root" }), &supervisor.User{}, ""},
+		{"supplemental groups only", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.SupplementalGroups = []int64{5, 6} }), &supervisor.User{Groups: []uint32{5, 6}}, ""},
 		{"unknown name", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUsername = "no-such-user-kite" }), nil, "no-such-user-kite"},
 		{"negative uid", sc(func(s *runtimeapi.LinuxContainerSecurityContext) { s.RunAsUser = &runtimeapi.Int64Value{Value: -1} }), nil, "not a valid ID"},
 	}

@@ -1,4 +1,4 @@
-package process
+package supervisor
 
 import (
 	"bufio"
@@ -8,25 +8,24 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 )
 
-// criTimeFormat is the CRI log timestamp: RFC 3339 with nine fixed
+// CRITimeFormat is the CRI log timestamp: RFC 3339 with nine fixed
 // fractional digits, as the kubelet's reader expects (cri-client logs).
-const criTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+const CRITimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
-// rotatedTimeFormat names a rotated log, as the kubelet's container log
+// RotatedTimeFormat names a rotated log, as the kubelet's container log
 // manager does: <log>.<YYYYMMDD-HHMMSS>.
-const rotatedTimeFormat = "20060102-150405"
+const RotatedTimeFormat = "20060102-150405"
 
-// maxLogLine is the longest piece of a line written as one log entry;
+// MaxLogLine is the longest piece of a line written as one log entry;
 // longer lines become P (partial) entries of this size followed by the
 // rest as F, as containerd does with its default max_container_log_line_size.
-const maxLogLine = 16 * 1024
+const MaxLogLine = 16 * 1024
 
 // logWriter writes a container's stdout and stderr to its log file in
 // the CRI format, one entry per line, and rotates the file by size. Both
@@ -50,7 +49,7 @@ type logWriter struct {
 }
 
 func openLogWriter(path string, maxSize int64, maxFiles int) (*logWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(dirOf(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory for %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
@@ -82,7 +81,7 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 	if partial {
 		tag = "P"
 	}
-	b := now.AppendFormat(w.buf[:0], criTimeFormat)
+	b := now.AppendFormat(w.buf[:0], CRITimeFormat)
 	b = append(b, ' ')
 	b = append(b, stream...)
 	b = append(b, ' ')
@@ -106,11 +105,11 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 // as it does with upstream's rotation. Two rotations within one second
 // would share a name: the second waits for the next second.
 func (w *logWriter) rotate(now time.Time) error {
-	rotatedName := w.path + "." + now.Format(rotatedTimeFormat)
+	rotatedName := w.path + "." + now.Format(RotatedTimeFormat)
 	if _, err := os.Stat(rotatedName); err == nil {
 		return nil
 	}
-	rotated, err := filepath.Glob(globEscape(w.path) + ".*")
+	rotated, err := withPrefix(w.path, ".")
 	if err != nil {
 		return err
 	}
@@ -210,7 +209,7 @@ func (w *logWriter) compressOne(name string) {
 // except the newest rotated file, which stays as it is until the next
 // rotation (as upstream leaves it).
 func (w *logWriter) uncompressedButNewest() []string {
-	rotated, _ := filepath.Glob(globEscape(w.path) + ".*")
+	rotated, _ := withPrefix(w.path, ".")
 	sort.Strings(rotated)
 	var names []string
 	for i, name := range rotated {
@@ -256,17 +255,6 @@ func gzipFile(name string) (tmp string, err error) {
 		return "", err
 	}
 	return tmp, nil
-}
-
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // copyStream reads one of the container's streams until EOF and writes

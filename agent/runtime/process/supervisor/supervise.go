@@ -1,4 +1,4 @@
-package process
+package supervisor
 
 import (
 	"errors"
@@ -6,13 +6,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/debug"
 	"syscall"
 	"time"
 	"unsafe"
-
-	"github.com/creack/pty"
 )
 
 // reportFD is the supervisor's end of the pipe to the agent that started
@@ -39,10 +35,6 @@ const (
 // reaches it, and it is a child subreaper, so the container's orphaned
 // processes are reparented to it and reaped.
 func superviseMain(dir string) int {
-	// The binary's package initialisers (the whole agent's) ran before
-	// Main: hand what they left behind back to the kernel, since this
-	// process lives as long as its container.
-	debug.FreeOSMemory()
 	// Caught and dropped, not ignored: an ignored signal stays ignored
 	// across exec, and a shell cannot trap a TERM it was started with
 	// ignored. Nothing reads the channel; signals past its one slot drop.
@@ -71,7 +63,7 @@ func supervise(dir string, started func(error)) error {
 	// process exits, so a start repeated by a restarted agent that did
 	// not see started.json yet fails here instead of running a second
 	// copy, and leaves the first one's records alone.
-	lock, err := os.OpenFile(filepath.Join(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(joinPath(dir, supervisorLock), os.O_RDWR|os.O_CREATE, 0o600)
 	if err == nil {
 		err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
@@ -81,13 +73,13 @@ func supervise(dir string, started func(error)) error {
 		return err
 	}
 	defer lock.Close()
-	var spec containerSpec
-	if err := readRecord(dir, specFile, &spec); err != nil {
+	var spec ContainerSpec
+	if err := ReadRecord(dir, SpecFile, &spec); err != nil {
 		started(err)
 		return err
 	}
 	startFailed := func(err error) error {
-		werr := writeRecord(dir, exitFile, exitRecord{
+		werr := WriteRecord(dir, ExitFile, ExitRecord{
 			ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(),
 			Reason: reasonStartError, Message: err.Error(),
 		})
@@ -108,7 +100,7 @@ func supervise(dir string, started func(error)) error {
 	if err != nil {
 		if pid > 0 { // runs, but unrecorded: it must not run on
 			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
-			spec.Cgroup.kill()
+			spec.Cgroup.Kill()
 			waitFor(pid, nil)
 		}
 		if attach != nil {
@@ -124,18 +116,18 @@ func supervise(dir string, started func(error)) error {
 		finishedAt = time.Now().UnixNano()
 		syscall.Kill(-pid, syscall.SIGKILL)
 	})
-	spec.Cgroup.kill()
+	spec.Cgroup.Kill()
 	reapAll(drainTimeout)
 	log.drained(drainTimeout)
 
-	rec := exitRecord{ExitCode: int32(code), FinishedAt: finishedAt, Reason: "Error"}
+	rec := ExitRecord{ExitCode: int32(code), FinishedAt: finishedAt, Reason: "Error"}
 	switch {
-	case spec.Cgroup.oomKills() > 0:
+	case spec.Cgroup.OOMKills() > 0:
 		rec.Reason = "OOMKilled"
 	case code == 0 && !signaled:
 		rec.Reason = "Completed"
 	}
-	err = writeRecord(dir, exitFile, rec)
+	err = WriteRecord(dir, ExitFile, rec)
 	if attach != nil {
 		// The output is all out (drained above): the sessions end.
 		attach.stop()
@@ -148,21 +140,21 @@ func supervise(dir string, started func(error)) error {
 // tty), and records it in started.json once it runs. It returns the
 // container's PID, also with an error if the command runs but could not
 // be recorded, and the attach server, if any, for the caller to stop.
-func startContainer(dir string, spec containerSpec, log *logWriter) (int, *attachServer, error) {
+func startContainer(dir string, spec ContainerSpec, log *logWriter) (int, *attachServer, error) {
 	st, err := openStdio(spec)
 	if err != nil {
 		return 0, nil, err
 	}
 	pid, err := startCommand(dir, spec, st.stdin, st.stdout, st.stderr)
 	st.closeChildEnds()
-	var self, ident procIdentity
+	var self, ident ProcIdentity
 	var attach *attachServer
 	if err == nil {
 		// Not reaped yet (the supervisor reaps with wait4), so the PID
 		// is still the command's.
-		self, err = identify(os.Getpid())
+		self, err = Identify(os.Getpid())
 		if err == nil {
-			ident, err = identify(pid)
+			ident, err = Identify(pid)
 		}
 		if err == nil && (spec.Stdin || spec.TTY) {
 			attach, err = serveAttach(dir, st.input, st.closeInput, st.term, spec.StdinOnce)
@@ -181,16 +173,16 @@ func startContainer(dir string, spec containerSpec, log *logWriter) (int, *attac
 		tee = attach.output
 	}
 	if st.term != nil {
-		log.copy(ptyOutput{st.term}, "stdout", tee, frameStdout)
+		log.copy(ptyOutput{st.term}, "stdout", tee, FrameStdout)
 	} else {
-		log.copy(st.outR, "stdout", tee, frameStdout)
-		log.copy(st.errR, "stderr", tee, frameStderr)
+		log.copy(st.outR, "stdout", tee, FrameStdout)
+		log.copy(st.errR, "stderr", tee, FrameStderr)
 	}
-	boot, err := readBootID()
+	boot, err := ReadBootID()
 	if err != nil {
 		return pid, attach, err
 	}
-	return pid, attach, writeRecord(dir, startedFile, startedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+	return pid, attach, WriteRecord(dir, StartedFile, StartedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
 }
 
 // stdio is a container's standard streams: the child's ends, which the
@@ -209,7 +201,7 @@ type stdio struct {
 // openStdio opens a container's streams: output pipes, and stdin from
 // /dev/null; or, with Stdin, a pipe the supervisor writes; or, with TTY,
 // a new terminal for all three.
-func openStdio(spec containerSpec) (st stdio, err error) {
+func openStdio(spec ContainerSpec) (st stdio, err error) {
 	defer func() {
 		if err != nil {
 			st.closeChildEnds()
@@ -217,7 +209,7 @@ func openStdio(spec containerSpec) (st stdio, err error) {
 		}
 	}()
 	if spec.TTY {
-		ptmx, tty, err := pty.Open()
+		ptmx, tty, err := openPTY()
 		if err != nil {
 			return st, fmt.Errorf("open a terminal: %w", err)
 		}
@@ -276,7 +268,7 @@ func (st *stdio) closeOurEnds() {
 // it. Otherwise it execs the command directly: a v2 cgroup is joined as
 // part of clone3 (CgroupFD), and os.StartProcess reports a failed exec
 // itself. That saves starting this binary a second time.
-func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
+func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
 	// oom_score_adj is inherited through fork: the supervisor takes the
 	// container's value for the moment of the fork, so the command has it
 	// from its first instruction, then takes its own back.
@@ -306,9 +298,9 @@ func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File
 		// never propagate to the host.
 		sys.Unshareflags = syscall.CLONE_NEWNS
 	}
-	proc, err := os.StartProcess(selfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
+	proc, err := os.StartProcess(SelfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
 		Dir:   "/",
-		Env:   []string{roleEnv + "=" + roleInit, "GOMAXPROCS=1"},
+		Env:   []string{RoleEnv + "=" + roleInit, "GOMAXPROCS=1"},
 		Files: []*os.File{stdin, stdout, stderr, initW},
 		Sys:   sys,
 	})
@@ -328,8 +320,8 @@ func startCommand(dir string, spec containerSpec, stdin, stdout, stderr *os.File
 	return pid, nil
 }
 
-func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error) {
-	path, err := lookPath(spec.Args[0], spec.Env)
+func startDirect(spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	path, err := LookPath(spec.Args[0], spec.Env)
 	if err != nil {
 		return 0, err
 	}
@@ -339,7 +331,7 @@ func startDirect(spec containerSpec, stdin, stdout, stderr *os.File) (int, error
 	}
 	// On a terminal, the container's session has it as its controlling
 	// terminal (Ctty 0: its stdin), so ^C and job control work.
-	sys := &syscall.SysProcAttr{Setsid: true, Setctty: spec.TTY, Credential: spec.User.credential()}
+	sys := &syscall.SysProcAttr{Setsid: true, Setctty: spec.TTY, Credential: spec.User.Credential()}
 	if spec.Cgroup.Unified != "" {
 		cg, err := os.Open(spec.Cgroup.Unified)
 		if err != nil {
@@ -434,7 +426,7 @@ func (w *logWriter) copy(r io.ReadCloser, stream string, tee func(kind byte) io.
 		if tee != nil {
 			in = io.TeeReader(r, tee(kind))
 		}
-		if err := copyStream(in, stream, w, maxLogLine); err != nil {
+		if err := copyStream(in, stream, w, MaxLogLine); err != nil {
 			fmt.Fprintf(os.Stderr, "log %s: %v\n", stream, err)
 			io.Copy(io.Discard, r)
 		}

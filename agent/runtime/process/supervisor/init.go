@@ -1,10 +1,9 @@
-package process
+package supervisor
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,9 +13,9 @@ import (
 // it is close-on-exec, so a successful exec reads as EOF.
 const initErrorFD = 3
 
-// defaultPath is the PATH of a container whose environment has none, as
+// DefaultPath is the PATH of a container whose environment has none, as
 // containerd gives one.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // initMain is the container's first process before it becomes the
 // command: it joins the container's cgroups (so that nothing the command
@@ -31,11 +30,11 @@ func initMain(dir string) int {
 		fmt.Fprint(errPipe, err.Error())
 		return 127
 	}
-	var spec containerSpec
-	if err := readRecord(dir, specFile, &spec); err != nil {
+	var spec ContainerSpec
+	if err := ReadRecord(dir, SpecFile, &spec); err != nil {
 		return fail(err)
 	}
-	if err := spec.Cgroup.join(os.Getpid()); err != nil {
+	if err := spec.Cgroup.Join(os.Getpid()); err != nil {
 		return fail(err)
 	}
 	for _, m := range spec.Mounts {
@@ -43,7 +42,7 @@ func initMain(dir string) int {
 			return fail(err)
 		}
 	}
-	if err := spec.User.become(); err != nil {
+	if err := spec.User.Become(); err != nil {
 		return fail(err)
 	}
 	wd := spec.WorkingDir
@@ -53,7 +52,7 @@ func initMain(dir string) int {
 	if err := os.Chdir(wd); err != nil {
 		return fail(fmt.Errorf("working directory: %w", err))
 	}
-	path, err := lookPath(spec.Args[0], spec.Env)
+	path, err := LookPath(spec.Args[0], spec.Env)
 	if err != nil {
 		return fail(err)
 	}
@@ -64,7 +63,7 @@ func initMain(dir string) int {
 // bindMount binds m.Source at m.Target, read-only if asked. A missing
 // target is created (a directory, or an empty file for a file source): the
 // container shares the host's filesystem, so it appears on the host too.
-func bindMount(m mountSpec) error {
+func bindMount(m Mount) error {
 	st, err := os.Stat(m.Source)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", m.Source, err)
@@ -72,7 +71,7 @@ func bindMount(m mountSpec) error {
 	if _, err := os.Stat(m.Target); errors.Is(err, os.ErrNotExist) {
 		if st.IsDir() {
 			err = os.MkdirAll(m.Target, 0o755)
-		} else if err = os.MkdirAll(filepath.Dir(m.Target), 0o755); err == nil {
+		} else if err = os.MkdirAll(dirOf(m.Target), 0o755); err == nil {
 			var f *os.File
 			if f, err = os.OpenFile(m.Target, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 				f.Close()
@@ -93,32 +92,32 @@ func bindMount(m mountSpec) error {
 	return nil
 }
 
-// lookPath resolves name as exec(3p) would with the container's PATH.
-func lookPath(name string, env []string) (string, error) {
-	return lookPathIn("", name, env)
+// LookPath resolves name as exec(3p) would with the container's PATH.
+func LookPath(name string, env []string) (string, error) {
+	return LookPathIn("", name, env)
 }
 
-// lookPathIn resolves name as lookPath does, with every path seen under
+// LookPathIn resolves name as LookPath does, with every path seen under
 // root (a process's /proc/<pid>/root, to look through its mounts); the
 // path returned is without root.
-func lookPathIn(root, name string, env []string) (string, error) {
+func LookPathIn(root, name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		if err := executable(root + name); err != nil {
 			return "", fmt.Errorf("command %s: %w", name, err)
 		}
 		return name, nil
 	}
-	path := defaultPath
+	path := DefaultPath
 	for _, e := range env {
 		if v, ok := strings.CutPrefix(e, "PATH="); ok {
 			path = v
 		}
 	}
-	for _, d := range filepath.SplitList(path) {
+	for _, d := range splitList(path) {
 		if d == "" {
 			d = "."
 		}
-		p := filepath.Join(d, name)
+		p := joinPath(d, name)
 		if executable(root+p) == nil {
 			return p, nil
 		}

@@ -1,4 +1,4 @@
-package process
+package supervisor
 
 import (
 	"bytes"
@@ -9,19 +9,19 @@ import (
 	"syscall"
 )
 
-// procIdentity names one process for its whole life: a PID alone is not
+// ProcIdentity names one process for its whole life: a PID alone is not
 // enough, because the kernel reuses PIDs, so every record of a process
 // also keeps its start time (/proc/<pid>/stat field 22, clock ticks since
 // boot), which a reused PID does not share.
-type procIdentity struct {
+type ProcIdentity struct {
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"startTime"`
 }
 
-// procStat reads the start time and the state letter of pid from
+// ProcStat reads the start time and the state letter of pid from
 // /proc/<pid>/stat. A process that does not exist is an error wrapping
 // os.ErrNotExist.
-func procStat(pid int) (startTime uint64, state byte, err error) {
+func ProcStat(pid int) (startTime uint64, state byte, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
@@ -44,32 +44,32 @@ func procStat(pid int) (startTime uint64, state byte, err error) {
 	return startTime, fields[0][0], nil
 }
 
-// identify returns the identity of the running process pid.
-func identify(pid int) (procIdentity, error) {
-	st, _, err := procStat(pid)
+// Identify returns the identity of the running process pid.
+func Identify(pid int) (ProcIdentity, error) {
+	st, _, err := ProcStat(pid)
 	if err != nil {
-		return procIdentity{}, err
+		return ProcIdentity{}, err
 	}
-	return procIdentity{PID: pid, StartTime: st}, nil
+	return ProcIdentity{PID: pid, StartTime: st}, nil
 }
 
 // alive reports whether the process p recorded is still the one running
 // under its PID: it exists, has not exited (a zombie has), and started at
 // the recorded time.
-func (p procIdentity) alive() bool {
+func (p ProcIdentity) Alive() bool {
 	if p.PID <= 0 {
 		return false
 	}
-	st, state, err := procStat(p.PID)
+	st, state, err := ProcStat(p.PID)
 	return err == nil && st == p.StartTime && state != 'Z' && state != 'X'
 }
 
-// groupExists reports whether any process is left in the process group
+// GroupExists reports whether any process is left in the process group
 // pgid. The group's leader is the container's first process (it ran
 // setsid), and Linux does not hand out a PID while a process group of that
 // number has members, so signalling -pgid cannot reach a stranger while
 // this reports true.
-func groupExists(pgid int) bool {
+func GroupExists(pgid int) bool {
 	if pgid <= 0 {
 		return false
 	}
@@ -77,13 +77,13 @@ func groupExists(pgid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// signalGroup sends sig to the process group led by p, if p is still the
+// SignalGroup sends sig to the process group led by p, if p is still the
 // process recorded. It opens a pidfd first and checks the start time
 // after: a pidfd cannot come to name another process, so the check and
 // the signal (pidfd_send_signal with PIDFD_SIGNAL_PROCESS_GROUP, Linux
 // 6.9) have no gap in which the PID could be reused. Older kernels get
 // kill(-pgid) right after the check. It reports whether p was ours.
-func signalGroup(p procIdentity, sig syscall.Signal) bool {
+func SignalGroup(p ProcIdentity, sig syscall.Signal) bool {
 	const (
 		sysPidfdSendSignal      = 424
 		sysPidfdOpen            = 434
@@ -92,13 +92,13 @@ func signalGroup(p procIdentity, sig syscall.Signal) bool {
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(p.PID), 0, 0)
 	if errno == syscall.ENOSYS {
 		// No pidfds (Linux < 5.3): check, then signal.
-		return p.alive() && syscall.Kill(-p.PID, sig) == nil
+		return p.Alive() && syscall.Kill(-p.PID, sig) == nil
 	}
 	if errno != 0 {
 		return false // ESRCH: gone
 	}
 	defer syscall.Close(int(fd))
-	if !p.alive() {
+	if !p.Alive() {
 		return false
 	}
 	_, _, errno = syscall.Syscall6(sysPidfdSendSignal, fd, uintptr(sig), 0, pidfdSignalProcessGroup, 0, 0)
