@@ -182,14 +182,23 @@ func TestUnschedulablePodWaitsForAFittingNode(t *testing.T) {
 	})
 	createPod(t, cs, ns, "big", "800m", "")
 	createPod(t, cs, ns, "huge", "2", "")
+	// Not waitIdle alone: the scheduler may be idle because its watch has
+	// not brought the new pods yet.
+	eventually(t, "big bound to the node without the filler", func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "big", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", err
+	})
 	waitIdle(t, sched)
-
+	filler, err := cs.CoreV1().Pods(ns).Get(ctx, "filler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	big, err := cs.CoreV1().Pods(ns).Get(ctx, "big", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if big.Spec.NodeName == "" {
-		t.Fatalf("big should fit on the node without the filler")
+	if big.Spec.NodeName == filler.Spec.NodeName {
+		t.Fatalf("big bound to %s, the filler's node, which has only 500m free", big.Spec.NodeName)
 	}
 	const hugeMsg = "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	eventually(t, "huge is Unschedulable", func(ctx context.Context) (bool, error) {
