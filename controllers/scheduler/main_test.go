@@ -8,8 +8,9 @@ import (
 )
 
 // srv is the control plane the tests share. It runs no controller: each
-// test runs its own scheduler, which lists the nodes as they are when it
-// starts, so a node an earlier test deleted is never in its cache.
+// test runs its own scheduler. A scheduler lists at resourceVersion 0, from
+// the watch cache, so each test's clean-up waits until the cache no longer
+// shows its nodes and pods: a later test's scheduler never sees them.
 var srv *kite.Server
 
 func TestMain(m *testing.M) {

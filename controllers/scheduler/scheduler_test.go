@@ -46,7 +46,33 @@ func createNode(t testing.TB, cs kubernetes.Interface, name, cpu string, maxPods
 			t.Fatalf("node %s status: %v", name, err)
 		}
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		goneFromCache(t, "node "+name, func(ctx context.Context, opts metav1.ListOptions) (int, error) {
+			opts.FieldSelector = "metadata.name=" + name
+			l, err := cs.CoreV1().Nodes().List(ctx, opts)
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		})
+	})
+}
+
+// goneFromCache waits until a list at resourceVersion 0, which the watch
+// cache answers with what it has, shows none of what count counts. A
+// scheduler's informer lists so when it starts: until the cache has seen
+// an earlier test's deletions, a new scheduler would still place pods on
+// that test's nodes (as upstream's would on a node just deleted).
+func goneFromCache(t testing.TB, what string, count func(ctx context.Context, opts metav1.ListOptions) (int, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := count(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		return err == nil && n == 0, err
+	})
+	if err != nil {
+		t.Errorf("%s still in the watch cache: %v", what, err)
+	}
 }
 
 func namespace(t testing.TB, cs kubernetes.Interface) string {
@@ -60,6 +86,13 @@ func namespace(t testing.TB, cs kubernetes.Interface) string {
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = cs.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		goneFromCache(t, "pods of "+ns.Name, func(ctx context.Context, opts metav1.ListOptions) (int, error) {
+			l, err := cs.CoreV1().Pods(ns.Name).List(ctx, opts)
+			if err != nil {
+				return 0, err
+			}
+			return len(l.Items), nil
+		})
 	})
 	return ns.Name
 }
