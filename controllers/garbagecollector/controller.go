@@ -525,10 +525,20 @@ func (c *Controller) foreground(ctx context.Context, n *node, deps []*node) erro
 	return c.removeFinalizer(ctx, n, metav1.FinalizerDeleteDependents)
 }
 
+// delete deletes n with the propagation policy its owners ask for.
+//
+// The delete is conditional on the version the decision was made from:
+// the graph's copy may lag a change the collector itself just made (an
+// owner's orphaning removes its references from the dependents, then the
+// owner goes), and deciding from the stale copy would delete an orphan.
+// Upstream re-reads the object before deciding; a resourceVersion
+// precondition gives the same guarantee in one request. On a conflict the
+// watch brings the newer version, and observe queues it again if it still
+// has owners.
 func (c *Controller) delete(ctx context.Context, n *node, policy metav1.DeletionPropagation) error {
-	uid := n.uid
+	uid, rv := n.uid, n.rv
 	err := c.meta.Resource(n.res.gvr).Namespace(n.namespace).Delete(ctx, n.name, metav1.DeleteOptions{
-		PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+		PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", n.res.gvr.Resource, n.namespace, n.name, err)
 	}
