@@ -101,7 +101,6 @@ func CustomResourceStrategy(crd *apiextensionsv1.CustomResourceDefinition, versi
 			l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
 			return l
 		},
-		Intern:       newInterner().intern,
 		Default:      s.defaults,
 		PruneUnknown: s.pruneUnknown,
 		PrepareForCreate: func(obj runtime.Object) {
@@ -388,16 +387,23 @@ func fieldLabels(sf []apiextensionsv1.SelectableField) []string {
 
 // selectableFields returns the selectable field values of a custom
 // resource, as upstream: a scalar's string form, "" when absent.
+// contentReader is what selectable fields are read from: an
+// *unstructured.Unstructured, or the watch cache's compact form of one.
+type contentReader interface{ UnstructuredContent() map[string]any }
+
 func selectableFields(sf []apiextensionsv1.SelectableField) func(runtime.Object) fields.Set {
 	if len(sf) == 0 {
 		return nil
 	}
 	labels := fieldLabels(sf)
 	return func(obj runtime.Object) fields.Set {
-		u := obj.(*unstructured.Unstructured)
+		content := map[string]any{}
+		if u, ok := obj.(contentReader); ok {
+			content = u.UnstructuredContent()
+		}
 		set := fields.Set{}
 		for _, l := range labels {
-			v, found, err := unstructured.NestedFieldNoCopy(u.Object, strings.Split(l, ".")...)
+			v, found, err := unstructured.NestedFieldNoCopy(content, strings.Split(l, ".")...)
 			if err != nil || !found || v == nil {
 				set[l] = ""
 				continue

@@ -152,8 +152,14 @@ func (o *CachedObject) GetObject() runtime.Object {
 }
 
 // shared returns the object as the cache received it, without copying;
-// callers must not change it.
-func (o *CachedObject) shared() runtime.Object { return o.orig }
+// callers must not change it. An object the cache keeps as JSON is
+// decoded: that is a copy of its own.
+func (o *CachedObject) shared() runtime.Object {
+	if j, ok := o.orig.(*jsonObject); ok {
+		return j.unstructured()
+	}
+	return o.orig
+}
 
 // GetObjectKind implements runtime.Object.
 func (o *CachedObject) GetObjectKind() schema.ObjectKind { return o.get().GetObjectKind() }

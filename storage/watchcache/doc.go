@@ -43,6 +43,10 @@
 // are shared between objects, one more reason that nothing may change an
 // object the cache handed out.
 //
+// An unstructured object (a custom resource) is kept as its JSON with its
+// metadata typed beside it (jsonObject), not as the map tree it decodes
+// to, which is several times larger; copies decode the JSON.
+//
 // Usage:
 //
 //	c, err := watchcache.New(watchcache.Options{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,10 +50,20 @@ func (c *Cache) newElement(obj runtime.Object) (*element, error) {
 }
 
 // intern shares the parts obj has in common with the objects already
-// cached. Only the ingest goroutine calls it: it owns the table.
+// cached, after making an unstructured object compact (jsonObject). Only
+// the ingest goroutine calls it: it owns the table.
 func (c *Cache) intern(obj runtime.Object) (metaObject, error) {
-	m, ok := obj.(metaObject)
-	if !ok {
+	var m metaObject
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		var err error
+		if m, err = compactUnstructured(o); err != nil {
+			return nil, err
+		}
+		obj = m
+	case metaObject:
+		m = o
+	default:
 		return nil, fmt.Errorf("%T has no object metadata", obj)
 	}
 	c.interns.Meta(m)

@@ -99,7 +99,9 @@ type Options struct {
 	// (pods: resource lists, images), beyond the labels, annotations and
 	// managedFields the cache interns for every resource. It may change
 	// obj, which no one else holds yet, and must keep every encoding of
-	// it the same.
+	// it the same. An unstructured object reaches it in the cache's
+	// compact form (its JSON, metadata typed), not as
+	// *unstructured.Unstructured.
 	Intern func(t *intern.Table, obj runtime.Object)
 	// HistoryWindow is the least history kept; 0 means
 	// DefaultHistoryWindow. Less than the default is refused, as upstream.

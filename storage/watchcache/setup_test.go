@@ -72,6 +72,10 @@ func podNodeName(obj runtime.Object) string {
 
 type setupOptions struct {
 	codec runtime.Codec
+	// newFunc and newListFunc are the resource's objects; nil: example
+	// pods.
+	newFunc, newListFunc func() runtime.Object
+	attrFunc             storage.AttrFunc
 	// unsafeDelete is the etcd store's equivalent of upstream's
 	// AllowUnsafeMalformedObjectDeletion gate.
 	unsafeDelete bool
@@ -124,6 +128,9 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Cache, *tes
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.newFunc == nil {
+		o.newFunc, o.newListFunc, o.attrFunc = newPod, newPodList, podAttrs
+	}
 	srv, raw := etcdtest.Start(t)
 	storeClient, err := srv.Client()
 	if err != nil {
@@ -147,8 +154,8 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Cache, *tes
 	store, err := etcd.New(etcd.Options{
 		Client:         client,
 		Codec:          o.codec,
-		NewFunc:        newPod,
-		NewListFunc:    newPodList,
+		NewFunc:        o.newFunc,
+		NewListFunc:    o.newListFunc,
 		ResourcePrefix: podPrefix,
 		GroupResource:  schema.GroupResource{Resource: "pods"},
 		Transformer:    o.transformer,
@@ -165,9 +172,9 @@ func testSetup(t testing.TB, opts ...setupOption) (context.Context, *Cache, *tes
 		ResourcePrefix: podPrefix,
 		GroupResource:  schema.GroupResource{Resource: "pods"},
 		KeyFunc:        o.keyFunc,
-		NewFunc:        newPod,
-		NewListFunc:    newPodList,
-		AttrFunc:       podAttrs,
+		NewFunc:        o.newFunc,
+		NewListFunc:    o.newListFunc,
+		AttrFunc:       o.attrFunc,
 		Indexers:       o.indexers,
 	}
 	if o.tweak != nil {
