@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // waitCRD polls the CRD until ok says so.
@@ -329,5 +331,66 @@ func TestCustomResourceSelectableFieldsAndReadDefaults(t *testing.T) {
 	kv, _ := shared.EtcdClient().Get(ctx, "/registry/"+group+"/crontabs/default/c0")
 	if len(kv.Kvs) == 1 && strings.Contains(string(kv.Kvs[0].Value), "policy") {
 		t.Errorf("etcd was rewritten: %s", kv.Kvs[0].Value)
+	}
+}
+
+// TestDeletingACRDThatServesNoVersionRemovesItsObjects deletes a CRD whose
+// only version was unserved after objects were written: no client can
+// reach them, and they are deleted from etcd all the same (upstream's
+// finalizer goes through the storage version's storage), so a CRD created
+// again with the name does not bring them back.
+func TestDeletingACRDThatServesNoVersionRemovesItsObjects(t *testing.T) {
+	ctx, cancel := contextWithTimeout(t, 60*time.Second)
+	defer cancel()
+	const group = "unserved.example.com"
+	name := "crontabs." + group
+	if _, err := createCRD(t, ctx, crontabs(group)); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteCRD(t, ctx, name)
+	waitCRD(t, ctx, name, established)
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "crontabs"}
+	dyn := dynamic.NewForConfigOrDie(config(t)).Resource(gvr)
+	for _, ns := range []string{"default", "kube-public"} {
+		var err error
+		for range 200 { // served within a moment of Established
+			if _, err = dyn.Namespace(ns).Create(ctx, crontab(group, "old", nil), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("create in %s: %v", ns, err)
+		}
+	}
+	prefix := "/registry/" + group + "/crontabs/"
+	if kv, err := shared.EtcdClient().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || kv.Count != 2 {
+		t.Fatalf("etcd holds %v objects (%v), want 2", kv, err)
+	}
+
+	cur, err := getCRD(t, ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Versions[0].Served = false
+	if err := crdClient(t).Put().Resource("customresourcedefinitions").Name(name).Body(cur).Do(ctx).Error(); err != nil {
+		t.Fatalf("unserve v1: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Namespace("default").Get(ctx, "old", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatal("unserved version still served")
+	}
+
+	deleteCRD(t, ctx, name)
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := getCRD(t, ctx, name)
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatal("CRD still there")
+	}
+	if kv, err := shared.EtcdClient().Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || kv.Count != 0 {
+		t.Errorf("after the CRD's deletion etcd holds %v of its objects (%v), want none", kv.Count, err)
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -136,12 +139,7 @@ type builtCRD struct {
 // build makes the stacks of crd's served versions and sets their Table
 // columns.
 func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *builtCRD, err error) {
-	var storageVersion string
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			storageVersion = v.Name
-		}
-	}
+	storageVersion := storedVersion(crd)
 	s := &servedCRD{uid: crd.UID, generation: crd.Generation, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
 	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
 	b := &builtCRD{name: crd.Name, served: s}
@@ -166,12 +164,7 @@ func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *
 		kinds := []schema.GroupVersionKind{strat.Kind, strat.Kind.GroupVersion().WithKind(crd.Status.AcceptedNames.ListKind)}
 		c.setColumns(kinds, cols)
 		s.kinds = append(s.kinds, kinds...)
-		codec := versionCodec{
-			Codec:    unstructured.UnstructuredJSONScheme,
-			defaults: strat.Default,
-			served:   schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name},
-			storedAs: schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
-		}
+		codec := newVersionCodec(crd, v.Name, storageVersion, strat)
 		oa, err := crdOpenAPI(crd, v.Name, strat)
 		if err != nil {
 			return nil, err
@@ -280,6 +273,43 @@ func (c *crdInstaller) serves(crd *apiextensionsv1.CustomResourceDefinition) boo
 	return store == nil || store.Storage().ReadinessCheck() == nil
 }
 
+// storedVersion is the name of crd's storage version.
+func storedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// DeleteUnserved deletes the custom resources of a deleted CRD none of
+// whose versions is served, through a store of its storage version made
+// for the purpose, and returns how many are left (held by finalizers of
+// their own). Upstream's finalizer deletes them through the storage
+// version's storage, which upstream builds served or not; no client can
+// reach them through the API, so the CRD controller asks the server.
+func (c *crdInstaller) DeleteUnserved(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	version := storedVersion(crd)
+	strat, err := apiextensions.CustomResourceStrategy(crd, version)
+	if err != nil {
+		return 0, err
+	}
+	st, err := c.resources.build.build(ctx, strat, stackOptions{Codec: newVersionCodec(crd, version, version, strat), Uncached: true})
+	if err != nil {
+		return 0, fmt.Errorf("storage of %s %s: %w", crd.Name, version, err)
+	}
+	defer st.stop()
+	if _, err := st.store.DeleteCollection(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{}); err != nil {
+		return 0, fmt.Errorf("delete the custom resources of %s: %w", crd.Name, err)
+	}
+	left, err := st.store.List(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list the custom resources of %s: %w", crd.Name, err)
+	}
+	return meta.LenList(left), nil
+}
+
 // Instances returns the store of the CRD's custom resources (its storage
 // version), or nil when it is not served.
 func (c *crdInstaller) Instances(name string) *registry.Store {
@@ -344,6 +374,17 @@ func (l *lazyTypeConverter) TypedToObject(v *typed.TypedValue) (runtime.Object, 
 		return nil, err
 	}
 	return tc.TypedToObject(v)
+}
+
+// newVersionCodec is the etcd codec of crd's version served (its objects
+// stored as storedAs).
+func newVersionCodec(crd *apiextensionsv1.CustomResourceDefinition, served, storedAs string, strat *registry.Strategy) versionCodec {
+	return versionCodec{
+		Codec:    unstructured.UnstructuredJSONScheme,
+		defaults: strat.Default,
+		served:   schema.GroupVersion{Group: crd.Spec.Group, Version: served},
+		storedAs: schema.GroupVersion{Group: crd.Spec.Group, Version: storedAs},
+	}
 }
 
 // versionCodec stores custom resources in the storage version and reads

@@ -400,7 +400,7 @@ func (s *Server) startCRDController(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("CRD controller: dynamic client: %w", err)
 	}
-	c, err := crd.New(crd.Options{Client: client, Dynamic: dyn})
+	c, err := crd.New(crd.Options{Client: client, Dynamic: dyn, Unserved: s.crdInstaller})
 	if err != nil {
 		return err
 	}

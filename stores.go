@@ -62,6 +62,9 @@ type stackOptions struct {
 	StoredWith storage.Interface
 	// OpenAPI describes the resource; nil means from its Go types.
 	OpenAPI *openapi.Resource
+	// Uncached builds the stack without a watch cache, for a store used
+	// once and stopped (the instances of a CRD that serves no version).
+	Uncached bool
 }
 
 // build makes and starts the stack of strat. The stack runs until its
@@ -118,7 +121,7 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 		}
 	}
 	switch {
-	case b.opts.WrapStorage == nil && !b.opts.DisableWatchCache && cached:
+	case b.opts.WrapStorage == nil && !b.opts.DisableWatchCache && cached && !so.Uncached:
 		// Events are written often and read rarely: upstream keeps them
 		// out of the watch cache too (unless a size is given).
 		c, err := watchcache.New(watchcache.Options{

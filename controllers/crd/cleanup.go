@@ -63,21 +63,26 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 			}
 			crd = out
 		}
-		if ok {
-			left, err := c.deleteInstances(ctx, gvr)
-			if err != nil {
-				next := crd.DeepCopy()
-				setTerminating(next, apiextensionsv1.ConditionTrue, reasonFailed, fmt.Sprintf("could not issue all deletes: %v", err))
-				if _, werr := c.writeStatus(ctx, next); werr != nil {
-					err = errors.Join(err, werr)
-				}
-				return err
+		var left int
+		var err error
+		switch {
+		case ok:
+			left, err = c.deleteInstances(ctx, gvr)
+		case c.unserved != nil:
+			left, err = c.unserved.DeleteUnserved(ctx, crd)
+		}
+		if err != nil {
+			next := crd.DeepCopy()
+			setTerminating(next, apiextensionsv1.ConditionTrue, reasonFailed, fmt.Sprintf("could not issue all deletes: %v", err))
+			if _, werr := c.writeStatus(ctx, next); werr != nil {
+				err = errors.Join(err, werr)
 			}
-			if left > 0 {
-				// Held by finalizers of their own: look again later.
-				c.queue.AddAfter(crd.Name, c.retry)
-				return nil
-			}
+			return err
+		}
+		if left > 0 {
+			// Held by finalizers of their own: look again later.
+			c.queue.AddAfter(crd.Name, c.retry)
+			return nil
 		}
 		next := crd.DeepCopy()
 		setTerminating(next, apiextensionsv1.ConditionFalse, reasonCompleted, "removed all instances")

@@ -54,6 +54,17 @@ type Options struct {
 	// going (finalizers of their own) is looked at again; 0 means one
 	// second.
 	Retry time.Duration
+	// Unserved deletes the custom resources of a deleted CRD that serves
+	// no version, which no client can reach; nil leaves them (in etcd)
+	// when the controller runs away from the server.
+	Unserved UnservedDeleter
+}
+
+// UnservedDeleter deletes the custom resources of a deleted CRD none of
+// whose versions is served, through the server's storage, and returns how
+// many are left (held by finalizers of their own).
+type UnservedDeleter interface {
+	DeleteUnserved(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (left int, err error)
 }
 
 // Controller names, establishes and cleans up CRDs. Run drives it.
@@ -61,10 +72,12 @@ type Controller struct {
 	client  apiextensionsclient.CustomResourceDefinitionInterface
 	dynamic dynamic.Interface
 	retry   time.Duration
-	queue   *workqueue.Queue[string]
-	crds    *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
-	written writes
-	groups  groupLocks
+	// unserved is Options.Unserved.
+	unserved UnservedDeleter
+	queue    *workqueue.Queue[string]
+	crds     *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
+	written  writes
+	groups   groupLocks
 }
 
 // New returns a Controller.
@@ -73,11 +86,12 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("crd controller: Client and Dynamic are required")
 	}
 	c := &Controller{
-		client:  opts.Client.CustomResourceDefinitions(),
-		dynamic: opts.Dynamic,
-		retry:   opts.Retry,
-		queue:   workqueue.New[string](workqueue.Options{}),
-		written: writes{m: map[string]*apiextensionsv1.CustomResourceDefinition{}},
+		client:   opts.Client.CustomResourceDefinitions(),
+		dynamic:  opts.Dynamic,
+		retry:    opts.Retry,
+		unserved: opts.Unserved,
+		queue:    workqueue.New[string](workqueue.Options{}),
+		written:  writes{m: map[string]*apiextensionsv1.CustomResourceDefinition{}},
 	}
 	if c.retry == 0 {
 		c.retry = time.Second
