@@ -1,9 +1,11 @@
 package watchcache
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,14 +18,16 @@ import (
 //
 // Decoded, an unstructured object is a tree of Go maps and interfaces,
 // several times the size of its JSON and of a typed object of the same
-// content (docs/crds.md, "Memory"). The cache reads a cached object's
-// content only to copy or encode it, and both start from a decode anyway
-// (a deep copy of a map tree costs about what decoding its JSON does), so
-// the cache keeps the JSON and decodes on each copy.
+// content (docs/crds.md). The cache reads a cached object's content only
+// to copy or encode it, and both start from a decode anyway (a deep copy
+// of a map tree costs about what decoding its JSON does), so the cache
+// keeps the JSON and decodes on each copy.
 //
 // managedFields, usually the larger part of the metadata and the same for
 // objects written alike, are left out of raw and kept in ObjectMeta only,
-// where the cache's intern table shares their field sets.
+// where the cache's intern table shares their field sets; a copy splices
+// them back into the JSON before decoding it (a conversion from the typed
+// entries would cost more than the decode).
 //
 // A jsonObject is never changed once made, except by the cache's
 // interning of its metadata before anyone else sees it: CachedObject
@@ -31,8 +35,11 @@ import (
 type jsonObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	// raw is the object's JSON, managedFields left out when it has some.
+	// raw is the object's JSON, managedFields left out.
 	raw []byte
+	// fieldsAt is where in raw the managedFields go back: just after the
+	// metadata's opening brace; 0 when the object has none.
+	fieldsAt int
 }
 
 var _ metaObject = (*jsonObject)(nil)
@@ -42,23 +49,49 @@ var _ metaObject = (*jsonObject)(nil)
 // keeps such an object as it came rather than change what it serves).
 func compactUnstructured(u *unstructured.Unstructured) (metaObject, error) {
 	j := &jsonObject{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
-	content := u.Object
-	if md, ok := u.Object["metadata"].(map[string]any); ok {
+	md, hasMeta := u.Object["metadata"].(map[string]any)
+	if hasMeta {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &j.ObjectMeta); err != nil {
 			return u, nil
 		}
-		if len(j.ManagedFields) > 0 {
-			md = maps.Clone(md)
-			delete(md, "managedFields")
-			content = maps.Clone(u.Object)
-			content["metadata"] = md
+	}
+	if !hasMeta || len(j.ManagedFields) == 0 {
+		raw, err := json.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
 		}
+		j.raw = raw
+		return j, nil
 	}
-	raw, err := json.Marshal(content)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+	// The object's JSON as json.Marshal writes a map (keys sorted), with
+	// the metadata's place noted.
+	md = maps.Clone(md)
+	delete(md, "managedFields")
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(u.Object)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		v := u.Object[k]
+		if k == "metadata" {
+			j.fieldsAt = b.Len() + 1
+			v = md
+		}
+		val, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+		}
+		b.Write(val)
 	}
-	j.raw = raw
+	b.WriteByte('}')
+	j.raw = b.Bytes()
 	return j, nil
 }
 
@@ -68,14 +101,26 @@ func compactUnstructured(u *unstructured.Unstructured) (metaObject, error) {
 func (j *jsonObject) DeepCopyObject() runtime.Object { return j.unstructured() }
 
 func (j *jsonObject) unstructured() *unstructured.Unstructured {
+	raw := j.raw
+	if j.fieldsAt > 0 {
+		fields, err := json.Marshal(j.ManagedFields)
+		if err != nil {
+			panic(fmt.Sprintf("watchcache: managedFields of %s %s/%s do not encode: %v", j.Kind, j.Namespace, j.Name, err))
+		}
+		full := make([]byte, 0, len(raw)+len(fields)+len(`"managedFields":,`))
+		full = append(full, raw[:j.fieldsAt]...)
+		full = append(full, `"managedFields":`...)
+		full = append(full, fields...)
+		if raw[j.fieldsAt] != '}' {
+			full = append(full, ',')
+		}
+		raw = append(full, raw[j.fieldsAt:]...)
+	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(j.raw); err != nil {
+	if err := u.UnmarshalJSON(raw); err != nil {
 		// raw is what compactUnstructured encoded from a decoded
 		// object: it always decodes.
 		panic(fmt.Sprintf("watchcache: cached JSON of %s %s/%s does not decode: %v", j.Kind, j.Namespace, j.Name, err))
-	}
-	if len(j.ManagedFields) > 0 {
-		u.SetManagedFields(j.ManagedFields)
 	}
 	return u
 }
