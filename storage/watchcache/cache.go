@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 
@@ -65,6 +66,11 @@ type Cache struct {
 	dispatchedRV uint64
 	toWake       []*watcher
 
+	// stream is the gRPC metadata that puts the cache's etcd watch and
+	// its progress requests on a watch stream of their own (see
+	// ownStream).
+	stream metadata.MD
+
 	lastProgressRequest atomic.Int64 // unix nanoseconds
 	slowEnded           atomic.Int64
 	jitter              func() float64
@@ -91,6 +97,9 @@ func New(opts Options) (*Cache, error) {
 	if c.versioner == nil {
 		c.versioner = storage.APIObjectVersioner{}
 	}
+	// Unique per cache, not per resource: two caches of one resource over
+	// one client (a test's, a restarted stack's) must not share either.
+	c.stream = metadata.Pairs(streamMetadataKey, fmt.Sprintf("%s#%016x", opts.ResourcePrefix, rand.Uint64()))
 	for _, name := range c.indexNames {
 		c.indexFuncs = append(c.indexFuncs, opts.Indexers[name])
 	}
@@ -133,7 +142,9 @@ func (c *Cache) Start(ctx context.Context) {
 		go c.dispatchLoop(c.ctx)
 		go func() {
 			defer c.wg.Done()
-			c.reflector.Run(c.ctx)
+			// The Reflector's etcd watch goes on the cache's own stream,
+			// where requestProgress asks (see ownStream).
+			c.reflector.Run(c.ownStream(c.ctx))
 		}()
 	})
 }
@@ -265,7 +276,34 @@ func (c *Cache) requestProgress(ctx context.Context) {
 	if now-last < int64(progressRequestPeriod) || !c.lastProgressRequest.CompareAndSwap(last, now) {
 		return
 	}
-	_ = c.store.RequestWatchProgress(ctx) // best effort: the wait times out otherwise
+	if c.ctx.Err() != nil {
+		// The cache's watch is gone: a request now would open an empty
+		// stream for nothing.
+		return
+	}
+	_ = c.store.RequestWatchProgress(c.ownStream(ctx)) // best effort: the wait times out otherwise
+}
+
+// streamMetadataKey names the gRPC metadata that gives each cache its own
+// etcd watch stream.
+const streamMetadataKey = "kite-watch-cache"
+
+// ownStream returns ctx with the cache's stream metadata: the etcd client
+// runs one gRPC watch stream per distinct outgoing metadata, and a
+// progress request is answered on the stream it names. etcd answers it
+// only when every watch on that stream is synced and none starts after
+// its current revision; on the one stream all watches shared, a single
+// watch opened after the last write (a cache's first watch after its
+// list, a watch etcd serves) held back every cache's progress until the
+// next write, and a wait for freshness on a quiet cluster failed with 504
+// (see docs/watchcache.md). On its own stream the cache's watch is alone,
+// and it can start after etcd's revision only when the cache has that
+// revision already, so it never holds back a wait that needs progress.
+// A ListerWatcher of Options must pass the ctx it is given on to the
+// store's Watch (the tests' wrappers of storeListerWatcher do) for its
+// watch to receive the progress notifications.
+func (c *Cache) ownStream(ctx context.Context) context.Context {
+	return metadata.NewOutgoingContext(ctx, c.stream)
 }
 
 // bookmarkObject is the object of a BOOKMARK at rv: an empty object of

@@ -30,6 +30,12 @@ const resultBuffer = 16
 //	N       unset/false        the window's changes after N; 410 Expired if
 //	                           the window no longer reaches back to N
 //
+// The API server gives a watch from "" or "0" without sendInitialEvents
+// initial events (upstream's SetListOptionsDefaults, WatchList on), so a
+// plain client watch with no resourceVersion is the second row and waits
+// for the cache to reach etcd's revision, as upstream's; the legacy rows
+// are for callers in the process (docs/watchcache.md).
+//
 // Errors found after the request is parsed arrive as one ERROR event, as
 // upstream. Before the first list the watch is served by etcd.
 func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
