@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,12 +93,17 @@ func TestContainerCgroupHasItsLimits(t *testing.T) {
 			t.Errorf("%s = %q, want %q", w.file, got, w.value)
 		}
 	}
-	found := false
-	for _, pid := range c.spec.Cgroup.Procs() {
-		found = found || pid == st.Process.PID
-	}
-	if !found {
-		t.Errorf("the container's process %d is not in its cgroup %v", st.Process.PID, c.spec.Cgroup)
+	// In every one of its cgroups from its start, and the supervisor in
+	// none of them (on v1 it forks the command from a thread that joined
+	// them, and that thread is gone once the start is reported).
+	for _, d := range c.spec.Cgroup.Dirs() {
+		procs := supervisor.CgroupPaths{Unified: d}.Procs()
+		if !slices.Contains(procs, st.Process.PID) {
+			t.Errorf("the container's process %d is not in its cgroup %s (%v)", st.Process.PID, d, procs)
+		}
+		if slices.Contains(procs, st.Supervisor.PID) {
+			t.Errorf("the supervisor %d is in the container's cgroup %s (%v)", st.Supervisor.PID, d, procs)
+		}
 	}
 	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
 		t.Fatal(err)
