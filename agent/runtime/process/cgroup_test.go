@@ -243,6 +243,33 @@ func TestOOMScoreAdjIsSet(t *testing.T) {
 	})
 }
 
+// TestStartingSupervisorYieldsToTheAgent: a supervisor's scheduling
+// autogroup is at nice 10 only while it starts its container; afterwards
+// it and the container (a session, so an autogroup, of its own) are at 0.
+func TestStartingSupervisorYieldsToTheAgent(t *testing.T) {
+	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+		t.Skipf("no autogroup scheduling: %v", err)
+	}
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		cfg := containerConfig("nice", "sleep", "100")
+		prepare(cfg)
+		id := f.run(cfg)
+		st := startedOf(t, f.rt, id)
+		for what, pid := range map[string]int{"supervisor": st.Supervisor.PID, "container": st.Process.PID} {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/autogroup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(string(b)), " nice 0") {
+				t.Errorf("the %s's autogroup once it runs: %q, want nice 0", what, b)
+			}
+		}
+		if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 func TestExecRunsInTheContainerCgroup(t *testing.T) {
 	f := cgroupFixture(t)
 	id := f.run(containerConfig("target", "sleep", "100"))
