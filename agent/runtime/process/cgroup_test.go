@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,12 +93,17 @@ func TestContainerCgroupHasItsLimits(t *testing.T) {
 			t.Errorf("%s = %q, want %q", w.file, got, w.value)
 		}
 	}
-	found := false
-	for _, pid := range c.spec.Cgroup.Procs() {
-		found = found || pid == st.Process.PID
-	}
-	if !found {
-		t.Errorf("the container's process %d is not in its cgroup %v", st.Process.PID, c.spec.Cgroup)
+	// In every one of its cgroups from its start, and the supervisor in
+	// none of them (on v1 it forks the command from a thread that joined
+	// them, and that thread is gone once the start is reported).
+	for _, d := range c.spec.Cgroup.Dirs() {
+		procs := supervisor.CgroupPaths{Unified: d}.Procs()
+		if !slices.Contains(procs, st.Process.PID) {
+			t.Errorf("the container's process %d is not in its cgroup %s (%v)", st.Process.PID, d, procs)
+		}
+		if slices.Contains(procs, st.Supervisor.PID) {
+			t.Errorf("the supervisor %d is in the container's cgroup %s (%v)", st.Supervisor.PID, d, procs)
+		}
 	}
 	if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
 		t.Fatal(err)
@@ -230,6 +236,33 @@ func TestOOMScoreAdjIsSet(t *testing.T) {
 		sup, _ := os.ReadFile("/proc/" + strconv.Itoa(startedOf(t, f.rt, id).Supervisor.PID) + "/oom_score_adj")
 		if string(sup) != string(own) {
 			t.Errorf("supervisor's oom_score_adj %q, want the agent's %q", sup, own)
+		}
+		if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestStartingSupervisorYieldsToTheAgent: a supervisor's scheduling
+// autogroup is at nice 10 only while it starts its container; afterwards
+// it and the container (a session, so an autogroup, of its own) are at 0.
+func TestStartingSupervisorYieldsToTheAgent(t *testing.T) {
+	if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+		t.Skipf("no autogroup scheduling: %v", err)
+	}
+	forEachStartPath(t, func(t *testing.T, f *fixture, prepare func(*runtimeapi.ContainerConfig)) {
+		cfg := containerConfig("nice", "sleep", "100")
+		prepare(cfg)
+		id := f.run(cfg)
+		st := startedOf(t, f.rt, id)
+		for what, pid := range map[string]int{"supervisor": st.Supervisor.PID, "container": st.Process.PID} {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/autogroup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(string(b)), " nice 0") {
+				t.Errorf("the %s's autogroup once it runs: %q, want nice 0", what, b)
+			}
 		}
 		if err := f.rt.StopContainer(context.Background(), id, 0); err != nil {
 			t.Fatal(err)

@@ -172,6 +172,13 @@ func forEachStartPath(t *testing.T, test func(t *testing.T, f *fixture, prepare 
 	t.Run("started directly", func(t *testing.T) {
 		test(t, newFixture(t, Options{NoCgroups: true}), func(*runtimeapi.ContainerConfig) {})
 	})
+	t.Run("started from a thread in v1 cgroups", func(t *testing.T) {
+		f := newFixture(t, Options{})
+		if c := f.rt.cgroups; c.unavailable != "" || c.root.Unified != "" {
+			t.Skipf("needs writable v1 cgroups (%q, unified %q)", c.unavailable, c.root.Unified)
+		}
+		test(t, f, func(*runtimeapi.ContainerConfig) {})
+	})
 	t.Run("started through init", func(t *testing.T) {
 		f := newFixture(t, Options{NoCgroups: true})
 		if f.rt.mountsOff != "" {

@@ -52,6 +52,21 @@ func (p CgroupPaths) Join(pid int) error {
 	return nil
 }
 
+// JoinThread moves only thread tid of this process into every cgroup of
+// p, through the v1 "tasks" files (v2 moves whole processes only, and has
+// CgroupFD instead). A process the thread forks starts in them.
+func (p CgroupPaths) JoinThread(tid int) error {
+	for _, d := range []string{p.Memory, p.CPU, p.Pids} {
+		if d == "" {
+			continue
+		}
+		if err := os.WriteFile(joinPath(d, "tasks"), []byte(strconv.Itoa(tid)), 0); err != nil {
+			return fmt.Errorf("join cgroup %s with thread %d: %w", d, tid, err)
+		}
+	}
+	return nil
+}
+
 // Procs lists the processes in p's cgroups.
 func (p CgroupPaths) Procs() []int {
 	var pids []int

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 	"unsafe"
@@ -40,8 +42,10 @@ func superviseMain(dir string) int {
 	// ignored. Nothing reads the channel; signals past its one slot drop.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	syscall.CloseOnExec(reportFD)
+	restore := startingAutogroupNice()
 	report := os.NewFile(reportFD, "report")
 	err := supervise(dir, func(err error) {
+		restore()
 		if err != nil {
 			fmt.Fprintf(report, "error: %v\n", err)
 		} else {
@@ -54,6 +58,35 @@ func superviseMain(dir string) int {
 		return 1
 	}
 	return 0
+}
+
+// startingNice is the nice value of a supervisor's autogroup while it
+// starts its container.
+const startingNice = "10"
+
+// startingAutogroupNice gives this supervisor's scheduling autogroup a
+// lower weight until the returned function is called (once the command
+// runs or could not start), and does nothing where the kernel has no
+// autogroups.
+//
+// Where the agent runs in the root cpu cgroup (no systemd unit, a v1 host,
+// a shell), the kernel's autogroup scheduling gives every session the
+// weight of one process, and a supervisor is a session of its own
+// (setsid). A node starting 100 containers at once then had 100 sessions
+// of start-up work against the agent's one, and the agent's own calls
+// starved: reading the Node before the first mirror pod took 200-650 ms,
+// as long as the supervisors were starting. At nice 10 a starting
+// supervisor weighs about a ninth of the agent; idle once its container
+// runs, it goes back to 0, which needs no privilege, so a chatty
+// container's log is copied at the usual weight. A supervisor in a cpu
+// cgroup other than the root (a systemd unit) is not scheduled by
+// autogroup at all, and this changes nothing.
+func startingAutogroupNice() (restore func()) {
+	const path = "/proc/self/autogroup"
+	if err := os.WriteFile(path, []byte(startingNice), 0); err != nil {
+		return func() {}
+	}
+	return func() { os.WriteFile(path, []byte("0"), 0) }
 }
 
 // supervise starts the container described in dir and waits for it;
@@ -263,11 +296,13 @@ func (st *stdio) closeOurEnds() {
 
 // startCommand starts the container's command with stdin, stdout and
 // stderr, in a session of its own, and returns its PID once it runs. Where
-// the command must join v1 cgroups or get mounts before it execs, it
-// starts the container's init (see initMain), which does that and execs
-// it. Otherwise it execs the command directly: a v2 cgroup is joined as
-// part of clone3 (CgroupFD), and os.StartProcess reports a failed exec
-// itself. That saves starting this binary a second time.
+// the command must get mounts before it execs, it starts the container's
+// init (see initMain), which binds them and execs it. Otherwise it execs
+// the command directly, in its cgroups from its creation: a v2 cgroup is
+// joined as part of clone3 (CgroupFD), v1 cgroups by forking from a
+// thread that joined them first (startInV1Cgroups); os.StartProcess
+// reports a failed exec itself. That saves starting this binary a second
+// time, the larger part of a container's start on a v1 host.
 func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
 	// oom_score_adj is inherited through fork: the supervisor takes the
 	// container's value for the moment of the fork, so the command has it
@@ -283,8 +318,11 @@ func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File
 		defer os.WriteFile("/proc/self/oom_score_adj", own, 0)
 	}
 	c := spec.Cgroup
-	if len(spec.Mounts) == 0 && c.Memory == "" && c.CPU == "" && c.Pids == "" {
-		return startDirect(spec, stdin, stdout, stderr)
+	if len(spec.Mounts) == 0 {
+		if c.Memory == "" && c.CPU == "" && c.Pids == "" {
+			return startDirect(spec, stdin, stdout, stderr)
+		}
+		return startInV1Cgroups(spec, stdin, stdout, stderr)
 	}
 	initR, initW, err := os.Pipe()
 	if err != nil {
@@ -318,6 +356,65 @@ func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File
 		return 0, errors.New(string(msg))
 	}
 	return pid, nil
+}
+
+// startInV1Cgroups execs the command directly with its v1 cgroups joined
+// from its creation. v1 has no clone into a cgroup, but it places threads
+// one by one ("tasks"), and a child starts in the cgroups of the thread
+// that forked it. So a goroutine locked to a thread of its own moves that
+// thread into the container's cgroups, forks the command from it, and
+// ends without unlocking, which ends the thread: the supervisor's other
+// threads never enter the container's cgroups. Memory is charged to a
+// process's mm owner, so nothing the supervisor allocates meanwhile counts
+// against the container, and the thread counts as one task against a
+// pids limit while the command starts (init counted all of its threads).
+//
+// The supervisor's role runs from a package init, on the main thread,
+// whose goroutine the Go runtime keeps locked to it until main: the
+// locked goroutine here can never be on the main thread, which Go would
+// keep (wedged) instead of ending it. It checks that all the same, and
+// returns only once the thread is gone, so that nothing reading the
+// cgroups afterwards (a stop, a kill of what is left) takes the
+// supervisor for one of the container's processes.
+func startInV1Cgroups(spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
+	type result struct {
+		pid, tid int
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: the thread ends with this goroutine.
+		tid := syscall.Gettid()
+		if tid == os.Getpid() {
+			runtime.UnlockOSThread()
+			done <- result{err: errors.New("start in v1 cgroups: on the main thread")}
+			return
+		}
+		if err := spec.Cgroup.JoinThread(tid); err != nil {
+			done <- result{tid: tid, err: err}
+			return
+		}
+		pid, err := startDirect(spec, stdin, stdout, stderr)
+		done <- result{pid, tid, err}
+	}()
+	r := <-done
+	if r.tid != 0 {
+		threadGone(r.tid)
+	}
+	return r.pid, r.err
+}
+
+// threadGone waits, at most a second, until thread tid of this process
+// has exited: a thread leaves its cgroups as it exits, before its
+// /proc/self/task entry goes.
+func threadGone(tid int) {
+	path := "/proc/self/task/" + strconv.Itoa(tid)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+	}
 }
 
 func startDirect(spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
