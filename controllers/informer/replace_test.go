@@ -20,11 +20,11 @@ func TestReplaceReportsTheDifference(t *testing.T) {
 	var got []string
 	n := &notifying[*v1.ConfigMap]{
 		store: listwatch.NewIndexer(listwatch.IndexerOptions[*v1.ConfigMap]{}),
-		h: Handlers[*v1.ConfigMap]{
+		regs: []*registration[*v1.ConfigMap]{{h: Handlers[*v1.ConfigMap]{
 			OnAdd:    func(c *v1.ConfigMap) { got = append(got, "add "+c.Name) },
 			OnUpdate: func(old, c *v1.ConfigMap) { got = append(got, "update "+c.Name+" "+old.Data["v"]+"->"+c.Data["v"]) },
 			OnDelete: func(c *v1.ConfigMap) { got = append(got, "delete "+c.Name) },
-		},
+		}}},
 	}
 	if err := n.Replace([]runtime.Object{cm("a", "1"), cm("b", "1")}, "10"); err != nil {
 		t.Fatal(err)
