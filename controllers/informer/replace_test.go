@@ -53,3 +53,24 @@ func TestWrongTypeIsRefused(t *testing.T) {
 		t.Fatal("a pod went into a configmap informer")
 	}
 }
+
+// The cache keeps no managedFields: no controller reads them.
+func TestManagedFieldsAreNotCached(t *testing.T) {
+	n := &notifying[*v1.ConfigMap]{store: listwatch.NewIndexer(listwatch.IndexerOptions[*v1.ConfigMap]{})}
+	withFields := func(name string) *v1.ConfigMap {
+		c := cm(name, "1")
+		c.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
+		return c
+	}
+	if err := n.Replace([]runtime.Object{withFields("listed")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Add(withFields("watched")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"listed", "watched"} {
+		if c, ok := n.store.Get("ns/" + name); !ok || c.ManagedFields != nil {
+			t.Errorf("%s: cached %v with managedFields %v", name, ok, c.ManagedFields)
+		}
+	}
+}
