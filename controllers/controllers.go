@@ -9,7 +9,9 @@
 // returns once its caches are listed and it has no work queued, for tests.
 // The parts they share are small packages here: workqueue (a keyed queue
 // with per-key retry delays), informer (a Reflector, an Indexer and change
-// handlers) and events (an event recorder).
+// handlers; the controllers a Manager runs share one cache per resource
+// through its Factory, docs/controllers.md "Shared caches") and events (an
+// event recorder).
 package controllers
 
 import (
