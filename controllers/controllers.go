@@ -9,7 +9,9 @@
 // returns once its caches are listed and it has no work queued, for tests.
 // The parts they share are small packages here: workqueue (a keyed queue
 // with per-key retry delays), informer (a Reflector, an Indexer and change
-// handlers) and events (an event recorder).
+// handlers; the controllers a Manager runs share one cache per resource
+// through its Factory, docs/controllers.md "Shared caches") and events (an
+// event recorder).
 package controllers
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
+	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
@@ -114,6 +117,10 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("controllers: client: %w", err)
 	}
 	m := &Manager{controllers: map[string]Controller{}}
+	// One cache per resource (and selector) for every controller, as
+	// kube-controller-manager's SharedInformerFactory: the caches hold
+	// every pod, so each kept apart costs a copy of each pod.
+	informers := informer.NewFactory()
 	for _, name := range opts.Names {
 		if _, dup := m.controllers[name]; dup {
 			continue
@@ -125,15 +132,15 @@ func New(opts Options) (*Manager, error) {
 			if derr != nil {
 				return nil, fmt.Errorf("controllers: dynamic client: %w", derr)
 			}
-			c, err = namespace.New(namespace.Options{Client: client, Dynamic: dyn})
+			c, err = namespace.New(namespace.Options{Client: client, Dynamic: dyn, Informers: informers})
 		case ServiceAccount:
-			c, err = serviceaccount.New(serviceaccount.Options{Client: client})
+			c, err = serviceaccount.New(serviceaccount.Options{Client: client, Informers: informers})
 		case Scheduler:
-			c, err = scheduler.New(scheduler.Options{Client: client})
+			c, err = scheduler.New(scheduler.Options{Client: client, Informers: informers})
 		case NodeLifecycle:
-			c, err = nodelifecycle.New(nodelifecycle.Options{Client: client, GracePeriod: opts.NodeMonitorGracePeriod})
+			c, err = nodelifecycle.New(nodelifecycle.Options{Client: client, Informers: informers, GracePeriod: opts.NodeMonitorGracePeriod})
 		case TaintEviction:
-			c, err = tainteviction.New(tainteviction.Options{Client: client})
+			c, err = tainteviction.New(tainteviction.Options{Client: client, Informers: informers})
 		case GarbageCollector:
 			meta, merr := metadata.NewForConfig(cfg)
 			if merr != nil {
@@ -141,15 +148,15 @@ func New(opts Options) (*Manager, error) {
 			}
 			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
 		case Deployment:
-			c, err = deployment.New(deployment.Options{Client: client})
+			c, err = deployment.New(deployment.Options{Client: client, Informers: informers})
 		case CronJob:
-			c, err = cronjob.New(cronjob.Options{Client: client})
+			c, err = cronjob.New(cronjob.Options{Client: client, Informers: informers})
 		case Job:
-			c, err = job.New(job.Options{Client: client})
+			c, err = job.New(job.Options{Client: client, Informers: informers})
 		case ReplicaSet:
-			c, err = replicaset.New(replicaset.Options{Client: client})
+			c, err = replicaset.New(replicaset.Options{Client: client, Informers: informers})
 		case PodGC:
-			c, err = podgc.New(podgc.Options{Client: client, TerminatedThreshold: opts.TerminatedPodGCThreshold})
+			c, err = podgc.New(podgc.Options{Client: client, Informers: informers, TerminatedThreshold: opts.TerminatedPodGCThreshold})
 		default:
 			return nil, fmt.Errorf("controllers: unknown controller %q (known: %v)", name, All())
 		}

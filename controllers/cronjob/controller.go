@@ -44,6 +44,9 @@ var kind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 type Options struct {
 	// Client watches CronJobs and Jobs and writes them. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -69,8 +72,8 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{client: opts.Client, now: opts.Now, queue: workqueue.New[string](workqueue.Options{}),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "cronjob-controller"})}
 	var err error
-	c.crons, err = informer.New(informer.Options[*batchv1.CronJob]{
-		Name: "cronjobs", ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().CronJobs(""), nil),
+	c.crons, err = informer.For(opts.Informers, informer.Options[*batchv1.CronJob]{
+		Name: "cronjobs", Shape: informer.Shape{Resource: "cronjobs.batch"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().CronJobs(""), nil),
 		Handlers: informer.Handlers[*batchv1.CronJob]{
 			OnAdd:    func(cj *batchv1.CronJob) { c.queue.Add(key(cj)) },
 			OnUpdate: func(_, cj *batchv1.CronJob) { c.queue.Add(key(cj)) },
@@ -84,8 +87,8 @@ func New(opts Options) (*Controller, error) {
 			c.queue.Add(j.Namespace + "/" + ref.Name)
 		}
 	}
-	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
-		Name: "jobs", ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
+	c.jobs, err = informer.For(opts.Informers, informer.Options[*batchv1.Job]{
+		Name: "jobs", Shape: informer.Shape{Resource: "jobs.batch"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
 		Indexers: map[string]listwatch.IndexFunc[*batchv1.Job]{ownerIndex: func(j *batchv1.Job) ([]string, error) {
 			if ref := metav1.GetControllerOf(j); ref != nil && ref.Kind == kind.Kind {
 				return []string{string(ref.UID)}, nil

@@ -41,7 +41,7 @@ import (
 	"github.com/kite-project/kite/listwatch"
 )
 
-const namespaceIndex = "namespace"
+const namespaceIndex = informer.NamespaceIndex
 
 var kind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
@@ -50,6 +50,9 @@ type Options struct {
 	// Client watches Deployments, ReplicaSets and pods and writes the
 	// first two. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// Workers sync Deployments in parallel; 0 means 5.
 	Workers int
 	// Now is the clock; time.Now when nil.
@@ -82,9 +85,10 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{client: opts.Client, workers: opts.Workers, now: opts.Now, queue: workqueue.New[string](workqueue.Options{}),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "deployment-controller"})}
 	var err error
-	c.deploys, err = informer.New(informer.Options[*appsv1.Deployment]{
-		Name: "deployments", ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().Deployments(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*appsv1.Deployment]{namespaceIndex: func(d *appsv1.Deployment) ([]string, error) { return []string{d.Namespace}, nil }},
+	c.deploys, err = informer.For(opts.Informers, informer.Options[*appsv1.Deployment]{
+		Name: "deployments", Shape: informer.Shape{Resource: "deployments.apps"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().Deployments(""), nil),
+		Indexers:      map[string]listwatch.IndexFunc[*appsv1.Deployment]{namespaceIndex: informer.ByNamespace[*appsv1.Deployment]},
 		Handlers: informer.Handlers[*appsv1.Deployment]{
 			OnAdd:    func(d *appsv1.Deployment) { c.queue.Add(key(d)) },
 			OnUpdate: func(_, d *appsv1.Deployment) { c.queue.Add(key(d)) },
@@ -94,9 +98,10 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sets, err = informer.New(informer.Options[*appsv1.ReplicaSet]{
-		Name: "replicasets", ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: func(rs *appsv1.ReplicaSet) ([]string, error) { return []string{rs.Namespace}, nil }},
+	c.sets, err = informer.For(opts.Informers, informer.Options[*appsv1.ReplicaSet]{
+		Name: "replicasets", Shape: informer.Shape{Resource: "replicasets.apps"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
+		Indexers:      map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: informer.ByNamespace[*appsv1.ReplicaSet]},
 		Handlers: informer.Handlers[*appsv1.ReplicaSet]{
 			OnAdd:    c.rsChanged,
 			OnUpdate: func(old, rs *appsv1.ReplicaSet) { c.rsChanged(old); c.rsChanged(rs) },
@@ -106,9 +111,10 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
-		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
-		Handlers: informer.Handlers[*corev1.Pod]{OnDelete: c.podDeleted},
+	c.pods, err = informer.For(opts.Informers, informer.Options[*corev1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+		Handlers:      informer.Handlers[*corev1.Pod]{OnDelete: c.podDeleted},
 	})
 	if err != nil {
 		return nil, err

@@ -20,11 +20,11 @@ func TestReplaceReportsTheDifference(t *testing.T) {
 	var got []string
 	n := &notifying[*v1.ConfigMap]{
 		store: listwatch.NewIndexer(listwatch.IndexerOptions[*v1.ConfigMap]{}),
-		h: Handlers[*v1.ConfigMap]{
+		regs: []*registration[*v1.ConfigMap]{{h: Handlers[*v1.ConfigMap]{
 			OnAdd:    func(c *v1.ConfigMap) { got = append(got, "add "+c.Name) },
 			OnUpdate: func(old, c *v1.ConfigMap) { got = append(got, "update "+c.Name+" "+old.Data["v"]+"->"+c.Data["v"]) },
 			OnDelete: func(c *v1.ConfigMap) { got = append(got, "delete "+c.Name) },
-		},
+		}}},
 	}
 	if err := n.Replace([]runtime.Object{cm("a", "1"), cm("b", "1")}, "10"); err != nil {
 		t.Fatal(err)
@@ -51,5 +51,26 @@ func TestWrongTypeIsRefused(t *testing.T) {
 	n := &notifying[*v1.ConfigMap]{store: listwatch.NewIndexer(listwatch.IndexerOptions[*v1.ConfigMap]{})}
 	if err := n.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}); err == nil {
 		t.Fatal("a pod went into a configmap informer")
+	}
+}
+
+// The cache keeps no managedFields: no controller reads them.
+func TestManagedFieldsAreNotCached(t *testing.T) {
+	n := &notifying[*v1.ConfigMap]{store: listwatch.NewIndexer(listwatch.IndexerOptions[*v1.ConfigMap]{})}
+	withFields := func(name string) *v1.ConfigMap {
+		c := cm(name, "1")
+		c.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
+		return c
+	}
+	if err := n.Replace([]runtime.Object{withFields("listed")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Add(withFields("watched")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"listed", "watched"} {
+		if c, ok := n.store.Get("ns/" + name); !ok || c.ManagedFields != nil {
+			t.Errorf("%s: cached %v with managedFields %v", name, ok, c.ManagedFields)
+		}
 	}
 }

@@ -14,10 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-const namespaceIndex = "namespace"
-
-func byNamespace[T metav1.Object](o T) ([]string, error) { return []string{o.GetNamespace()}, nil }
-
 // jobOf is the name and uid of the batch/v1 Job controlling p, if one does.
 func jobOf(p *corev1.Pod) *metav1.OwnerReference {
 	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind && ref.APIVersion == kind.GroupVersion().String() {

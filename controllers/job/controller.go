@@ -50,12 +50,17 @@ import (
 
 const ownerIndex = "owner"
 
+const namespaceIndex = informer.NamespaceIndex
+
 var kind = batchv1.SchemeGroupVersion.WithKind("Job")
 
 // Options configure a Controller.
 type Options struct {
 	// Client watches Jobs and pods and writes them. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// BackoffBase and BackoffLimit bound the delay before a failed Job's
 	// (or index's) next pod; 0 means upstream's 10 s and 10 min.
 	BackoffBase, BackoffLimit time.Duration
@@ -128,9 +133,9 @@ func New(opts Options) (*Controller, error) {
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
-	c.jobs, err = informer.New(informer.Options[*batchv1.Job]{
-		Name: "jobs", ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*batchv1.Job]{namespaceIndex: byNamespace[*batchv1.Job]},
+	c.jobs, err = informer.For(opts.Informers, informer.Options[*batchv1.Job]{
+		Name: "jobs", Shape: informer.Shape{Resource: "jobs.batch"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.BatchV1().Jobs(""), nil),
+		Indexers: map[string]listwatch.IndexFunc[*batchv1.Job]{namespaceIndex: informer.ByNamespace[*batchv1.Job]},
 		Handlers: informer.Handlers[*batchv1.Job]{
 			OnAdd:    func(j *batchv1.Job) { c.queue.Add(key(j)) },
 			OnUpdate: func(_, j *batchv1.Job) { c.queue.Add(key(j)) },
@@ -140,8 +145,8 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
-		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+	c.pods, err = informer.For(opts.Informers, informer.Options[*corev1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
 		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{
 			ownerIndex: func(p *corev1.Pod) ([]string, error) {
 				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
@@ -149,7 +154,7 @@ func New(opts Options) (*Controller, error) {
 				}
 				return nil, nil
 			},
-			namespaceIndex: byNamespace[*corev1.Pod],
+			namespaceIndex: informer.ByNamespace[*corev1.Pod],
 		},
 		Handlers: informer.Handlers[*corev1.Pod]{
 			OnAdd: func(p *corev1.Pod) {

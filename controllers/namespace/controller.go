@@ -37,6 +37,9 @@ type Options struct {
 	// content. Required.
 	Client  kubernetes.Interface
 	Dynamic dynamic.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// Retry is how soon a namespace that still has content is looked at
 	// again; 0 means one second.
 	Retry time.Duration
@@ -68,8 +71,8 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	var err error
-	c.namespaces, err = informer.New(informer.Options[*v1.Namespace]{
-		Name:          "namespaces",
+	c.namespaces, err = informer.For(opts.Informers, informer.Options[*v1.Namespace]{
+		Name: "namespaces", Shape: informer.Shape{Resource: "namespaces"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Namespaces(), nil),
 		Handlers: informer.Handlers[*v1.Namespace]{
 			OnAdd:    enqueue,

@@ -43,6 +43,9 @@ const (
 type Options struct {
 	// Client watches nodes and leases and writes nodes. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// GracePeriod is --node-monitor-grace-period; 0 means 50 s.
 	GracePeriod time.Duration
 	// StartupGracePeriod is --node-startup-grace-period, for nodes that
@@ -109,8 +112,8 @@ func New(opts Options) (*Controller, error) {
 	}
 	kick := c.loop.Kick
 	var err error
-	c.nodes, err = informer.New(informer.Options[*v1.Node]{
-		Name:          "nodes",
+	c.nodes, err = informer.For(opts.Informers, informer.Options[*v1.Node]{
+		Name: "nodes", Shape: informer.Shape{Resource: "nodes"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
 		Handlers: informer.Handlers[*v1.Node]{
 			// A condition or spec change is tainted for at once, as
@@ -127,18 +130,18 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.leases, err = informer.New(informer.Options[*coordv1.Lease]{
-		Name:          "node leases",
+	c.leases, err = informer.For(opts.Informers, informer.Options[*coordv1.Lease]{
+		Name: "node leases", Shape: informer.Shape{Resource: "leases.coordination.k8s.io", Namespace: v1.NamespaceNodeLease},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoordinationV1().Leases(v1.NamespaceNodeLease), nil),
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.pods, err = informer.New(informer.Options[*v1.Pod]{
-		Name:          "pods",
+	c.pods, err = informer.For(opts.Informers, informer.Options[*v1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
 		Indexers: map[string]listwatch.IndexFunc[*v1.Pod]{
-			nodeNameIndex: func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
+			nodeNameIndex: informer.ByNodeName,
 		},
 	})
 	if err != nil {
@@ -147,7 +150,7 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-const nodeNameIndex = "spec.nodeName"
+const nodeNameIndex = informer.NodeNameIndex
 
 func sameConditionStatus(a, b *v1.Node) bool {
 	if len(a.Status.Conditions) != len(b.Status.Conditions) {

@@ -38,6 +38,9 @@ const (
 type Options struct {
 	// Client watches pods and nodes and deletes pods. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// TerminatedThreshold is --terminated-pod-gc-threshold: 0 means
 	// 12500, negative keeps every terminated pod.
 	TerminatedThreshold int
@@ -92,13 +95,13 @@ func New(opts Options) (*Controller, error) {
 		now: opts.Now, missing: map[string]time.Time{}, deleted: map[types.UID]bool{}, loop: periodic.New(),
 	}
 	var err error
-	if c.pods, err = informer.New(informer.Options[*v1.Pod]{
-		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+	if c.pods, err = informer.For(opts.Informers, informer.Options[*v1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
 	}); err != nil {
 		return nil, err
 	}
-	if c.nodes, err = informer.New(informer.Options[*v1.Node]{
-		Name: "nodes", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
+	if c.nodes, err = informer.For(opts.Informers, informer.Options[*v1.Node]{
+		Name: "nodes", Shape: informer.Shape{Resource: "nodes"}, ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
 	}); err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ import (
 // --replicaset-burst... default 500).
 const burstReplicas = 500
 
-const namespaceIndex = "namespace"
+const namespaceIndex = informer.NamespaceIndex
 
 // writeTimeout bounds a pod create or delete seen through after the
 // controller was told to stop.
@@ -49,6 +49,9 @@ const writeTimeout = 30 * time.Second
 type Options struct {
 	// Client watches ReplicaSets and pods and writes them. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// Workers sync ReplicaSets in parallel; 0 means 5 (upstream's
 	// --concurrent-replicaset-syncs).
 	Workers int
@@ -82,11 +85,11 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{client: opts.Client, workers: opts.Workers, now: opts.Now,
 		queue: workqueue.New[string](workqueue.Options{}), expect: newExpectations(opts.Now),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "replicaset-controller"})}
-	byNamespace := func(m metav1.Object) ([]string, error) { return []string{m.GetNamespace()}, nil }
 	var err error
-	c.sets, err = informer.New(informer.Options[*appsv1.ReplicaSet]{
-		Name: "replicasets", ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: func(rs *appsv1.ReplicaSet) ([]string, error) { return byNamespace(rs) }},
+	c.sets, err = informer.For(opts.Informers, informer.Options[*appsv1.ReplicaSet]{
+		Name: "replicasets", Shape: informer.Shape{Resource: "replicasets.apps"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
+		Indexers:      map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: informer.ByNamespace[*appsv1.ReplicaSet]},
 		Handlers: informer.Handlers[*appsv1.ReplicaSet]{
 			OnAdd:    func(rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
 			OnUpdate: func(_, rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
@@ -96,10 +99,11 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.pods, err = informer.New(informer.Options[*corev1.Pod]{
-		Name: "pods", ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
-		Indexers: map[string]listwatch.IndexFunc[*corev1.Pod]{namespaceIndex: func(p *corev1.Pod) ([]string, error) { return byNamespace(p) }},
-		Handlers: informer.Handlers[*corev1.Pod]{OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod},
+	c.pods, err = informer.For(opts.Informers, informer.Options[*corev1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+		Indexers:      map[string]listwatch.IndexFunc[*corev1.Pod]{namespaceIndex: informer.ByNamespace[*corev1.Pod]},
+		Handlers:      informer.Handlers[*corev1.Pod]{OnAdd: c.addPod, OnUpdate: c.updatePod, OnDelete: c.deletePod},
 	})
 	if err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ const (
 type Options struct {
 	// Client watches pods and nodes, binds and records events. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// SchedulerName is the spec.schedulerName of the pods to place; ""
 	// means DefaultSchedulerName.
 	SchedulerName string
@@ -109,19 +112,20 @@ func New(opts Options) (*Scheduler, error) {
 		usage: map[string]*Usage{}, counted: map[string]*v1.Pod{},
 	}
 	var err error
-	s.pods, err = informer.New(informer.Options[*v1.Pod]{
+	s.pods, err = informer.For(opts.Informers, informer.Options[*v1.Pod]{
 		Name: "pods",
 		// Terminal pods hold no resources, as upstream's pod informer.
-		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), func(o *metav1.ListOptions) {
-			o.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
-		}),
-		Handlers: informer.Handlers[*v1.Pod]{OnAdd: s.podAdded, OnUpdate: s.podUpdated, OnDelete: s.podDeleted},
+		// So this is a cache of its own (as kube-scheduler has its own),
+		// not the controllers' one of every pod.
+		Shape:         informer.Shape{Resource: "pods", FieldSelector: "status.phase!=Succeeded,status.phase!=Failed"},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
+		Handlers:      informer.Handlers[*v1.Pod]{OnAdd: s.podAdded, OnUpdate: s.podUpdated, OnDelete: s.podDeleted},
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.nodes, err = informer.New(informer.Options[*v1.Node]{
-		Name:          "nodes",
+	s.nodes, err = informer.For(opts.Informers, informer.Options[*v1.Node]{
+		Name: "nodes", Shape: informer.Shape{Resource: "nodes"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
 		Handlers: informer.Handlers[*v1.Node]{
 			OnAdd: func(*v1.Node) { s.retryUnschedulable(false) },

@@ -28,6 +28,9 @@ const DefaultName = "default"
 type Options struct {
 	// Client reads namespaces and creates service accounts. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 }
 
 // Controller creates missing default service accounts. Run drives it.
@@ -45,8 +48,8 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{client: opts.Client, queue: workqueue.New[string](workqueue.Options{})}
 	var err error
-	c.namespaces, err = informer.New(informer.Options[*v1.Namespace]{
-		Name:          "namespaces",
+	c.namespaces, err = informer.For(opts.Informers, informer.Options[*v1.Namespace]{
+		Name: "namespaces", Shape: informer.Shape{Resource: "namespaces"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Namespaces(), nil),
 		Handlers: informer.Handlers[*v1.Namespace]{
 			OnAdd:    func(ns *v1.Namespace) { c.queue.Add(ns.Name) },
@@ -56,11 +59,9 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.accounts, err = informer.New(informer.Options[*v1.ServiceAccount]{
-		Name: "default serviceaccounts",
-		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().ServiceAccounts(""), func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", DefaultName).String()
-		}),
+	c.accounts, err = informer.For(opts.Informers, informer.Options[*v1.ServiceAccount]{
+		Name: "default serviceaccounts", Shape: informer.Shape{Resource: "serviceaccounts", FieldSelector: fields.OneTermEqualSelector("metadata.name", DefaultName).String()},
+		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().ServiceAccounts(""), nil),
 		Handlers: informer.Handlers[*v1.ServiceAccount]{
 			OnDelete: func(sa *v1.ServiceAccount) { c.queue.Add(sa.Namespace) },
 		},

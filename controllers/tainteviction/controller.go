@@ -25,12 +25,15 @@ import (
 	"github.com/kite-project/kite/listwatch"
 )
 
-const nodeNameIndex = "spec.nodeName"
+const nodeNameIndex = informer.NodeNameIndex
 
 // Options configure a Controller.
 type Options struct {
 	// Client watches nodes and pods and deletes pods. Required.
 	Client kubernetes.Interface
+	// Informers shares caches with the other controllers of the process;
+	// nil means caches of the controller's own.
+	Informers *informer.Factory
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -64,8 +67,8 @@ func New(opts Options) (*Controller, error) {
 		since:    map[string]time.Time{},
 	}
 	var err error
-	c.nodes, err = informer.New(informer.Options[*v1.Node]{
-		Name:          "nodes",
+	c.nodes, err = informer.For(opts.Informers, informer.Options[*v1.Node]{
+		Name: "nodes", Shape: informer.Shape{Resource: "nodes"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Nodes(), nil),
 		Handlers: informer.Handlers[*v1.Node]{
 			OnAdd:    c.nodeChanged,
@@ -80,11 +83,11 @@ func New(opts Options) (*Controller, error) {
 			c.queue.Add(p.Namespace + "/" + p.Name)
 		}
 	}
-	c.pods, err = informer.New(informer.Options[*v1.Pod]{
-		Name:          "pods",
+	c.pods, err = informer.For(opts.Informers, informer.Options[*v1.Pod]{
+		Name: "pods", Shape: informer.Shape{Resource: "pods"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Pods(""), nil),
 		Indexers: map[string]listwatch.IndexFunc[*v1.Pod]{
-			nodeNameIndex: func(p *v1.Pod) ([]string, error) { return []string{p.Spec.NodeName}, nil },
+			nodeNameIndex: informer.ByNodeName,
 		},
 		Handlers: informer.Handlers[*v1.Pod]{
 			OnAdd:    queuePod,
