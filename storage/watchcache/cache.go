@@ -72,6 +72,10 @@ type Cache struct {
 	stream metadata.MD
 
 	lastProgressRequest atomic.Int64 // unix nanoseconds
+	// progressAnswered is set when a progress notification arrives and
+	// cleared by the request after it: the one outstanding request has
+	// been answered, so a reader still waiting may ask again at once.
+	progressAnswered atomic.Bool
 	slowEnded           atomic.Int64
 	jitter              func() float64
 }
@@ -268,14 +272,19 @@ func (c *Cache) progressLoop(ctx context.Context) {
 	}
 }
 
-// requestProgress asks etcd for a progress notification, at most once
-// per progressRequestPeriod whatever the number of waiting readers.
+// requestProgress asks etcd for a progress notification, whatever the
+// number of waiting readers at most one request at a time: the next goes
+// once the last has been answered, or progressRequestPeriod after it
+// (etcd drops a request it cannot answer yet). Waiting out the period
+// after an answered request cost a reader that came within 100 ms of the
+// previous one (a client listing after each write) the whole period.
 func (c *Cache) requestProgress(ctx context.Context) {
 	now := time.Now().UnixNano()
 	last := c.lastProgressRequest.Load()
-	if now-last < int64(progressRequestPeriod) || !c.lastProgressRequest.CompareAndSwap(last, now) {
+	if now-last < int64(progressRequestPeriod) && !c.progressAnswered.Load() || !c.lastProgressRequest.CompareAndSwap(last, now) {
 		return
 	}
+	c.progressAnswered.Store(false)
 	if c.ctx.Err() != nil {
 		// The cache's watch is gone: a request now would open an empty
 		// stream for nothing.

@@ -115,3 +115,27 @@ func TestFreshnessWaitsAreNotHeldBackByOtherWatches(t *testing.T) {
 		}
 	})
 }
+
+// TestFreshnessWaitAsksAgainOnceAnswered: a reader that needs a newer
+// revision soon after another reader's progress request was answered asks
+// etcd at once, instead of waiting out the 100 ms between requests (a
+// client that lists a quiet resource after each write elsewhere paid the
+// whole period on every list but the first).
+func TestFreshnessWaitAsksAgainOnceAnswered(t *testing.T) {
+	ctx, c, env := testSetup(t)
+	for i := range 5 {
+		resp, err := env.etcd.Put(ctx, "/elsewhere/key", strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := c.waitFresh(ctx, uint64(resp.Header.Revision)); err != nil {
+			t.Fatal(err)
+		}
+		// The bug waited a full progressRequestPeriod (100 ms) from
+		// the second wait on; an answered request takes a round trip.
+		if took := time.Since(start); i > 0 && took >= 90*time.Millisecond {
+			t.Errorf("wait %d for revision %d took %v, want the round trip of one progress request", i, resp.Header.Revision, took)
+		}
+	}
+}

@@ -203,6 +203,7 @@ func (c *Cache) progress(rvs string) {
 	if err != nil || rv == 0 {
 		return
 	}
+	c.progressAnswered.Store(true)
 	c.mu.Lock()
 	if rv <= c.st.rv || !c.ready {
 		c.mu.Unlock()
