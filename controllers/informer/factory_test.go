@@ -160,6 +160,13 @@ func TestFactorySharesOneListAndWatch(t *testing.T) {
 		}
 	}
 	path := "/api/v1/namespaces/" + ns + "/configmaps"
+	// A synced cache has listed; its watch may still be on its way (the
+	// labelled cache has no handlers to wait for).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, watches := q.counts(path + "?labelSelector=app=x"); watches > 0 {
+			break
+		}
+	}
 	if lists, watches := q.counts(path); lists != 1 || watches != 1 {
 		t.Errorf("the shared cache sent %d lists and %d watches, want 1 and 1", lists, watches)
 	}

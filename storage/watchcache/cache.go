@@ -76,6 +76,9 @@ type Cache struct {
 	// cleared by the request after it: the one outstanding request has
 	// been answered, so a reader still waiting may ask again at once.
 	progressAnswered atomic.Bool
+	// stopMu orders progress requests before Stop's cancel: see
+	// requestProgress.
+	stopMu sync.RWMutex
 	slowEnded           atomic.Int64
 	jitter              func() float64
 }
@@ -156,7 +159,9 @@ func (c *Cache) Start(ctx context.Context) {
 // Stop ends the cache: its watchers' result channels close, its
 // goroutines end, and it returns when they have.
 func (c *Cache) Stop() {
+	c.stopMu.Lock() // no progress request after the cancel (requestProgress)
 	c.cancel()
+	c.stopMu.Unlock()
 	// A Watch that saw the cache running has registered its goroutine
 	// under the lock by the time this returns.
 	c.mu.Lock()
@@ -285,13 +290,27 @@ func (c *Cache) requestProgress(ctx context.Context) {
 		return
 	}
 	c.progressAnswered.Store(false)
-	if c.ctx.Err() != nil {
-		// The cache's watch is gone: a request now would open an empty
-		// stream for nothing.
+	// The request goes on the stream of the cache's etcd watch. One sent
+	// when the cache has no watch would open a stream that nothing ever
+	// closes (the etcd client closes a stream when its last watch ends,
+	// and this one would never have had any): sending holds stopMu for
+	// reading, and Stop cancels under it, so no request leaves after the
+	// watch's context has ended. The send is a hand-off to the etcd
+	// client's stream goroutine, which does not take it while it
+	// reconnects: it is bounded, as Stop waits for it.
+	c.stopMu.RLock()
+	defer c.stopMu.RUnlock()
+	if c.ctx.Err() != nil || !c.Ready() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, progressSendTimeout)
+	defer cancel()
 	_ = c.store.RequestWatchProgress(c.ownStream(ctx)) // best effort: the wait times out otherwise
 }
+
+// progressSendTimeout bounds the hand-off of a progress request to the
+// etcd client.
+const progressSendTimeout = time.Second
 
 // streamMetadataKey names the gRPC metadata that gives each cache its own
 // etcd watch stream.
