@@ -49,17 +49,28 @@ type TypedClient[L runtime.Object] interface {
 // not nil, edits the options of every list and watch (e.g. to set a field
 // or label selector).
 func FromTypedClient[L runtime.Object](c TypedClient[L], tweak func(*metav1.ListOptions)) ListerWatcher {
+	return WithOptions(ListWatchFuncs{
+		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, opts)
+		},
+		WatchFunc: c.Watch,
+	}, tweak)
+}
+
+// WithOptions returns lw with tweak editing the options of every list and
+// watch first; a nil tweak returns lw.
+func WithOptions(lw ListerWatcher, tweak func(*metav1.ListOptions)) ListerWatcher {
 	if tweak == nil {
-		tweak = func(*metav1.ListOptions) {}
+		return lw
 	}
 	return ListWatchFuncs{
 		ListFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			tweak(&opts)
-			return c.List(ctx, opts)
+			return lw.List(ctx, opts)
 		},
 		WatchFunc: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			tweak(&opts)
-			return c.Watch(ctx, opts)
+			return lw.Watch(ctx, opts)
 		},
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/listwatch"
@@ -293,24 +292,14 @@ func withSelectors(lw listwatch.ListerWatcher, shape Shape) listwatch.ListerWatc
 	if shape.FieldSelector == "" && shape.LabelSelector == "" {
 		return lw
 	}
-	set := func(o *metav1.ListOptions) {
+	return listwatch.WithOptions(lw, func(o *metav1.ListOptions) {
 		if shape.FieldSelector != "" {
 			o.FieldSelector = shape.FieldSelector
 		}
 		if shape.LabelSelector != "" {
 			o.LabelSelector = shape.LabelSelector
 		}
-	}
-	return listwatch.ListWatchFuncs{
-		ListFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			set(&o)
-			return lw.List(ctx, o)
-		},
-		WatchFunc: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			set(&o)
-			return lw.Watch(ctx, o)
-		},
-	}
+	})
 }
 
 // notifying writes into an Indexer and calls every informer's handlers,

@@ -78,9 +78,9 @@ type Cache struct {
 	progressAnswered atomic.Bool
 	// stopMu orders progress requests before Stop's cancel: see
 	// requestProgress.
-	stopMu sync.RWMutex
-	slowEnded           atomic.Int64
-	jitter              func() float64
+	stopMu    sync.RWMutex
+	slowEnded atomic.Int64
+	jitter    func() float64
 }
 
 var _ storage.Interface = (*Cache)(nil)
