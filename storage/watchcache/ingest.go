@@ -56,10 +56,7 @@ func (c *Cache) intern(obj runtime.Object) (metaObject, error) {
 	var m metaObject
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		var err error
-		if m, err = compactUnstructured(o); err != nil {
-			return nil, err
-		}
+		m = compactUnstructured(o)
 		obj = m
 	case metaObject:
 		m = o

@@ -45,23 +45,24 @@ type jsonObject struct {
 var _ metaObject = (*jsonObject)(nil)
 
 // compactUnstructured returns the jsonObject of u, or u itself when its
-// metadata does not convert to ObjectMeta (malformed values: the cache
-// keeps such an object as it came rather than change what it serves).
-func compactUnstructured(u *unstructured.Unstructured) (metaObject, error) {
+// metadata does not convert to ObjectMeta or it does not encode (malformed
+// values: the cache keeps such an object as it came rather than change
+// what it serves).
+func compactUnstructured(u *unstructured.Unstructured) metaObject {
 	j := &jsonObject{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
 	md, hasMeta := u.Object["metadata"].(map[string]any)
 	if hasMeta {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &j.ObjectMeta); err != nil {
-			return u, nil
+			return u
 		}
 	}
 	if !hasMeta || len(j.ManagedFields) == 0 {
 		raw, err := json.Marshal(u.Object)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+			return u
 		}
 		j.raw = raw
-		return j, nil
+		return j
 	}
 	// The object's JSON as json.Marshal writes a map (keys sorted), with
 	// the metadata's place noted.
@@ -75,7 +76,7 @@ func compactUnstructured(u *unstructured.Unstructured) (metaObject, error) {
 		}
 		key, err := json.Marshal(k)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+			return u
 		}
 		b.Write(key)
 		b.WriteByte(':')
@@ -86,13 +87,13 @@ func compactUnstructured(u *unstructured.Unstructured) (metaObject, error) {
 		}
 		val, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s %s/%s for the cache: %w", j.Kind, j.Namespace, j.Name, err)
+			return u
 		}
 		b.Write(val)
 	}
 	b.WriteByte('}')
 	j.raw = b.Bytes()
-	return j, nil
+	return j
 }
 
 // DeepCopyObject implements runtime.Object. It returns the object decoded,
