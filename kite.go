@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,68 +17,26 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	agentserver "github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
-	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/batchconn"
 	"github.com/kite-project/kite/controllers"
-	"github.com/kite-project/kite/controllers/crd"
+	"github.com/kite-project/kite/crdserving"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
-	"github.com/kite-project/kite/registry"
-	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/resourceset"
+	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/etcd/embedded"
 	kiteversion "github.com/kite-project/kite/version"
 )
-
-// http2Config is kube-apiserver's HTTP/2 configuration (k8s.io/apiserver
-// secure serving): 100 streams per connection unless told otherwise (a
-// client then opens another connection, which also spreads a watcher-heavy
-// client's streams over several connection goroutines), and 256 KiB
-// frames and per-stream buffers, enough for most request bodies in one
-// frame. A connection whose writes make no progress for writeTimeout is
-// closed: its client has stopped reading, and its streams end with it.
-func http2Config(maxStreams int, writeTimeout time.Duration) *http.HTTP2Config {
-	const resourceBody99Percentile = 256 << 10
-	if maxStreams <= 0 {
-		maxStreams = DefaultHTTP2MaxStreamsPerConnection
-	}
-	return &http.HTTP2Config{
-		MaxConcurrentStreams:          maxStreams,
-		MaxReadFrameSize:              resourceBody99Percentile,
-		MaxReceiveBufferPerStream:     resourceBody99Percentile,
-		MaxReceiveBufferPerConnection: resourceBody99Percentile * maxStreams,
-		WriteByteTimeout:              writeTimeout,
-	}
-}
-
-// profiles serves Go's runtime profiles, as kube-apiserver's
-// /debug/pprof/ does.
-func profiles() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
-}
 
 // DefaultVersion is the Kubernetes version Kite reports: the version of
 // the k8s.io modules whose API it serves.
@@ -107,18 +64,14 @@ type Server struct {
 	ownEtcd bool // opened by Start, closed by Close
 	http    *http.Server
 	api     *apiserver.Server
-	scheme  *k8sruntime.Scheme
 	// resources owns the served resources' storage stacks.
-	resources *resourceSet
-	// crdFollower follows the CRD objects, installing their resources
-	// into resources through crdInstaller.
-	crdFollower  *crdFollower
-	crdInstaller *crdInstaller
-	// stopCRDController ends the CRD controller (controllers/crd) and
-	// waits for it.
-	stopCRDController func()
-	ctrl              *controllers.Manager
-	bundle            *pki.Bundle
+	resources *resourceset.Set
+	// crds serves the custom resources of the CRD objects in resources
+	// and runs the CRD controller.
+	crds   *crdserving.Serving
+	ctrl   *controllers.Manager
+	bundle *pki.Bundle
+	token  string // the admin's
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -145,25 +98,53 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	s.runCtx, s.cancel = context.WithCancel(context.Background())
+	for _, step := range []func() error{
+		func() error { return s.openDataDir(opts) },
+		func() error { return s.openEtcd(ctx, opts) },
+		func() error { return s.buildResources(opts) },
+		func() error { return s.resources.EnsureNamespaces(ctx) },
+		func() error { return s.ensureCertificates(opts) },
+		func() error { return s.newAPI(opts) },
+		func() error { return s.serveHTTPS(ctx, opts) },
+		func() error { return s.writeKubeconfig(opts) },
+		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
+		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
+		func() error { return s.installCRDs(ctx, opts) },
+		func() error { return s.startControllers(opts) },
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// openDataDir makes the data directory, a temporary one unless
+// opts.DataDir names it.
+func (s *Server) openDataDir(opts Options) (err error) {
 	if s.dataDir = opts.DataDir; s.dataDir == "" {
 		if s.dataDir, err = os.MkdirTemp("", "kite-"); err != nil {
-			return nil, fmt.Errorf("create a temporary data directory: %w", err)
+			return fmt.Errorf("create a temporary data directory: %w", err)
 		}
 		s.removeDataDir = true
 	}
 	if err := os.MkdirAll(s.dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", s.dataDir, err)
+		return fmt.Errorf("create data directory %s: %w", s.dataDir, err)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.runCtx, s.cancel = runCtx, cancel
+	return nil
+}
 
+// openEtcd opens etcd (unless the caller gave one) and fails the server
+// when it fails.
+func (s *Server) openEtcd(ctx context.Context, opts Options) (err error) {
 	if s.etcd = opts.Backend; s.etcd == nil {
 		s.etcd, err = backend.Open(ctx, backend.Options{
 			External: backend.ExternalOptions{Servers: opts.EtcdServers},
 			Embedded: embedded.Options{DataDir: s.dataDir, UnsafeNoFsync: opts.EtcdUnsafeNoFsync, LogLevel: opts.EtcdLogLevel},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("open etcd: %w", err)
+			return fmt.Errorf("open etcd: %w", err)
 		}
 		s.ownEtcd = true
 	}
@@ -172,65 +153,92 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			select {
 			case err := <-errc:
 				s.fail(fmt.Errorf("etcd: %w", err))
-			case <-runCtx.Done():
+			case <-s.runCtx.Done():
 			}
 		})
 	}
-	s.metrics = metrics.New(metrics.Options{RuntimeMetrics: true})
-	if err := s.buildStores(runCtx, opts); err != nil {
-		return nil, err
-	}
-	if err := s.ensureNamespaces(ctx); err != nil {
-		return nil, err
-	}
+	return nil
+}
 
-	bundle, err := pki.Ensure(filepath.Join(s.dataDir, "pki"), pki.Options{Hosts: servingHosts(opts)})
-	if err != nil {
-		return nil, fmt.Errorf("certificates: %w", err)
+// buildResources builds the stacks of the built-in resources (and runs
+// the compactor, unless the caller runs one, and the object counts), and
+// what serves custom resources while serving.
+func (s *Server) buildResources(opts Options) (err error) {
+	s.metrics = metrics.New(metrics.Options{RuntimeMetrics: true})
+	var compactor etcd.CompactRevisioner = opts.Compactor
+	if opts.Compactor == nil {
+		c := etcd.NewCompactor(etcd.CompactorOptions{Client: s.etcd.Client(), Interval: opts.EtcdCompactionInterval})
+		s.wg.Go(func() { c.Run(s.runCtx) })
+		compactor = c
 	}
-	token, err := pki.EnsureToken(filepath.Join(s.dataDir, "pki", pki.TokenFile))
+	s.resources, err = resourceset.New(s.runCtx, resourceset.Options{
+		Etcd:              s.etcd.Client(),
+		Compactor:         compactor,
+		Metrics:           s.metrics,
+		WatchCacheSizes:   opts.WatchCacheSizes,
+		DisableWatchCache: opts.DisableWatchCache,
+		WrapStorage:       opts.WrapStorage,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("admin token: %w", err)
+		return err
 	}
-	authenticator, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(token)}})
+	s.wg.Go(func() { s.resources.CountObjects(s.runCtx, s.metrics, time.Minute) })
+	s.crds, err = crdserving.New(s.runCtx, s.resources)
+	return err
+}
+
+// ensureCertificates makes (or reads) the CA, the serving certificate and
+// the admin token in the data directory.
+func (s *Server) ensureCertificates(opts Options) (err error) {
+	if s.bundle, err = pki.Ensure(filepath.Join(s.dataDir, "pki"), pki.Options{Hosts: servingHosts(opts)}); err != nil {
+		return fmt.Errorf("certificates: %w", err)
+	}
+	if s.token, err = pki.EnsureToken(filepath.Join(s.dataDir, "pki", pki.TokenFile)); err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
+	return nil
+}
+
+// newAPI makes the API server of the resources, with its OpenAPI
+// documents and its proxy to agents, and starts following the CRDs.
+func (s *Server) newAPI(opts Options) error {
+	authenticator, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(s.token)}})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v := opts.Version
 	if v == (version.Info{}) {
 		v = DefaultVersion()
 	}
-	oa, err := openapi.New(openapi.Options{Resources: s.resources.openAPIResources(), Version: v.GitVersion})
+	oa, err := openapi.New(openapi.Options{Resources: s.resources.OpenAPIResources(), Version: v.GitVersion})
 	if err != nil {
-		return nil, fmt.Errorf("openapi: %w", err)
+		return fmt.Errorf("openapi: %w", err)
 	}
-	if err := enableScaleApply(s.resources.build.fields, oa); err != nil {
-		return nil, err
+	if err := s.resources.EnableScaleApply(oa); err != nil {
+		return err
 	}
-	kubeletClient, err := bundle.Issue(pki.IssueOptions{CommonName: agentserver.ClientCommonName, Client: true})
+	kubeletClient, err := s.bundle.Issue(pki.IssueOptions{CommonName: pki.KubeletClientCommonName, Client: true})
 	if err != nil {
-		return nil, fmt.Errorf("client certificate for agents: %w", err)
+		return fmt.Errorf("client certificate for agents: %w", err)
 	}
-	s.bundle = bundle
-	nodes, err := nodeproxy.New(nodeproxy.Options{Pods: s.resources.store("pods"), Nodes: s.resources.store("nodes"), ClientCertificate: kubeletClient})
+	s.nodeProxy, err = nodeproxy.New(nodeproxy.Options{Pods: s.resources.Store("pods"), Nodes: s.resources.Store("nodes"), ClientCertificate: kubeletClient})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.nodeProxy = nodes
 	extra := map[string]http.Handler{"/openapi/": oa}
 	if opts.Profiling {
-		extra["/debug/pprof/"] = profiles()
+		extra["/debug/pprof/"] = apiserver.Profiles()
 	}
 	s.api, err = apiserver.New(apiserver.Options{
 		Extra:         extra,
-		Stores:        s.resources.stores(),
-		Scheme:        s.scheme,
+		Stores:        s.resources.Stores(),
+		Scheme:        s.resources.Scheme(),
 		Version:       v,
 		Authenticator: authenticator,
-		Connect:       nodes,
+		Connect:       s.nodeProxy,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
-		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.checkStorage}},
-		Tables:        tableFunc(s.scheme, s.crdInstaller.tableColumns),
+		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
+		Tables:        s.crds.Tables(),
 		Metrics:       s.metrics,
 
 		MinRequestTimeout:           opts.MinRequestTimeout,
@@ -239,56 +247,58 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		WriteTimeout:                opts.WriteTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.resources.serve(s.api, oa)
+	s.resources.Serve(s.api, oa)
 	// Only now: what the follower installs must reach the API server.
-	s.wg.Go(func() { s.crdFollower.Run(runCtx) })
+	s.wg.Go(func() { s.crds.Run(s.runCtx) })
+	return nil
+}
 
-	host := opts.BindAddress
-	if host == "" {
-		host = "127.0.0.1"
-	}
+// serveHTTPS listens on the bind address and serves the API over HTTPS
+// until Close.
+func (s *Server) serveHTTPS(ctx context.Context, opts Options) error {
+	host := cmp.Or(opts.BindAddress, "127.0.0.1")
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(opts.SecurePort)))
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s:%d: %w", host, opts.SecurePort, err)
+		return fmt.Errorf("listen on %s:%d: %w", host, opts.SecurePort, err)
 	}
 	readHeaderTimeout := opts.ReadHeaderTimeout
 	if readHeaderTimeout <= 0 {
 		readHeaderTimeout = DefaultReadHeaderTimeout
 	}
-	writeTimeout := opts.WriteTimeout
-	if writeTimeout <= 0 {
-		writeTimeout = apiserver.DefaultWriteTimeout
+	maxStreams := opts.HTTP2MaxStreamsPerConnection
+	if maxStreams <= 0 {
+		maxStreams = DefaultHTTP2MaxStreamsPerConnection
 	}
-	// No ReadTimeout or WriteTimeout: they would bound whole requests,
-	// watches included. Bodies are read within the request timeout and
-	// responses bounded write by write (apiserver.Options.WriteTimeout).
-	s.http = &http.Server{
-		Handler:           s.api,
-		TLSConfig:         bundle.TLSConfig.Clone(),
-		ReadHeaderTimeout: readHeaderTimeout, // also bounds the TLS handshake
-		MaxHeaderBytes:    1 << 20,
-		BaseContext:       func(net.Listener) context.Context { return runCtx },
-		ErrorLog:          serverErrorLog(klog.FromContext(ctx)),
-		IdleTimeout:       90 * time.Second, // http.DefaultTransport's keep-alive
-		HTTP2:             http2Config(opts.HTTP2MaxStreamsPerConnection, writeTimeout),
-	}
+	s.http = apiserver.NewHTTPSServer(s.api, apiserver.HTTPSOptions{
+		TLSConfig:               s.bundle.TLSConfig,
+		ReadHeaderTimeout:       readHeaderTimeout,
+		WriteTimeout:            opts.WriteTimeout,
+		MaxStreamsPerConnection: maxStreams,
+		Context:                 s.runCtx,
+		Logger:                  klog.FromContext(ctx),
+	})
 	s.wg.Go(func() {
 		if err := s.http.ServeTLS(batchconn.NewListener(ln, batchconn.Options{}), "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.fail(fmt.Errorf("serve HTTPS on %s: %w", ln.Addr(), err))
 		}
 	})
-
 	addr := ln.Addr().(*net.TCPAddr)
 	connectHost := host
 	if addr.IP.IsUnspecified() {
 		connectHost = "127.0.0.1"
 	}
 	s.url = "https://" + net.JoinHostPort(connectHost, strconv.Itoa(addr.Port))
-	kc := kubeconfig.Options{Server: s.url, CAData: bundle.CAPEM, Token: token}
+	return nil
+}
+
+// writeKubeconfig writes the admin kubeconfig and keeps its client
+// configuration.
+func (s *Server) writeKubeconfig(opts Options) (err error) {
+	kc := kubeconfig.Options{Server: s.url, CAData: s.bundle.CAPEM, Token: s.token}
 	if s.restConfig, err = kubeconfig.RESTConfig(kc); err != nil {
-		return nil, err
+		return err
 	}
 	// In-process clients talk to their own server: client-go's default
 	// limit of 5 requests a second would only slow tests down.
@@ -296,29 +306,20 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if s.kubeconfigPath = opts.KubeconfigPath; s.kubeconfigPath == "" {
 		s.kubeconfigPath = filepath.Join(s.dataDir, "kubeconfig")
 	}
-	if err := kubeconfig.Write(s.kubeconfigPath, kc); err != nil {
-		return nil, err
-	}
-	if err := s.waitReady(ctx, opts.ReadyTimeout); err != nil {
-		return nil, err
-	}
-	if err := s.startCRDController(runCtx); err != nil {
-		return nil, err
-	}
+	return kubeconfig.Write(s.kubeconfigPath, kc)
+}
+
+// installCRDs installs opts' CRDs, objects and files, within the ready
+// timeout.
+func (s *Server) installCRDs(ctx context.Context, opts Options) error {
 	crds := slices.Clone(opts.CRDs)
-	fromFiles, err := readCRDFiles(s.scheme, opts.CRDPaths)
+	fromFiles, err := crdserving.ReadFiles(s.resources.Scheme(), opts.CRDPaths)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	crdCtx, cancelCRDs := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
-	defer cancelCRDs()
-	if err := s.installCRDs(crdCtx, append(crds, fromFiles...)); err != nil {
-		return nil, err
-	}
-	if err := s.startControllers(runCtx, opts); err != nil {
-		return nil, err
-	}
-	return s, nil
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
+	defer cancel()
+	return s.crds.Ensure(ctx, append(crds, fromFiles...))
 }
 
 // servingHosts are the serving certificate's SANs besides the loopback
@@ -333,32 +334,9 @@ func servingHosts(opts Options) []string {
 	return hosts
 }
 
-// waitReady returns once every watch cache has filled (what /readyz
-// checks), so that the first requests of a caller are served from memory.
-func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
-	if timeout == 0 {
-		timeout = 60 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		err := s.checkStorage(nil)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("storage not ready after %s: %w", timeout, err)
-		case <-t.C:
-		}
-	}
-}
-
 // startControllers runs the controllers opts names, as clients of the
 // API just started.
-func (s *Server) startControllers(ctx context.Context, opts Options) error {
+func (s *Server) startControllers(opts Options) error {
 	names := opts.Controllers
 	if names == nil {
 		names = controllers.EmbeddedDefault()
@@ -373,47 +351,26 @@ func (s *Server) startControllers(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.ctrl = m
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(s.runCtx)
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
 	s.stopControllers = func() { cancel(); <-done }
 	return nil
 }
 
-// startCRDController runs the controller that names, establishes and
-// cleans up CRDs, whatever Options.Controllers says: CRDs are part of
-// serving the API, as upstream runs these controllers inside
-// kube-apiserver.
-func (s *Server) startCRDController(ctx context.Context) error {
-	cfg := s.RESTConfig()
-	cfg.UserAgent = "kite-crd-controller"
-	// CRDs are large objects (their schemas): protobuf is cheaper to
-	// encode and decode than JSON on both sides, as kube-apiserver's
-	// in-process clients use it.
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	client, err := apiextensionsclient.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("CRD controller: client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("CRD controller: dynamic client: %w", err)
-	}
-	c, err := crd.New(crd.Options{Client: client, Dynamic: dyn, Unserved: s.crdInstaller})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	s.stopCRDController = func() { cancel(); <-done }
-	return nil
-}
-
 // Controllers are the controllers the server runs: a test waits for them
 // with WaitIdle.
 func (s *Server) Controllers() *controllers.Manager { return s.ctrl }
+
+// Resources is the set of served resources and their storage stacks,
+// owned by the Server: for tools and tests that look under the HTTP API
+// (as EtcdClient does under the storage), e.g. to write many objects in
+// process or to change the set while serving.
+func (s *Server) Resources() *resourceset.Set { return s.resources }
+
+// CustomResources is what serves the custom resources of the CRDs, owned
+// by the Server: for tools and tests that look under the HTTP API.
+func (s *Server) CustomResources() *crdserving.Serving { return s.crds }
 
 // RESTConfig returns a client configuration for the admin user, without
 // client-side rate limiting. Each call returns a new copy.
@@ -458,8 +415,8 @@ func (s *Server) Close() error {
 		if s.stopControllers != nil {
 			s.stopControllers()
 		}
-		if s.stopCRDController != nil {
-			s.stopCRDController()
+		if s.crds != nil {
+			s.crds.StopController()
 		}
 		if s.api != nil {
 			s.api.ShutDown()
@@ -479,7 +436,7 @@ func (s *Server) Close() error {
 			s.nodeProxy.Close()
 		}
 		if s.resources != nil {
-			s.resources.stopAll()
+			s.resources.StopAll()
 		}
 		if s.etcd != nil && s.ownEtcd {
 			s.etcd.Close()
@@ -491,67 +448,9 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// ensureNamespaces creates the namespaces that exist from the start.
-func (s *Server) ensureNamespaces(ctx context.Context) error {
-	ns := s.resources.store("namespaces")
-	for _, name := range builtin.ImmortalNamespaces {
-		obj := ns.Strategy().New()
-		obj.(metav1.Object).SetName(name)
-		_, err := ns.Create(ctx, "", obj, &metav1.CreateOptions{FieldManager: "kite"})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 func (s *Server) checkEtcd(r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	_, err := s.etcd.Client().Get(ctx, "health")
 	return err
-}
-
-func (s *Server) checkStorage(*http.Request) error {
-	for _, st := range s.resources.stores() {
-		if st.Storage() == nil {
-			continue // a virtual resource
-		}
-		if err := st.Storage().ReadinessCheck(); err != nil {
-			return fmt.Errorf("%s: %w", st.Strategy().GroupResource(), err)
-		}
-	}
-	return nil
-}
-
-// tableFunc adapts the table package to the API server. Custom resources
-// (unstructured objects, which carry their kind) get their CRD's columns.
-func tableFunc(scheme *k8sruntime.Scheme, columns func(schema.GroupVersionKind) *table.Columns) apiserver.TableFunc {
-	tc := table.New(table.Options{Typer: scheme})
-	return func(obj k8sruntime.Object, include metav1.IncludeObjectPolicy, noHeaders bool, gv schema.GroupVersion) (*metav1.Table, error) {
-		opts := table.ConvertOptions{IncludeObject: include, NoHeaders: noHeaders, GroupVersion: gv}
-		switch obj.(type) {
-		case *unstructured.Unstructured, *unstructured.UnstructuredList:
-			opts.Columns = columns(obj.GetObjectKind().GroupVersionKind())
-		}
-		return tc.Convert(obj, opts)
-	}
-}
-
-// openAPIResource describes one strategy to the OpenAPI documents, with
-// the verbs routing and discovery use.
-func openAPIResource(strat *registry.Strategy) openapi.Resource {
-	r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Object: strat.New()}
-	if strat.Virtual == nil {
-		r.List = strat.NewList()
-	}
-	for name, sub := range strat.Subresources {
-		os := openapi.Subresource{Name: name, Verbs: sub.Verbs()}
-		if sub.Create != nil || sub.View != nil {
-			// A subresource of a kind of its own (binding, scale).
-			os.Object, os.GVK = sub.New(), sub.Kind
-		}
-		r.Subresources = append(r.Subresources, os)
-	}
-	return r
 }

@@ -1,4 +1,4 @@
-package kite
+package apiserver
 
 import (
 	"bytes"

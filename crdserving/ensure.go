@@ -1,4 +1,4 @@
-package kite
+package crdserving
 
 import (
 	"bytes"
@@ -23,13 +23,13 @@ import (
 	"github.com/kite-project/kite/registry"
 )
 
-// readCRDFiles reads the CustomResourceDefinitions in files and
+// ReadFiles reads the CustomResourceDefinitions in files and
 // directories of YAML or JSON (a directory's *.yaml, *.yml and *.json, not
 // its subdirectories), several documents a file, as operator projects keep
 // them. Documents of other kinds (a kustomization.yaml beside them) are
 // skipped, as envtest skips them; a document that does not parse is an
 // error naming its file.
-func readCRDFiles(scheme *runtime.Scheme, paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+func ReadFiles(scheme *runtime.Scheme, paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var files []string
 	for _, p := range paths {
 		fi, err := os.Stat(p)
@@ -91,18 +91,18 @@ func readCRDFiles(scheme *runtime.Scheme, paths []string) ([]*apiextensionsv1.Cu
 	return out, nil
 }
 
-// installCRDs creates (or, on a data directory that has them, updates)
+// Ensure creates (or, on a data directory that has them, updates)
 // crds and waits until each is Established and its resource served, so
 // that discovery on the returned config already lists them. A CRD the
 // API refuses is an error with the API's message. The CRDs are written a
 // few at a time: most of a write is the CRD's validation (its schema, its
 // CEL rules compiled to check them), and the CRD controller establishes
 // the first ones while the last are written.
-func (s *Server) installCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
+func (s *Serving) Ensure(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	if len(crds) == 0 {
 		return nil
 	}
-	store := s.resources.store("customresourcedefinitions.apiextensions.k8s.io")
+	store := s.resources.Store("customresourcedefinitions.apiextensions.k8s.io")
 	written := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
 	errs := make([]error, len(crds))
 	var wg sync.WaitGroup
@@ -125,7 +125,7 @@ func (s *Server) installCRDs(ctx context.Context, crds []*apiextensionsv1.Custom
 	for {
 		var waiting []string
 		for _, crd := range written {
-			if !s.crdInstaller.serves(crd) {
+			if !s.installer.serves(crd) {
 				waiting = append(waiting, crd.Name)
 			}
 		}

@@ -1,4 +1,4 @@
-package kite
+package crdserving
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/kite-project/kite/registry"
 )
 
-// crdFollower serves what the CRD objects say, as upstream's CRD handler
+// follower serves what the CRD objects say, as upstream's CRD handler
 // follows its CRD informer: a CRD's resource is served from the moment it
 // is Established (anew when its spec or accepted names change), refuses
 // creates once the CRD is Terminating, and is no longer served once its
@@ -35,9 +35,9 @@ import (
 // that CRDs established together (an operator's manifests,
 // kite.Options.CRDs) rebuild routes, discovery and OpenAPI once, not once
 // each.
-type crdFollower struct {
+type follower struct {
 	informer  *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
-	installer *crdInstaller
+	installer *installer
 
 	// mu guards changed: the latest object of each CRD that changed
 	// since the last pass, nil for one deleted.
@@ -46,8 +46,8 @@ type crdFollower struct {
 	wake    chan struct{} // one token: changed is not empty
 }
 
-func newCRDFollower(crds *registry.Store, installer *crdInstaller) (*crdFollower, error) {
-	f := &crdFollower{installer: installer, changed: map[string]*apiextensionsv1.CustomResourceDefinition{}, wake: make(chan struct{}, 1)}
+func newFollower(crds *registry.Store, installer *installer) (*follower, error) {
+	f := &follower{installer: installer, changed: map[string]*apiextensionsv1.CustomResourceDefinition{}, wake: make(chan struct{}, 1)}
 	var err error
 	f.informer, err = informer.New(informer.Options[*apiextensionsv1.CustomResourceDefinition]{
 		Name:          "customresourcedefinitions (serving)",
@@ -64,7 +64,7 @@ func newCRDFollower(crds *registry.Store, installer *crdInstaller) (*crdFollower
 	return f, nil
 }
 
-func (f *crdFollower) note(name string, crd *apiextensionsv1.CustomResourceDefinition) {
+func (f *follower) note(name string, crd *apiextensionsv1.CustomResourceDefinition) {
 	f.mu.Lock()
 	f.changed[name] = crd
 	f.mu.Unlock()
@@ -79,7 +79,7 @@ func (f *crdFollower) note(name string, crd *apiextensionsv1.CustomResourceDefin
 const retryFailed = time.Second
 
 // Run follows the CRDs until ctx ends.
-func (f *crdFollower) Run(ctx context.Context) {
+func (f *follower) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { f.informer.Run(ctx) })
@@ -111,7 +111,7 @@ func (f *crdFollower) Run(ctx context.Context) {
 
 // apply serves what the changed CRDs say and returns those it could not
 // serve.
-func (f *crdFollower) apply(ctx context.Context, changed map[string]*apiextensionsv1.CustomResourceDefinition) (failed []string) {
+func (f *follower) apply(ctx context.Context, changed map[string]*apiextensionsv1.CustomResourceDefinition) (failed []string) {
 	var install, terminate []*apiextensionsv1.CustomResourceDefinition
 	for _, name := range slices.Sorted(maps.Keys(changed)) {
 		switch c := changed[name]; {

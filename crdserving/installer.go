@@ -1,12 +1,10 @@
-package kite
+package crdserving
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,19 +23,20 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
 	"github.com/kite-project/kite/apiserver/openapi"
-	"github.com/kite-project/kite/apiserver/table"
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/apiextensions"
+	"github.com/kite-project/kite/registry/table"
+	"github.com/kite-project/kite/resourceset"
 )
 
-// crdInstaller serves the custom resources of Established CRDs through
+// installer serves the custom resources of Established CRDs through
 // the resource set: one stack per served version, all over the same etcd
 // keys (/registry/<group>/<plural>/...), JSON in the storage version as
-// kube-apiserver stores them. follow (crdserve.go) drives it from the CRD
+// kube-apiserver stores them. The follower (follower.go) drives it from the CRD
 // objects.
-type crdInstaller struct {
+type installer struct {
 	ctx       context.Context // stacks run under it
-	resources *resourceSet
+	resources *resourceset.Set
 
 	// mu guards served and orders installs.
 	mu     sync.Mutex
@@ -50,13 +49,13 @@ type crdInstaller struct {
 
 // tableColumns returns the printer columns of a custom resource kind or
 // list kind, or nil.
-func (c *crdInstaller) tableColumns(gvk schema.GroupVersionKind) *table.Columns {
+func (c *installer) tableColumns(gvk schema.GroupVersionKind) *table.Columns {
 	c.columnsMu.RLock()
 	defer c.columnsMu.RUnlock()
 	return c.columns[gvk]
 }
 
-func (c *crdInstaller) setColumns(gvks []schema.GroupVersionKind, cols *table.Columns) {
+func (c *installer) setColumns(gvks []schema.GroupVersionKind, cols *table.Columns) {
 	c.columnsMu.Lock()
 	defer c.columnsMu.Unlock()
 	if c.columns == nil {
@@ -90,7 +89,7 @@ type servedCRD struct {
 // terminating from the start. The API server and the OpenAPI documents
 // take all of them as one change; should that fail, each is tried alone,
 // so that one CRD's trouble keeps no other from being served.
-func (c *crdInstaller) Install(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
+func (c *installer) Install(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
@@ -133,12 +132,12 @@ func (c *crdInstaller) Install(ctx context.Context, crds ...*apiextensionsv1.Cus
 type builtCRD struct {
 	name   string
 	served *servedCRD
-	stacks []*stack
+	stacks []*resourceset.Stack
 }
 
 // build makes the stacks of crd's served versions and sets their Table
 // columns.
-func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *builtCRD, err error) {
+func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *builtCRD, err error) {
 	storageVersion := storedVersion(crd)
 	s := &servedCRD{uid: crd.UID, generation: crd.Generation, spec: *crd.Spec.DeepCopy(), names: *crd.Status.AcceptedNames.DeepCopy()}
 	s.terminating.Store(apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating))
@@ -169,29 +168,29 @@ func (c *crdInstaller) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *
 		if err != nil {
 			return nil, err
 		}
-		st, err := c.resources.build.build(c.ctx, strat, stackOptions{Codec: codec, OpenAPI: oa})
+		st, err := c.resources.Builder().Build(c.ctx, strat, resourceset.StackOptions{Codec: codec, OpenAPI: oa})
 		if err != nil {
 			return nil, err
 		}
 		b.stacks = append(b.stacks, st)
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
 		if v.Name == storageVersion {
-			s.storage = st.store
+			s.storage = st.Store
 		}
 	}
 	return b, nil
 }
 
 // serve routes the built CRDs' resources as one change.
-func (c *crdInstaller) serve(batch []*builtCRD) error {
+func (c *installer) serve(batch []*builtCRD) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	var all []*stack
+	var all []*resourceset.Stack
 	for _, b := range batch {
 		all = append(all, b.stacks...)
 	}
-	err := c.resources.addAll(all, func(oa openAPIUpdater) {
+	err := c.resources.AddAll(all, func(oa resourceset.OpenAPIUpdater) {
 		for _, b := range batch {
 			for i := 0; i < len(b.served.kinds); i += 2 { // kind, list kind
 				c.enableApply(oa, b.served.kinds[i])
@@ -208,32 +207,32 @@ func (c *crdInstaller) serve(batch []*builtCRD) error {
 }
 
 // discard stops the stacks of a CRD that was built but is not served.
-func (c *crdInstaller) discard(b *builtCRD) {
+func (c *installer) discard(b *builtCRD) {
 	for _, st := range b.stacks {
-		st.stop()
+		st.Stop()
 	}
 	c.forget(b.served)
 }
 
 // forget drops what serving s left outside the resource set: its field
 // managers' schemas and its Table columns.
-func (c *crdInstaller) forget(s *servedCRD) {
+func (c *installer) forget(s *servedCRD) {
 	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
-		c.resources.build.fields.SetCustom(s.kinds[i], nil)
+		c.resources.Builder().FieldManagers().SetCustom(s.kinds[i], nil)
 	}
 	c.setColumns(s.kinds, nil)
 }
 
 // Uninstall stops serving the resource of the CRD named name.
-func (c *crdInstaller) Uninstall(name string) {
+func (c *installer) Uninstall(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.uninstallLocked(name)
 }
 
-func (c *crdInstaller) uninstallLocked(name string) {
+func (c *installer) uninstallLocked(name string) {
 	if s := c.served[name]; s != nil {
-		if err := c.resources.remove(s.gvrs...); err != nil {
+		if err := c.resources.Remove(s.gvrs...); err != nil {
 			klog.ErrorS(err, "Custom resources still served", "crd", name)
 		}
 		c.forget(s)
@@ -243,19 +242,19 @@ func (c *crdInstaller) uninstallLocked(name string) {
 
 // Terminate marks the CRD's resource as going away: creates are refused
 // from now on and discovery shows it read-and-delete only.
-func (c *crdInstaller) Terminate(name string) error {
+func (c *installer) Terminate(name string) error {
 	c.mu.Lock()
 	s := c.served[name]
 	c.mu.Unlock()
 	if s == nil || s.terminating.Swap(true) {
 		return nil
 	}
-	return c.resources.republish()
+	return c.resources.Republish()
 }
 
 // installed reports whether crd's resource is served as crd (or a later
 // generation of it) says.
-func (c *crdInstaller) installed(crd *apiextensionsv1.CustomResourceDefinition) bool {
+func (c *installer) installed(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.served[crd.Name]
@@ -265,7 +264,7 @@ func (c *crdInstaller) installed(crd *apiextensionsv1.CustomResourceDefinition) 
 // serves reports whether crd's resource is served as crd (or a later
 // generation of it) says, with its watch cache filled: the follower
 // installs only Established CRDs, so crd is Established too.
-func (c *crdInstaller) serves(crd *apiextensionsv1.CustomResourceDefinition) bool {
+func (c *installer) serves(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	if !c.installed(crd) {
 		return false
 	}
@@ -289,21 +288,21 @@ func storedVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 // their own). Upstream's finalizer deletes them through the storage
 // version's storage, which upstream builds served or not; no client can
 // reach them through the API, so the CRD controller asks the server.
-func (c *crdInstaller) DeleteUnserved(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+func (c *installer) DeleteUnserved(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
 	version := storedVersion(crd)
 	strat, err := apiextensions.CustomResourceStrategy(crd, version)
 	if err != nil {
 		return 0, err
 	}
-	st, err := c.resources.build.build(ctx, strat, stackOptions{Codec: newVersionCodec(crd, version, version, strat), Uncached: true})
+	st, err := c.resources.Builder().Build(ctx, strat, resourceset.StackOptions{Codec: newVersionCodec(crd, version, version, strat), Uncached: true})
 	if err != nil {
 		return 0, fmt.Errorf("storage of %s %s: %w", crd.Name, version, err)
 	}
-	defer st.stop()
-	if _, err := st.store.DeleteCollection(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{}); err != nil {
+	defer st.Stop()
+	if _, err := st.Store.DeleteCollection(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{}, &metav1.DeleteOptions{}); err != nil {
 		return 0, fmt.Errorf("delete the custom resources of %s: %w", crd.Name, err)
 	}
-	left, err := st.store.List(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{})
+	left, err := st.Store.List(ctx, metav1.NamespaceAll, &metainternalversion.ListOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("list the custom resources of %s: %w", crd.Name, err)
 	}
@@ -312,7 +311,7 @@ func (c *crdInstaller) DeleteUnserved(ctx context.Context, crd *apiextensionsv1.
 
 // Instances returns the store of the CRD's custom resources (its storage
 // version), or nil when it is not served.
-func (c *crdInstaller) Instances(name string) *registry.Store {
+func (c *installer) Instances(name string) *registry.Store {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s := c.served[name]; s != nil {
@@ -328,12 +327,12 @@ func (c *crdInstaller) Instances(name string) *registry.Store {
 // is built on demand, and serving a CRD should not wait for it. A schema
 // that does not convert leaves writes without managed fields and apply
 // refused.
-func (c *crdInstaller) enableApply(oa openAPIUpdater, kind schema.GroupVersionKind) {
+func (c *installer) enableApply(oa resourceset.OpenAPIUpdater, kind schema.GroupVersionKind) {
 	if oa == nil {
 		return
 	}
-	c.resources.build.fields.SetCustom(kind, &lazyTypeConverter{build: func() (managedfields.TypeConverter, error) {
-		schemas := schemasOf(oa, kind.GroupVersion())
+	c.resources.Builder().FieldManagers().SetCustom(kind, &lazyTypeConverter{build: func() (managedfields.TypeConverter, error) {
+		schemas := resourceset.SchemasOf(oa, kind.GroupVersion())
 		if schemas == nil {
 			return nil, fmt.Errorf("no OpenAPI v3 document for %s", kind.GroupVersion())
 		}
@@ -427,20 +426,13 @@ func (c versionCodec) Encode(obj runtime.Object, w io.Writer) error {
 }
 
 // crdOpenAPI describes one served version of a CRD to the OpenAPI
-// documents, with the verbs routing and discovery use.
+// documents: its Strategy's description with the version's schema.
 func crdOpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string, strat *registry.Strategy) (*openapi.Resource, error) {
 	sch, name, err := apiextensions.OpenAPI(crd, version)
 	if err != nil {
 		return nil, err
 	}
-	r := &openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Schema: sch, DefinitionName: name}
-	for _, n := range slices.Sorted(maps.Keys(strat.Subresources)) {
-		sub := strat.Subresources[n]
-		os := openapi.Subresource{Name: n, Verbs: sub.Verbs()}
-		if sub.New != nil {
-			os.Object, os.GVK = sub.New(), sub.Kind
-		}
-		r.Subresources = append(r.Subresources, os)
-	}
-	return r, nil
+	r := resourceset.Describe(strat)
+	r.Schema, r.DefinitionName = sch, name
+	return &r, nil
 }

@@ -14,6 +14,12 @@ import (
 	"time"
 )
 
+// KubeletClientCommonName is the common name of the API server's client
+// certificate for agents, as kube-apiserver's kubelet client certificate:
+// the API server issues it, an agent's server lets only it in. Here, below
+// both, so that neither imports the other for it.
+const KubeletClientCommonName = "kube-apiserver-kubelet-client"
+
 // IssueOptions say what an in-memory certificate from the CA is for.
 type IssueOptions struct {
 	CommonName string

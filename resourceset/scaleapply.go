@@ -1,4 +1,4 @@
-package kite
+package resourceset
 
 import (
 	"fmt"
@@ -10,20 +10,19 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kite-project/kite/apiserver/openapi"
-	"github.com/kite-project/kite/registry"
 )
 
 // scaleDefinition is the OpenAPI name of the body of every scale
 // subresource.
 const scaleDefinition = "io.k8s.api.autoscaling.v1.Scale"
 
-// enableScaleApply gives the field managers the schema of autoscaling/v1
+// EnableScaleApply gives the field managers the schema of autoscaling/v1
 // Scale, which client-go's compiled-in schema (where the built-in kinds'
 // come from) lacks, taken from the OpenAPI document Kite serves for apps/v1
 // (its deployments/scale refers to it; one document is built, not all):
 // writes of /scale then keep managed fields as upstream's (the Scale's
 // writer owns the parent's replicas) and /scale takes server-side apply.
-func enableScaleApply(fields *registry.FieldManagers, oa *openapi.Service) error {
+func (r *Set) EnableScaleApply(oa *openapi.Service) error {
 	var defs map[string]*spec.Schema
 	if doc := oa.V3(appsv1.SchemeGroupVersion); doc != nil && doc.Components != nil {
 		defs = doc.Components.Schemas
@@ -36,7 +35,7 @@ func enableScaleApply(fields *registry.FieldManagers, oa *openapi.Service) error
 	if err != nil {
 		return fmt.Errorf("server-side apply schema of %s: %w", scaleDefinition, err)
 	}
-	fields.SetTyped(tc, autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+	r.build.fields.SetTyped(tc, autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
 	return nil
 }
 

@@ -1,10 +1,11 @@
-package kite
+package resourceset
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,12 +22,27 @@ import (
 	"github.com/kite-project/kite/storage/watchcache"
 )
 
-// stackBuilder builds a resource's storage stack from its Strategy: the
+// Options say how the stacks are built.
+type Options struct {
+	// Etcd is the etcd the stacks store into. Required.
+	Etcd *clientv3.Client
+	// Compactor gives the compaction revisions of Etcd. Required.
+	Compactor etcd.CompactRevisioner
+	// Metrics, if set, times every etcd call.
+	Metrics *metrics.Metrics
+	// WatchCacheSizes, DisableWatchCache and WrapStorage are
+	// kite.Options': how each resource is cached.
+	WatchCacheSizes   *watchcache.Sizes
+	DisableWatchCache bool
+	WrapStorage       func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+}
+
+// Builder builds a resource's storage stack from its Strategy: the
 // etcd store (timed when metrics are on), then the watch cache (or the
 // embedder's wrapper), then the registry Store. It is the one place a
 // stack is made, for built-in resources at start and for custom
 // resources while serving.
-type stackBuilder struct {
+type Builder struct {
 	client    *kubernetes.Client
 	compactor etcd.CompactRevisioner
 	opts      Options
@@ -38,22 +54,22 @@ type stackBuilder struct {
 	scheme   *runtime.Scheme
 }
 
-// stack is one resource's storage, from the registry Store down to the
+// Stack is one resource's storage, from the registry Store down to the
 // etcd store, and what stops it.
-type stack struct {
-	store *registry.Store
-	// openapi describes the resource to the OpenAPI documents.
-	openapi openapi.Resource
-	// etcd is the bottom of the stack (objects counted for metrics); nil
+type Stack struct {
+	Store *registry.Store
+	// OpenAPI describes the resource to the OpenAPI documents.
+	OpenAPI openapi.Resource
+	// Etcd is the bottom of the stack (objects counted for metrics); nil
 	// for a virtual resource or one stored with another.
-	etcd storage.Interface
-	// stop ends the stack's goroutines (its watch cache's) and returns
+	Etcd storage.Interface
+	// Stop ends the stack's goroutines (its watch cache's) and returns
 	// when they have; open watches on it end. Never nil.
-	stop func()
+	Stop func()
 }
 
-// stackOptions say how one stack differs from the built-in default.
-type stackOptions struct {
+// StackOptions say how one stack differs from the built-in default.
+type StackOptions struct {
 	// Codec encodes values in etcd; nil means protobuf in the strategy's
 	// version, as kube-apiserver stores built-in kinds.
 	Codec runtime.Codec
@@ -67,9 +83,12 @@ type stackOptions struct {
 	Uncached bool
 }
 
-// build makes and starts the stack of strat. The stack runs until its
-// stop is called (or ctx ends).
-func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so stackOptions) (*stack, error) {
+// FieldManagers are the field managers of every stack built.
+func (b *Builder) FieldManagers() *registry.FieldManagers { return b.fields }
+
+// Build makes and starts the stack of strat. The stack runs until its
+// Stop is called (or ctx ends).
+func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackOptions) (*Stack, error) {
 	gr := strat.GroupResource()
 	noStop := func() {}
 	switch {
@@ -78,7 +97,7 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 		if err != nil {
 			return nil, err
 		}
-		return &stack{store: store, openapi: openAPIResource(strat), stop: noStop}, nil
+		return &Stack{Store: store, OpenAPI: Describe(strat), Stop: noStop}, nil
 	case strat.Conversion != nil:
 		if so.StoredWith == nil {
 			return nil, fmt.Errorf("%s is stored with %s, which has no storage", gr, strat.StoredWith)
@@ -88,7 +107,7 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 		if err != nil {
 			return nil, err
 		}
-		return &stack{store: store, openapi: openAPIResource(strat), stop: noStop}, nil
+		return &Stack{Store: store, OpenAPI: Describe(strat), Stop: noStop}, nil
 	}
 	codec := so.Codec
 	if codec == nil {
@@ -109,7 +128,7 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 	}
 	var st storage.Interface = bottom
 	if b.metrics != nil {
-		st = &instrumented{Interface: st, m: b.metrics, gr: gr}
+		st = etcd.Instrument(st, gr, b.metrics)
 	}
 	stop := noStop
 	maxEvents, cached := watchcache.DefaultMaxEvents, gr.Resource != "events"
@@ -160,32 +179,26 @@ func (b *stackBuilder) build(ctx context.Context, strat *registry.Strategy, so s
 		stop()
 		return nil, err
 	}
-	describe := openAPIResource(strat)
+	describe := Describe(strat)
 	if so.OpenAPI != nil {
 		describe = *so.OpenAPI
 	}
-	return &stack{store: store, openapi: describe, etcd: bottom, stop: stop}, nil
+	return &Stack{Store: store, OpenAPI: describe, Etcd: bottom, Stop: stop}, nil
 }
 
-// buildStores makes the stacks of the built-in resources and what
-// installs custom resources' stacks while serving as the CRDs say.
+// New builds and starts the stacks of the built-in resources and returns
+// the set that serves them, which custom resources join while serving.
 // Values are protobuf with the "k8s\x00" prefix, as kube-apiserver writes
-// them, under /registry.
-func (s *Server) buildStores(ctx context.Context, opts Options) error {
+// them, under /registry. The stacks run until StopAll (or ctx ends).
+func New(ctx context.Context, opts Options) (_ *Set, err error) {
 	scheme, err := apiserver.NewScheme()
 	if err != nil {
-		return err
-	}
-	s.scheme = scheme
-	compactor := opts.Compactor
-	if compactor == nil {
-		compactor = etcd.NewCompactor(etcd.CompactorOptions{Client: s.etcd.Client(), Interval: opts.EtcdCompactionInterval})
-		s.wg.Go(func() { compactor.Run(ctx) })
+		return nil, err
 	}
 	var namespaces *registry.Store
-	b := &stackBuilder{
-		client:    etcd.NewClient(s.etcd.Client()),
-		compactor: compactor,
+	b := &Builder{
+		client:    etcd.NewClient(opts.Etcd),
+		compactor: opts.Compactor,
 		opts:      opts,
 		fields:    registry.NewFieldManagers(scheme),
 		admit: func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
@@ -193,34 +206,34 @@ func (s *Server) buildStores(ctx context.Context, opts Options) error {
 		},
 		protobuf: protobuf.NewSerializer(scheme, scheme),
 		scheme:   scheme,
-		metrics:  s.metrics,
+		metrics:  opts.Metrics,
 	}
-	s.resources = newResourceSet(b)
-	built := map[schema.GroupResource]*stack{}
+	set := &Set{build: b}
+	defer func() {
+		if err != nil {
+			set.StopAll()
+		}
+	}()
+	built := map[schema.GroupResource]*Stack{}
 	for _, strat := range append(builtin.All(time.Now), apiextensions.Strategy(time.Now)) {
-		var so stackOptions
+		var so StackOptions
 		if strat.Conversion != nil {
 			if inner := built[strat.StoredWith]; inner != nil {
 				// Through the other resource's whole stack, so that
 				// its reads and writes are timed and cached as its own.
-				so.StoredWith = inner.store.Storage()
+				so.StoredWith = inner.Store.Storage()
 			}
 		}
-		st, err := b.build(ctx, strat, so)
+		st, err := b.Build(ctx, strat, so)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		built[strat.GroupResource()] = st
-		if err := s.resources.add(st); err != nil {
-			st.stop()
-			return err
+		if err := set.Add(st); err != nil {
+			st.Stop()
+			return nil, err
 		}
 	}
-	namespaces = s.resources.store("namespaces")
-	if s.metrics != nil {
-		s.wg.Go(func() { countObjects(ctx, s.metrics, s.resources.etcdStores, time.Minute) })
-	}
-	s.crdInstaller = &crdInstaller{ctx: ctx, resources: s.resources, served: map[string]*servedCRD{}}
-	s.crdFollower, err = newCRDFollower(s.resources.store("customresourcedefinitions.apiextensions.k8s.io"), s.crdInstaller)
-	return err
+	namespaces = set.Store("namespaces")
+	return set, nil
 }

@@ -25,11 +25,8 @@ import (
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/apis/core/options"
 	"github.com/kite-project/kite/batchconn"
+	"github.com/kite-project/kite/pki"
 )
-
-// ClientCommonName is the common name of the API server's client
-// certificate for agents, as kube-apiserver's kubelet client certificate.
-const ClientCommonName = "kube-apiserver-kubelet-client"
 
 // Runtime is what the server needs of the container runtime.
 type Runtime interface {
@@ -118,7 +115,7 @@ func (s *Server) authenticated(r *http.Request) bool {
 		}
 		_, err := certs[0].Verify(x509.VerifyOptions{Roots: s.opts.ClientCAs, Intermediates: inter,
 			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-		if err == nil && certs[0].Subject.CommonName == ClientCommonName {
+		if err == nil && certs[0].Subject.CommonName == pki.KubeletClientCommonName {
 			return true
 		}
 	}

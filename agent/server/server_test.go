@@ -78,10 +78,10 @@ func TestOnlyTheAPIServerAndTheAdminGetIn(t *testing.T) {
 		{"nothing", nil, "", http.StatusUnauthorized},
 		{"admin token", nil, "admin", http.StatusOK},
 		{"another token", nil, "guess", http.StatusUnauthorized},
-		{"API server's client certificate", issue(ca, ClientCommonName, true), "", http.StatusOK},
+		{"API server's client certificate", issue(ca, pki.KubeletClientCommonName, true), "", http.StatusOK},
 		{"another name from the CA", issue(ca, "someone", true), "", http.StatusUnauthorized},
-		{"a serving certificate of the CA", issue(ca, ClientCommonName, false), "", http.StatusUnauthorized},
-		{"the right name from another CA", issue(other, ClientCommonName, true), "", http.StatusUnauthorized},
+		{"a serving certificate of the CA", issue(ca, pki.KubeletClientCommonName, false), "", http.StatusUnauthorized},
+		{"the right name from another CA", issue(other, pki.KubeletClientCommonName, true), "", http.StatusUnauthorized},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/util/jsonpath"
 
-	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/registry/table"
 )
 
 var objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/registry/table"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/registry/table"
 )
 
 func TestIncludeObject(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kite-project/kite/apiserver/table"
+	"github.com/kite-project/kite/registry/table"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

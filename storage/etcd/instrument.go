@@ -1,4 +1,4 @@
-package kite
+package etcd
 
 import (
 	"context"
@@ -8,17 +8,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
-
-	"github.com/kite-project/kite/apiserver/metrics"
 )
 
-// instrumented times every call to the etcd store of one resource, for
-// etcd_request_duration_seconds and friends, under upstream's operation
-// names. It sits directly on the etcd store, below the watch cache, so
-// that it counts what reaches etcd.
+// RequestObserver is told of every call to etcd (the API server's metrics:
+// etcd_request_duration_seconds and friends). An interface, so that the
+// storage layer does not import the HTTP layer that serves the metrics.
+type RequestObserver interface {
+	EtcdRequest(operation, group, resource string, start time.Time, err error)
+}
+
+// Instrument times every call to st, the etcd store of gr, telling o under
+// upstream's operation names. It goes directly on the etcd store, below the
+// watch cache, so that it counts what reaches etcd.
+func Instrument(st storage.Interface, gr schema.GroupResource, o RequestObserver) storage.Interface {
+	return &instrumented{Interface: st, m: o, gr: gr}
+}
+
+// instrumented is Instrument's store.
 type instrumented struct {
 	storage.Interface
-	m  *metrics.Metrics
+	m  RequestObserver
 	gr schema.GroupResource
 }
 
@@ -77,28 +86,4 @@ func (i *instrumented) Watch(ctx context.Context, key string, opts storage.ListO
 	w, err := i.Interface.Watch(ctx, key, opts)
 	i.observe("watch", start, err)
 	return w, err
-}
-
-// countObjects sets apiserver_resource_objects for every resource now and
-// then every interval, until ctx ends.
-func countObjects(ctx context.Context, m *metrics.Metrics, stores func() map[schema.GroupResource]storage.Interface, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for gr, st := range stores() {
-			n := int64(-1)
-			if stats, err := st.Stats(ctx); err == nil {
-				n = stats.ObjectCount
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			m.SetObjectCount(gr.Group, gr.Resource, n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

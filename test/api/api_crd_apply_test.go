@@ -1,4 +1,4 @@
-package kite_test
+package api_test
 
 import (
 	"testing"

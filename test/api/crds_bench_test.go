@@ -1,4 +1,4 @@
-package kite
+package api_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+
+	"github.com/kite-project/kite"
 )
 
 // benchObjects is how many pods and custom resources each list holds.
@@ -25,7 +27,7 @@ const benchObjects = 10000
 // issue's goal: a custom resource costs no more than a pod (within 1.2x).
 func BenchmarkListFromCache(b *testing.B) {
 	ctx := context.Background()
-	s, err := Start(ctx, Options{DataDir: b.TempDir(), EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal",
+	s, err := kite.Start(ctx, kite.Options{DataDir: b.TempDir(), EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal",
 		CRDs: []*apiextensionsv1.CustomResourceDefinition{benchCRD()}})
 	if err != nil {
 		b.Fatal(err)
@@ -40,11 +42,11 @@ func BenchmarkListFromCache(b *testing.B) {
 		create     func(i int) error
 	}{
 		{"pods", "/api/v1/namespaces/default/pods", func(i int) error {
-			_, err := s.resources.store("pods").Create(ctx, "default", benchPod(i), &metav1.CreateOptions{})
+			_, err := s.Resources().Store("pods").Create(ctx, "default", benchPod(i), &metav1.CreateOptions{})
 			return err
 		}},
 		{"customresources", "/apis/bench.example.com/v1/namespaces/default/widgets", func(i int) error {
-			_, err := s.resources.store("widgets.bench.example.com").Create(ctx, "default", benchWidget(i), &metav1.CreateOptions{})
+			_, err := s.Resources().Store("widgets.bench.example.com").Create(ctx, "default", benchWidget(i), &metav1.CreateOptions{})
 			return err
 		}},
 	} {

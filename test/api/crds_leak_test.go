@@ -1,4 +1,4 @@
-package kite
+package api_test
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kite-project/kite"
 )
 
 // TestCRDCreateDeleteLeaksNothing creates a CRD with an instance and
@@ -30,7 +32,7 @@ func TestCRDCreateDeleteLeaksNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
-	s, err := Start(ctx, Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
+	s, err := kite.Start(ctx, kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +43,9 @@ func TestCRDCreateDeleteLeaksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	crds := s.resources.store("customresourcedefinitions.apiextensions.k8s.io")
+	crds := s.Resources().Store("customresourcedefinitions.apiextensions.k8s.io")
 	dyn := dynamic.NewForConfigOrDie(s.RESTConfig())
-	stacksBefore := len(s.resources.stores())
+	stacksBefore := len(s.Resources().Stores())
 	cycle := func(i int) {
 		crd := leakCRD()
 		if _, err := crds.Create(ctx, "", crd, &metav1.CreateOptions{}); err != nil {
@@ -65,7 +67,7 @@ func TestCRDCreateDeleteLeaksNothing(t *testing.T) {
 		}
 		if err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 			_, err := crds.Get(ctx, "", crd.Name, &metav1.GetOptions{})
-			return apierrors.IsNotFound(err) && s.crdInstaller.Instances(crd.Name) == nil, nil
+			return apierrors.IsNotFound(err) && s.CustomResources().Instances(crd.Name) == nil, nil
 		}); err != nil {
 			t.Fatalf("cycle %d: CRD not gone", i)
 		}
@@ -76,10 +78,10 @@ func TestCRDCreateDeleteLeaksNothing(t *testing.T) {
 	for i := 1; i <= 100; i++ {
 		cycle(i)
 	}
-	if n := len(s.resources.stores()); n != stacksBefore {
+	if n := len(s.Resources().Stores()); n != stacksBefore {
 		t.Errorf("%d served resources after 100 CRD lifecycles, %d before", n, stacksBefore)
 	}
-	if n := len(s.crdInstaller.served); n != 0 {
+	if n := len(s.CustomResources().Served()); n != 0 {
 		t.Errorf("installer still serves %d CRDs", n)
 	}
 	var after int

@@ -1,4 +1,4 @@
-package kite
+package api_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/resourceset"
 )
 
 // TestResourceSetChangesWhileServing takes leases out of the served set
@@ -20,7 +23,7 @@ import (
 func TestResourceSetChangesWhileServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	s, err := Start(ctx, Options{EtcdUnsafeNoFsync: true})
+	s, err := kite.Start(ctx, kite.Options{EtcdUnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +58,8 @@ func TestResourceSetChangesWhileServing(t *testing.T) {
 	}
 	defer w.Stop()
 
-	strat := s.resources.store(leases.GroupResource().String()).Strategy()
-	if err := s.resources.remove(leases); err != nil {
+	strat := s.Resources().Store(leases.GroupResource().String()).Strategy()
+	if err := s.Resources().Remove(leases); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	if d, code := served(); d || code != http.StatusNotFound {
@@ -76,21 +79,21 @@ func TestResourceSetChangesWhileServing(t *testing.T) {
 		t.Fatal("the watch on the removed stack did not end")
 	}
 
-	st, err := s.resources.build.build(s.runCtx, strat, stackOptions{})
+	st, err := s.Resources().Builder().Build(ctx, strat, resourceset.StackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.resources.add(st); err != nil {
+	if err := s.Resources().Add(st); err != nil {
 		t.Fatalf("add: %v", err)
 	}
-	if err := s.resources.add(st); err == nil {
+	if err := s.Resources().Add(st); err == nil {
 		t.Errorf("adding a served resource twice was accepted")
 	}
 	if d, code := served(); !d || code != http.StatusOK {
 		t.Errorf("after add: leases discovered %v, openapi %d", d, code)
 	}
-	if err := st.store.Storage().ReadinessCheck(); err != nil {
-		for time.Sleep(5 * time.Millisecond); st.store.Storage().ReadinessCheck() != nil && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+	if err := st.Store.Storage().ReadinessCheck(); err != nil {
+		for time.Sleep(5 * time.Millisecond); st.Store.Storage().ReadinessCheck() != nil && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
 		}
 	}
 	if _, err := cs.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{}); err != nil {
