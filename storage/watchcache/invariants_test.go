@@ -1,6 +1,6 @@
 package watchcache
 
-// Tests of DESIGN.md's invariants 1-3 against the cache over a real etcd:
+// Tests of the watch cache's delivery guarantees over a real etcd:
 // every watcher sees every event that matches it, in order, exactly once,
 // or is ended with an error that makes it re-list; a list at R followed by
 // a watch from R misses and repeats nothing; a stuck watcher does not

@@ -1,3 +1,7 @@
+// Package api_test tests Kite's HTTP API as clients see it (client-go,
+// kubectl, raw HTTP), against one shared server (kitetest.Main); the few
+// tests that need a server of their own (options, restarts, the resource
+// set changed while serving) start one with kite.Start.
 package api_test
 
 import (

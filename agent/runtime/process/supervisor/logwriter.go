@@ -96,13 +96,12 @@ func (w *logWriter) writeEntry(stream string, partial bool, content []byte) erro
 }
 
 // rotate does what the kubelet's container log manager does for a log of
-// at least containerLogMaxSize (kubelet-runtime.md L-5): drop temporary
-// leftovers, delete the oldest rotated files so that at most maxFiles−2
-// remain, gzip the rotated files not yet compressed (in the background),
-// rename the current
-// file to <log>.<timestamp> and reopen <log>. A reader following the log
-// keeps its open file (renamed, complete) and finds the new one by path,
-// as it does with upstream's rotation. Two rotations within one second
+// at least containerLogMaxSize: drop temporary leftovers, delete the
+// oldest rotated files so that at most maxFiles−2 remain, gzip the rotated
+// files not yet compressed (in the background), rename the current file to
+// <log>.<timestamp> and reopen <log>. A reader following the log keeps its
+// open file (renamed, complete) and finds the new one by path, as it does
+// with upstream's rotation. Two rotations within one second
 // would share a name: the second waits for the next second.
 func (w *logWriter) rotate(now time.Time) error {
 	rotatedName := w.path + "." + now.Format(RotatedTimeFormat)
