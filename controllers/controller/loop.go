@@ -61,6 +61,10 @@ type Loop[K comparable] struct {
 	// nil forgets its failures. A Sync that wants another look later
 	// calls Queue.AddAfter itself.
 	Sync func(ctx context.Context, key K) error
+	// OwnRetries leaves retrying and forgetting keys to the controller:
+	// Sync's error is only logged. It is for a controller whose writes
+	// end after Sync returns (the scheduler's bindings).
+	OwnRetries bool
 }
 
 // Run works until ctx ends. Its logger, klog.FromContext(ctx) named
@@ -86,13 +90,27 @@ func (l *Loop[K]) Run(ctx context.Context) {
 	if l.Started != nil {
 		l.Started(ctx)
 	}
+	failed := func(key K, err error) {
+		if ctx.Err() == nil {
+			logger.V(2).Info("Sync failed", "key", key, "err", err)
+		}
+	}
 	for range max(l.Workers, 1) {
+		if !l.OwnRetries {
+			wg.Go(func() { l.Queue.Work(ctx, l.Sync, failed) })
+			continue
+		}
 		wg.Go(func() {
-			l.Queue.Work(ctx, l.Sync, func(key K, err error) {
-				if ctx.Err() == nil {
-					logger.V(2).Info("Sync failed, will retry", "key", key, "err", err)
+			for {
+				key, ok := l.Queue.Get(ctx)
+				if !ok {
+					return
 				}
-			})
+				if err := l.Sync(ctx, key); err != nil {
+					failed(key, err)
+				}
+				l.Queue.Done(key)
+			}
 		})
 	}
 	<-ctx.Done()
