@@ -7,7 +7,10 @@
 // Each controller lives in its own package with New(Options) and Run(ctx),
 // owns its goroutines (they end with ctx) and has WaitIdle(ctx), which
 // returns once its caches are listed and it has no work queued, for tests.
-// The parts they share are small packages here: workqueue (a keyed queue
+// They run on one scaffold, controller (the queue, informers and workers
+// loop with WaitIdle, expectations, the claim decision and its patches,
+// the pod helpers: docs/controllers.md "The controller scaffold"). The
+// parts below it are small packages here: workqueue (a keyed queue
 // with per-key retry delays), informer (a Reflector, an Indexer and change
 // handlers; the controllers a Manager runs share one cache per resource
 // through its Factory, docs/controllers.md "Shared caches") and events (an

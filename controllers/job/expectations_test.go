@@ -53,17 +53,37 @@ type losePodCreates struct {
 	lost chan *corev1.Pod
 }
 
-func (l *losePodCreates) RoundTrip(req *http.Request) (*http.Response, error) {
+// podCreate returns the pod a request creates, if it is a pod create
+// (JSON), with its body, which the request keeps.
+func podCreate(req *http.Request) (*corev1.Pod, []byte, error) {
 	if req.Method != http.MethodPost || !strings.HasPrefix(req.URL.Path, "/api/v1/namespaces/") || !strings.HasSuffix(req.URL.Path, "/pods") {
-		return l.rt.RoundTrip(req)
+		return nil, nil, nil
 	}
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	var p corev1.Pod
-	if err := json.Unmarshal(body, &p); err != nil || p.GenerateName != l.job+"-" {
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, nil, nil
+	}
+	return &p, body, nil
+}
+
+// answer is a response with a JSON body.
+func answer(req *http.Request, code int, body []byte) *http.Response {
+	return &http.Response{StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code)), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req}
+}
+
+func (l *losePodCreates) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, _, err := podCreate(req)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.GenerateName != l.job+"-" {
 		return l.rt.RoundTrip(req)
 	}
 	lose := false
@@ -75,14 +95,12 @@ func (l *losePodCreates) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.Name = p.GenerateName + "lost"
 	p.UID = types.UID(p.GenerateName + "lost-uid")
 	p.CreationTimestamp = metav1.Now()
-	out, err := json.Marshal(&p)
+	out, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
-	l.lost <- &p
-	return &http.Response{StatusCode: http.StatusCreated, Status: "201 Created", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(out)),
-		ContentLength: int64(len(out)), Request: req}, nil
+	l.lost <- p
+	return answer(req, http.StatusCreated, out), nil
 }
 
 // TestCreationNeverSeenExpires: a Job waits for the pods it created to
@@ -159,16 +177,11 @@ type holdIndexCreate struct {
 }
 
 func (h *holdIndexCreate) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || !strings.HasPrefix(req.URL.Path, "/api/v1/namespaces/") || !strings.HasSuffix(req.URL.Path, "/pods") {
-		return h.rt.RoundTrip(req)
-	}
-	body, err := io.ReadAll(req.Body)
+	p, body, err := podCreate(req)
 	if err != nil {
 		return nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	var p corev1.Pod
-	if err := json.Unmarshal(body, &p); err != nil || p.GenerateName != h.prefix {
+	if p == nil || p.GenerateName != h.prefix {
 		return h.rt.RoundTrip(req)
 	}
 	hold := false
@@ -194,9 +207,7 @@ func (h *holdIndexCreate) RoundTrip(req *http.Request) (*http.Response, error) {
 	}()
 	close(h.held)
 	out := []byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"request did not complete within requested timeout - context deadline exceeded","reason":"Timeout","details":{},"code":504}`)
-	return &http.Response{StatusCode: http.StatusGatewayTimeout, Status: "504 Gateway Timeout", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": []string{"application/json"}}, Body: io.NopCloser(bytes.NewReader(out)),
-		ContentLength: int64(len(out)), Request: req}, nil
+	return answer(req, http.StatusGatewayTimeout, out), nil
 }
 
 func (h *holdIndexCreate) createdAgain() int {
