@@ -7,7 +7,10 @@
 // Each controller lives in its own package with New(Options) and Run(ctx),
 // owns its goroutines (they end with ctx) and has WaitIdle(ctx), which
 // returns once its caches are listed and it has no work queued, for tests.
-// The parts they share are small packages here: workqueue (a keyed queue
+// They run on one scaffold, controller (the queue, informers and workers
+// loop with WaitIdle, expectations, the claim decision and its patches,
+// the pod helpers: docs/controllers.md "The controller scaffold"). The
+// parts below it are small packages here: workqueue (a keyed queue
 // with per-key retry delays), informer (a Reflector, an Indexer and change
 // handlers; the controllers a Manager runs share one cache per resource
 // through its Factory, docs/controllers.md "Shared caches") and events (an
@@ -65,7 +68,81 @@ const (
 
 // All names every controller, in start order: what "kite server" runs.
 func All() []string {
-	return []string{Namespace, ServiceAccount, Scheduler, NodeLifecycle, TaintEviction, PodGC, GarbageCollector, ReplicaSet, Deployment, Job, CronJob}
+	var names []string
+	for _, e := range table() {
+		names = append(names, e.name)
+	}
+	return names
+}
+
+// builder is what a controller is built from.
+type builder struct {
+	cfg       *rest.Config
+	client    kubernetes.Interface
+	informers *informer.Factory
+	opts      Options
+}
+
+// entry is one controller of the table: its name and how it is built.
+type entry struct {
+	name  string
+	build func(b builder) (Controller, error)
+}
+
+// table is every controller, in start order. Adding a controller is a
+// line here.
+func table() []entry {
+	return []entry{
+		{Namespace, func(b builder) (Controller, error) {
+			dyn, err := dynamic.NewForConfig(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: dynamic client: %w", err)
+			}
+			return built(namespace.New(namespace.Options{Client: b.client, Dynamic: dyn, Informers: b.informers}))
+		}},
+		{ServiceAccount, func(b builder) (Controller, error) {
+			return built(serviceaccount.New(serviceaccount.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Scheduler, func(b builder) (Controller, error) {
+			return built(scheduler.New(scheduler.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{NodeLifecycle, func(b builder) (Controller, error) {
+			return built(nodelifecycle.New(nodelifecycle.Options{Client: b.client, Informers: b.informers, GracePeriod: b.opts.NodeMonitorGracePeriod}))
+		}},
+		{TaintEviction, func(b builder) (Controller, error) {
+			return built(tainteviction.New(tainteviction.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{PodGC, func(b builder) (Controller, error) {
+			return built(podgc.New(podgc.Options{Client: b.client, Informers: b.informers, TerminatedThreshold: b.opts.TerminatedPodGCThreshold}))
+		}},
+		{GarbageCollector, func(b builder) (Controller, error) {
+			meta, err := metadata.NewForConfig(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: metadata client: %w", err)
+			}
+			return built(garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: b.client.Discovery()}))
+		}},
+		{ReplicaSet, func(b builder) (Controller, error) {
+			return built(replicaset.New(replicaset.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Deployment, func(b builder) (Controller, error) {
+			return built(deployment.New(deployment.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Job, func(b builder) (Controller, error) {
+			return built(job.New(job.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{CronJob, func(b builder) (Controller, error) {
+			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
+		}},
+	}
+}
+
+// built turns a controller package's New result into a Controller.
+func built[C Controller](c C, err error) (Controller, error) {
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
@@ -120,46 +197,17 @@ func New(opts Options) (*Manager, error) {
 	// One cache per resource (and selector) for every controller, as
 	// kube-controller-manager's SharedInformerFactory: the caches hold
 	// every pod, so each kept apart costs a copy of each pod.
-	informers := informer.NewFactory()
+	b := builder{cfg: cfg, client: client, informers: informer.NewFactory(), opts: opts}
+	entries := table()
 	for _, name := range opts.Names {
 		if _, dup := m.controllers[name]; dup {
 			continue
 		}
-		var c Controller
-		switch name {
-		case Namespace:
-			dyn, derr := dynamic.NewForConfig(cfg)
-			if derr != nil {
-				return nil, fmt.Errorf("controllers: dynamic client: %w", derr)
-			}
-			c, err = namespace.New(namespace.Options{Client: client, Dynamic: dyn, Informers: informers})
-		case ServiceAccount:
-			c, err = serviceaccount.New(serviceaccount.Options{Client: client, Informers: informers})
-		case Scheduler:
-			c, err = scheduler.New(scheduler.Options{Client: client, Informers: informers})
-		case NodeLifecycle:
-			c, err = nodelifecycle.New(nodelifecycle.Options{Client: client, Informers: informers, GracePeriod: opts.NodeMonitorGracePeriod})
-		case TaintEviction:
-			c, err = tainteviction.New(tainteviction.Options{Client: client, Informers: informers})
-		case GarbageCollector:
-			meta, merr := metadata.NewForConfig(cfg)
-			if merr != nil {
-				return nil, fmt.Errorf("controllers: metadata client: %w", merr)
-			}
-			c, err = garbagecollector.New(garbagecollector.Options{Metadata: meta, Discovery: client.Discovery()})
-		case Deployment:
-			c, err = deployment.New(deployment.Options{Client: client, Informers: informers})
-		case CronJob:
-			c, err = cronjob.New(cronjob.Options{Client: client, Informers: informers})
-		case Job:
-			c, err = job.New(job.Options{Client: client, Informers: informers})
-		case ReplicaSet:
-			c, err = replicaset.New(replicaset.Options{Client: client, Informers: informers})
-		case PodGC:
-			c, err = podgc.New(podgc.Options{Client: client, Informers: informers, TerminatedThreshold: opts.TerminatedPodGCThreshold})
-		default:
+		i := slices.IndexFunc(entries, func(e entry) bool { return e.name == name })
+		if i < 0 {
 			return nil, fmt.Errorf("controllers: unknown controller %q (known: %v)", name, All())
 		}
+		c, err := entries[i].build(b)
 		if err != nil {
 			return nil, err
 		}

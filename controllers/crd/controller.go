@@ -33,8 +33,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
@@ -74,6 +74,7 @@ type Controller struct {
 	retry   time.Duration
 	// unserved is Options.Unserved.
 	unserved UnservedDeleter
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
 	crds     *informer.Informer[*apiextensionsv1.CustomResourceDefinition]
 	written  writes
@@ -117,6 +118,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "crd-controller", Queue: c.queue, Informers: []controller.Informer{c.crds}, Workers: workers, Sync: c.sync}
 	return c, nil
 }
 
@@ -126,33 +128,11 @@ func New(opts Options) (*Controller, error) {
 const workers = 4
 
 // Run works until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { c.crds.Run(ctx) })
-	if informer.WaitForSync(ctx, c.crds) != nil {
-		return
-	}
-	failed := func(name string, err error) {
-		if ctx.Err() == nil {
-			klog.V(2).InfoS("CRD sync failed", "crd", name, "err", err)
-		}
-	}
-	for range workers {
-		wg.Go(func() { c.queue.Work(ctx, c.sync, failed) })
-	}
-	<-ctx.Done()
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once the CRDs are listed and none is queued or being
 // worked on (one waiting for its custom resources to go is not).
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.crds); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 // sync brings one CRD along. An error retries it after the key's
 // growing delay (a moment at first).

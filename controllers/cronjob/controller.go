@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -24,8 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -55,6 +54,7 @@ type Options struct {
 type Controller struct {
 	client   kubernetes.Interface
 	now      func() time.Time
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
 	recorder *events.Recorder
 	crons    *informer.Informer[*batchv1.CronJob]
@@ -100,37 +100,18 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "cronjob-controller", Queue: c.queue, Informers: []controller.Informer{c.crons, c.jobs},
+		Recorder: c.recorder, Sync: c.sync}
 	return c, nil
 }
 
-func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
+var key = controller.Key
 
 // Run syncs CronJobs until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	wg.Go(func() { c.recorder.Run(ctx) })
-	wg.Go(func() { c.crons.Run(ctx) })
-	wg.Go(func() { c.jobs.Run(ctx) })
-	if err := informer.WaitForSync(ctx, c.crons, c.jobs); err != nil {
-		return
-	}
-	wg.Go(func() {
-		c.queue.Work(ctx, c.sync, func(k string, err error) {
-			klog.V(2).InfoS("cronjob controller: will retry", "cronjob", k, "err", err)
-		})
-	})
-	<-ctx.Done()
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once the caches are listed and nothing is queued.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.crons, c.jobs); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func finished(j *batchv1.Job) (batchv1.JobConditionType, bool) {
 	for _, c := range j.Status.Conditions {

@@ -16,13 +16,10 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,11 +27,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -62,8 +59,8 @@ type Options struct {
 // Controller is the Deployment controller. Run drives it.
 type Controller struct {
 	client   kubernetes.Interface
-	workers  int
 	now      func() time.Time
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
 	recorder *events.Recorder
 	deploys  *informer.Informer[*appsv1.Deployment]
@@ -82,7 +79,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, workers: opts.Workers, now: opts.Now, queue: workqueue.New[string](workqueue.Options{}),
+	c := &Controller{client: opts.Client, now: opts.Now, queue: workqueue.New[string](workqueue.Options{}),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "deployment-controller"})}
 	var err error
 	c.deploys, err = informer.For(opts.Informers, informer.Options[*appsv1.Deployment]{
@@ -119,40 +116,18 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "deployment-controller", Queue: c.queue, Informers: []controller.Informer{c.deploys, c.sets, c.pods},
+		Recorder: c.recorder, Workers: opts.Workers, Sync: c.sync}
 	return c, nil
 }
 
-func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
+var key = controller.Key
 
 // Run syncs Deployments until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	wg.Go(func() { c.recorder.Run(ctx) })
-	wg.Go(func() { c.deploys.Run(ctx) })
-	wg.Go(func() { c.sets.Run(ctx) })
-	wg.Go(func() { c.pods.Run(ctx) })
-	if err := informer.WaitForSync(ctx, c.deploys, c.sets, c.pods); err != nil {
-		return
-	}
-	for range c.workers {
-		wg.Go(func() {
-			c.queue.Work(ctx, c.sync, func(k string, err error) {
-				klog.V(2).InfoS("deployment controller: will retry", "deployment", k, "err", err)
-			})
-		})
-	}
-	<-ctx.Done()
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once the caches are listed and nothing is queued.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.deploys, c.sets, c.pods); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) rsChanged(rs *appsv1.ReplicaSet) {
 	if ref := metav1.GetControllerOf(rs); ref != nil {
@@ -162,10 +137,8 @@ func (c *Controller) rsChanged(rs *appsv1.ReplicaSet) {
 		return
 	}
 	deploys, _ := c.deploys.Store().ByIndex(namespaceIndex, rs.Namespace)
-	for _, d := range deploys {
-		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			c.queue.Add(key(d))
-		}
+	for _, d := range controller.Selecting(deploys, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels) {
+		c.queue.Add(key(d))
 	}
 }
 
@@ -223,42 +196,11 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment) ([]*appsv1
 		return nil, nil
 	}
 	all, _ := c.sets.Store().ByIndex(namespaceIndex, d.Namespace)
-	var owned []*appsv1.ReplicaSet
-	for _, rs := range all {
-		ref := metav1.GetControllerOf(rs)
-		matches := sel.Matches(labels.Set(rs.Labels))
-		switch {
-		case ref != nil && ref.UID != d.UID:
-		case ref != nil && matches:
-			owned = append(owned, rs)
-		case ref != nil:
-			if d.DeletionTimestamp == nil {
-				if err := c.patchOwners(ctx, rs, fmt.Sprintf(`[{"$patch":"delete","uid":%q}]`, d.UID)); err != nil {
-					return nil, err
-				}
-			}
-		case matches && d.DeletionTimestamp == nil && rs.DeletionTimestamp == nil:
-			fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-			if err != nil || fresh.UID != d.UID || fresh.DeletionTimestamp != nil {
-				continue
-			}
-			ref, _ := json.Marshal([]metav1.OwnerReference{*metav1.NewControllerRef(d, kind)})
-			if err := c.patchOwners(ctx, rs, string(ref)); err != nil {
-				return nil, err
-			}
-			owned = append(owned, rs)
-		}
-	}
-	return owned, nil
-}
-
-func (c *Controller) patchOwners(ctx context.Context, rs *appsv1.ReplicaSet, refs string) error {
-	body := fmt.Sprintf(`{"metadata":{"ownerReferences":%s,"uid":%q}}`, refs, rs.UID)
-	_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		return nil
-	}
-	return err
+	claimer := &controller.Claimer[*appsv1.ReplicaSet]{Owner: d, Kind: kind, Selector: sel, Client: c.client.AppsV1().ReplicaSets(d.Namespace),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		}}
+	return claimer.Claim(ctx, all)
 }
 
 // split returns the new ReplicaSet (the oldest whose template is the
@@ -319,73 +261,38 @@ func (c *Controller) pausedCondition(ctx context.Context, d *appsv1.Deployment) 
 }
 
 // newReplicaSet finds the new ReplicaSet (bringing its annotations and
-// minReadySeconds up to date) or, when create, makes it.
+// minReadySeconds up to date) or, when create, makes it. What to write
+// is decided in decide.go (NewRSRevision, UpdatedNewRS, FoundNewRS,
+// NewReplicaSet, CreatedNewRS, OwnNewRS, RaiseCollisionCount,
+// FailedNewRS); this writes it.
 func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, sets []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
 	existing, old := c.split(d, sets)
-	var maxOld int64
-	for _, rs := range old {
-		maxOld = max(maxOld, Revision(rs))
-	}
-	revision := strconv.FormatInt(maxOld+1, 10)
+	revision := NewRSRevision(old)
 	if existing != nil {
-		rs := existing.DeepCopy()
-		changed := c.setAnnotations(d, rs, revision, true)
-		if changed || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
-			rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+		if rs, changed := UpdatedNewRS(d, existing, revision); changed {
 			out, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
 			return out, old, err
 		}
-		needsUpdate := setRevision(d, rs.Annotations[RevisionAnnotation])
-		if HasProgressDeadline(d) && Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewRS, fmt.Sprintf("Found new replica set %q", rs.Name), c.now()))
-			needsUpdate = true
-		}
-		if needsUpdate {
+		if FoundNewRS(d, existing, c.now()) {
 			if err := c.updateDeployment(ctx, d); err != nil {
 				return nil, nil, err
 			}
 		}
-		return rs, old, nil
+		return existing.DeepCopy(), old, nil
 	}
 	if !create {
 		return nil, old, nil
 	}
-	t := *d.Spec.Template.DeepCopy()
-	hash := ComputeHash(&t, d.Status.CollisionCount)
-	t.Labels = maps.Clone(t.Labels)
-	if t.Labels == nil {
-		t.Labels = map[string]string{}
-	}
-	t.Labels[HashLabel] = hash
-	sel := d.Spec.Selector.DeepCopy()
-	if sel.MatchLabels == nil {
-		sel.MatchLabels = map[string]string{}
-	}
-	sel.MatchLabels[HashLabel] = hash
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + hash, Namespace: d.Namespace, Labels: t.Labels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, kind)}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32), MinReadySeconds: d.Spec.MinReadySeconds, Selector: sel, Template: t},
-	}
-	size := NewRSNewReplicas(d, append(slices.Clone(old), rs), rs)
-	*rs.Spec.Replicas = size
-	c.setAnnotations(d, rs, revision, false)
+	rs := NewReplicaSet(d, old, revision)
 	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Ours from an earlier pass the cache has not shown yet, or a hash
 		// collision: then the collision count moves the hash.
-		if got, gerr := c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{}); gerr == nil {
-			if ref := metav1.GetControllerOf(got); ref != nil && ref.UID == d.UID && EqualIgnoreHash(&got.Spec.Template, &d.Spec.Template) {
-				return got, old, nil
-			}
+		if got, gerr := c.client.AppsV1().ReplicaSets(d.Namespace).Get(ctx, rs.Name, metav1.GetOptions{}); gerr == nil && OwnNewRS(d, got) {
+			return got, old, nil
 		}
-		n := int32(0)
-		if d.Status.CollisionCount != nil {
-			n = *d.Status.CollisionCount
-		}
-		n++
-		d.Status.CollisionCount = &n
+		n := RaiseCollisionCount(d)
 		if uerr := c.updateDeployment(ctx, d); uerr != nil {
 			return nil, nil, uerr
 		}
@@ -393,21 +300,17 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, se
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil, nil, err
 	case err != nil:
-		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
-		if HasProgressDeadline(d) {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate, msg, c.now()))
+		msg, write := FailedNewRS(d, rs.Name, err, c.now())
+		if write {
 			_ = c.updateDeployment(ctx, d)
 		}
 		c.recorder.Event(d, kind.Kind, corev1.EventTypeWarning, "FailedCreate", msg)
 		return nil, nil, err
 	}
-	if size > 0 {
+	if size := rsReplicas(created); size > 0 {
 		c.recorder.Event(d, kind.Kind, corev1.EventTypeNormal, "ScalingReplicaSet", fmt.Sprintf("Scaled up replica set %s from 0 to %d", created.Name, size))
 	}
-	setRevision(d, revision)
-	if HasProgressDeadline(d) {
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSCreated, fmt.Sprintf("Created new replica set %q", created.Name), c.now()))
-	}
+	CreatedNewRS(d, created.Name, revision, c.now())
 	if err := c.updateDeployment(ctx, d); err != nil {
 		return nil, nil, err
 	}
@@ -424,69 +327,6 @@ func (c *Controller) updateDeployment(ctx context.Context, d *appsv1.Deployment)
 	}
 	*d = *out
 	return nil
-}
-
-// setRevision sets the Deployment's revision annotation.
-func setRevision(d *appsv1.Deployment, revision string) bool {
-	if d.Annotations[RevisionAnnotation] == revision || revision == "" {
-		return false
-	}
-	if d.Annotations == nil {
-		d.Annotations = map[string]string{}
-	}
-	d.Annotations[RevisionAnnotation] = revision
-	return true
-}
-
-// setAnnotations is upstream's SetNewReplicaSetAnnotations: the
-// Deployment's annotations (but its own bookkeeping ones) copied, the
-// revision raised (the old one kept in revision-history), and the
-// desired and max replicas.
-func (c *Controller) setAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision string, exists bool) bool {
-	changed := false
-	if rs.Annotations == nil {
-		rs.Annotations = map[string]string{}
-	}
-	for k, v := range d.Annotations {
-		switch k {
-		case annotationKubectlApply, RevisionAnnotation, RevisionHistoryAnnotation, DesiredReplicasAnnotation, MaxReplicasAnnotation:
-			continue
-		}
-		if rs.Annotations[k] != v {
-			rs.Annotations[k] = v
-			changed = true
-		}
-	}
-	oldRevision := rs.Annotations[RevisionAnnotation]
-	oldN, _ := strconv.ParseInt(oldRevision, 10, 64)
-	newN, _ := strconv.ParseInt(revision, 10, 64)
-	if oldRevision == "" || oldN < newN {
-		rs.Annotations[RevisionAnnotation] = revision
-		changed = true
-		if oldRevision != "" {
-			if h := rs.Annotations[RevisionHistoryAnnotation]; h == "" {
-				rs.Annotations[RevisionHistoryAnnotation] = oldRevision
-			} else {
-				rs.Annotations[RevisionHistoryAnnotation] = h + "," + oldRevision
-			}
-		}
-	}
-	if !exists && setReplicasAnnotations(rs, replicas(d), replicas(d)+MaxSurge(d)) {
-		changed = true
-	}
-	return changed
-}
-
-func setReplicasAnnotations(rs *appsv1.ReplicaSet, desired, maxReplicas int32) bool {
-	if rs.Annotations == nil {
-		rs.Annotations = map[string]string{}
-	}
-	d, m := strconv.Itoa(int(desired)), strconv.Itoa(int(maxReplicas))
-	if rs.Annotations[DesiredReplicasAnnotation] == d && rs.Annotations[MaxReplicasAnnotation] == m {
-		return false
-	}
-	rs.Annotations[DesiredReplicasAnnotation], rs.Annotations[MaxReplicasAnnotation] = d, m
-	return true
 }
 
 // scale sets rs's size and its replicas annotations, with an event when
@@ -645,7 +485,7 @@ func (c *Controller) cleanup(ctx context.Context, d *appsv1.Deployment, old []*a
 		uid := rs.UID
 		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			klog.V(2).InfoS("deployment controller: clean up old replica set", "replicaset", key(rs), "err", err)
+			klog.FromContext(ctx).V(2).Info("Could not clean up an old replica set", "replicaset", key(rs), "err", err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package deployment
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -541,4 +542,174 @@ func active(sets []*appsv1.ReplicaSet) []*appsv1.ReplicaSet {
 		}
 	}
 	return out
+}
+
+// NewRSRevision is the revision a Deployment's new ReplicaSet gets: one
+// above the highest of the old ones.
+func NewRSRevision(old []*appsv1.ReplicaSet) string {
+	var maxOld int64
+	for _, rs := range old {
+		maxOld = max(maxOld, Revision(rs))
+	}
+	return strconv.FormatInt(maxOld+1, 10)
+}
+
+// UpdatedNewRS brings the existing new ReplicaSet up to date with the
+// Deployment: its annotations and revision (SetNewRSAnnotations) and its
+// minReadySeconds. It returns a copy, and whether it must be written.
+func UpdatedNewRS(d *appsv1.Deployment, existing *appsv1.ReplicaSet, revision string) (*appsv1.ReplicaSet, bool) {
+	rs := existing.DeepCopy()
+	changed := SetNewRSAnnotations(d, rs, revision, true)
+	if !changed && rs.Spec.MinReadySeconds == d.Spec.MinReadySeconds {
+		return rs, false
+	}
+	rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+	return rs, true
+}
+
+// FoundNewRS records on d an up-to-date new ReplicaSet: its revision
+// annotation and, with a progress deadline and no Progressing condition
+// yet, Progressing FoundNewReplicaSet. It says whether d changed.
+func FoundNewRS(d *appsv1.Deployment, rs *appsv1.ReplicaSet, now time.Time) bool {
+	changed := setRevision(d, rs.Annotations[RevisionAnnotation])
+	if HasProgressDeadline(d) && Condition(&d.Status, appsv1.DeploymentProgressing) == nil {
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewRS, fmt.Sprintf("Found new replica set %q", rs.Name), now))
+		changed = true
+	}
+	return changed
+}
+
+// NewReplicaSet is the ReplicaSet made for d's template, as upstream's
+// getNewReplicaSet: named <deployment>-<pod-template-hash> (the hash of
+// the template and the collision count), the hash added to its template's
+// labels and its selector, d as controller, sized as NewRSNewReplicas
+// allows and annotated as SetNewRSAnnotations.
+func NewReplicaSet(d *appsv1.Deployment, old []*appsv1.ReplicaSet, revision string) *appsv1.ReplicaSet {
+	t := *d.Spec.Template.DeepCopy()
+	hash := ComputeHash(&t, d.Status.CollisionCount)
+	t.Labels = maps.Clone(t.Labels)
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[HashLabel] = hash
+	sel := d.Spec.Selector.DeepCopy()
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	sel.MatchLabels[HashLabel] = hash
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + hash, Namespace: d.Namespace, Labels: t.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, kind)}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: new(int32), MinReadySeconds: d.Spec.MinReadySeconds, Selector: sel, Template: t},
+	}
+	*rs.Spec.Replicas = NewRSNewReplicas(d, append(slices.Clone(old), rs), rs)
+	SetNewRSAnnotations(d, rs, revision, false)
+	return rs
+}
+
+// CreatedNewRS records on d the creation of its new ReplicaSet: the
+// revision annotation and, with a progress deadline, Progressing
+// NewReplicaSetCreated.
+func CreatedNewRS(d *appsv1.Deployment, name, revision string, now time.Time) {
+	setRevision(d, revision)
+	if HasProgressDeadline(d) {
+		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSCreated, fmt.Sprintf("Created new replica set %q", name), now))
+	}
+}
+
+// OwnNewRS says whether the ReplicaSet found under the new ReplicaSet's
+// name is d's, for d's template: made by an earlier pass the cache has not
+// shown yet. Otherwise the name is taken by another: a hash collision.
+func OwnNewRS(d *appsv1.Deployment, got *appsv1.ReplicaSet) bool {
+	ref := metav1.GetControllerOf(got)
+	return ref != nil && ref.UID == d.UID && EqualIgnoreHash(&got.Spec.Template, &d.Spec.Template)
+}
+
+// RaiseCollisionCount raises d's status.collisionCount after a hash
+// collision, so that the next new ReplicaSet's hash differs, and returns
+// it.
+func RaiseCollisionCount(d *appsv1.Deployment) int32 {
+	var n int32
+	if d.Status.CollisionCount != nil {
+		n = *d.Status.CollisionCount
+	}
+	n++
+	d.Status.CollisionCount = &n
+	return n
+}
+
+// FailedNewRS records on d that its new ReplicaSet could not be made:
+// with a progress deadline, Progressing False ReplicaSetCreateError. It
+// returns the message (for the FailedCreate event) and whether d changed.
+func FailedNewRS(d *appsv1.Deployment, name string, err error, now time.Time) (string, bool) {
+	msg := fmt.Sprintf("Failed to create new replica set %q: %v", name, err)
+	if !HasProgressDeadline(d) {
+		return msg, false
+	}
+	setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonFailedRSCreate, msg, now))
+	return msg, true
+}
+
+// setRevision sets the Deployment's revision annotation.
+func setRevision(d *appsv1.Deployment, revision string) bool {
+	if d.Annotations[RevisionAnnotation] == revision || revision == "" {
+		return false
+	}
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[RevisionAnnotation] = revision
+	return true
+}
+
+// SetNewRSAnnotations is upstream's SetNewReplicaSetAnnotations: the
+// Deployment's annotations (but its own bookkeeping ones) copied, the
+// revision raised (the old one kept in revision-history), and, for a
+// ReplicaSet being made, the desired and max replicas. It says whether rs
+// changed.
+func SetNewRSAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, revision string, exists bool) bool {
+	changed := false
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	for k, v := range d.Annotations {
+		switch k {
+		case annotationKubectlApply, RevisionAnnotation, RevisionHistoryAnnotation, DesiredReplicasAnnotation, MaxReplicasAnnotation:
+			continue
+		}
+		if rs.Annotations[k] != v {
+			rs.Annotations[k] = v
+			changed = true
+		}
+	}
+	oldRevision := rs.Annotations[RevisionAnnotation]
+	oldN, _ := strconv.ParseInt(oldRevision, 10, 64)
+	newN, _ := strconv.ParseInt(revision, 10, 64)
+	if oldRevision == "" || oldN < newN {
+		rs.Annotations[RevisionAnnotation] = revision
+		changed = true
+		if oldRevision != "" {
+			if h := rs.Annotations[RevisionHistoryAnnotation]; h == "" {
+				rs.Annotations[RevisionHistoryAnnotation] = oldRevision
+			} else {
+				rs.Annotations[RevisionHistoryAnnotation] = h + "," + oldRevision
+			}
+		}
+	}
+	if !exists && setReplicasAnnotations(rs, replicas(d), replicas(d)+MaxSurge(d)) {
+		changed = true
+	}
+	return changed
+}
+
+func setReplicasAnnotations(rs *appsv1.ReplicaSet, desired, maxReplicas int32) bool {
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	d, m := strconv.Itoa(int(desired)), strconv.Itoa(int(maxReplicas))
+	if rs.Annotations[DesiredReplicasAnnotation] == d && rs.Annotations[MaxReplicasAnnotation] == m {
+		return false
+	}
+	rs.Annotations[DesiredReplicasAnnotation], rs.Annotations[MaxReplicasAnnotation] = d, m
+	return true
 }

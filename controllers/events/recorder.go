@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,6 +53,9 @@ type Recorder struct {
 	// seen is owned by Run's goroutine: the event written for each
 	// (object, type, reason, message), to count repeats.
 	seen map[repeatKey]*v1.Event
+	// logger is Run's context's, for Event's drops (Event has no
+	// context); nil until Run starts.
+	logger atomic.Pointer[klog.Logger]
 }
 
 type repeatKey struct {
@@ -98,19 +102,23 @@ func (r *Recorder) Event(obj metav1.Object, kind, eventType, reason, message str
 	select {
 	case r.queue <- ev:
 	default:
-		klog.V(2).InfoS("Dropped an event: too many pending", "object", klog.KObj(obj), "reason", reason)
+		if logger := r.logger.Load(); logger != nil {
+			logger.V(2).Info("Dropped an event: too many pending", "object", klog.KObj(obj), "reason", reason)
+		}
 	}
 }
 
 // Run writes queued events until ctx ends.
 func (r *Recorder) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	r.logger.Store(&logger)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ev := <-r.queue:
 			if err := r.write(ctx, ev); err != nil && ctx.Err() == nil {
-				klog.V(2).InfoS("Could not write an event", "object", ev.InvolvedObject.Name, "reason", ev.Reason, "err", err)
+				logger.V(2).Info("Could not write an event", "object", ev.InvolvedObject.Name, "reason", ev.Reason, "err", err)
 			}
 		}
 	}

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/periodic"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -73,12 +74,12 @@ type node struct {
 
 // Controller is the garbage collector. Run drives it.
 type Controller struct {
-	meta    metadata.Interface
-	disc    discovery.DiscoveryInterface
-	period  time.Duration
-	workers int
-	queue   *workqueue.Queue[types.UID]
-	loop    *periodic.Loop
+	meta   metadata.Interface
+	disc   discovery.DiscoveryInterface
+	period time.Duration
+	run    *controller.Loop[types.UID]
+	queue  *workqueue.Queue[types.UID]
+	loop   *periodic.Loop
 
 	// mu guards the fields below.
 	mu         sync.Mutex
@@ -122,43 +123,31 @@ func New(opts Options) (*Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 20
 	}
-	return &Controller{
-		meta: opts.Metadata, disc: opts.Discovery, period: opts.DiscoveryPeriod, workers: opts.Workers,
+	c := &Controller{
+		meta: opts.Metadata, disc: opts.Discovery, period: opts.DiscoveryPeriod,
 		queue: workqueue.New[types.UID](workqueue.Options{}), loop: periodic.New(),
 		nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]struct{}{},
 		kinds: map[schema.GroupVersionKind]resource{}, absent: lru.New(absentOwners),
 		watched: map[schema.GroupVersionResource]*monitor{},
-	}, nil
+	}
+	// Its caches are made as discovery finds resources: the periodic pass
+	// runs beside the workers, and syncing waits on the caches it made.
+	c.run = &controller.Loop[types.UID]{Name: "garbage-collector-controller", Queue: c.queue,
+		Background:  []func(context.Context){func(ctx context.Context) { c.loop.Run(ctx, c.period, c.discover) }},
+		WaitForSync: c.waitForSync, Workers: opts.Workers, Sync: c.process}
+	return c, nil
 }
 
-// Run collects until ctx ends.
+// Run collects until ctx ends; the watches of the resources it found
+// have stopped when it returns.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.wg.Wait()
-	defer c.queue.ShutDown()
-	c.wg.Go(func() { c.loop.Run(ctx, c.period, c.discover) })
-	if err := c.waitForSync(ctx); err != nil {
-		return
-	}
-	var workers sync.WaitGroup
-	for range c.workers {
-		workers.Go(func() { c.work(ctx) })
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	workers.Wait()
+	c.run.Run(ctx)
 }
 
 // WaitIdle returns once discovery has been read since the call, every
 // watched resource is listed and no dependent is queued.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := c.loop.WaitIdle(ctx); err != nil {
-		return err
-	}
-	if err := c.waitForSync(ctx); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.run.WaitIdle(ctx) }
 
 func (c *Controller) waitForSync(ctx context.Context) error {
 	if err := c.loop.WaitIdle(ctx); err != nil {
@@ -190,7 +179,7 @@ func (c *Controller) Watching() []schema.GroupVersionResource {
 func (c *Controller) discover(ctx context.Context) {
 	lists, err := c.disc.ServerPreferredResources()
 	if err != nil && len(lists) == 0 {
-		klog.ErrorS(err, "garbage collector: discovery")
+		klog.FromContext(ctx).Error(err, "Discovery failed")
 		return
 	}
 	failed, _ := discovery.GroupDiscoveryFailedErrorGroups(err)
@@ -216,7 +205,7 @@ func (c *Controller) discover(ctx context.Context) {
 		if _, ok := want[gvr]; !ok {
 			stop = append(stop, m)
 			delete(c.watched, gvr)
-			klog.V(2).InfoS("garbage collector: stopped watching", "resource", gvr)
+			klog.FromContext(ctx).V(2).Info("Stopped watching", "resource", gvr)
 		}
 	}
 	c.kinds = kinds
@@ -299,7 +288,7 @@ func (c *Controller) watch(ctx context.Context, res resource) {
 		},
 	})
 	if err != nil {
-		klog.ErrorS(err, "garbage collector: watch", "resource", res.gvr)
+		klog.FromContext(ctx).Error(err, "Could not watch", "resource", res.gvr)
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -382,12 +371,6 @@ func (c *Controller) unlink(owner, dependent types.UID) {
 
 func hasGCFinalizer(f []string) bool {
 	return slices.Contains(f, metav1.FinalizerOrphanDependents) || slices.Contains(f, metav1.FinalizerDeleteDependents)
-}
-
-func (c *Controller) work(ctx context.Context) {
-	c.queue.Work(ctx, c.process, func(uid types.UID, err error) {
-		klog.V(2).InfoS("garbage collector: will retry", "uid", uid, "err", err)
-	})
 }
 
 // snapshot returns a copy of the node and its dependents' nodes.
@@ -542,7 +525,7 @@ func (c *Controller) delete(ctx context.Context, n *node, policy metav1.Deletion
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", n.res.gvr.Resource, n.namespace, n.name, err)
 	}
-	klog.V(2).InfoS("garbage collector: deleted", "resource", n.res.gvr, "namespace", n.namespace, "name", n.name, "propagation", policy)
+	klog.FromContext(ctx).V(2).Info("Deleted", "resource", n.res.gvr, "namespace", n.namespace, "name", n.name, "propagation", policy)
 	return nil
 }
 

@@ -2,16 +2,14 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // jobOf is the name and uid of the batch/v1 Job controlling p, if one does.
@@ -43,10 +41,8 @@ func (c *Controller) podChanged(old, p *corev1.Pod) {
 		return
 	}
 	jobs, _ := c.jobs.Store().ByIndex(namespaceIndex, p.Namespace)
-	for _, j := range jobs {
-		if sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.queue.Add(key(j))
-		}
+	for _, j := range controller.Selecting(jobs, func(j *batchv1.Job) *metav1.LabelSelector { return j.Spec.Selector }, p.Labels) {
+		c.queue.Add(key(j))
 	}
 }
 
@@ -56,73 +52,20 @@ func (c *Controller) podChanged(old, p *corev1.Pod) {
 // job-tracking finalizer) once a fresh read shows the Job neither deleted
 // nor replaced; its own pods it no longer matches are released (reference
 // and finalizer removed). A Job being deleted adopts and releases nothing.
-// Adopted pods are returned with the finalizer, as the cache will show
-// them.
+// Adopted pods are returned as the patch left them, with the finalizer.
 func (c *Controller) claim(ctx context.Context, j *batchv1.Job, nsPods []*corev1.Pod) ([]*corev1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
 	if err != nil {
 		return nil, fmt.Errorf("selector of job %s: %w", key(j), err)
 	}
-	var owned []*corev1.Pod
-	var adoptChecked, canAdopt bool
-	for _, p := range nsPods {
-		ref := metav1.GetControllerOf(p)
-		matches := !sel.Empty() && sel.Matches(labels.Set(p.Labels))
-		switch {
-		case ref != nil && ref.UID != j.UID:
-			continue // another controller's
-		case ref != nil && matches:
-			owned = append(owned, p)
-		case ref != nil:
-			if j.DeletionTimestamp != nil {
-				owned = append(owned, p)
-				continue
-			}
-			body := fmt.Sprintf(`{"metadata":{"uid":%q,"ownerReferences":[{"$patch":"delete","uid":%q}],"$deleteFromPrimitiveList/finalizers":[%q]}}`,
-				p.UID, j.UID, batchv1.JobTrackingFinalizer)
-			if err := c.patchPod(ctx, j, p, body); err != nil {
-				return nil, fmt.Errorf("release pod %s: %w", key(p), err)
-			}
-		case matches && j.DeletionTimestamp == nil && p.DeletionTimestamp == nil:
-			if !adoptChecked {
-				adoptChecked, canAdopt = true, c.canAdopt(ctx, j)
-			}
-			if !canAdopt {
-				continue
-			}
-			refs, _ := json.Marshal([]metav1.OwnerReference{*metav1.NewControllerRef(j, kind)})
-			body := fmt.Sprintf(`{"metadata":{"uid":%q,"ownerReferences":%s,"finalizers":[%q]}}`, p.UID, refs, batchv1.JobTrackingFinalizer)
-			if err := c.patchPod(ctx, j, p, body); err != nil {
-				return nil, fmt.Errorf("adopt pod %s: %w", key(p), err)
-			}
-			if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
-				p = p.DeepCopy()
-				p.Finalizers = append(p.Finalizers, batchv1.JobTrackingFinalizer)
-			}
-			owned = append(owned, p)
-		}
+	if sel.Empty() {
+		sel = labels.Nothing() // a Job selects by its generated selector, never everything
 	}
-	return owned, nil
-}
-
-// canAdopt reads the Job afresh: one being deleted, or replaced by one of
-// the same name, adopts nothing (upstream's RecheckDeletionTimestamp).
-func (c *Controller) canAdopt(ctx context.Context, j *batchv1.Job) bool {
-	fresh, err := c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
-	return err == nil && fresh.UID == j.UID && fresh.DeletionTimestamp == nil
-}
-
-// patchPod applies a strategic merge patch that names the pod's uid, so a
-// pod replaced under the same name is left alone; one gone is no error.
-func (c *Controller) patchPod(ctx context.Context, j *batchv1.Job, p *corev1.Pod, body string) error {
-	out, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
-	switch {
-	case err == nil:
-		c.writes.wroteAt(j.UID, resPods, out.ResourceVersion)
-		return nil
-	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-		return nil // gone or replaced (the uid differs)
-	default:
-		return err
-	}
+	claimer := &controller.Claimer[*corev1.Pod]{Owner: j, Kind: kind, Selector: sel, Client: c.client.CoreV1().Pods(j.Namespace),
+		Finalizer: batchv1.JobTrackingFinalizer,
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
+		},
+		Patched: func(p *corev1.Pod) { c.writes.wroteAt(j.UID, resPods, p.ResourceVersion) }}
+	return claimer.Claim(ctx, nsPods)
 }

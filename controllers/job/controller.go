@@ -40,8 +40,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -78,18 +78,21 @@ type Options struct {
 type Controller struct {
 	client              kubernetes.Interface
 	backoff, backoffMax time.Duration
-	workers             int
 	maxUncounted        int
 	now                 func() time.Time
+	loop                *controller.Loop[string]
 	queue               *workqueue.Queue[string]
 	recorder            *events.Recorder
 	jobs                *informer.Informer[*batchv1.Job]
 	pods                *informer.Informer[*corev1.Pod]
 
+	// expect are the creations and deletions of each Job's pods (by the
+	// Job's uid) not yet seen in the cache. A creation of an Indexed Job's
+	// pod is named by its completion index.
+	expect *controller.Expectations
+
 	// mu guards the fields below.
 	mu sync.Mutex
-	// pending counts creations not yet seen in the cache, per Job.
-	pending map[types.UID]int
 	// backoffs are the Jobs' pod creation back-off records.
 	backoffs map[types.UID]BackoffRecord
 	// released are the pods (and their Job) whose job-tracking finalizer
@@ -98,11 +101,6 @@ type Controller struct {
 	// still holding the finalizer must not be counted twice, nor the
 	// Job's possibly stale status be used to create pods meanwhile.
 	released map[types.UID]types.UID
-	// deleting are the pods this controller deletes, until the cache
-	// shows them deleting or gone (upstream's deletion expectations):
-	// meanwhile a stale copy would look active. Like upstream's, they
-	// expire (a pod already deleting when deleted again shows no change).
-	deleting map[types.UID]deletion
 	// writes are this controller's own writes that a Job's sync waits to
 	// see in the caches.
 	writes *writes
@@ -128,8 +126,8 @@ func New(opts Options) (*Controller, error) {
 	if opts.MaxUncountedPods <= 0 {
 		opts.MaxUncountedPods = 500
 	}
-	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, workers: opts.Workers, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), pending: map[types.UID]int{}, backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{}, deleting: map[types.UID]deletion{},
+	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
+		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now), backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{},
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}
 	var err error
@@ -159,14 +157,10 @@ func New(opts Options) (*Controller, error) {
 		Handlers: informer.Handlers[*corev1.Pod]{
 			OnAdd: func(p *corev1.Pod) {
 				if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == kind.Kind {
-					c.mu.Lock()
-					if c.pending[ref.UID] > 0 {
-						c.pending[ref.UID]--
-					}
-					c.mu.Unlock()
+					c.expect.Created(string(ref.UID), creationName(p))
 				}
 				if p.DeletionTimestamp != nil {
-					c.seenDeleted(p.UID)
+					c.seenDeleted(p)
 				}
 				c.podChanged(nil, p)
 				c.orphanChanged(p, p.DeletionTimestamp != nil)
@@ -176,28 +170,45 @@ func New(opts Options) (*Controller, error) {
 					c.seenReleased(p.UID)
 				}
 				if p.DeletionTimestamp != nil {
-					c.seenDeleted(p.UID)
+					c.seenDeleted(p)
 				}
 				c.podChanged(old, p)
 				c.orphanChanged(p, p.DeletionTimestamp != nil)
 			},
-			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.seenDeleted(p.UID); c.podChanged(nil, p) },
+			OnDelete: func(p *corev1.Pod) { c.seenReleased(p.UID); c.seenDeleted(p); c.podChanged(nil, p) },
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "job-controller", Queue: c.queue, Informers: []controller.Informer{c.jobs, c.pods},
+		Recorder: c.recorder, Workers: opts.Workers, Sync: c.sync}
 	return c, nil
 }
 
-func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
+var key = controller.Key
+
+// Run syncs Jobs until ctx ends.
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
+
+// WaitIdle returns once the caches are listed and nothing is queued.
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) forget(uid types.UID) {
+	c.expect.Forget(string(uid))
 	c.mu.Lock()
-	delete(c.pending, uid)
 	delete(c.backoffs, uid)
 	c.mu.Unlock()
 	c.writes.forget(uid)
+}
+
+// creationName is what a pod's creation is expected as: its completion
+// index, or "" for a NonIndexed Job's pod.
+func creationName(p *corev1.Pod) string {
+	if i, ok := index(p); ok {
+		return strconv.Itoa(i)
+	}
+	return ""
 }
 
 // lastSync is how far each cache has read, for writes.ready.
@@ -210,29 +221,21 @@ func (c *Controller) lastSync(resource string) string {
 
 // expected is what a Job's sync still waits to observe of its own writes.
 type expected struct {
-	// pending counts creations not yet seen.
-	pending int
+	// satisfied: every creation and deletion is seen, or has expired.
+	// Until then no pod is created: none for an index whose pod is
+	// expected, nor beyond the count while one is.
+	satisfied bool
 	// released are the pods whose finalizer removal is not yet seen.
 	released map[types.UID]bool
-	// deleting counts the deletions not yet seen.
-	deleting int
 }
 
 func (c *Controller) expectations(jobUID types.UID) expected {
+	e := expected{satisfied: c.expect.Satisfied(string(jobUID)), released: map[types.UID]bool{}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := expected{pending: c.pending[jobUID], released: map[types.UID]bool{}}
 	for pod, owner := range c.released {
 		if owner == jobUID {
 			e.released[pod] = true
-		}
-	}
-	for pod, d := range c.deleting {
-		switch {
-		case c.now().Sub(d.at) > deletionExpiry:
-			delete(c.deleting, pod)
-		case d.job == jobUID:
-			e.deleting++
 		}
 	}
 	return e
@@ -244,48 +247,11 @@ func (c *Controller) seenReleased(uid types.UID) {
 	c.mu.Unlock()
 }
 
-// deletion is an expected deletion: of a pod of job, asked for at at.
-type deletion struct {
-	job types.UID
-	at  time.Time
-}
-
-// deletionExpiry is how long a deletion is waited for at most.
-const deletionExpiry = time.Minute
-
-func (c *Controller) seenDeleted(uid types.UID) {
-	c.mu.Lock()
-	delete(c.deleting, uid)
-	c.mu.Unlock()
-}
-
-// Run syncs Jobs until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	wg.Go(func() { c.recorder.Run(ctx) })
-	wg.Go(func() { c.jobs.Run(ctx) })
-	wg.Go(func() { c.pods.Run(ctx) })
-	if err := informer.WaitForSync(ctx, c.jobs, c.pods); err != nil {
-		return
+// seenDeleted records that the cache shows p deleting or gone.
+func (c *Controller) seenDeleted(p *corev1.Pod) {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		c.expect.Deleted(string(ref.UID), string(p.UID))
 	}
-	for range c.workers {
-		wg.Go(func() {
-			c.queue.Work(ctx, c.sync, func(k string, err error) {
-				klog.V(2).InfoS("job controller: will retry", "job", k, "err", err)
-			})
-		})
-	}
-	<-ctx.Done()
-}
-
-// WaitIdle returns once the caches are listed and nothing is queued.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.jobs, c.pods); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
 }
 
 func condition(s *batchv1.JobStatus, t batchv1.JobConditionType) *batchv1.JobCondition {
@@ -318,10 +284,6 @@ func setCondition(s *batchv1.JobStatus, t batchv1.JobConditionType, status corev
 
 func finished(s *batchv1.JobStatus) bool {
 	return condition(s, batchv1.JobComplete) != nil || condition(s, batchv1.JobFailed) != nil
-}
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 func index(p *corev1.Pod) (int, bool) {

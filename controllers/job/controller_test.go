@@ -42,7 +42,10 @@ func startWith(t *testing.T, end outcome, opts job.Options) (kubernetes.Interfac
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Client, opts.BackoffBase, opts.BackoffLimit = cs, 20*time.Millisecond, 100*time.Millisecond
+	if opts.Client == nil {
+		opts.Client = cs
+	}
+	opts.BackoffBase, opts.BackoffLimit = 20*time.Millisecond, 100*time.Millisecond
 	jc, err := job.New(opts)
 	if err != nil {
 		t.Fatal(err)

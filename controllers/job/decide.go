@@ -11,7 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // Condition reasons and messages, as upstream's job controller writes
@@ -215,7 +215,7 @@ func MatchSuccessPolicy(p *batchv1.SuccessPolicy, completions int32, succeeded m
 // first those without a valid index and all but one of each index run
 // twice (the one kept comes last in upstream's ActivePods order); then
 // the first of the rest in that order (unscheduled, pending, not ready,
-// newer; replicaset.SortActive).
+// newer; controller.SortActive).
 func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int) []*corev1.Pod {
 	var rm, left []*corev1.Pod
 	if indexed(j) && j.Spec.Completions != nil {
@@ -228,7 +228,7 @@ func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int) []*corev1.P
 			}
 		}
 		for _, pods := range byIndex {
-			replicaset.SortActive(pods)
+			controller.SortActive(pods)
 			rm = append(rm, pods[:len(pods)-1]...)
 			left = append(left, pods[len(pods)-1])
 		}
@@ -236,7 +236,7 @@ func ExcessPods(j *batchv1.Job, active []*corev1.Pod, rmAtLeast int) []*corev1.P
 		left = slices.Clone(active)
 	}
 	if n := rmAtLeast - len(rm); n > 0 {
-		replicaset.SortActive(left)
+		controller.SortActive(left)
 		rm = append(rm, left[:min(n, len(left))]...)
 	}
 	return rm

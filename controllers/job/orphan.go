@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // orphanPrefix marks a queue key as a pod's ("pod:ns/name"), not a Job's:
@@ -43,14 +45,7 @@ func (c *Controller) jobGone(j *batchv1.Job) {
 
 // jobOfPod is the cached Job controlling p, or nil.
 func (c *Controller) jobOfPod(p *corev1.Pod) *batchv1.Job {
-	ref := jobOf(p)
-	if ref == nil {
-		return nil
-	}
-	j, ok := c.jobs.Store().Get(p.Namespace + "/" + ref.Name)
-	if !ok || j.UID != ref.UID {
-		return nil
-	}
+	j, _ := controller.Owner(c.jobs.Store(), p.Namespace, metav1.GetControllerOf(p), kind)
 	return j
 }
 

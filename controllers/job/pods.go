@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // manage deletes the pods a Job has too many of (all of them while it is
@@ -25,8 +26,13 @@ import (
 // yet seen. It returns the active pods it deleted.
 func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, error) {
 	j := st.j
-	if st.exp.pending > 0 || st.exp.deleting > 0 {
-		return nil, nil // wait to see our own creations and deletions
+	if !st.exp.satisfied {
+		// Wait to see our own creations and deletions; once they expire,
+		// those never seen are made again (upstream's expectations).
+		if wait := c.expect.Expiry(string(j.UID)); wait > 0 {
+			c.queue.AddAfter(key(j), wait)
+		}
+		return nil, nil
 	}
 	if len(st.exp.released) > 0 {
 		// Pods it counted are not yet seen released: the Job's cached
@@ -106,28 +112,49 @@ func (c *Controller) manage(ctx context.Context, st *jobState) ([]*corev1.Pod, e
 	if len(toCreate) == 0 {
 		return nil, nil
 	}
-	c.mu.Lock()
-	c.pending[j.UID] += len(toCreate)
-	c.mu.Unlock()
+	// Expected before they are sent: the cache may show a pod before its
+	// create returns.
+	jobKey := string(j.UID)
+	names, anonymous := make([]string, len(toCreate)), 0
+	for n, i := range toCreate {
+		if i >= 0 {
+			names[n] = strconv.Itoa(i)
+		} else {
+			anonymous++
+		}
+	}
+	c.expect.Expect(jobKey, anonymous, slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "" }), nil)
 	var next int
 	var nextMu sync.Mutex
-	done, err := replicaset.SlowStart(len(toCreate), func() error {
+	_, err := controller.SlowStart(len(toCreate), func() error {
 		nextMu.Lock()
-		i := toCreate[next]
+		n := next
 		next++
 		nextMu.Unlock()
 		var replaced *corev1.Pod
-		if i >= 0 {
+		if i := toCreate[n]; i >= 0 {
 			replaced = st.delayed[i]
 		}
-		return c.createPod(ctx, j, i, replaced)
+		err := c.createPod(ctx, j, toCreate[n], replaced)
+		if err != nil && !createdUnknown(err) {
+			c.expect.Created(jobKey, names[n]) // never coming
+		}
+		return err
 	})
-	if missed := len(toCreate) - done; missed > 0 {
-		c.mu.Lock()
-		c.pending[j.UID] = max(0, c.pending[j.UID]-missed)
-		c.mu.Unlock()
+	nextMu.Lock()
+	for _, name := range names[next:] {
+		c.expect.Created(jobKey, name) // never tried
 	}
+	nextMu.Unlock()
 	return nil, err
+}
+
+// createdUnknown says whether a create that failed with err may still
+// have made its pod: a timeout, the server's or ours. Its expectation
+// stays, as upstream's replicaset controller keeps it, so that no other
+// pod takes its place (its index) unless it never shows and expires.
+func createdUnknown(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // createPod creates a pod of the Job, of completion index idx (-1 for
@@ -192,12 +219,10 @@ func (c *Controller) createPod(ctx context.Context, j *batchv1.Job, idx int, rep
 func (c *Controller) deletePods(ctx context.Context, j *batchv1.Job, pods []*corev1.Pod) {
 	for _, p := range pods {
 		uid := p.UID
-		c.mu.Lock()
-		c.deleting[uid] = deletion{job: j.UID, at: c.now()}
-		c.mu.Unlock()
+		c.expect.ExpectDeletions(string(j.UID), string(uid))
 		err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil {
-			c.seenDeleted(uid) // no deletion to see
+			c.expect.Deleted(string(j.UID), string(uid)) // no deletion to see
 			if !apierrors.IsNotFound(err) {
 				c.recorder.Event(j, kind.Kind, corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
 			}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // maxPodCreatesPerSync bounds the pods one sync creates or deletes, as
@@ -110,11 +110,11 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 			st.tracked = append(st.tracked, p)
 		}
 		switch {
-		case p.DeletionTimestamp != nil && !terminal(p):
+		case controller.Terminating(p):
 			st.terminating = append(st.terminating, p)
-		case !terminal(p) && p.DeletionTimestamp == nil:
+		case controller.Active(p):
 			st.active = append(st.active, p)
-			if replicaset.Ready(p) {
+			if controller.Ready(p) {
 				st.ready = append(st.ready, p)
 			}
 		}

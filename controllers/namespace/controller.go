@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,8 +23,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
@@ -51,6 +50,7 @@ type Controller struct {
 	dynamic    dynamic.Interface
 	discovery  discovery.DiscoveryInterface
 	retry      time.Duration
+	loop       *controller.Loop[string]
 	queue      *workqueue.Queue[string]
 	namespaces *informer.Informer[*v1.Namespace]
 }
@@ -82,50 +82,32 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "namespace-controller", Queue: c.queue, Informers: []controller.Informer{c.namespaces}, Sync: c.sync}
 	return c, nil
 }
 
 // Run works until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { c.namespaces.Run(ctx) })
-	for {
-		name, ok := c.queue.Get(ctx)
-		if !ok {
-			return
-		}
-		c.work(ctx, name)
-		c.queue.Done(name)
-	}
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once the namespaces are listed and no namespace is
 // queued or being worked on (one waiting for its content to go is not).
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.namespaces); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
-func (c *Controller) work(ctx context.Context, name string) {
+// sync empties and removes a terminating namespace; one that still has
+// content is looked at again after the retry period.
+func (c *Controller) sync(ctx context.Context, name string) error {
 	ns, ok := c.namespaces.Store().Get(name)
 	if !ok || ns.DeletionTimestamp == nil {
-		c.queue.Forget(name)
-		return
+		return nil
 	}
 	done, err := c.delete(ctx, ns)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		klog.V(2).InfoS("Namespace deletion failed", "namespace", name, "err", err)
-		c.queue.AddRateLimited(name)
-	case err == nil && !done:
-		c.queue.AddAfter(name, c.retry)
-	default:
-		c.queue.Forget(name)
+	if err != nil {
+		return err // each names the namespace
 	}
+	if !done {
+		c.queue.AddAfter(name, c.retry)
+	}
+	return nil
 }
 
 // delete empties ns and removes it once empty; it reports whether ns is

@@ -196,7 +196,7 @@ func (c *Controller) pass(ctx context.Context) {
 			updated, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, stale, metav1.UpdateOptions{})
 			if err != nil {
 				if ctx.Err() == nil && !apierrors.IsNotFound(err) {
-					klog.V(2).InfoS("Could not mark a node Unknown", "node", n.Name, "err", err)
+					klog.FromContext(ctx).V(2).Info("Could not mark a node Unknown", "node", n.Name, "err", err)
 				}
 				continue
 			}
@@ -226,7 +226,7 @@ func (c *Controller) pass(ctx context.Context) {
 		next.Spec.Taints = want
 		if _, err := c.client.CoreV1().Nodes().Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 			if ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				klog.V(2).InfoS("Could not taint a node", "node", n.Name, "err", err)
+				klog.FromContext(ctx).V(2).Info("Could not taint a node", "node", n.Name, "err", err)
 			}
 			continue
 		}
@@ -252,7 +252,7 @@ func (c *Controller) noteReady(ctx context.Context, n *v1.Node) {
 	pods, _ := c.pods.Store().ByIndex(nodeNameIndex, n.Name)
 	for _, p := range pods {
 		if err := c.markNotReady(ctx, p); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) {
-			klog.V(2).InfoS("Could not mark a pod not Ready", "pod", klog.KObj(p), "err", err)
+			klog.FromContext(ctx).V(2).Info("Could not mark a pod not Ready", "pod", klog.KObj(p), "err", err)
 		}
 	}
 }

@@ -244,7 +244,7 @@ func (c *Controller) failAndForceDelete(ctx context.Context, p *v1.Pod, message 
 		patch, _ := json.Marshal(map[string]any{"status": status})
 		_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			klog.V(2).InfoS("Could not mark a pod Failed", "pod", klog.KObj(p), "err", err)
+			klog.FromContext(ctx).V(2).Info("Could not mark a pod Failed", "pod", klog.KObj(p), "err", err)
 		}
 	}
 	zero := int64(0)
@@ -260,6 +260,6 @@ func (c *Controller) delete(ctx context.Context, p *v1.Pod, grace *int64) {
 	case err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 		c.deleted[p.UID] = true
 	case ctx.Err() == nil:
-		klog.V(2).InfoS("Could not delete a pod", "pod", klog.KObj(p), "err", err)
+		klog.FromContext(ctx).V(2).Info("Could not delete a pod", "pod", klog.KObj(p), "err", err)
 	}
 }

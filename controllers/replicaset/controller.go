@@ -12,10 +12,8 @@ package replicaset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,9 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -40,6 +38,8 @@ import (
 const burstReplicas = 500
 
 const namespaceIndex = informer.NamespaceIndex
+
+var kind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // writeTimeout bounds a pod create or delete seen through after the
 // controller was told to stop.
@@ -62,10 +62,10 @@ type Options struct {
 // Controller is the ReplicaSet controller. Run drives it.
 type Controller struct {
 	client   kubernetes.Interface
-	workers  int
 	now      func() time.Time
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
-	expect   *expectations
+	expect   *controller.Expectations
 	recorder *events.Recorder
 	sets     *informer.Informer[*appsv1.ReplicaSet]
 	pods     *informer.Informer[*corev1.Pod]
@@ -82,8 +82,8 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, workers: opts.Workers, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), expect: newExpectations(opts.Now),
+	c := &Controller{client: opts.Client, now: opts.Now,
+		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "replicaset-controller"})}
 	var err error
 	c.sets, err = informer.For(opts.Informers, informer.Options[*appsv1.ReplicaSet]{
@@ -93,7 +93,7 @@ func New(opts Options) (*Controller, error) {
 		Handlers: informer.Handlers[*appsv1.ReplicaSet]{
 			OnAdd:    func(rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
 			OnUpdate: func(_, rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
-			OnDelete: func(rs *appsv1.ReplicaSet) { c.expect.forget(key(rs)); c.queue.Add(key(rs)) },
+			OnDelete: func(rs *appsv1.ReplicaSet) { c.expect.Forget(key(rs)); c.queue.Add(key(rs)) },
 		},
 	})
 	if err != nil {
@@ -108,64 +108,30 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "replicaset-controller", Queue: c.queue, Informers: []controller.Informer{c.sets, c.pods},
+		Recorder: c.recorder, Workers: opts.Workers, Sync: c.sync}
 	return c, nil
 }
 
-func key(m metav1.Object) string { return m.GetNamespace() + "/" + m.GetName() }
+var key = controller.Key
 
 // Run syncs ReplicaSets until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	wg.Go(func() { c.recorder.Run(ctx) })
-	wg.Go(func() { c.sets.Run(ctx) })
-	wg.Go(func() { c.pods.Run(ctx) })
-	if err := informer.WaitForSync(ctx, c.sets, c.pods); err != nil {
-		return
-	}
-	for range c.workers {
-		wg.Go(func() {
-			c.queue.Work(ctx, c.sync, func(k string, err error) {
-				klog.V(2).InfoS("replicaset controller: will retry", "replicaset", k, "err", err)
-			})
-		})
-	}
-	<-ctx.Done()
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once the caches are listed and no ReplicaSet is queued.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.sets, c.pods); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 // owner returns the ReplicaSet a controller reference names, if cached
 // with that uid.
 func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
-		return nil
-	}
-	rs, ok := c.sets.Store().Get(namespace + "/" + ref.Name)
-	if !ok || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := controller.Owner(c.sets.Store(), namespace, ref, kind)
 	return rs
 }
 
 // matching returns the ReplicaSets whose selector matches an orphan pod.
 func (c *Controller) matching(p *corev1.Pod) []*appsv1.ReplicaSet {
 	sets, _ := c.sets.Store().ByIndex(namespaceIndex, p.Namespace)
-	var out []*appsv1.ReplicaSet
-	for _, rs := range sets {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, rs)
-		}
-	}
-	return out
+	return controller.Selecting(sets, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, p.Labels)
 }
 
 func (c *Controller) addPod(p *corev1.Pod) {
@@ -175,7 +141,7 @@ func (c *Controller) addPod(p *corev1.Pod) {
 	}
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		if rs := c.owner(p.Namespace, ref); rs != nil {
-			c.expect.created(key(rs))
+			c.expect.Created(key(rs), "")
 			c.queue.Add(key(rs))
 		}
 		return
@@ -199,7 +165,7 @@ func (c *Controller) updatePod(old, p *corev1.Pod) {
 	if ref != nil {
 		if rs := c.owner(p.Namespace, ref); rs != nil {
 			c.queue.Add(key(rs))
-			if Ready(p) != Ready(old) && rs.Spec.MinReadySeconds > 0 {
+			if controller.Ready(p) != controller.Ready(old) && rs.Spec.MinReadySeconds > 0 {
 				c.queue.AddAfter(key(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 			}
 		}
@@ -214,7 +180,7 @@ func (c *Controller) updatePod(old, p *corev1.Pod) {
 
 func (c *Controller) deletePod(p *corev1.Pod) {
 	if rs := c.owner(p.Namespace, metav1.GetControllerOf(p)); rs != nil {
-		c.expect.deleted(key(rs), key(p))
+		c.expect.Deleted(key(rs), key(p))
 		c.queue.Add(key(rs))
 	}
 }
@@ -222,22 +188,16 @@ func (c *Controller) deletePod(p *corev1.Pod) {
 func (c *Controller) sync(ctx context.Context, k string) error {
 	rs, ok := c.sets.Store().Get(k)
 	if !ok {
-		c.expect.forget(k)
+		c.expect.Forget(k)
 		return nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		return nil // validation refuses such selectors: nothing to do
 	}
-	needsSync := c.expect.satisfied(k)
+	needsSync := c.expect.Satisfied(k)
 	all, _ := c.pods.Store().ByIndex(namespaceIndex, rs.Namespace)
-	var candidates []*corev1.Pod
-	for _, p := range all {
-		if active(p) {
-			candidates = append(candidates, p)
-		}
-	}
-	pods, err := c.claim(ctx, rs, sel, candidates)
+	pods, err := c.claimer(rs, sel).Claim(ctx, slices.DeleteFunc(slices.Clone(all), func(p *corev1.Pod) bool { return !controller.Active(p) }))
 	if err != nil {
 		return err
 	}
@@ -259,66 +219,17 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	return nil
 }
 
-// claim returns the pods rs controls after adopting orphans its selector
-// matches and releasing owned pods it no longer matches (upstream's
-// PodControllerRefManager).
-func (c *Controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	var owned []*corev1.Pod
-	var adoptChecked, canAdopt bool
-	for _, p := range pods {
-		ref := metav1.GetControllerOf(p)
-		matches := sel.Matches(labels.Set(p.Labels))
-		switch {
-		case ref != nil && ref.UID != rs.UID:
-			continue // another controller's
-		case ref != nil && matches:
-			owned = append(owned, p)
-		case ref != nil:
-			if rs.DeletionTimestamp != nil {
-				continue
-			}
-			if err := c.patchPodOwners(ctx, p, fmt.Sprintf(`[{"$patch":"delete","uid":%q}]`, rs.UID)); err != nil {
-				return nil, err
-			}
-		case matches:
-			if !adoptChecked {
-				adoptChecked = true
-				canAdopt = c.canAdopt(ctx, rs)
-			}
-			if !canAdopt || p.DeletionTimestamp != nil {
-				continue
-			}
-			ref, _ := json.Marshal([]metav1.OwnerReference{*controllerRef(rs)})
-			if err := c.patchPodOwners(ctx, p, string(ref)); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return nil, err
-			}
-			owned = append(owned, p)
-		}
-	}
-	return owned, nil
-}
-
-// canAdopt reads rs afresh: a ReplicaSet being deleted, or replaced by one
-// of the same name, adopts nothing.
-func (c *Controller) canAdopt(ctx context.Context, rs *appsv1.ReplicaSet) bool {
-	fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-	return err == nil && fresh.UID == rs.UID && fresh.DeletionTimestamp == nil
-}
-
-func (c *Controller) patchPodOwners(ctx context.Context, p *corev1.Pod, refs string) error {
-	body := fmt.Sprintf(`{"metadata":{"ownerReferences":%s,"uid":%q}}`, refs, p.UID)
-	_, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		return nil // gone, or replaced (uid differs)
-	}
-	return err
+// claimer adopts orphan pods rs's selector matches and releases owned
+// pods it no longer matches (upstream's PodControllerRefManager).
+func (c *Controller) claimer(rs *appsv1.ReplicaSet, sel labels.Selector) *controller.Claimer[*corev1.Pod] {
+	return &controller.Claimer[*corev1.Pod]{Owner: rs, Kind: kind, Selector: sel, Client: c.client.CoreV1().Pods(rs.Namespace),
+		Fresh: func(ctx context.Context) (metav1.Object, error) {
+			return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		}}
 }
 
 func controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
-	return metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+	return metav1.NewControllerRef(rs, kind)
 }
 
 // manage creates or deletes pods towards spec.replicas.
@@ -332,20 +243,20 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, pods, al
 	switch {
 	case diff < 0:
 		n := min(-diff, burstReplicas)
-		c.expect.expect(k, n, nil)
-		done, err := SlowStart(n, func() error { return c.createPod(ctx, rs) })
+		c.expect.Expect(k, n, nil, nil)
+		done, err := controller.SlowStart(n, func() error { return c.createPod(ctx, rs) })
 		for range n - done {
-			c.expect.created(k) // never coming
+			c.expect.Created(k, "") // never coming
 		}
 		return err
 	case diff > 0:
 		n := min(diff, burstReplicas)
-		victims := PodsToDelete(pods, c.related(rs, all), n, c.now())
+		victims := controller.PodsToDelete(pods, c.related(rs, all), n, c.now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
 			keys[i] = key(p)
 		}
-		c.expect.expect(k, 0, keys)
+		c.expect.Expect(k, 0, nil, keys)
 		errs := make(chan error, len(victims))
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 		defer cancel()
@@ -356,10 +267,10 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, pods, al
 				case err == nil:
 					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
 				case apierrors.IsNotFound(err):
-					c.expect.deleted(k, key(p))
+					c.expect.Deleted(k, key(p))
 					err = nil
 				default:
-					c.expect.deleted(k, key(p))
+					c.expect.Deleted(k, key(p))
 					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
 				}
 				errs <- err
@@ -392,7 +303,7 @@ func (c *Controller) related(rs *appsv1.ReplicaSet, all []*corev1.Pod) []*corev1
 	}
 	var out []*corev1.Pod
 	for _, p := range all {
-		if r := metav1.GetControllerOf(p); r != nil && siblings[r.UID] && active(p) {
+		if r := metav1.GetControllerOf(p); r != nil && siblings[r.UID] && controller.Active(p) {
 			out = append(out, p)
 		}
 	}
@@ -442,9 +353,9 @@ func (c *Controller) status(rs *appsv1.ReplicaSet, pods []*corev1.Pod, manageErr
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			fully++
 		}
-		if Ready(p) {
+		if controller.Ready(p) {
 			ready++
-			if Available(p, rs.Spec.MinReadySeconds, now) {
+			if controller.Available(p, rs.Spec.MinReadySeconds, now) {
 				available++
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kite-project/kite/controllers/controller"
 )
 
 // TerminatingReplicas is status.terminatingReplicas as upstream computes
@@ -16,13 +18,9 @@ import (
 func TerminatingReplicas(rs *appsv1.ReplicaSet, sel labels.Selector, pods []*corev1.Pod) int32 {
 	var n int32
 	for _, p := range pods {
-		if terminating(p) && metav1.IsControlledBy(p, rs) && sel.Matches(labels.Set(p.Labels)) {
+		if controller.Terminating(p) && metav1.IsControlledBy(p, rs) && sel.Matches(labels.Set(p.Labels)) {
 			n++
 		}
 	}
 	return n
-}
-
-func terminating(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -66,6 +67,7 @@ type Scheduler struct {
 	name     string
 	pick     func(int) int
 	binders  int
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
 	pods     *informer.Informer[*v1.Pod]
 	nodes    *informer.Informer[*v1.Node]
@@ -139,44 +141,35 @@ func New(opts Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One worker decides, one pod at a time; binders bind beside it and
+	// retry a pod (AddRateLimited) or forget its failures themselves.
+	background := []func(context.Context){s.retryUnschedulableLoop}
+	for range s.binders {
+		background = append(background, s.bindLoop)
+	}
+	s.loop = &controller.Loop[string]{Name: opts.SchedulerName, Queue: s.queue, Informers: []controller.Informer{s.pods, s.nodes},
+		Recorder: s.recorder, Background: background, OwnRetries: true,
+		Sync: func(ctx context.Context, k string) error { s.scheduleOne(ctx, k); return nil }}
 	return s, nil
 }
 
-// Run schedules until ctx ends.
-func (s *Scheduler) Run(ctx context.Context) {
-	defer s.queue.ShutDown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { s.pods.Run(ctx) })
-	wg.Go(func() { s.nodes.Run(ctx) })
-	wg.Go(func() { s.recorder.Run(ctx) })
-	for range s.binders {
-		wg.Go(func() { s.bindLoop(ctx) })
-	}
-	wg.Go(func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.retryUnschedulable(true)
-			}
-		}
-	})
-	if informer.WaitForSync(ctx, s.pods, s.nodes) != nil {
-		return
-	}
+// retryUnschedulableLoop tries the pods unschedulable for long again
+// every 30 s.
+func (s *Scheduler) retryUnschedulableLoop(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
 	for {
-		key, ok := s.queue.Get(ctx)
-		if !ok {
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
+			s.retryUnschedulable(true)
 		}
-		s.scheduleOne(ctx, key)
-		s.queue.Done(key)
 	}
 }
+
+// Run schedules until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) { s.loop.Run(ctx) }
 
 // WaitIdle returns once both caches are listed, no pod is queued or being
 // decided, and no binding is in flight. Unschedulable pods wait for a
@@ -408,7 +401,7 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
 		if gone {
 			return
 		}
-		klog.V(2).InfoS("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
+		klog.FromContext(ctx).V(2).Info("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
 		s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Binding rejected: %v", err))
 		s.queue.AddRateLimited(k)
 		return
@@ -441,6 +434,6 @@ func (s *Scheduler) unschedulableCondition(ctx context.Context, pod *v1.Pod, msg
 	}
 	_, err = s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		klog.V(2).InfoS("Could not write the PodScheduled condition", "pod", klog.KObj(pod), "err", err)
+		klog.FromContext(ctx).V(2).Info("Could not write the PodScheduled condition", "pod", klog.KObj(pod), "err", err)
 	}
 }

@@ -7,15 +7,14 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
@@ -36,6 +35,7 @@ type Options struct {
 // Controller creates missing default service accounts. Run drives it.
 type Controller struct {
 	client     kubernetes.Interface
+	loop       *controller.Loop[string]
 	queue      *workqueue.Queue[string]
 	namespaces *informer.Informer[*v1.Namespace]
 	accounts   *informer.Informer[*v1.ServiceAccount]
@@ -69,42 +69,16 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "serviceaccount-controller", Queue: c.queue, Informers: []controller.Informer{c.namespaces, c.accounts}, Sync: c.ensure}
 	return c, nil
 }
 
 // Run works until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { c.namespaces.Run(ctx) })
-	wg.Go(func() { c.accounts.Run(ctx) })
-	if informer.WaitForSync(ctx, c.namespaces, c.accounts) != nil {
-		return
-	}
-	for {
-		ns, ok := c.queue.Get(ctx)
-		if !ok {
-			return
-		}
-		if err := c.ensure(ctx, ns); err != nil && ctx.Err() == nil {
-			klog.V(2).InfoS("Could not create the default service account", "namespace", ns, "err", err)
-			c.queue.AddRateLimited(ns)
-		} else {
-			c.queue.Forget(ns)
-		}
-		c.queue.Done(ns)
-	}
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once both caches are listed and no namespace is queued
 // or being worked on.
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.namespaces, c.accounts); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 // ensure creates the default account of an active namespace.
 func (c *Controller) ensure(ctx context.Context, name string) error {

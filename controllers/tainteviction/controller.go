@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/events"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
@@ -42,6 +43,7 @@ type Options struct {
 type Controller struct {
 	client   kubernetes.Interface
 	now      func() time.Time
+	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
 	nodes    *informer.Informer[*v1.Node]
 	pods     *informer.Informer[*v1.Pod]
@@ -102,6 +104,14 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.loop = &controller.Loop[string]{Name: "taint-eviction-controller", Queue: c.queue, Informers: []controller.Informer{c.nodes, c.pods},
+		Recorder: c.recorder, Sync: c.sync,
+		// Pods queued before the nodes were listed saw no taints: look again.
+		Started: func(context.Context) {
+			for _, n := range c.nodes.Store().List() {
+				c.nodeChanged(n)
+			}
+		}}
 	return c, nil
 }
 
@@ -113,43 +123,17 @@ func (c *Controller) nodeChanged(n *v1.Node) {
 }
 
 // Run evicts until ctx ends.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { c.nodes.Run(ctx) })
-	wg.Go(func() { c.pods.Run(ctx) })
-	wg.Go(func() { c.recorder.Run(ctx) })
-	if informer.WaitForSync(ctx, c.pods, c.nodes) != nil {
-		return
-	}
-	// Pods queued before the nodes were listed saw no taints: look again.
-	for _, n := range c.nodes.Store().List() {
-		c.nodeChanged(n)
-	}
-	for {
-		k, ok := c.queue.Get(ctx)
-		if !ok {
-			return
-		}
-		c.work(ctx, k)
-		c.queue.Done(k)
-	}
-}
+func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
 // WaitIdle returns once both caches are listed and no pod is queued or
 // being looked at (pods waiting out their tolerationSeconds are not).
-func (c *Controller) WaitIdle(ctx context.Context) error {
-	if err := informer.WaitForSync(ctx, c.pods, c.nodes); err != nil {
-		return err
-	}
-	return c.queue.WaitIdle(ctx)
-}
+func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
-func (c *Controller) work(ctx context.Context, k string) {
+// sync evicts the pod k once its taints' time is up.
+func (c *Controller) sync(ctx context.Context, k string) error {
 	pod, ok := c.pods.Store().Get(k)
 	if !ok || pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
-		return
+		return nil
 	}
 	node, ok := c.nodes.Store().Get(pod.Spec.NodeName)
 	var d Decision
@@ -161,7 +145,7 @@ func (c *Controller) work(ctx context.Context, k string) {
 	if !d.Evict {
 		delete(c.since, k)
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	start, seen := c.since[k]
 	if !seen {
@@ -171,14 +155,12 @@ func (c *Controller) work(ctx context.Context, k string) {
 	c.mu.Unlock()
 	if wait := start.Add(d.After).Sub(now); wait > 0 {
 		c.queue.AddAfter(k, wait)
-		return
+		return nil
 	}
-	if err := c.evict(ctx, pod); err != nil && ctx.Err() == nil {
-		klog.V(2).InfoS("Could not evict a pod", "pod", klog.KObj(pod), "err", err)
-		c.queue.AddRateLimited(k)
-		return
+	if err := c.evict(ctx, pod); err != nil {
+		return fmt.Errorf("evict pod %s: %w", k, err)
 	}
-	c.queue.Forget(k)
+	return nil
 }
 
 // evict marks the pod as a disruption target and deletes it, as upstream's

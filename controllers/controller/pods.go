@@ -1,4 +1,4 @@
-package replicaset
+package controller
 
 import (
 	"math"
@@ -23,7 +23,7 @@ func PodsToDelete(pods, related []*corev1.Pod, diff int, now time.Time) []*corev
 	}
 	onNode := map[string]int{}
 	for _, p := range related {
-		if p.Spec.NodeName != "" && active(p) {
+		if p.Spec.NodeName != "" && Active(p) {
 			onNode[p.Spec.NodeName]++
 		}
 	}
@@ -200,10 +200,18 @@ func Available(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	return !t.IsZero() && t.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
 }
 
-// active: neither finished nor being deleted (upstream's IsPodActive).
-func active(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
+// Active says whether the pod is neither finished nor being deleted
+// (upstream's IsPodActive).
+func Active(p *corev1.Pod) bool { return !Terminal(p) && p.DeletionTimestamp == nil }
+
+// Terminal says whether the pod has finished: Succeeded or Failed.
+func Terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
+
+// Terminating says whether the pod is being deleted and has not finished
+// (upstream's FilterTerminatingPods): no longer a replica, but running.
+func Terminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil && !Terminal(p) }
 
 // SlowStart calls fn count times in batches of 1, 2, 4, ... (each batch in
 // parallel), stopping after the first batch with a failure, and returns
