@@ -15,6 +15,28 @@ const (
 	tailWindow = 64 << 10
 )
 
+// maxTerminationMessage bounds what is read of a termination-message file
+// (the kubelet's MaxContainerTerminationMessageLength).
+const maxTerminationMessage = 4096
+
+// fileTail is the last max bytes of the file at path; "" when it cannot be
+// read (a container that never started has none).
+func fileTail(path string, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
 // logTail is the content of the last lines of a CRI-format log file
 // ("<time> <stream> <F|P> <content>"): a P(artial) entry continues on the
 // next one, an F(ull) entry ends a line. Lines that do not parse are
