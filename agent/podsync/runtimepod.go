@@ -68,7 +68,7 @@ func (m *Manager) terminationMessages(pod *v1.Pod, rt *podruntime.Pod) {
 		}
 		msg := ""
 		if spec.TerminationMessagePath != "" {
-			msg = fileTail(m.builder.TerminationMessageFile(pod, c.Name, c.RestartCount), maxTerminationMessage)
+			msg = string(fileTail(m.builder.TerminationMessageFile(pod, c.Name, c.RestartCount), maxTerminationMessage))
 		}
 		if msg == "" && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError && c.ExitCode != 0 {
 			msg = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
