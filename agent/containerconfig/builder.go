@@ -177,6 +177,13 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	if c.TerminationMessagePath != "" {
+		m, err := b.terminationMessageMount(pod, c, restartCount)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, m)
+	}
 	sc, err := securityContext(pod, c)
 	if err != nil {
 		return nil, err
@@ -189,6 +196,9 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		annotations[runtime.AnnotationTerminationGracePeriod] = strconv.FormatInt(*g, 10)
+	}
+	if c.TerminationMessagePath != "" {
+		annotations[runtime.AnnotationTerminationMessagePath] = c.TerminationMessagePath
 	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
@@ -206,6 +216,31 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Tty:         c.TTY,
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: b.resources(pod, c), SecurityContext: sc},
 	}, nil
+}
+
+// TerminationMessageFile is the host file bound at a container instance's
+// terminationMessagePath, as the kubelet's pods/<uid>/containers/<name>/<id>
+// (the restart count names the instance here).
+func (b *Builder) TerminationMessageFile(pod *v1.Pod, container string, restartCount int) string {
+	return filepath.Join(b.PodDir(pod), "containers", container, strconv.Itoa(restartCount))
+}
+
+// terminationMessageMount creates the instance's termination-message file,
+// empty and writable by any user (the kubelet chmods it 0666, whatever the
+// umask, so that a container running as non-root can write its message),
+// and mounts it at terminationMessagePath.
+func (b *Builder) terminationMessageMount(pod *v1.Pod, c *v1.Container, restartCount int) (*runtimeapi.Mount, error) {
+	path := b.TerminationMessageFile(pod, c.Name, restartCount)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
+	}
+	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: path}, nil
 }
 
 func mountsOf(c *v1.Container, volumes map[string]string, vars map[string]string) ([]*runtimeapi.Mount, error) {

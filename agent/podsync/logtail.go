@@ -15,23 +15,35 @@ const (
 	tailWindow = 64 << 10
 )
 
+// maxTerminationMessage bounds what is read of a termination-message file
+// (the kubelet's MaxContainerTerminationMessageLength).
+const maxTerminationMessage = 4096
+
+// fileTail is the last max bytes of the file at path; nil when it cannot
+// be read (a container that never started has none). The file may grow
+// while it is read: no more than max bytes are taken.
+func fileTail(path string, max int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(fi.Size()-max, io.SeekStart)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
 // logTail is the content of the last lines of a CRI-format log file
 // ("<time> <stream> <F|P> <content>"): a P(artial) entry continues on the
 // next one, an F(ull) entry ends a line. Lines that do not parse are
 // skipped, as the kubelet's reader does.
 func logTail(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > tailWindow {
-		f.Seek(fi.Size()-tailWindow, io.SeekStart)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return ""
-	}
+	data := fileTail(path, tailWindow)
 	entries := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
 	// Walk back to the first entry of the last 80 lines: stop at the full
 	// entry that ends the line before them.

@@ -47,21 +47,38 @@ func (m *Manager) runtimePod(ctx context.Context, pod *v1.Pod) (*podruntime.Pod,
 		statuses = append(statuses, s)
 	}
 	rt := podruntime.FromCRI(pod.UID, pod.Name, pod.Namespace, sandboxes, statuses)
-	m.fallbackMessages(pod, rt)
+	m.terminationMessages(pod, rt)
 	return rt, nil
 }
 
-// fallbackMessages gives a failed container of terminationMessagePolicy
-// FallbackToLogsOnError without a message the tail of its log, as the
-// kubelet does. (The process runtime has no container filesystem of its
-// own, so terminationMessagePath is not read: it would be the host's.)
-func (m *Manager) fallbackMessages(pod *v1.Pod, rt *podruntime.Pod) {
+// terminationMessages gives each exited container the kubelet's
+// termination message (kuberuntime getTerminationMessage): the end of what
+// it wrote to terminationMessagePath (the file the builder bound there, at
+// most 4096 bytes), or, when that is empty, its policy is
+// FallbackToLogsOnError and it failed, the tail of its log. A message of
+// the runtime's own comes first, then ": ".
+func (m *Manager) terminationMessages(pod *v1.Pod, rt *podruntime.Pod) {
 	for _, c := range rt.Containers {
-		if c.State != podruntime.Exited || c.ExitCode == 0 || c.Message != "" {
+		if c.State != podruntime.Exited {
 			continue
 		}
-		if spec := specOf(pod, c.Name); spec != nil && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
-			c.Message = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+		spec := specOf(pod, c.Name)
+		if spec == nil {
+			continue
+		}
+		msg := ""
+		if spec.TerminationMessagePath != "" {
+			msg = string(fileTail(m.builder.TerminationMessageFile(pod, c.Name, c.RestartCount), maxTerminationMessage))
+		}
+		if msg == "" && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError && c.ExitCode != 0 {
+			msg = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+		}
+		switch {
+		case msg == "":
+		case c.Message == "":
+			c.Message = msg
+		default:
+			c.Message += ": " + msg
 		}
 	}
 }

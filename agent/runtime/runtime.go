@@ -93,4 +93,9 @@ const (
 	AnnotationRestartCount           = "io.kubernetes.container.restartCount"
 	AnnotationContainerHash          = "io.kubernetes.container.hash"
 	AnnotationTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+	// AnnotationTerminationMessagePath is the container path that the
+	// termination-message file is mounted at: a runtime that cannot mount
+	// may leave that one mount out (the message then falls back to none,
+	// or to the log).
+	AnnotationTerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
 )

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	kiteruntime "github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
@@ -166,10 +168,18 @@ func (r *Runtime) containerSpec(config *runtimeapi.ContainerConfig, sandboxConfi
 		adj := res.OomScoreAdj
 		spec.OOMScoreAdj = &adj
 	}
-	if len(config.Mounts) > 0 && r.mountsOff != "" {
+	mounts := config.Mounts
+	if r.mountsOff != "" {
+		// Without mounts the termination-message file is left out, not
+		// the container: its message then comes from the log or is empty.
+		mounts = slices.DeleteFunc(slices.Clone(mounts), func(m *runtimeapi.Mount) bool {
+			return m.ContainerPath == config.Annotations[kiteruntime.AnnotationTerminationMessagePath]
+		})
+	}
+	if len(mounts) > 0 && r.mountsOff != "" {
 		return supervisor.ContainerSpec{}, fmt.Errorf("%w: %s", ErrMountsUnsupported, r.mountsOff)
 	}
-	for _, m := range config.Mounts {
+	for _, m := range mounts {
 		if !filepath.IsAbs(m.ContainerPath) || !filepath.IsAbs(m.HostPath) {
 			return supervisor.ContainerSpec{}, fmt.Errorf("mount %q at %q: both paths must be absolute", m.HostPath, m.ContainerPath)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kiteruntime "github.com/kite-project/kite/agent/runtime"
 )
 
 // mountFixture has a host directory with a file, and a container path
@@ -84,6 +86,29 @@ func TestMountsRefusedWhereUnsupported(t *testing.T) {
 	_, err := f.rt.CreateContainer(context.Background(), f.sandbox, cfg, f.sbCfg)
 	if !errors.Is(err, ErrMountsUnsupported) || !strings.Contains(err.Error(), "pretend") {
 		t.Errorf("CreateContainer with mounts = %v, want ErrMountsUnsupported with the reason", err)
+	}
+}
+
+// The termination-message file is the one mount a container does without
+// where mounts are unsupported: every container has one (the API defaults
+// terminationMessagePath), and its message then falls back to the log.
+func TestTerminationMessageMountLeftOutWhereUnsupported(t *testing.T) {
+	f := newFixture(t, Options{NoCgroups: true})
+	f.rt.mountsOff = "pretend: no mount namespaces" // as New finds it on a host without them
+	msgFile := filepath.Join(t.TempDir(), "0")
+	if err := os.WriteFile(msgFile, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	cfg := containerConfig("msg", "true")
+	cfg.Annotations = map[string]string{kiteruntime.AnnotationTerminationMessagePath: "/dev/termination-log"}
+	cfg.Mounts = []*runtimeapi.Mount{{HostPath: msgFile, ContainerPath: "/dev/termination-log"}}
+	f.waitExited(f.run(cfg), 10*time.Second)
+
+	cfg = containerConfig("msg-and-volume", "true")
+	cfg.Annotations = map[string]string{kiteruntime.AnnotationTerminationMessagePath: "/dev/termination-log"}
+	cfg.Mounts = []*runtimeapi.Mount{{HostPath: msgFile, ContainerPath: "/dev/termination-log"}, {HostPath: t.TempDir(), ContainerPath: "/data"}}
+	if _, err := f.rt.CreateContainer(context.Background(), f.sandbox, cfg, f.sbCfg); !errors.Is(err, ErrMountsUnsupported) {
+		t.Errorf("CreateContainer with a volume as well = %v, want ErrMountsUnsupported", err)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 // validatePodSecurityContext checks the pod's security context: user and
-// group IDs, a shared process namespace not combined with the host's, and
-// the seccomp and AppArmor profiles.
+// group IDs, a shared process namespace not combined with the host's, the
+// seccomp and AppArmor profiles, and the sysctls' names.
 func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList {
 	sc := spec.SecurityContext
 	if sc == nil {
@@ -37,6 +37,7 @@ func validatePodSecurityContext(spec *corev1.PodSpec, fldPath *field.Path) field
 	}
 	allErrs = append(allErrs, validateSeccompProfile(sc.SeccompProfile, fldPath.Child("seccompProfile"))...)
 	allErrs = append(allErrs, validateAppArmorProfile(sc.AppArmorProfile, fldPath.Child("appArmorProfile"))...)
+	allErrs = append(allErrs, validateSysctls(sc.Sysctls, fldPath.Child("sysctls"))...)
 	return allErrs
 }
 

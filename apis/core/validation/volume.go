@@ -303,6 +303,7 @@ func validateProjectedVolumeSource(p *corev1.ProjectedVolumeSource, fldPath *fie
 		}
 		if s.PodCertificate != nil {
 			n++
+			allErrs = append(allErrs, validatePodCertificateExpiration(s.PodCertificate, srcPath.Child("podCertificate", "maxExpirationSeconds"))...)
 		}
 		if n > 1 {
 			allErrs = append(allErrs, field.Forbidden(srcPath, "may not specify more than 1 volume type per source"))

@@ -260,7 +260,9 @@ func gzipFile(name string) (tmp string, err error) {
 // each line as a log entry: a line ending in "\n" (or "\r\n") is written
 // without it as F; a line longer than maxLine is cut into P entries of
 // maxLine bytes, its last piece F; what is left at EOF without a newline
-// is written as F.
+// is written as P, as containerd's CRI logger does, so that readers (logs,
+// the termination message's log tail) do not add a newline the container
+// never wrote (`echo -n DONE` reads back as "DONE").
 func copyStream(r io.Reader, stream string, w *logWriter, maxLine int) error {
 	br := bufio.NewReaderSize(r, maxLine)
 	for {
@@ -277,7 +279,7 @@ func copyStream(r io.Reader, stream string, w *logWriter, maxLine int) error {
 			}
 		case errors.Is(err, io.EOF):
 			if len(line) > 0 {
-				return w.writeEntry(stream, false, line)
+				return w.writeEntry(stream, true, line)
 			}
 			return nil
 		default:
