@@ -250,7 +250,7 @@ func (m *Manager) httpHook(ctx context.Context, c *v1.Container, g *v1.HTTPGetAc
 	for _, h := range g.HTTPHeaders {
 		req.Header.Add(h.Name, h.Value)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.hooks.Do(req)
 	if err != nil {
 		return err
 	}

@@ -17,8 +17,10 @@ package podsync
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -97,6 +99,10 @@ type Manager struct {
 	builder *containerconfig.Builder
 	status  *status.Manager // nil when standalone
 	events  EventRecorder
+	// hooks sends the httpGet lifecycle hooks: one client per agent,
+	// never http.DefaultClient, whose settings any code of the process
+	// may change.
+	hooks   *http.Client
 	seenAll func() bool
 
 	runtimeName string
@@ -131,7 +137,7 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
-	m := &Manager{opts: opts, rt: opts.Runtime, builder: b, events: opts.Events, seenAll: opts.SeenAllSources,
+	m := &Manager{opts: opts, rt: opts.Runtime, builder: b, events: opts.Events, seenAll: opts.SeenAllSources, hooks: newHookClient(),
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
 		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, orphans: map[types.UID]bool{}}
 	if opts.Client != nil {
@@ -146,6 +152,22 @@ func New(opts Options) (*Manager, error) {
 		m.seenAll = func() bool { return true }
 	}
 	return m, nil
+}
+
+// newHookClient is the client of httpGet lifecycle hooks, as the
+// kubelet's insecureContainerLifecycleHTTPClient: an HTTPS hook is not
+// verified (the agent knows no CA of the pod's; the client carries no
+// credentials that could leak), redirects are followed to the same host
+// only, and no connection is kept between hooks (so none outlives Run).
+func newHookClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		CheckRedirect: prober.SameHostRedirects,
+	}
 }
 
 // Run consumes updates (the Agent's Updates) and runs the pods until ctx
