@@ -112,6 +112,11 @@ type entry struct {
 	status  v1.PodStatus
 	version uint64 // bumped by every change
 	sent    uint64 // the version last written
+	// sentTo is the UID of the API pod the last write reached. For a
+	// static pod it is a mirror pod's: a mirror deleted and created
+	// again has a new UID and none of the status, so "written" holds
+	// per mirror, not per static pod.
+	sentTo types.UID
 	// since is when the first status was set: the first write is held
 	// until since+hold while the pod's containers are being created.
 	since time.Time
@@ -267,10 +272,21 @@ func (m *Manager) ObserveMirror(mirror *v1.Pod) {
 		} else {
 			e.api = newer(e.api, mirror)
 		}
-		if e.version > e.sent {
+		if e.due() {
 			m.signal()
 		}
 	}
+}
+
+// due says whether the entry has something to write: a status not yet
+// written, or, for a static pod, a mirror pod other than the one its
+// status was written to (the mirror was deleted and created again: the new
+// one gets the whole status at once, not at the next change).
+func (e *entry) due() bool {
+	if e.version > e.sent {
+		return true
+	}
+	return e.sent > 0 && e.api != nil && e.api.UID != e.sentTo && kubetypes.IsStaticPod(e.pod)
 }
 
 // Reconcile compares the API's version of the pod (from the agent's
@@ -393,7 +409,7 @@ func (m *Manager) syncBatch(ctx context.Context, tick bool) time.Duration {
 	m.mu.Lock()
 	var todo []types.UID
 	for uid, e := range m.entries {
-		if !(e.version > e.sent || e.finished && !e.deleted && e.pod.DeletionTimestamp != nil && !kubetypes.IsStaticPod(e.pod)) {
+		if !(e.due() || e.finished && !e.deleted && e.pod.DeletionTimestamp != nil && !kubetypes.IsStaticPod(e.pod)) {
 			continue
 		}
 		if e.sent == 0 && !e.finished && e.pod.DeletionTimestamp == nil && starting(e.status) {
@@ -449,12 +465,16 @@ func (m *Manager) write(ctx context.Context, uid types.UID) {
 	e = m.entries[w.uid]
 	if e != nil {
 		switch {
-		case api != nil && e.api != nil && api.UID == e.api.UID:
+		case api == nil:
+			if w.api != nil && e.api == w.api {
+				e.api = nil // rejected: read it next time
+			}
+		case e.api != nil && api.UID == e.api.UID:
 			e.api = newer(e.api, api)
-		case api != nil:
+		case e.api == w.api:
 			e.api = api
-		case w.api != nil && e.api == w.api:
-			e.api = nil // rejected: read it next time
+			// else a new mirror was observed during the write: it stays
+			// the base, and due() sends it the status.
 		}
 	}
 	if errors.Is(err, errNoMirror) {
@@ -468,6 +488,9 @@ func (m *Manager) write(ctx context.Context, uid types.UID) {
 	if e != nil {
 		e.sent = max(e.sent, w.version)
 		e.deleted = e.deleted || deleted
+		if api != nil {
+			e.sentTo = api.UID
+		}
 	}
 }
 
