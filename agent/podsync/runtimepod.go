@@ -61,7 +61,7 @@ func (m *Manager) fallbackMessages(pod *v1.Pod, rt *podruntime.Pod) {
 			continue
 		}
 		if spec := specOf(pod, c.Name); spec != nil && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
-			c.Message = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+			c.Message = logTail(filepath.Join(m.volumes.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
 		}
 	}
 }
@@ -103,7 +103,7 @@ func (m *Manager) removeRuntimePod(ctx context.Context, uid types.UID) error {
 			return err
 		}
 	}
-	return os.RemoveAll(m.builder.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
+	return os.RemoveAll(m.volumes.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
 }
 
 func metaUID(uid types.UID) metav1.ObjectMeta { return metav1.ObjectMeta{UID: uid} }
