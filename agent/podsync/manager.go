@@ -95,8 +95,8 @@ type Options struct {
 
 // Manager runs the node's pods. Run it once.
 type Manager struct {
-	opts    Options
-	rt      runtime.Service
+	opts Options
+	rt   runtime.Service
 	// volumes sets up volumes and builds the containers' configurations.
 	volumes *volumes.Manager
 	status  *status.Manager // nil when standalone
