@@ -67,7 +67,19 @@ type Manager struct {
 	secrets    *objectcache.Cache[*v1.Secret]
 }
 
-// New returns a Manager.
+// DirMode is the mode of the root directory and of its pods directory,
+// which hold every pod's volumes (secrets among them) and logs, as the
+// kubelet makes /var/lib/kubelet and its pods directory 0750: a volume's
+// files keep the modes their pod asks for (a secret's default is 0644, as
+// upstream), and only root and the root directory's group may reach
+// them. A container reads its volumes through the bind mount at its
+// mountPath, which needs no access to the tree above.
+const DirMode = 0o750
+
+// New returns a Manager. It makes the root directory and its pods
+// directory (DirMode), and gives an existing one that mode: a root
+// directory that other users can traverse would open every pod's secrets
+// to them.
 func New(opts Options) (*Manager, error) {
 	if opts.RootDir == "" {
 		return nil, errors.New("volumes: no root directory given")
@@ -75,6 +87,14 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, logDir: opts.LogDir}
 	if m.logDir == "" {
 		m.logDir = filepath.Join(opts.RootDir, "pods")
+	}
+	for _, dir := range []string{opts.RootDir, filepath.Join(opts.RootDir, "pods")} {
+		if err := os.MkdirAll(dir, DirMode); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
+		if err := os.Chmod(dir, DirMode); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
 	}
 	if c := opts.Client; c != nil {
 		var err error
@@ -258,14 +278,37 @@ func (m *Manager) setUp(pod *v1.Pod, vol *v1.Volume, in containerconfig.Inputs) 
 		return "", containerconfig.ErrUnsupportedVolume
 	}
 	dir := filepath.Join(m.PodDir(pod), "volumes", plugin, vol.Name)
+	fsGroup := fsGroupOf(pod)
 	if vol.EmptyDir != nil {
-		return dir, os.MkdirAll(dir, 0o777)
+		if _, err := os.Stat(dir); err == nil {
+			return dir, nil // set up before: its content is the pod's
+		}
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return "", err
+		}
+		// MkdirAll's mode is cut by the umask; upstream's emptyDir is 0777.
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return "", err
+		}
+		return dir, setOwnership(dir, fsGroup, false)
 	}
 	files, err := containerconfig.Files(pod, vol, in)
 	if err != nil {
 		return "", err
 	}
-	return dir, writeAtomic(dir, files)
+	if err := writeAtomic(dir, files); err != nil {
+		return "", err
+	}
+	// Content volumes are read-only to their pod, as upstream's
+	// configMap, secret, downwardAPI and projected mounters say.
+	return dir, setOwnership(dir, fsGroup, true)
+}
+
+func fsGroupOf(pod *v1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
 }
 
 func hostPath(hp *v1.HostPathVolumeSource) error {

@@ -19,6 +19,12 @@ import (
 // secret "s" {token: sekret}, and a running Manager reading them.
 func setup(t *testing.T, ns string) (*Manager, kubernetes.Interface) {
 	t.Helper()
+	return setupAt(t, ns, t.TempDir())
+}
+
+// setupAt is setup with root as the root directory.
+func setupAt(t *testing.T, ns, root string) (*Manager, kubernetes.Interface) {
+	t.Helper()
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(shared.RESTConfig())
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -30,7 +36,7 @@ func setup(t *testing.T, ns string) (*Manager, kubernetes.Interface) {
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"token": []byte("sekret")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Options{RootDir: t.TempDir(), Client: cs.CoreV1(), NodeName: "node1", HostIPs: []string{"10.1.2.3"}})
+	m, err := New(Options{RootDir: root, Client: cs.CoreV1(), NodeName: "node1", HostIPs: []string{"10.1.2.3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
