@@ -3,7 +3,8 @@
 // configured pod sources (file, http, api) feeding one config.PodConfig,
 // the mirror pods of static pods (package mirror), the registration and
 // status of the Node, and the sync loop that consumes the merge's
-// operations (a Syncer), as upstream's kubelet does in
+// operations (the pod manager, or a SyncLoop of the caller's), as
+// upstream's kubelet does in
 // makePodSourceConfig, its mirror pod handling and syncLoop.
 //
 // Mirror pods come back through the api source like any pod bound to the
@@ -42,6 +43,7 @@ import (
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/podsync"
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/agent/source/api"
@@ -99,9 +101,9 @@ type Options struct {
 	// process runtime's log rotation; zero means its defaults.
 	ContainerLogMaxSize  int64
 	ContainerLogMaxFiles int
-	// Syncer consumes the operations; nil means the pod manager
-	// (agent/podsync) that runs them on Runtime. LogSyncer only logs them.
-	Syncer Syncer
+	// SyncLoop consumes the operations; nil means the pod manager
+	// (agent/podsync) that runs them on Runtime. LogSyncLoop runs no pods.
+	SyncLoop SyncLoop
 	// ServerAddress is the address the agent's HTTPS server (logs, exec,
 	// port-forward) listens on, at Node.Port (0: a free port, which the Node
 	// then reports); empty means every address,
@@ -117,15 +119,16 @@ type Options struct {
 	Node node.Options
 }
 
-// Syncer is the sync loop: it consumes the merge's operations (mirror pods
-// taken out) until updates is closed, which happens after ctx ends. sources
-// tells which sources have reported, so that it stops pods no source has
-// only once every source has been seen.
-type Syncer interface {
+// SyncLoop is the sync loop: it consumes the merge's operations (mirror
+// pods taken out) until updates is closed, which happens after ctx ends.
+// sources tells which sources have reported, so that it stops pods no
+// source has only once every source has been seen. (Not podworkers.Syncer,
+// which does one pod's work for the pod manager.)
+type SyncLoop interface {
 	Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, sources SourcesSeen)
 }
 
-// mirrorObserver is a Syncer that wants the mirror pods the api source
+// mirrorObserver is a sync loop that wants the mirror pods the api source
 // sees, which are kept from its operations: the pod manager writes a
 // static pod's status through its mirror.
 type mirrorObserver interface {
@@ -194,12 +197,17 @@ type Agent struct {
 	events    *nodeevents.Recorder // nil when standalone
 	updates   chan kubetypes.PodUpdate
 	announced map[string]bool // sources whose first report the consumer got
-	syncer    Syncer
-	node      *node.Manager   // nil when standalone
-	rt        runtime.Service // nil when it runs no pods
-	server    *server.Server  // nil when it runs no pods
-	serverLn  net.Listener
-	served    podSet // the pods handed to the Syncer, for /pods
+	// Exactly one of pods and loop consumes the operations: the pod
+	// manager, which a.updates reaches directly, or Options.SyncLoop.
+	pods *podsync.Manager
+	loop SyncLoop
+	// observer is given the mirror pods, if the consumer wants them.
+	observer mirrorObserver
+	node     *node.Manager   // nil when standalone
+	rt       runtime.Service // nil when it runs no pods
+	server   *server.Server  // nil when it runs no pods
+	serverLn net.Listener
+	served   podSet // the pods handed to the sync loop, for /pods
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
@@ -219,8 +227,8 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts.RootDir, opts.Node.RootDir = abs, abs
 	}
-	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}, syncer: opts.Syncer}
-	if _, logs := a.syncer.(LogSyncer); logs && opts.Node.Health == nil {
+	a := &Agent{opts: opts, updates: make(chan kubetypes.PodUpdate, config.UpdatesBuffer), announced: map[string]bool{}, loop: opts.SyncLoop}
+	if _, logs := a.loop.(LogSyncLoop); logs && opts.Node.Health == nil {
 		// An agent that runs no pods must not look able to.
 		opts.Node.Health = func(context.Context) ([]string, []v1.NodeCondition) {
 			return []string{"container runtime is down"}, nil
@@ -279,10 +287,13 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.pc = pc
-	if a.syncer == nil {
-		if a.syncer, err = a.newPodSyncer(&opts, cs); err != nil {
+	if a.loop == nil {
+		if a.pods, err = a.newPodManager(&opts, cs); err != nil {
 			return nil, err
 		}
+		a.observer = a.pods
+	} else if o, ok := a.loop.(mirrorObserver); ok {
+		a.observer = o
 	}
 	if a.rt != nil {
 		if err := a.newServer(&opts); err != nil {
@@ -337,7 +348,7 @@ func (a *Agent) Seen(source string) bool { return a.pc.Seen(source) }
 func (a *Agent) SeenAllSources() bool { return a.pc.SeenAllSources() }
 
 // Run runs the agent until ctx ends: the sources, the merge and the
-// Syncer, and with an API server the Node's registration, status and
+// sync loop, and with an API server the Node's registration, status and
 // Lease (package node) and, once the Node is registered, the mirror
 // reconciler (mirror pods are owned by the Node). An API server that is
 // not up yet holds back nothing but the mirror pods. Run returns when all
@@ -350,7 +361,11 @@ func (a *Agent) Run(ctx context.Context) {
 	}
 	ctx = klog.NewContext(ctx, logger)
 	var syncWG, wg sync.WaitGroup
-	syncWG.Go(func() { a.syncer.Run(ctx, a.updates, a) })
+	if a.pods != nil {
+		syncWG.Go(func() { a.pods.Run(ctx, a.updates) })
+	} else {
+		syncWG.Go(func() { a.loop.Run(ctx, a.updates, a) })
+	}
 	defer syncWG.Wait()
 	defer close(a.updates)
 	defer wg.Wait()
@@ -384,9 +399,12 @@ func (a *Agent) Run(ctx context.Context) {
 	a.forward(ctx)
 }
 
-// forward passes the merge's operations on to the consumer, taking the
-// mirror pods out and giving the mirror reconciler what it needs.
+// forward passes the merge's operations on to the consumer (the pod
+// manager itself: one hop from the merge), taking the mirror pods out,
+// giving the mirror reconciler and the status manager what they need, and
+// logging each operation it passes in one line.
 func (a *Agent) forward(ctx context.Context) {
+	logger := klog.FromContext(ctx)
 	v := newView()
 	var apiSeen, staticSeen bool
 	for {
@@ -410,10 +428,10 @@ func (a *Agent) forward(ctx context.Context) {
 				a.mirrors.Set(mirror.Input{Static: v.staticPods(), Mirrors: v.mirrorPods(), APISeen: apiSeen, StaticSeen: staticSeen})
 			}
 		}
-		if o, ok := a.syncer.(mirrorObserver); ok && u.Source == kubetypes.APISource && u.Op != kubetypes.REMOVE {
+		if a.observer != nil && u.Source == kubetypes.APISource && u.Op != kubetypes.REMOVE {
 			for _, p := range u.Pods {
 				if kubetypes.IsMirrorPod(p) {
-					o.ObserveMirror(p)
+					a.observer.ObserveMirror(p)
 				}
 			}
 		}
@@ -422,6 +440,7 @@ func (a *Agent) forward(ctx context.Context) {
 			continue
 		}
 		a.served.apply(out)
+		logOperation(logger, out)
 		select {
 		case <-ctx.Done():
 			return

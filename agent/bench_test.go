@@ -17,7 +17,7 @@ import (
 
 // BenchmarkBoundPodToAgentAdd is agent/source/api's BenchmarkBoundPodToAdd
 // through the whole Agent: a pod bound through the API → its ADD leaving
-// the Syncer (api source, merge, mirror filter), with a static pod
+// the sync loop (api source, merge, mirror filter), with a static pod
 // and its mirror on the node as well. Run with -benchtime=100x.
 func BenchmarkBoundPodToAgentAdd(b *testing.B) {
 	node := unique("bench-node")
@@ -29,8 +29,8 @@ func BenchmarkBoundPodToAgentAdd(b *testing.B) {
 	dir := b.TempDir()
 	writeAtomic(b, dir+"/static.yaml", manifest("static", "image"))
 
-	ops := make(chanSyncer, 64)
-	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, Syncer: ops})
+	ops := make(chanSyncLoop, 64)
+	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, SyncLoop: ops})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,12 +1,19 @@
 package agent
 
 import (
+	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 )
@@ -118,5 +125,43 @@ func TestViewFollowsStaticAndMirrorPods(t *testing.T) {
 		if got := names(v.mirrorPods()); !slices.Equal(got, s.wantMirror) {
 			t.Errorf("step %d (%s): mirrors %v, want %v", i, describe(s.u), got, s.wantMirror)
 		}
+	}
+}
+
+// TestEachOperationIsLoggedOnce: the agent logs every operation it
+// passes on in one line ("Pod operation", op, source, pods), whichever
+// sync loop consumes it, and an agent that runs no pods (LogSyncLoop)
+// logs nothing more.
+func TestEachOperationIsLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, filepath.Join(dir, "solo.yaml"), manifest("solo", "image"))
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	a, err := New(Options{NodeName: "log-node", StaticPodPath: dir, SyncLoop: LogSyncLoop{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx) })
+	buffer := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	operations := func() []string {
+		var out []string
+		for _, e := range buffer.Data() {
+			if e.Message == "Pod operation" {
+				out = append(out, fmt.Sprint(e.ParameterKVList...))
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for len(operations()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling, not synchronisation
+	}
+	time.Sleep(200 * time.Millisecond) // a second line would come now
+	cancel()
+	wg.Wait()
+	want := []string{fmt.Sprint("op", "ADD", "source", "file", "pods", []string{"solo-log-node_default"})}
+	if got := operations(); !slices.Equal(got, want) {
+		t.Errorf("logged operations %q, want %q", got, want)
 	}
 }

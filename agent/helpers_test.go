@@ -102,8 +102,8 @@ func startAgent(t *testing.T, opts Options) (*Agent, *consumer) {
 	if opts.MirrorRetryInitial == 0 {
 		opts.MirrorRetryInitial, opts.MirrorRetryMax = 50*time.Millisecond, 500*time.Millisecond
 	}
-	ops := make(chanSyncer, 64)
-	opts.Syncer = ops
+	ops := make(chanSyncLoop, 64)
+	opts.SyncLoop = ops
 	a, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -223,11 +223,11 @@ func waitAPIPod(t *testing.T, cs kubernetes.Interface, namespace, name, what str
 	}
 }
 
-// chanSyncer is a Syncer that hands every operation on, closing itself
+// chanSyncLoop is a SyncLoop that hands every operation on, closing itself
 // once the agent closes its operations.
-type chanSyncer chan kubetypes.PodUpdate
+type chanSyncLoop chan kubetypes.PodUpdate
 
-func (c chanSyncer) Run(_ context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
+func (c chanSyncLoop) Run(_ context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
 	defer close(c)
 	for u := range updates {
 		c <- u

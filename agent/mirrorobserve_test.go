@@ -12,7 +12,7 @@ import (
 	"github.com/kite-project/kite/agent/kubetypes"
 )
 
-// observing is a Syncer that drains its operations and records the mirror
+// observing is a SyncLoop that drains its operations and records the mirror
 // pods the Agent gives it.
 type observing struct {
 	mu      sync.Mutex
@@ -49,11 +49,11 @@ func (o *observing) seen(uid string) bool {
 	return false
 }
 
-// TestSyncerIsGivenTheMirrorPodsItWants: the mirror pods that the api
-// source sees are kept from the Syncer's operations but handed to a
-// Syncer that asks for them (the pod manager writes a static pod's status
+// TestSyncLoopIsGivenTheMirrorPodsItWants: the mirror pods that the api
+// source sees are kept from the sync loop's operations but handed to a
+// SyncLoop that asks for them (the pod manager writes a static pod's status
 // through its mirror, at once rather than at its next retry).
-func TestSyncerIsGivenTheMirrorPodsItWants(t *testing.T) {
+func TestSyncLoopIsGivenTheMirrorPodsItWants(t *testing.T) {
 	node := unique("observe-node")
 	cfg := shared.RESTConfig()
 	cs := clientset(t, cfg)
@@ -61,7 +61,7 @@ func TestSyncerIsGivenTheMirrorPodsItWants(t *testing.T) {
 	dir := t.TempDir()
 	writeAtomic(t, filepath.Join(dir, "web.yaml"), manifest("web", "image"))
 	o := &observing{}
-	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, Syncer: o,
+	a, err := New(Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, SyncLoop: o,
 		MirrorRetryInitial: 50 * time.Millisecond, MirrorRetryMax: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +76,13 @@ func TestSyncerIsGivenTheMirrorPodsItWants(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for !o.seen(string(m.UID)) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the Syncer was never given mirror pod %s", m.UID)
+			t.Fatalf("the sync loop was never given mirror pod %s", m.UID)
 		}
 		time.Sleep(20 * time.Millisecond) // polling, not synchronisation
 	}
 	cancel()
 	wg.Wait()
 	if o.leaked {
-		t.Error("a mirror pod reached the Syncer's operations")
+		t.Error("a mirror pod reached the sync loop's operations")
 	}
 }

@@ -11,44 +11,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/podsync"
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/runtime/process"
 )
 
-// podSyncer is the agent's Syncer when it runs pods: podsync's Manager
-// over a runtime.
-type podSyncer struct{ m *podsync.Manager }
-
-// Run logs each operation, as LogSyncer does, and hands it to the pod
-// manager.
-func (p podSyncer) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
-	logged := make(chan kubetypes.PodUpdate)
-	var wg sync.WaitGroup
-	wg.Go(func() { p.m.Run(ctx, logged) })
-	defer wg.Wait()
-	defer close(logged)
-	log := klog.FromContext(ctx)
-	for u := range updates {
-		logOperation(log, u)
-		select {
-		case logged <- u:
-		case <-ctx.Done():
-		}
-	}
-}
-
-// ObserveMirror passes a mirror pod on to the pod manager's status
-// manager (see mirrorObserver).
-func (p podSyncer) ObserveMirror(mirror *v1.Pod) { p.m.ObserveMirror(mirror) }
-
-// newPodSyncer builds the runtime (the process runtime under
+// newPodManager builds the runtime (the process runtime under
 // RootDir/runtime unless opts.Runtime is set), the pod manager over it,
 // and fills in what the Node reports of the runtime: its version and its
 // health. cs and events may be nil (standalone).
-func (a *Agent) newPodSyncer(opts *Options, cs *kubernetes.Clientset) (Syncer, error) {
+func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync.Manager, error) {
 	if opts.RootDir == "" {
 		return nil, fmt.Errorf("agent: a root directory (--root-dir) is required to run pods")
 	}
@@ -99,7 +72,7 @@ func (a *Agent) newPodSyncer(opts *Options, cs *kubernetes.Clientset) (Syncer, e
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return podSyncer{m}, nil
+	return m, nil
 }
 
 // runtimeHealth turns the runtime's status into the Node's: not ready

@@ -79,7 +79,7 @@ func selfSigned(opts Options) (tls.Certificate, error) {
 	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
-// podSet follows the operations the Syncer is given: the pods the agent
+// podSet follows the operations the sync loop is given: the pods the agent
 // runs, for /pods.
 type podSet struct {
 	mu    sync.Mutex

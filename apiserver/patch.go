@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,15 +35,19 @@ const MaxJSONPatchOperations = 10000
 // patch fails with 422 and changes nothing.
 const JSONPatchMaxCopyBytes = 3 << 20
 
-// limitJSONPatchCopies sets json-patch's copy limit, which the library
-// keeps in a package variable (upstream sets it the same way). It is set
-// once, before the first Server serves, so that no patch reads it while
-// it changes; a lower limit set by the program stays.
-var limitJSONPatchCopies = sync.OnceFunc(func() {
-	if cur := jsonpatch.AccumulatedCopySizeLimit; cur <= 0 || cur > JSONPatchMaxCopyBytes {
-		jsonpatch.AccumulatedCopySizeLimit = JSONPatchMaxCopyBytes
+// jsonPatchOptions are the options of every JSON patch, passed with each
+// apply rather than set in json-patch's package variables as upstream
+// does (v4 has nothing else): a library must not change what other code
+// of the process gets from json-patch. The rest are v4's defaults, which
+// upstream's JSON patches get: negative indices count from the end, a
+// remove of a missing path fails, an add does not create parents.
+func jsonPatchOptions() *jsonpatchv5.ApplyOptions {
+	return &jsonpatchv5.ApplyOptions{
+		SupportNegativeIndices:   true,
+		AccumulatedCopySizeLimit: JSONPatchMaxCopyBytes,
+		EscapeHTML:               true,
 	}
-})
+}
 
 // patch applies a JSON patch, JSON merge patch, strategic merge patch or
 // server-side apply to the stored object. The patch is re-applied to the
@@ -128,7 +132,7 @@ func (s *Server) applyPatchAs(c *call, existing runtime.Object, newObj func() ru
 	var patched []byte
 	switch patchType {
 	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(patch)
+		p, err := jsonpatchv5.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
@@ -136,8 +140,8 @@ func (s *Server) applyPatchAs(c *call, existing runtime.Object, newObj func() ru
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 				"The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(p)))
 		}
-		// Copies are bounded by JSONPatchMaxCopyBytes (limitJSONPatchCopies).
-		if patched, err = p.Apply(current); err != nil {
+		// Copies are bounded by JSONPatchMaxCopyBytes (jsonPatchOptions).
+		if patched, err = p.ApplyWithOptions(current, jsonPatchOptions()); err != nil {
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:

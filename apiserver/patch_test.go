@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +70,21 @@ func TestJSONPatchLimits(t *testing.T) {
 				t.Errorf("a refused patch changed the pod:\n%s\n%s", before, after)
 			}
 		})
+	}
+}
+
+// TestJSONPatchLimitsAreNotGlobal: the copy limit is passed with each
+// patch; serving leaves json-patch's package variables (v4's and v5's) as
+// the library sets them, so that other code of the process is not
+// limited by the API server's rule.
+func TestJSONPatchLimitsAreNotGlobal(t *testing.T) {
+	ns := newNamespace(t, shared)
+	createFuzzPod(t, ns)
+	if code, body, _ := send(t, shared, "PATCH", "/api/v1/namespaces/"+ns+"/pods/p", "application/json-patch+json", doublingCopies(1)); code != 200 {
+		t.Fatalf("a small copy patch: %d %.300s", code, body)
+	}
+	if v4, v5 := jsonpatchv4.AccumulatedCopySizeLimit, jsonpatchv5.AccumulatedCopySizeLimit; v4 != 0 || v5 != 0 {
+		t.Errorf("json-patch's global copy limits are v4 %d, v5 %d; want both left at 0", v4, v5)
 	}
 }
 

@@ -145,7 +145,6 @@ func New(opts Options) (*Server, error) {
 	if err := s.SetStores(opts.Stores); err != nil {
 		return nil, err
 	}
-	limitJSONPatchCopies()
 	var h http.Handler = http.HandlerFunc(s.serve)
 	if opts.Metrics != nil {
 		h = opts.Metrics.TrackInflight(h, isLongRunning)

@@ -1,10 +1,7 @@
 package containerconfig
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,32 +9,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/kite-project/kite/agent/podruntime"
 	"github.com/kite-project/kite/agent/runtime"
 )
 
-// setup makes namespace ns with a configMap "cm" {a: 1, b: two} and a
-// secret "s" {token: sekret}, and a Builder reading them.
-func setup(t *testing.T, ns string) *Builder {
-	t.Helper()
-	ctx := context.Background()
-	cs := kubernetes.NewForConfigOrDie(shared.RESTConfig())
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+// inputs are the Inputs of a node node1 (10.1.2.3, fd00::3; 4 CPUs,
+// 8Gi) whose pod's namespace has a configMap "cm" {a: 1, b: two} and a
+// secret "s" {token: sekret}, and nothing else.
+func inputs() Inputs {
+	return Inputs{NodeName: "node1", HostIPs: []string{"10.1.2.3", "fd00::3"},
+		Allocatable:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")},
+		LogDirectory: "/logs/cfg_web_uid-1",
+		ConfigMaps:   map[string]Lookup[*v1.ConfigMap]{"cm": {Object: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1", "b": "two"}}}},
+		Secrets:      map[string]Lookup[*v1.Secret]{"s": {Object: &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"token": []byte("sekret")}}}},
 	}
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1", "b": "two"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{"token": []byte("sekret")}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Options{RootDir: t.TempDir(), Client: cs.CoreV1(), NodeName: "node1", HostIPs: []string{"10.1.2.3", "fd00::3"},
-		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func testPod(ns string, c v1.Container) *v1.Pod {
@@ -50,7 +36,6 @@ func testPod(ns string, c v1.Container) *v1.Pod {
 func optional() *bool { t := true; return &t }
 
 func TestEnv(t *testing.T) {
-	b := setup(t, "env")
 	field := func(p string) *v1.EnvVarSource {
 		return &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: p}}
 	}
@@ -81,7 +66,7 @@ func TestEnv(t *testing.T) {
 			{Name: "CM_a", Value: "overridden"},
 		},
 	}
-	got, err := b.Env(context.Background(), testPod("env", c), &c)
+	got, err := Env(testPod("env", c), &c, inputs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +81,6 @@ func TestEnv(t *testing.T) {
 }
 
 func TestEnvErrors(t *testing.T) {
-	b := setup(t, "enverr")
 	ref := func(src *v1.EnvVarSource) v1.Container {
 		return v1.Container{Name: "c", Command: []string{"sh"}, Env: []v1.EnvVar{{Name: "X", ValueFrom: src}}}
 	}
@@ -107,6 +91,8 @@ func TestEnvErrors(t *testing.T) {
 	}{
 		{"missing configMap key", ref(&v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Key: "K"}}),
 			"couldn't find key K in ConfigMap enverr/cm"},
+		{"a configMap that could not be read", ref(&v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "broken"}, Key: "K", Optional: optional()}}),
+			"failed to sync configmaps cache"},
 		{"missing secret key", ref(&v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "K"}}),
 			"couldn't find key K in Secret enverr/s"},
 		{"missing configMap", ref(&v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Key: "K"}}),
@@ -116,9 +102,11 @@ func TestEnvErrors(t *testing.T) {
 		{"missing envFrom secret", v1.Container{Name: "c", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}}}},
 			`secrets "nope" not found`},
 	}
+	in := inputs()
+	in.ConfigMaps["broken"] = Lookup[*v1.ConfigMap]{Err: errors.New("failed to sync configmaps cache")}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := b.Env(context.Background(), testPod("enverr", tc.c), &tc.c)
+			_, err := Env(testPod("enverr", tc.c), &tc.c, in)
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("Env error = %v, want %q", err, tc.want)
 			}
@@ -148,13 +136,14 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func TestContainerConfig(t *testing.T) {
-	b := setup(t, "cfg")
+// volumesPod is a pod of namespace cfg with a configMap item (mode 0600),
+// an emptyDir, a downwardAPI volume and a projected one.
+func volumesPod() *v1.Pod {
 	mode := int32(0o600)
 	c := v1.Container{Name: "app", Image: "busybox", Command: []string{"sh", "-c"}, Args: []string{"echo $(GREETING)"}, WorkingDir: "/tmp",
 		Env:          []v1.EnvVar{{Name: "GREETING", Value: "hello"}},
 		Resources:    v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("128Mi")}},
-		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", ReadOnly: true}, {Name: "scratch", MountPath: "/scratch"}, {Name: "info", MountPath: "/etc/info"}, {Name: "all", MountPath: "/etc/all"}},
+		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", ReadOnly: true}, {Name: "scratch", MountPath: "/scratch"}, {Name: "info", MountPath: "/etc/info"}, {Name: "all", MountPath: "/etc/all", SubPath: "sub"}},
 	}
 	pod := testPod("cfg", c)
 	pod.Spec.Volumes = []v1.Volume{
@@ -168,32 +157,69 @@ func TestContainerConfig(t *testing.T) {
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "absent"}, Optional: optional()}},
 			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Items: []v1.KeyToPath{{Key: "a", Path: "a"}}}}}}}},
 	}
-	ctx := context.Background()
-	vols, err := b.Volumes(ctx, pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	podDir := filepath.Join(b.rootDir, "pods", "uid-1", "volumes")
-	for path, want := range map[string]string{
-		"kubernetes.io~configmap/cfg/sub/b.txt":  "two",
-		"kubernetes.io~downward-api/info/labels": "app=\"web\"\ntier=\"front\"",
-		"kubernetes.io~downward-api/info/name":   "web",
-		"kubernetes.io~projected/all/token":      "sekret",
-		"kubernetes.io~projected/all/a":          "1",
-	} {
-		got, err := os.ReadFile(filepath.Join(podDir, path))
-		if err != nil || string(got) != want {
-			t.Errorf("%s = %q, %v; want %q", path, got, err, want)
-		}
-	}
-	if fi, err := os.Stat(filepath.Join(podDir, "kubernetes.io~configmap/cfg/sub/b.txt")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("item mode = %v, %v; want 0600", fi.Mode(), err)
-	}
-	if _, err := os.Stat(filepath.Join(podDir, "kubernetes.io~configmap/cfg/a")); !os.IsNotExist(err) {
-		t.Errorf("key a not in items was written: %v", err)
-	}
+	return pod
+}
 
-	cfg, err := b.ContainerConfig(ctx, pod, &pod.Spec.Containers[0], 2, vols)
+func TestFiles(t *testing.T) {
+	pod := volumesPod()
+	want := map[string]map[string]File{
+		"cfg":     {"sub/b.txt": {[]byte("two"), 0o600}},
+		"scratch": nil,
+		"info":    {"labels": {[]byte("app=\"web\"\ntier=\"front\""), 0o644}, "name": {[]byte("web"), 0o644}},
+		"all":     {"token": {[]byte("sekret"), 0o644}, "a": {[]byte("1"), 0o644}},
+	}
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		t.Run(vol.Name, func(t *testing.T) {
+			got, err := Files(pod, vol, inputs())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want[vol.Name], got); d != "" {
+				t.Errorf("files (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestFilesErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		vol  v1.VolumeSource
+		want string
+	}{
+		{"missing configMap", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}},
+			`configmaps "nope" not found`},
+		{"missing item key", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Items: []v1.KeyToPath{{Key: "zz", Path: "z"}}}},
+			`configmap references non-existent config key: zz`},
+		{"missing secret key", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s", Items: []v1.KeyToPath{{Key: "zz", Path: "z"}}}},
+			`references non-existent secret key: zz`},
+		{"optional missing configMap is empty", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Optional: optional()}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("volerr", v1.Container{Name: "c"})
+			vol := v1.Volume{Name: "v", VolumeSource: tc.vol}
+			files, err := Files(pod, &vol, inputs())
+			if tc.want == "" {
+				if err != nil || len(files) != 0 {
+					t.Errorf("Files = %v, %v; want none", files, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Files error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	pod := volumesPod()
+	in := inputs()
+	in.RestartCount = 2
+	in.Volumes = map[string]string{"cfg": "/v/cfg", "scratch": "/v/scratch", "info": "/v/info", "all": "/v/all"}
+	cfg, err := Build(pod, &pod.Spec.Containers[0], in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +229,11 @@ func TestContainerConfig(t *testing.T) {
 	if cfg.LogPath != "app/2.log" || cfg.WorkingDir != "/tmp" || cfg.Metadata.Attempt != 2 {
 		t.Errorf("logPath %q workingDir %q attempt %d", cfg.LogPath, cfg.WorkingDir, cfg.Metadata.Attempt)
 	}
-	if m := cfg.Mounts[0]; m.ContainerPath != "/etc/cfg" || m.HostPath != filepath.Join(podDir, "kubernetes.io~configmap/cfg") || !m.Readonly {
+	if m := cfg.Mounts[0]; m.ContainerPath != "/etc/cfg" || m.HostPath != "/v/cfg" || !m.Readonly {
 		t.Errorf("mount = %+v", m)
+	}
+	if m := cfg.Mounts[3]; m.ContainerPath != "/etc/all" || m.HostPath != "/v/all/sub" {
+		t.Errorf("subPath mount = %+v", m)
 	}
 	if cfg.Labels[runtime.LabelPodUID] != "uid-1" || cfg.Labels[runtime.LabelContainerName] != "app" || cfg.Annotations[runtime.AnnotationRestartCount] != "2" || cfg.Annotations[runtime.AnnotationContainerHash] == "" {
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
@@ -213,77 +242,66 @@ func TestContainerConfig(t *testing.T) {
 	if r.MemoryLimitInBytes != 128<<20 || r.CpuQuota != 50000 || r.CpuPeriod != 100000 || r.CpuShares != 512 || r.OomScoreAdj != -997 {
 		t.Errorf("resources = %+v", r)
 	}
-	sb := b.SandboxConfig(pod, 0)
-	if want := filepath.Join(b.rootDir, "pods", "cfg_web_uid-1"); sb.LogDirectory != want || sb.Metadata.Uid != "uid-1" {
-		t.Errorf("sandbox logDirectory %q (want %q), metadata %+v", sb.LogDirectory, want, sb.Metadata)
+	sb := SandboxConfig(pod, in, 0)
+	if sb.LogDirectory != "/logs/cfg_web_uid-1" || sb.Metadata.Uid != "uid-1" || sb.Hostname != "node1" {
+		t.Errorf("sandbox logDirectory %q, hostname %q, metadata %+v", sb.LogDirectory, sb.Hostname, sb.Metadata)
+	}
+	if got := LogDirectory("/logs", pod); got != "/logs/cfg_web_uid-1" {
+		t.Errorf("LogDirectory = %q", got)
 	}
 }
 
-func TestVolumeErrors(t *testing.T) {
-	b := setup(t, "volerr")
+func TestBuildErrors(t *testing.T) {
 	cases := []struct {
-		name string
-		vol  v1.VolumeSource
-		want string
+		name   string
+		c      v1.Container
+		is     error
+		substr string
 	}{
-		{"missing configMap", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}}},
-			`MountVolume.SetUp failed for volume "v" : configmaps "nope" not found`},
-		{"missing item key", v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Items: []v1.KeyToPath{{Key: "zz", Path: "z"}}}},
-			`MountVolume.SetUp failed for volume "v" : configmap references non-existent config key: zz`},
-		{"missing secret key", v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s", Items: []v1.KeyToPath{{Key: "zz", Path: "z"}}}},
-			`MountVolume.SetUp failed for volume "v" : references non-existent secret key: zz`},
-		{"unsupported", v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "x", Path: "/"}}, "unsupported volume type"},
+		{"no command", v1.Container{Name: "c", Image: "nginx"}, ErrNoCommand, `"nginx"`},
+		{"a volume not set up", v1.Container{Name: "c", Command: []string{"sh"}, VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/v"}}}, nil, `cannot find volume "v" to mount into container "c"`},
+		{"a subPath out of its volume", v1.Container{Name: "c", Command: []string{"sh"}, VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/v", SubPath: "../x"}}}, nil, `must be a relative path without '..'`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := testPod("volerr", v1.Container{Name: "c"})
-			pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: tc.vol}}
-			_, err := b.Volumes(context.Background(), pod)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Volumes error = %v, want %q", err, tc.want)
+			in := inputs()
+			in.Volumes = map[string]string{"cfg": "/v/cfg"}
+			_, err := Build(testPod("nocmd", tc.c), &tc.c, in)
+			if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.substr) {
+				t.Errorf("error = %v, want one with %q", err, tc.substr)
 			}
 		})
 	}
-	// An optional missing configMap is an empty volume.
-	pod := testPod("volerr", v1.Container{Name: "c"})
-	pod.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Optional: optional()}}}}
-	if _, err := b.Volumes(context.Background(), pod); err != nil {
-		t.Errorf("optional missing configMap: %v", err)
-	}
 }
 
-func TestNoCommand(t *testing.T) {
-	b := setup(t, "nocmd")
-	c := v1.Container{Name: "c", Image: "nginx"}
-	_, err := b.ContainerConfig(context.Background(), testPod("nocmd", c), &c, 0, nil)
-	if !errors.Is(err, ErrNoCommand) || !strings.Contains(err.Error(), `"nginx"`) {
-		t.Errorf("error = %v, want ErrNoCommand naming the image", err)
+func TestNextRestartCount(t *testing.T) {
+	cases := []struct {
+		name string
+		last *podruntime.Container
+		logs []string
+		want int
+	}{
+		{"the runtime's last instance", &podruntime.Container{RestartCount: 4}, []string{"9.log"}, 5},
+		{"no instance, no log", nil, nil, 0},
+		{"no instance: after the largest log", nil, []string{"0.log", "2.log", "1.log.20260101-000000", "x.log", "notes"}, 3},
 	}
-}
-
-// TestVolumeUpdateIsAtomic: rewriting a configMap volume switches ..data
-// and drops a key the new content no longer has.
-func TestVolumeUpdateIsAtomic(t *testing.T) {
-	dir := t.TempDir()
-	if err := writeAtomic(dir, map[string]file{"a": {[]byte("1"), 0o644}, "b": {[]byte("2"), 0o644}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(dir, map[string]file{"a": {[]byte("3"), 0o644}}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(filepath.Join(dir, "a")); string(got) != "3" {
-		t.Errorf("a = %q, want 3", got)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
-		t.Errorf("b still there: %v", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 3 { // a, ..data, one timestamped directory
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
+	for _, tc := range cases {
+		if got := NextRestartCount(tc.last, tc.logs); got != tc.want {
+			t.Errorf("%s: NextRestartCount = %d, want %d", tc.name, got, tc.want)
 		}
-		t.Errorf("entries = %v, want a, ..data and one data directory", names)
+	}
+}
+
+func TestReferences(t *testing.T) {
+	pod := volumesPod()
+	pod.Spec.InitContainers = []v1.Container{{Name: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "init-s"}}}}}}
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Key: "a"}}})
+	cms, secrets := References(pod)
+	if d := cmp.Diff([]string{"absent", "cm"}, cms); d != "" {
+		t.Errorf("configMaps (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"init-s", "s"}, secrets); d != "" {
+		t.Errorf("secrets (-want +got):\n%s", d)
 	}
 }
 

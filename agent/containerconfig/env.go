@@ -1,7 +1,6 @@
 package containerconfig
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -11,15 +10,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Env is the container's environment with every reference resolved, as
 // upstream's makeEnvironmentVariables: envFrom first (later sources win),
 // then env in order, each value expanding $(VAR) of the variables before
 // it. A missing configMap, secret or key that is not optional is an error
-// with upstream's message; the container must not start.
-func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvVar, error) {
+// with upstream's message; the container must not start. The configMaps
+// and secrets are in's.
+func Env(pod *v1.Pod, c *v1.Container, in Inputs) ([]EnvVar, error) {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -28,14 +27,11 @@ func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvV
 		}
 		vars[k] = v
 	}
-	configMaps := map[string]*v1.ConfigMap{}
-	secrets := map[string]*v1.Secret{}
-
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.ConfigMapRef != nil:
 			ref := from.ConfigMapRef
-			cm, err := b.configMap(ctx, pod.Namespace, ref.Name, configMaps)
+			cm, err := in.configMap(ref.Name)
 			if err != nil {
 				if ref.Optional != nil && *ref.Optional && apierrors.IsNotFound(err) {
 					continue
@@ -49,7 +45,7 @@ func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvV
 			}
 		case from.SecretRef != nil:
 			ref := from.SecretRef
-			s, err := b.secret(ctx, pod.Namespace, ref.Name, secrets)
+			s, err := in.secret(ref.Name)
 			if err != nil {
 				if ref.Optional != nil && *ref.Optional && apierrors.IsNotFound(err) {
 					continue
@@ -71,13 +67,13 @@ func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvV
 			val = Expand(val, mappingFor(vars))
 		case e.ValueFrom == nil:
 		case e.ValueFrom.FieldRef != nil:
-			v, err := b.fieldValue(e.ValueFrom.FieldRef.FieldPath, pod, false)
+			v, err := fieldValue(e.ValueFrom.FieldRef.FieldPath, pod, in.HostIPs, false)
 			if err != nil {
 				return nil, err
 			}
 			val = v
 		case e.ValueFrom.ResourceFieldRef != nil:
-			v, err := b.resourceValue(e.ValueFrom.ResourceFieldRef, pod, c)
+			v, err := resourceValue(e.ValueFrom.ResourceFieldRef, pod, c, in.Allocatable)
 			if err != nil {
 				return nil, err
 			}
@@ -85,7 +81,7 @@ func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvV
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			optional := ref.Optional != nil && *ref.Optional
-			cm, err := b.configMap(ctx, pod.Namespace, ref.Name, configMaps)
+			cm, err := in.configMap(ref.Name)
 			if err != nil {
 				if optional && apierrors.IsNotFound(err) {
 					continue
@@ -103,7 +99,7 @@ func (b *Builder) Env(ctx context.Context, pod *v1.Pod, c *v1.Container) ([]EnvV
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
 			optional := ref.Optional != nil && *ref.Optional
-			s, err := b.secret(ctx, pod.Namespace, ref.Name, secrets)
+			s, err := in.secret(ref.Name)
 			if err != nil {
 				if optional && apierrors.IsNotFound(err) {
 					continue
@@ -144,53 +140,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func (b *Builder) configMap(ctx context.Context, ns, name string, cache map[string]*v1.ConfigMap) (*v1.ConfigMap, error) {
-	if cm, ok := cache[name]; ok {
-		return cm, nil
-	}
-	if b.client == nil {
-		return nil, fmt.Errorf("couldn't get configMap %v/%v, no kubeClient defined", ns, name)
-	}
-	cm, err := b.client.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cache[name] = cm
-	return cm, nil
-}
-
-func (b *Builder) secret(ctx context.Context, ns, name string, cache map[string]*v1.Secret) (*v1.Secret, error) {
-	if s, ok := cache[name]; ok {
-		return s, nil
-	}
-	if b.client == nil {
-		return nil, fmt.Errorf("couldn't get secret %v/%v, no kubeClient defined", ns, name)
-	}
-	s, err := b.client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cache[name] = s
-	return s, nil
-}
-
 // fieldValue is the value of a fieldRef, as upstream's
 // podFieldSelectorRuntimeValue and fieldpath.ExtractFieldPathAsString.
 // Whole label and annotation maps are only for downwardAPI volumes
 // (volume true); env takes single keys.
-func (b *Builder) fieldValue(path string, pod *v1.Pod, volume bool) (string, error) {
+func fieldValue(path string, pod *v1.Pod, hostIPs []string, volume bool) (string, error) {
 	switch path {
 	case "spec.nodeName":
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP", "status.podIP":
-		if len(b.hostIPs) == 0 {
+		if len(hostIPs) == 0 {
 			return "", nil
 		}
-		return b.hostIPs[0], nil
+		return hostIPs[0], nil
 	case "status.hostIPs", "status.podIPs":
-		return strings.Join(b.hostIPs, ","), nil
+		return strings.Join(hostIPs, ","), nil
 	case "metadata.name":
 		return pod.Name, nil
 	case "metadata.namespace":
@@ -236,7 +202,7 @@ func formatMap(m map[string]string) string {
 // resourceValue is a resourceFieldRef's value, with limits that are not
 // set defaulting to the node's allocatable, as upstream's
 // defaultPodLimitsForDownwardAPI and ExtractContainerResourceValue.
-func (b *Builder) resourceValue(ref *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container) (string, error) {
+func resourceValue(ref *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) (string, error) {
 	if ref.ContainerName != "" && ref.ContainerName != c.Name {
 		c = nil
 		for i := range pod.Spec.Containers {
@@ -261,7 +227,7 @@ func (b *Builder) resourceValue(ref *v1.ResourceFieldSelector, pod *v1.Pod, c *v
 		if q, ok := c.Resources.Limits[name]; ok {
 			return q
 		}
-		return b.allocatable[name]
+		return allocatable[name]
 	}
 	request := func(name v1.ResourceName) resource.Quantity { return c.Resources.Requests[name] }
 	cpu := func(q resource.Quantity) string {

@@ -97,3 +97,16 @@ func IsMirrorPod(pod *v1.Pod) bool {
 	_, ok := pod.Annotations[ConfigMirrorAnnotationKey]
 	return ok
 }
+
+// PodConditionByAgent says whether the agent owns a pod condition type,
+// as upstream's PodConditionByKubelet: the agent computes these
+// (podstatus.Generate) and writes them over the API's; every other
+// condition (a readiness gate's, DisruptionTarget, a controller's) is
+// kept as the API has it. The one rule for both.
+func PodConditionByAgent(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+		return true
+	}
+	return false
+}

@@ -44,3 +44,22 @@ func TestPodKinds(t *testing.T) {
 		})
 	}
 }
+
+func TestPodConditionByAgent(t *testing.T) {
+	for _, tc := range []struct {
+		t     v1.PodConditionType
+		owned bool
+	}{
+		{v1.PodScheduled, true},
+		{v1.PodReady, true},
+		{v1.PodInitialized, true},
+		{v1.ContainersReady, true},
+		{v1.PodReadyToStartContainers, true},
+		{v1.DisruptionTarget, false},
+		{"example.com/gate", false},
+	} {
+		if got := PodConditionByAgent(tc.t); got != tc.owned {
+			t.Errorf("PodConditionByAgent(%s) = %v, want %v", tc.t, got, tc.owned)
+		}
+	}
+}

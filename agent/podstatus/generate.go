@@ -122,7 +122,7 @@ func Generate(in Input) v1.PodStatus {
 
 	// Conditions the agent does not own are kept as they are.
 	for _, c := range old.Conditions {
-		if !owned(c.Type) {
+		if !kubetypes.PodConditionByAgent(c.Type) {
 			s.Conditions = append(s.Conditions, c)
 		}
 	}
@@ -137,7 +137,7 @@ func Generate(in Input) v1.PodStatus {
 	)
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
-		if !owned(c.Type) {
+		if !kubetypes.PodConditionByAgent(c.Type) {
 			continue
 		}
 		c.LastTransitionTime = metav1.NewTime(in.Now.Truncate(time.Second))
@@ -171,14 +171,6 @@ func Generate(in Input) v1.PodStatus {
 }
 
 func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
-
-func owned(t v1.PodConditionType) bool {
-	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
-		return true
-	}
-	return false
-}
 
 // containerStatuses converts the runtime's instances of containers into
 // their API statuses, as upstream's convertToAPIContainerStatuses: the

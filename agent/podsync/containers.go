@@ -89,13 +89,13 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return &backOffError{wait: wait, msg: msg}
 		}
 	}
-	restartCount := m.builder.NextRestartCount(pod, c.Name, rt.Find(c.Name))
+	restartCount := m.volumes.NextRestartCount(pod, c.Name, rt.Find(c.Name))
 	fail := func(reason string, err error) error {
 		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		m.setWaiting(pod, c.Name, reason, err.Error())
 		return fmt.Errorf("start container %s of pod %s/%s: %s: %w", c.Name, pod.Namespace, pod.Name, reason, err)
 	}
-	cfg, err := m.builder.ContainerConfig(ctx, pod, c, restartCount, volumes)
+	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}
@@ -250,7 +250,7 @@ func (m *Manager) httpHook(ctx context.Context, c *v1.Container, g *v1.HTTPGetAc
 	for _, h := range g.HTTPHeaders {
 		req.Header.Add(h.Name, h.Value)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.hooks.Do(req)
 	if err != nil {
 		return err
 	}

@@ -11,14 +11,17 @@
 //
 // What to do is decided by pure functions: podactions.Compute (what to
 // start and kill), podstatus.Generate (the API status), the podactions
-// back-off; containerconfig builds what the runtime is given. This package
+// back-off; containerconfig builds what the runtime is given (package
+// volumes sets up the volumes and gathers what it reads). This package
 // calls the runtime and the API.
 package podsync
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,7 +33,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kite-project/kite/agent/containerconfig"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/podactions"
 	"github.com/kite-project/kite/agent/podstatus"
@@ -38,6 +40,7 @@ import (
 	"github.com/kite-project/kite/agent/prober"
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/status"
+	"github.com/kite-project/kite/agent/volumes"
 )
 
 // Periods, the kubelet's.
@@ -92,11 +95,16 @@ type Options struct {
 
 // Manager runs the node's pods. Run it once.
 type Manager struct {
-	opts    Options
-	rt      runtime.Service
-	builder *containerconfig.Builder
+	opts Options
+	rt   runtime.Service
+	// volumes sets up volumes and builds the containers' configurations.
+	volumes *volumes.Manager
 	status  *status.Manager // nil when standalone
 	events  EventRecorder
+	// hooks sends the httpGet lifecycle hooks: one client per agent,
+	// never http.DefaultClient, whose settings any code of the process
+	// may change.
+	hooks   *http.Client
 	seenAll func() bool
 
 	runtimeName string
@@ -123,15 +131,15 @@ func New(opts Options) (*Manager, error) {
 	if opts.NodeName == "" || opts.Runtime == nil || opts.RootDir == "" {
 		return nil, errors.New("podsync: node name, runtime and root directory are required")
 	}
-	var cc containerconfig.Client
+	var vc volumes.Client
 	if opts.Client != nil {
-		cc = opts.Client.CoreV1()
+		vc = opts.Client.CoreV1()
 	}
-	b, err := containerconfig.New(containerconfig.Options{RootDir: opts.RootDir, Client: cc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable})
+	vm, err := volumes.New(volumes.Options{RootDir: opts.RootDir, Client: vc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable})
 	if err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}
-	m := &Manager{opts: opts, rt: opts.Runtime, builder: b, events: opts.Events, seenAll: opts.SeenAllSources,
+	m := &Manager{opts: opts, rt: opts.Runtime, volumes: vm, events: opts.Events, seenAll: opts.SeenAllSources, hooks: newHookClient(),
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
 		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, orphans: map[types.UID]bool{}}
 	if opts.Client != nil {
@@ -146,6 +154,22 @@ func New(opts Options) (*Manager, error) {
 		m.seenAll = func() bool { return true }
 	}
 	return m, nil
+}
+
+// newHookClient is the client of httpGet lifecycle hooks, as the
+// kubelet's insecureContainerLifecycleHTTPClient: an HTTPS hook is not
+// verified (the agent knows no CA of the pod's; the client carries no
+// credentials that could leak), redirects are followed to the same host
+// only, and no connection is kept between hooks (so none outlives Run).
+func newHookClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		CheckRedirect: prober.SameHostRedirects,
+	}
 }
 
 // Run consumes updates (the Agent's Updates) and runs the pods until ctx
@@ -191,6 +215,7 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	if m.status != nil {
 		wg.Go(func() { m.status.Run(ctx) })
 	}
+	wg.Go(func() { m.volumes.Run(ctx) })
 
 	relist := time.NewTicker(orDefault(m.opts.RelistPeriod, DefaultRelistPeriod))
 	defer relist.Stop()
@@ -426,6 +451,7 @@ func (m *Manager) forget(uid types.UID) {
 	if m.prober != nil {
 		m.prober.RemovePod(uid)
 	}
+	m.volumes.Forget(uid)
 	m.mu.Lock()
 	delete(m.waiting, uid)
 	delete(m.backOff, uid)

@@ -68,10 +68,10 @@ func (m *Manager) terminationMessages(pod *v1.Pod, rt *podruntime.Pod) {
 		}
 		msg := ""
 		if spec.TerminationMessagePath != "" {
-			msg = string(fileTail(m.builder.TerminationMessageFile(pod, c.Name, c.RestartCount), maxTerminationMessage))
+			msg = string(fileTail(m.volumes.TerminationMessageFile(pod, c.Name, c.RestartCount), maxTerminationMessage))
 		}
 		if msg == "" && spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError && c.ExitCode != 0 {
-			msg = logTail(filepath.Join(m.builder.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
+			msg = logTail(filepath.Join(m.volumes.LogDirectory(pod), containerconfig.LogPath(c.Name, c.RestartCount)))
 		}
 		switch {
 		case msg == "":
@@ -120,7 +120,7 @@ func (m *Manager) removeRuntimePod(ctx context.Context, uid types.UID) error {
 			return err
 		}
 	}
-	return os.RemoveAll(m.builder.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
+	return os.RemoveAll(m.volumes.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
 }
 
 func metaUID(uid types.UID) metav1.ObjectMeta { return metav1.ObjectMeta{UID: uid} }

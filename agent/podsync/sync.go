@@ -76,7 +76,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		return podworkers.SyncResult{Terminal: true}, nil
 	}
-	volumes, err := m.builder.Volumes(ctx, pod)
+	volumes, err := m.volumes.SetUp(ctx, pod)
 	if err != nil {
 		m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		return podworkers.SyncResult{}, err
@@ -111,7 +111,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	}
 
 	sandboxID := actions.SandboxID
-	sbConfig := m.builder.SandboxConfig(pod, actions.Attempt)
+	sbConfig := m.volumes.SandboxConfig(pod, actions.Attempt)
 	if actions.CreateSandbox {
 		if sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig); err != nil {
 			m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)

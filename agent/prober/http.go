@@ -91,7 +91,7 @@ func newHTTPRequest(ctx context.Context, g *v1.HTTPGetAction, c *v1.Container, p
 // Redirects are followed to the same host only; a redirect elsewhere
 // ends the chain and is a warning, as upstream.
 func checkHTTP(req *http.Request, transport http.RoundTripper, timeout time.Duration) (Outcome, string, error) {
-	client := &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: sameHostRedirects}
+	client := &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: SameHostRedirects}
 	res, err := client.Do(req)
 	if err != nil {
 		return OutcomeFailure, err.Error(), nil
@@ -110,7 +110,10 @@ func checkHTTP(req *http.Request, transport http.RoundTripper, timeout time.Dura
 	return OutcomeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode), nil
 }
 
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
+// SameHostRedirects is the redirect policy of probes and lifecycle hooks,
+// as upstream's RedirectChecker(false): follow a redirect to the same host
+// only (at most 10); one elsewhere ends the chain with its response.
+func SameHostRedirects(req *http.Request, via []*http.Request) error {
 	if req.URL.Hostname() != via[0].URL.Hostname() {
 		return http.ErrUseLastResponse
 	}

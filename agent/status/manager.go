@@ -39,10 +39,8 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -51,7 +49,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 
@@ -112,6 +109,11 @@ type entry struct {
 	status  v1.PodStatus
 	version uint64 // bumped by every change
 	sent    uint64 // the version last written
+	// sentTo is the UID of the API pod the last write reached. For a
+	// static pod it is a mirror pod's: a mirror deleted and created
+	// again has a new UID and none of the status, so "written" holds
+	// per mirror, not per static pod.
+	sentTo types.UID
 	// since is when the first status was set: the first write is held
 	// until since+hold while the pod's containers are being created.
 	since time.Time
@@ -222,27 +224,6 @@ func (e *entry) observe(pod *v1.Pod) {
 	e.api = newer(e.api, pod)
 }
 
-// newer is whichever of base and pod has the higher resourceVersion; pod
-// when base is nil, nil when either's cannot be compared (the next write
-// then reads the pod first).
-func newer(base, pod *v1.Pod) *v1.Pod {
-	p, err := strconv.ParseUint(pod.ResourceVersion, 10, 64)
-	if err != nil {
-		return nil
-	}
-	if base == nil {
-		return pod
-	}
-	b, err := strconv.ParseUint(base.ResourceVersion, 10, 64)
-	switch {
-	case err != nil:
-		return nil
-	case p > b:
-		return pod
-	}
-	return base
-}
-
 // ObserveMirror gives the manager a mirror pod as the agent's watch sees
 // it: the base of its static pod's next patch, and the sign that a status
 // skipped for want of a mirror can be written now.
@@ -267,10 +248,21 @@ func (m *Manager) ObserveMirror(mirror *v1.Pod) {
 		} else {
 			e.api = newer(e.api, mirror)
 		}
-		if e.version > e.sent {
+		if e.due() {
 			m.signal()
 		}
 	}
+}
+
+// due says whether the entry has something to write: a status not yet
+// written, or, for a static pod, a mirror pod other than the one its
+// status was written to (the mirror was deleted and created again: the new
+// one gets the whole status at once, not at the next change).
+func (e *entry) due() bool {
+	if e.version > e.sent {
+		return true
+	}
+	return e.sent > 0 && e.api != nil && e.api.UID != e.sentTo && kubetypes.IsStaticPod(e.pod)
 }
 
 // Reconcile compares the API's version of the pod (from the agent's
@@ -293,26 +285,6 @@ func (m *Manager) Reconcile(api *v1.Pod) {
 		e.version++
 		m.signal()
 	}
-}
-
-// Terminated is status with every container terminated and a terminal
-// phase, as TerminatePod records it.
-func Terminated(pod *v1.Pod, status v1.PodStatus) v1.PodStatus {
-	status = *status.DeepCopy()
-	for _, list := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
-		for i := range list {
-			if list[i].State.Terminated != nil {
-				continue
-			}
-			list[i].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-				Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
-			list[i].Ready = false
-		}
-	}
-	if !kubetypes.IsStaticPod(pod) && !terminal(status.Phase) {
-		status.Phase = v1.PodFailed
-	}
-	return status
 }
 
 // RemovePod forgets the pod once its worker is gone.
@@ -356,23 +328,6 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// starting says whether status is that of a pod whose containers are
-// being created: Pending, and every container not yet started waiting
-// for that reason (the kubelet's ContainerCreating, PodInitializing).
-func starting(status v1.PodStatus) bool {
-	if status.Phase != v1.PodPending && status.Phase != "" {
-		return false
-	}
-	for _, list := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
-		for _, c := range list {
-			if w := c.State.Waiting; w != nil && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // work is one pod to write, copied out of the lock when a writer takes
 // it.
 type work struct {
@@ -393,7 +348,7 @@ func (m *Manager) syncBatch(ctx context.Context, tick bool) time.Duration {
 	m.mu.Lock()
 	var todo []types.UID
 	for uid, e := range m.entries {
-		if !(e.version > e.sent || e.finished && !e.deleted && e.pod.DeletionTimestamp != nil && !kubetypes.IsStaticPod(e.pod)) {
+		if !(e.due() || e.finished && !e.deleted && e.pod.DeletionTimestamp != nil && !kubetypes.IsStaticPod(e.pod)) {
 			continue
 		}
 		if e.sent == 0 && !e.finished && e.pod.DeletionTimestamp == nil && starting(e.status) {
@@ -449,12 +404,16 @@ func (m *Manager) write(ctx context.Context, uid types.UID) {
 	e = m.entries[w.uid]
 	if e != nil {
 		switch {
-		case api != nil && e.api != nil && api.UID == e.api.UID:
+		case api == nil:
+			if w.api != nil && e.api == w.api {
+				e.api = nil // rejected: read it next time
+			}
+		case e.api != nil && api.UID == e.api.UID:
 			e.api = newer(e.api, api)
-		case api != nil:
+		case e.api == w.api:
 			e.api = api
-		case w.api != nil && e.api == w.api:
-			e.api = nil // rejected: read it next time
+			// else a new mirror was observed during the write: it stays
+			// the base, and due() sends it the status.
 		}
 	}
 	if errors.Is(err, errNoMirror) {
@@ -468,6 +427,9 @@ func (m *Manager) write(ctx context.Context, uid types.UID) {
 	if e != nil {
 		e.sent = max(e.sent, w.version)
 		e.deleted = e.deleted || deleted
+		if api != nil {
+			e.sentTo = api.UID
+		}
 	}
 }
 
@@ -537,67 +499,3 @@ func (m *Manager) syncPod(ctx context.Context, w work) (_ *v1.Pod, gone bool, er
 
 // errNoMirror: a static pod's status waits for its mirror pod.
 var errNoMirror = errors.New("static pod has no mirror pod yet")
-
-func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
-
-// owned says whether the agent owns a condition type; others are kept as
-// the API has them.
-func owned(t v1.PodConditionType) bool {
-	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
-		return true
-	}
-	return false
-}
-
-// Merge is the status to write over the API's: the agent's, with the
-// conditions it does not own as the API has them, and, until the worker
-// finished (finished false), the API's phase instead of a terminal one, as
-// upstream's mergePodStatus. A terminal pod is never Ready.
-func Merge(api, status v1.PodStatus, finished bool) v1.PodStatus {
-	out := *status.DeepCopy()
-	var conds []v1.PodCondition
-	for _, c := range out.Conditions {
-		if owned(c.Type) {
-			conds = append(conds, c)
-		}
-	}
-	for _, c := range api.Conditions {
-		if !owned(c.Type) {
-			conds = append(conds, c)
-		}
-	}
-	out.Conditions = conds
-	if terminal(out.Phase) && !terminal(api.Phase) && !finished {
-		out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
-	}
-	if terminal(out.Phase) {
-		for i := range out.Conditions {
-			if t := out.Conditions[i].Type; (t == v1.PodReady || t == v1.ContainersReady) && out.Conditions[i].Status == v1.ConditionTrue {
-				out.Conditions[i].Status = v1.ConditionFalse
-			}
-		}
-	}
-	return out
-}
-
-// Patch is the strategic merge patch from old to status with uid as a
-// precondition, as upstream's PatchPodStatus; nil when nothing changed.
-func Patch(uid types.UID, old, status v1.PodStatus) ([]byte, error) {
-	oldData, err := json.Marshal(v1.Pod{Status: old})
-	if err != nil {
-		return nil, err
-	}
-	newData, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: status})
-	if err != nil {
-		return nil, err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
-	if err != nil {
-		return nil, fmt.Errorf("status patch: %w", err)
-	}
-	if string(patch) == fmt.Sprintf(`{"metadata":{"uid":%q}}`, uid) {
-		return nil, nil
-	}
-	return patch, nil
-}

@@ -129,6 +129,37 @@ func TestStaticPodWrittenWhenItsMirrorIsObserved(t *testing.T) {
 	}
 }
 
+// TestRecreatedMirrorGetsTheStatusAtOnce: a mirror pod deleted and
+// created again (kubectl delete pod on a mirror; the agent recreates it)
+// is a new pod with no status: it gets the static pod's whole status as
+// soon as the agent's watch shows it, though the status did not change,
+// rather than never (the retry period is a minute here: no retry helps).
+func TestRecreatedMirrorGetsTheStatusAtOnce(t *testing.T) {
+	m, cs, _ := runCounted(t, Options{SyncPeriod: time.Minute})
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "again-n1", Namespace: "st-again", UID: "hash4",
+		Annotations: map[string]string{kubetypes.ConfigSourceAnnotationKey: "file", kubetypes.ConfigHashAnnotationKey: "hash4"}}}
+	mirrorOf := func(p *v1.Pod) {
+		p.Annotations = map[string]string{kubetypes.ConfigMirrorAnnotationKey: "hash4", kubetypes.ConfigSourceAnnotationKey: "file", kubetypes.ConfigHashAnnotationKey: "hash4"}
+	}
+	first := createPod(t, cs, "st-again", "again-n1", mirrorOf)
+	m.ObserveMirror(first)
+	m.SetPodStatus(static, running(time.Now().Truncate(time.Second)))
+	eventually(t, "the first mirror Running", func() bool { return get(t, cs, first).Status.Phase == v1.PodRunning })
+
+	if err := cs.CoreV1().Pods(first.Namespace).Delete(context.Background(), first.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	second := createPod(t, cs, "st-again", "again-n1", mirrorOf)
+	if second.UID == first.UID || second.Status.Phase == v1.PodRunning {
+		t.Fatalf("the recreated mirror is %s in phase %s; want a new pod", second.UID, second.Status.Phase)
+	}
+	m.ObserveMirror(second)
+	eventually(t, "the recreated mirror Running with its container", func() bool {
+		st := get(t, cs, second).Status
+		return st.Phase == v1.PodRunning && len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].Ready
+	})
+}
+
 func TestStarting(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -14,9 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	// A copy of this binary re-executed as a container's supervisor or
-	// init runs that role, and exits, from this package's init: before
-	// the initialisers of the rest of the binary and before main.
+	// Deliberate, and process-global on purpose: a copy of this binary
+	// re-executed as a container's supervisor or init runs that role and
+	// calls os.Exit from this package's init (only when
+	// KITE_PROCESS_RUNTIME_ROLE is set; otherwise it does nothing), before the
+	// initialisers of the rest of the binary and before main. Keep this
+	// import: without it the process runtime's containers cannot start.
 	_ "github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 

@@ -1,7 +1,11 @@
 package process
 
-// Imported for its init, which runs the helper roles (see supervisor's
-// role.go) before the initialisers of the binary's other packages.
+// Imported for its init, deliberately: in a copy of the binary
+// re-executed with KITE_PROCESS_RUNTIME_ROLE set, that init runs the
+// helper role (see supervisor's role.go) and calls os.Exit, before the
+// initialisers of the binary's other packages; without the variable it
+// does nothing. It is the one process-global effect of a library package
+// here, and it must stay: every binary linking the runtime needs it.
 import _ "github.com/kite-project/kite/agent/runtime/process/supervisor"
 
 // Main is kept for the binaries and tests that call it first thing in

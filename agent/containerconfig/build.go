@@ -2,13 +2,19 @@
 // configurations the runtime takes (cri-api's PodSandboxConfig and
 // ContainerConfig), as the kubelet's kuberuntime and kubelet_pods.go do:
 // the environment with its fieldRef, resourceFieldRef, configMapKeyRef,
-// secretKeyRef and envFrom references resolved through the API and $(VAR)
-// expanded; command and args expanded; the volumes (emptyDir, hostPath,
-// configMap, secret, downwardAPI, projected) materialised under
-// <root>/pods/<uid>/volumes and passed as mounts; the log directory and
+// secretKeyRef and envFrom references resolved and $(VAR) expanded;
+// command and args expanded; the volumes as mounts; the log directory and
 // path in upstream's layout; resources as LinuxContainerResources; the
 // effective security context (user, groups, runAsNonRoot checked); the
-// labels and annotations by which the agent knows its containers again.
+// labels and annotations by which the agent knows its containers again;
+// and the files of content volumes (configMap, secret, downwardAPI,
+// projected).
+//
+// Everything here is pure: what it reads besides the pod (the node's
+// facts, the configMaps and secrets the pod refers to, where its volumes
+// are) comes in Inputs, and nothing is read from the API or written to
+// disk. The runner that gathers Inputs through an informer-backed cache
+// and writes the volumes is package volumes.
 //
 // A configuration that cannot be built (a missing key that is not
 // optional, a container without a command) is an error whose text is the
@@ -16,16 +22,15 @@
 package containerconfig
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/podruntime"
@@ -33,58 +38,63 @@ import (
 	"github.com/kite-project/kite/agent/runtime"
 )
 
-// Client reads the configMaps and secrets that pods refer to.
-type Client interface {
-	corev1client.ConfigMapsGetter
-	corev1client.SecretsGetter
-}
-
-// Options configures a Builder.
-type Options struct {
-	// RootDir is the agent's --root-dir: volumes go under
-	// <RootDir>/pods/<uid>/volumes. Required.
-	RootDir string
-	// LogDir holds the pods' log directories, <LogDir>/<ns>_<pod>_<uid>;
-	// <RootDir>/pods when empty.
-	LogDir string
-	// Client reads configMaps and secrets; nil (standalone) makes every
-	// reference to one an error.
-	Client Client
+// Inputs are what a configuration is built from besides the pod.
+type Inputs struct {
 	// NodeName is the node's name, the sandboxes' hostname.
 	NodeName string
 	// HostIPs are the node's addresses: status.hostIP(s) and, since pods
 	// share the host's network, status.podIP(s).
 	HostIPs []string
 	// Allocatable is the node's allocatable resources, the default of
-	// limits a resourceFieldRef reads when the container sets none.
+	// limits a resourceFieldRef reads when the container sets none, and
+	// the base of the OOM score.
 	Allocatable v1.ResourceList
+	// LogDirectory is the pod's log directory (LogDirectory).
+	LogDirectory string
+	// PodDir is the pod's directory, where the files bound at its
+	// containers' terminationMessagePath are (TerminationMessageFile).
+	PodDir string
+	// RestartCount is the restart count of the instance to configure.
+	RestartCount int
+	// Volumes are the host paths of the pod's volumes by name, as the
+	// runner set them up.
+	Volumes map[string]string
+	// ConfigMaps and Secrets are those of the pod's namespace that it
+	// refers to (References), by name. A name not in the map does not
+	// exist (NotFound); one whose read failed has its error.
+	ConfigMaps map[string]Lookup[*v1.ConfigMap]
+	Secrets    map[string]Lookup[*v1.Secret]
 }
 
-// Builder builds runtime configurations. It is safe for concurrent use.
-type Builder struct {
-	rootDir, logDir string
-	client          Client
-	node            string
-	hostIPs         []string
-	allocatable     v1.ResourceList
+// Lookup is one object as the runner found it: the object, or why there
+// is none.
+type Lookup[T any] struct {
+	Object T
+	Err    error
 }
 
-// New returns a Builder.
-func New(opts Options) (*Builder, error) {
-	if opts.RootDir == "" {
-		return nil, errors.New("containerconfig: no root directory given")
+// configMap is the configMap name of the pod's namespace.
+func (in *Inputs) configMap(name string) (*v1.ConfigMap, error) {
+	l, ok := in.ConfigMaps[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
 	}
-	logDir := opts.LogDir
-	if logDir == "" {
-		logDir = filepath.Join(opts.RootDir, "pods")
-	}
-	return &Builder{rootDir: opts.RootDir, logDir: logDir, client: opts.Client, node: opts.NodeName, hostIPs: opts.HostIPs, allocatable: opts.Allocatable}, nil
+	return l.Object, l.Err
 }
 
-// LogDirectory is the pod's log directory, <LogDir>/<ns>_<pod>_<uid>, as
-// the kubelet's /var/log/pods layout.
-func (b *Builder) LogDirectory(pod *v1.Pod) string {
-	return filepath.Join(b.logDir, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
+// secret is the secret name of the pod's namespace.
+func (in *Inputs) secret(name string) (*v1.Secret, error) {
+	l, ok := in.Secrets[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+	}
+	return l.Object, l.Err
+}
+
+// LogDirectory is the pod's log directory under root, <root>/<ns>_<pod>_<uid>,
+// as the kubelet's /var/log/pods layout.
+func LogDirectory(root string, pod *v1.Pod) string {
+	return filepath.Join(root, pod.Namespace+"_"+pod.Name+"_"+string(pod.UID))
 }
 
 // LogPath is a container instance's log file relative to the pod's log
@@ -95,36 +105,34 @@ func LogPath(container string, restartCount int) string {
 
 // NextRestartCount is the restart count of the next instance of a
 // container: one more than the last instance's, or, when the runtime has
-// none, one more than the largest N of the N.log files in its log
-// directory (as upstream's calcRestartCountByLogDir), else 0.
-func (b *Builder) NextRestartCount(pod *v1.Pod, container string, last *podruntime.Container) int {
+// none, one more than the largest N of the N.log files logs names (the
+// container's log directory, as upstream's calcRestartCountByLogDir),
+// else 0.
+func NextRestartCount(last *podruntime.Container, logs []string) int {
 	if last != nil {
 		return last.RestartCount + 1
 	}
-	entries, err := os.ReadDir(filepath.Join(b.LogDirectory(pod), container))
-	if err != nil {
-		return 0
-	}
 	n := -1
-	for _, e := range entries {
-		base, _, _ := strings.Cut(e.Name(), ".log")
-		if k, err := strconv.Atoi(base); err == nil && strings.Contains(e.Name(), ".log") && k > n {
+	for _, name := range logs {
+		base, _, _ := strings.Cut(name, ".log")
+		if k, err := strconv.Atoi(base); err == nil && strings.Contains(name, ".log") && k > n {
 			n = k
 		}
 	}
 	return n + 1
 }
 
-// SandboxConfig is the pod's sandbox configuration for attempt.
-func (b *Builder) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// SandboxConfig is the pod's sandbox configuration for attempt; in gives
+// the node's name and the pod's log directory.
+func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandboxConfig {
 	annotations := map[string]string{}
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname:     b.node,
-		LogDirectory: b.LogDirectory(pod),
+		Hostname:     in.NodeName,
+		LogDirectory: in.LogDirectory,
 		Labels:       podLabels(pod),
 		Annotations:  annotations,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
@@ -145,18 +153,17 @@ func podLabels(pod *v1.Pod) map[string]string {
 	return l
 }
 
-// ErrNoCommand is wrapped by ContainerConfig's error for a container
+// ErrNoCommand is wrapped by Build's error for a container
 // without a command.
 var ErrNoCommand = errors.New("container has no command")
 
-// ContainerConfig is the configuration of the container's next instance,
-// restartCount its restart count and volumes the host paths that Volumes
-// returned.
-func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
+// Build is the configuration of the container's next instance (of
+// in.RestartCount, with in.Volumes mounted).
+func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig, error) {
 	if len(c.Command) == 0 {
 		return nil, fmt.Errorf("%w: the process runtime runs command and args as host processes and cannot read image %q's entrypoint; set command for container %q", ErrNoCommand, c.Image, c.Name)
 	}
-	env, err := b.Env(ctx, pod, c)
+	env, err := Env(pod, c, in)
 	if err != nil {
 		return nil, err
 	}
@@ -173,16 +180,13 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		}
 		return out
 	}
-	mounts, err := mountsOf(c, volumes, vars)
+	mounts, err := mountsOf(c, in.Volumes, vars)
 	if err != nil {
 		return nil, err
 	}
+	restartCount := in.RestartCount
 	if c.TerminationMessagePath != "" {
-		m, err := b.terminationMessageMount(pod, c, restartCount)
-		if err != nil {
-			return nil, err
-		}
-		mounts = append(mounts, m)
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: TerminationMessageFile(in.PodDir, c.Name, restartCount)})
 	}
 	sc, err := securityContext(pod, c)
 	if err != nil {
@@ -214,33 +218,16 @@ func (b *Builder) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: b.resources(pod, c), SecurityContext: sc},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: resources(pod, c, in.Allocatable), SecurityContext: sc},
 	}, nil
 }
 
 // TerminationMessageFile is the host file bound at a container instance's
-// terminationMessagePath, as the kubelet's pods/<uid>/containers/<name>/<id>
-// (the restart count names the instance here).
-func (b *Builder) TerminationMessageFile(pod *v1.Pod, container string, restartCount int) string {
-	return filepath.Join(b.PodDir(pod), "containers", container, strconv.Itoa(restartCount))
-}
-
-// terminationMessageMount creates the instance's termination-message file,
-// empty and writable by any user (the kubelet chmods it 0666, whatever the
-// umask, so that a container running as non-root can write its message),
-// and mounts it at terminationMessagePath.
-func (b *Builder) terminationMessageMount(pod *v1.Pod, c *v1.Container, restartCount int) (*runtimeapi.Mount, error) {
-	path := b.TerminationMessageFile(pod, c.Name, restartCount)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	if err := os.WriteFile(path, nil, 0o666); err != nil {
-		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: path}, nil
+// terminationMessagePath, under the pod's directory podDir, as the
+// kubelet's pods/<uid>/containers/<name>/<id> (the restart count names the
+// instance here). The runner creates it before the instance starts.
+func TerminationMessageFile(podDir, container string, restartCount int) string {
+	return filepath.Join(podDir, "containers", container, strconv.Itoa(restartCount))
 }
 
 func mountsOf(c *v1.Container, volumes map[string]string, vars map[string]string) ([]*runtimeapi.Mount, error) {
@@ -258,12 +245,8 @@ func mountsOf(c *v1.Container, volumes map[string]string, vars map[string]string
 			if filepath.IsAbs(sub) || strings.HasPrefix(filepath.Clean(sub), "..") {
 				return nil, fmt.Errorf("subPath %q of volume %q must be a relative path without '..'", sub, m.Name)
 			}
+			// The runner creates it if missing (upstream's makeMounts).
 			host = filepath.Join(host, sub)
-			if _, err := os.Stat(host); os.IsNotExist(err) {
-				if err := os.MkdirAll(host, 0o755); err != nil {
-					return nil, fmt.Errorf("subPath %q of volume %q: %w", sub, m.Name, err)
-				}
-			}
 		}
 		out = append(out, &runtimeapi.Mount{ContainerPath: m.MountPath, HostPath: host, Readonly: m.ReadOnly})
 	}
@@ -281,7 +264,7 @@ const (
 
 // resources are the container's requests and limits as the kubelet passes
 // them to a runtime (generateLinuxContainerResources).
-func (b *Builder) resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+func resources(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
 	cpuReq := c.Resources.Requests.Cpu().MilliValue()
 	if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
@@ -298,7 +281,7 @@ func (b *Builder) resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxConta
 	if l, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = l.Value()
 	}
-	r.OomScoreAdj = b.oomScoreAdj(pod, c)
+	r.OomScoreAdj = oomScoreAdj(pod, c, allocatable)
 	return r
 }
 
@@ -360,23 +343,17 @@ func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
 }
 
 // oomScoreAdj is the kubelet's policy (pkg/kubelet/qos/policy.go).
-func (b *Builder) oomScoreAdj(pod *v1.Pod, c *v1.Container) int64 {
+func oomScoreAdj(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) int64 {
 	switch podstatus.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return -997
 	case v1.PodQOSBestEffort:
 		return 1000
 	}
-	capacity := b.allocatable.Memory().Value()
+	capacity := allocatable.Memory().Value()
 	if capacity == 0 {
 		return 999
 	}
 	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/capacity
 	return min(max(adj, 3), 999)
-}
-
-// RemovePodDir removes the pod's directory (its volumes) once the pod is
-// terminated. hostPath volumes are never under it.
-func (b *Builder) RemovePodDir(pod *v1.Pod) error {
-	return os.RemoveAll(b.PodDir(pod))
 }

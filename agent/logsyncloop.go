@@ -4,20 +4,18 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 )
 
-// LogSyncer is the Syncer of an agent that runs no pods: it logs each
-// operation (logOperation) to the logger of Run's context.
-type LogSyncer struct{}
+// LogSyncLoop is the SyncLoop of an agent that runs no pods: it drops
+// each operation, which the agent has logged (logOperation) as it does for
+// every consumer.
+type LogSyncLoop struct{}
 
-// Run logs each operation until updates is closed.
-func (LogSyncer) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
-	log := klog.FromContext(ctx)
-	for u := range updates {
-		logOperation(log, u)
+// Run drains updates until it is closed.
+func (LogSyncLoop) Run(_ context.Context, updates <-chan kubetypes.PodUpdate, _ SourcesSeen) {
+	for range updates {
 	}
 }
 

@@ -1,4 +1,4 @@
-package containerconfig
+package volumes
 
 import (
 	"testing"
