@@ -67,3 +67,45 @@ func TestStaticPodEditNeverOverlaps(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestStaticPodBackWithSameUIDRunsAgain: a manifest moved out of the
+// directory and back (a REMOVE, then an ADD of the same UID, since a
+// static pod's UID is its content's hash) while the pod stops: the pod
+// runs again once its old life ended, never beside it.
+func TestStaticPodBackWithSameUIDRunsAgain(t *testing.T) {
+	n := startNode(t, "node-static-back", Options{HousekeepingPeriod: 200 * time.Millisecond})
+	p := n.staticPod("back", "hash-back", "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.1; done")
+	running := func() []*runtimeapi.Container {
+		list, err := n.rt.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{runtime.LabelPodUID: "hash-back"},
+			State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	n.setStatic(t, p)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(running()) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the static pod never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first := running()[0].Id
+	n.setStatic(t)    // moved out: REMOVE; its TERM trap takes a second
+	n.setStatic(t, p) // and back: ADD of the same UID
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		list := running()
+		if len(list) > 1 {
+			t.Fatalf("%d containers of the static pod run at once", len(list))
+		}
+		if len(list) == 1 && list[0].Id != first {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the static pod that came back with its UID never ran again (running: %d)", len(list))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
