@@ -20,14 +20,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // recorder is a Syncer that records each call ("sync p v2", "terminating
 // p 30", "terminated p") and can hold a sync until released.
 type recorder struct {
-	mu       sync.Mutex
-	calls    []string
-	hold     chan struct{} // when set, SyncPod waits on it (or ctx)
+	mu    sync.Mutex
+	calls []string
+	hold  chan struct{} // when set, SyncPod waits on it (or ctx)
 	// holdRuntime, when set, holds SyncTerminatingRuntimePod.
 	holdRuntime chan struct{}
-	terminal map[string]bool
-	running  map[string]int // full names with a started, unfinished pod
-	overlap  bool           // two pods of one full name ran together
+	terminal    map[string]bool
+	running     map[string]int // full names with a started, unfinished pod
+	overlap     bool           // two pods of one full name ran together
 }
 
 func (r *recorder) add(s string) {
