@@ -37,13 +37,16 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		st, ex = r.observe(c)
 	}
 	if st == nil {
-		return nil // never started
+		return nil // never started (and no exec runs without a start)
 	}
 	if ex == nil {
 		if timeout > 0 && supervisor.SignalGroup(st.Process, syscall.SIGTERM) {
 			done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
-			if done || err != nil {
+			if err != nil {
 				return err
+			}
+			if done {
+				return r.stopExecs(ctx, c.ID, true)
 			}
 		}
 		supervisor.SignalGroup(st.Process, syscall.SIGKILL)
@@ -53,8 +56,10 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if c.spec.Cgroup.Populated() {
 		c.spec.Cgroup.Kill()
 	}
-	_, err = r.waitGone(ctx, c, time.Time{})
-	return err
+	if _, err = r.waitGone(ctx, c, time.Time{}); err != nil {
+		return err
+	}
+	return r.stopExecs(ctx, c.ID, true)
 }
 
 // waitStarted waits while a StartContainer of c is under way, so that a
