@@ -253,7 +253,8 @@ func New(opts Options) (*Agent, error) {
 	}
 	var names []string
 	if opts.StaticPodPath != "" {
-		s, err := file.New(file.Options{Path: opts.StaticPodPath, NodeName: opts.NodeName, CheckFrequency: opts.FileCheckFrequency, Reporter: opts.Reporter})
+		s, err := file.New(file.Options{Path: opts.StaticPodPath, NodeName: opts.NodeName, CheckFrequency: opts.FileCheckFrequency, Reporter: opts.Reporter,
+			StateDir: underRoot(opts.RootDir, "static-pod-manifests")})
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
@@ -491,4 +492,12 @@ func bothReporters(a, b kubetypes.ProblemReporter) kubetypes.ProblemReporter {
 		a.ReportProblem(p)
 		b.ReportProblem(p)
 	})
+}
+
+// underRoot is name under the root directory, or "" without one.
+func underRoot(root, name string) string {
+	if root == "" {
+		return ""
+	}
+	return filepath.Join(root, name)
 }

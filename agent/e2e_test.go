@@ -194,3 +194,52 @@ func TestBadManifestIsAWarningEventOnTheNode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A manifest with a typo after an agent restart: the static pod that ran
+// from it keeps running (the restarted agent adds it with its UID, from
+// the last good version kept under --root-dir, and its mirror stays), and
+// a Warning event on the Node names the file.
+func TestRestartedAgentKeepsStaticPodOfBadManifest(t *testing.T) {
+	node := unique("typo-node")
+	cfg := shared.RESTConfig()
+	cs := clientset(t, cfg)
+	createNode(t, cs, node)
+	dir, root := t.TempDir(), t.TempDir()
+	path := filepath.Join(dir, "web.yaml")
+	writeAtomic(t, path, manifest("web", "image"))
+	isMirror := func(p *v1.Pod) bool { return p != nil && kubetypes.IsMirrorPod(p) }
+
+	_, first := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, RootDir: root})
+	running, _ := first.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/web-"+node)
+	mirror := waitAPIPod(t, cs, "default", "web-"+node, "mirror", isMirror)
+	first.stop()
+
+	writeAtomic(t, path, strings.Replace(manifest("web", "image"), "containers:", "containers", 1))
+	_, second := startAgent(t, Options{NodeName: node, RESTConfig: cfg, StaticPodPath: dir, RootDir: root})
+	kept, _ := second.wait(0, kubetypes.ADD, kubetypes.FileSource, "default/web-"+node)
+	if kept.UID != running.UID {
+		t.Fatalf("the restarted agent added UID %s, want the running pod's %s", kept.UID, running.UID)
+	}
+	sel := "involvedObject.kind=Node,involvedObject.name=" + node
+	deadline := time.Now().Add(waitTimeout)
+	for found := false; !found; {
+		list, err := cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			found = found || e.Type == v1.EventTypeWarning && strings.Contains(e.Message, path) && strings.Contains(e.Message, "keeping pod")
+		}
+		if !found && time.Now().After(deadline) {
+			t.Fatalf("no Warning event naming %s on node %s; events: %+v", path, node, list.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	second.none("the kept pod removed", func(u kubetypes.PodUpdate, p *v1.Pod) bool {
+		return (u.Op == kubetypes.REMOVE || u.Op == kubetypes.DELETE) && p.UID == running.UID
+	})
+	after, err := cs.CoreV1().Pods("default").Get(t.Context(), "web-"+node, metav1.GetOptions{})
+	if err != nil || after.UID != mirror.UID {
+		t.Fatalf("the mirror of the kept static pod was replaced or deleted (err %v)", err)
+	}
+}

@@ -89,6 +89,17 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return &backOffError{wait: wait, msg: msg}
 		}
 	}
+	// An instance left CREATED (its start never reported: it timed out,
+	// or the agent restarted while a supervisor started it) is removed
+	// before another is made. The runtime stops it first if its start
+	// was recorded after all, so two instances never run (invariant 6).
+	for _, inst := range rt.Instances(c.Name) {
+		if inst.State == podruntime.Created {
+			if err := m.rt.RemoveContainer(ctx, inst.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				return fmt.Errorf("remove container %s (%s) of pod %s/%s left created: %w", c.Name, inst.ID, pod.Namespace, pod.Name, err)
+			}
+		}
+	}
 	restartCount := m.volumes.NextRestartCount(pod, c.Name, rt.Find(c.Name))
 	fail := func(reason string, err error) error {
 		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
@@ -121,11 +132,23 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	return nil
 }
 
-// killPod stops every running container of the pod, the app containers
-// in parallel and then the sidecars, and stops its sandboxes.
+// killPod stops every container of the pod that has not exited, the app
+// containers in parallel and then the sidecars, and stops its sandboxes.
+// A CREATED instance is stopped too: its start may be under way in a
+// supervisor and run the command later (invariant 6).
 func (m *Manager) killPod(ctx context.Context, pod *v1.Pod, rt *podruntime.Pod, grace *int64) error {
 	var mains, sidecars []*podruntime.Container
-	for _, c := range rt.Running() {
+	for _, c := range rt.Containers {
+		if c.State == podruntime.Exited {
+			continue
+		}
+		if c.State == podruntime.Created {
+			// Nothing ran yet: no Killing event, no preStop.
+			if err := m.rt.StopContainer(ctx, c.ID, minimumGracePeriod); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				return fmt.Errorf("stop container %s (%s) of pod %s/%s left created: %w", c.Name, c.ID, pod.Namespace, pod.Name, err)
+			}
+			continue
+		}
 		if spec := specOf(pod, c.Name); spec != nil && podactions.IsSidecar(spec) {
 			sidecars = append(sidecars, c)
 		} else {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -122,8 +123,6 @@ type Manager struct {
 	waiting map[types.UID]map[string]podstatus.Waiting
 	backOff map[types.UID]*podactions.BackOff
 	last    map[types.UID]v1.PodStatus // standalone: the status last computed
-	// orphans are runtime pods being stopped by housekeeping.
-	orphans map[types.UID]bool
 }
 
 // New checks opts and builds the Manager; Run starts it.
@@ -141,7 +140,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, rt: opts.Runtime, volumes: vm, events: opts.Events, seenAll: opts.SeenAllSources, hooks: newHookClient(),
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
-		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, orphans: map[types.UID]bool{}}
+		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}}
 	if opts.Client != nil {
 		if m.status, err = status.New(status.Options{Client: opts.Client.CoreV1(), SyncPeriod: opts.StatusSyncPeriod}); err != nil {
 			return nil, fmt.Errorf("podsync: %w", err)
@@ -245,7 +244,7 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 			seen = m.relist(ctx, seen, pods)
 		case <-housekeeping.C:
 			if m.seenAll() {
-				m.housekeeping(ctx, &wg, pods)
+				m.housekeeping(ctx, pods, rejected)
 			}
 		}
 	}
@@ -390,8 +389,14 @@ func (m *Manager) relist(ctx context.Context, before map[string]runtimeapi.Conta
 }
 
 // housekeeping forgets finished pods no source has, tells workers of
-// pods no source has to stop, and stops runtime pods no worker knows.
-func (m *Manager) housekeeping(ctx context.Context, wg *sync.WaitGroup, pods map[types.UID]*v1.Pod) {
+// pods no source has to stop, creates again the pods that came back with
+// the UID of a finished worker (a static pod whose manifest went and came
+// back), and hands runtime pods that no worker and no source knows to a
+// worker of their UID to be stopped and removed, as upstream's
+// HandlePodCleanups: an orphan's removal and a new pod of the same UID
+// are then one worker's work, one after the other, and the removal never
+// reaches the new pod's sandbox or volumes.
+func (m *Manager) housekeeping(ctx context.Context, pods map[types.UID]*v1.Pod, rejected map[types.UID]bool) {
 	desired := make(map[types.UID]bool, len(pods))
 	for uid := range pods {
 		desired[uid] = true
@@ -400,6 +405,13 @@ func (m *Manager) housekeeping(ctx context.Context, wg *sync.WaitGroup, pods map
 		m.forget(uid)
 	}
 	known := m.workers.Known()
+	for uid, p := range pods {
+		if !known[uid] && !rejected[uid] {
+			klog.FromContext(ctx).V(2).Info("Pod created again with the UID of a finished pod; starting it anew", "pod", klog.KObj(p), "podUID", uid)
+			m.workers.UpdatePod(podworkers.Update{Type: podworkers.Create, Pod: p})
+			known[uid] = true
+		}
+	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return
@@ -408,39 +420,32 @@ func (m *Manager) housekeeping(ctx context.Context, wg *sync.WaitGroup, pods map
 	if err != nil {
 		return
 	}
-	orphans := map[types.UID]string{}
-	for _, s := range sandboxes {
-		uid := types.UID(s.GetMetadata().GetUid())
-		if !desired[uid] && !known[uid] {
-			orphans[uid] = s.GetMetadata().GetNamespace() + "/" + s.GetMetadata().GetName()
+	orphans := map[types.UID]*v1.Pod{}
+	orphan := func(uid types.UID, namespace, name string) {
+		if !desired[uid] && !known[uid] && orphans[uid] == nil {
+			orphans[uid] = &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Namespace: namespace, Name: name}}
 		}
+	}
+	for _, s := range sandboxes {
+		orphan(types.UID(s.GetMetadata().GetUid()), s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
 	}
 	for _, c := range containers {
-		uid := types.UID(c.Labels[runtime.LabelPodUID])
-		if !desired[uid] && !known[uid] {
-			orphans[uid] = c.Labels[runtime.LabelPodNamespace] + "/" + c.Labels[runtime.LabelPodName]
-		}
+		orphan(types.UID(c.Labels[runtime.LabelPodUID]), c.Labels[runtime.LabelPodNamespace], c.Labels[runtime.LabelPodName])
 	}
-	for uid, name := range orphans {
-		m.mu.Lock()
-		busy := m.orphans[uid]
-		m.orphans[uid] = true
-		m.mu.Unlock()
-		if busy {
-			continue
-		}
-		wg.Go(func() {
-			defer func() {
-				m.mu.Lock()
-				delete(m.orphans, uid)
-				m.mu.Unlock()
-			}()
-			klog.FromContext(ctx).Info("Stopping a runtime pod that no source has", "pod", name, "podUID", uid)
-			if err := m.removeRuntimePod(ctx, uid); err != nil && ctx.Err() == nil {
-				klog.FromContext(ctx).Info("Failed to stop a runtime pod", "pod", name, "podUID", uid, "err", err)
-			}
-		})
+	grace := int64(minimumGracePeriod)
+	for uid, p := range orphans {
+		klog.FromContext(ctx).Info("Stopping a runtime pod that no source has", "pod", klog.KObj(p), "podUID", uid)
+		m.workers.UpdatePod(podworkers.Update{Type: podworkers.Kill, Pod: p, RuntimeOnly: true, GracePeriod: &grace})
 	}
+}
+
+// SyncTerminatingRuntimePod stops and removes an orphan runtime pod and
+// its directory; its worker holds the UID meanwhile.
+func (m *Manager) SyncTerminatingRuntimePod(ctx context.Context, pod *v1.Pod) error {
+	if err := m.removeRuntimePod(ctx, pod.UID); err != nil {
+		return fmt.Errorf("remove runtime pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+	}
+	return nil
 }
 
 // forget drops what the agent keeps of a pod whose worker is gone.

@@ -9,8 +9,16 @@
 //     source), a deletionTimestamp, or a terminal phase; it cannot be
 //     undone by a later update, and starting it (or shortening the grace
 //     period) cancels the sync in flight;
-//   - a finished UID ignores every update until Forget purges it, so a pod
-//     that finished never runs again under the same UID;
+//   - a finished UID ignores every update until housekeeping
+//     (SyncKnownPods) purges it, so a pod that finished never runs again
+//     under the same UID by itself. A create of a UID that is terminating
+//     or finished, though, is a pod that came back with the same UID (a
+//     static pod's manifest moved out and back, or edited and reverted):
+//     as upstream's restartRequested, it is remembered, and housekeeping
+//     purges the finished worker so that the caller creates it anew;
+//   - a runtime pod that no source and no worker has (an orphan) is killed
+//     by a worker of its UID too, so that its removal and a new pod of the
+//     same UID are serialised like any two updates of one UID;
 //   - two static pods with one full name (name_namespace) never run at
 //     once: a new UID waits until the one holding the name has finished,
 //     so an edited manifest's successor starts after its predecessor
@@ -64,6 +72,11 @@ type Syncer interface {
 	// SyncTerminatedPod cleans up after the pod's containers stopped and
 	// reports its final status.
 	SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error
+	// SyncTerminatingRuntimePod stops and removes what the runtime has of
+	// an orphan, a pod known only from the runtime (pod carries its UID,
+	// name and namespace only); it returns nil only when nothing of it is
+	// left.
+	SyncTerminatingRuntimePod(ctx context.Context, pod *v1.Pod) error
 }
 
 // UpdateType is what an update asks, as upstream's SyncPodType.
@@ -86,6 +99,10 @@ type Update struct {
 	Pod  *v1.Pod
 	// GracePeriod overrides the grace of a Kill when smaller.
 	GracePeriod *int64
+	// RuntimeOnly: Pod stands for a runtime pod that no source has (an
+	// orphan; only its UID, name and namespace are set). Only a Kill of a
+	// UID the workers do not know is taken.
+	RuntimeOnly bool
 }
 
 // Options configures Workers.
@@ -125,6 +142,13 @@ type state struct {
 	grace                             int64 // 0: not set yet
 	started                           bool  // passed the static gate
 	cancel                            context.CancelFunc
+	// runtimeOnly: an orphan runtime pod; it terminates and finishes
+	// without a SyncTerminatedPod.
+	runtimeOnly bool
+	// restartRequested: a create of this UID came while it terminated or
+	// after it finished; housekeeping purges the finished worker so that
+	// the pod is created again.
+	restartRequested bool
 }
 
 // WorkType is which phase a pod's next sync runs.
@@ -166,12 +190,12 @@ func (w *Workers) UpdatePod(u Update) {
 	}
 	s := w.pods[pod.UID]
 	if s == nil {
-		if u.Type == Sync {
+		if u.Type == Sync || u.RuntimeOnly && u.Type != Kill {
 			return // nothing to sync for a pod the workers do not know
 		}
-		s = &state{pod: pod, bell: make(chan struct{}, 1)}
+		s = &state{pod: pod, bell: make(chan struct{}, 1), runtimeOnly: u.RuntimeOnly}
 		w.pods[pod.UID] = s
-		if kubetypes.IsStaticPod(pod) {
+		if kubetypes.IsStaticPod(pod) && !u.RuntimeOnly {
 			name := kubetypes.PodFullName(pod)
 			w.waiting[name] = append(w.waiting[name], pod.UID)
 		}
@@ -183,6 +207,14 @@ func (w *Workers) UpdatePod(u Update) {
 		}
 		w.wg.Add(1)
 		go w.run(pod.UID, s)
+	} else if u.RuntimeOnly {
+		return // the UID's worker has the pod itself: it stops it
+	} else if u.Type == Create && (s.terminating || s.finished) {
+		// The same UID created again while its worker ends or after it
+		// ended (upstream's restartRequested): the old life finishes as
+		// it is, and housekeeping purges it so that the pod starts anew.
+		s.restartRequested = true
+		return
 	}
 	if s.finished {
 		return
@@ -277,6 +309,14 @@ func (w *Workers) run(uid types.UID, s *state) {
 				}
 			}
 		case TerminatingWork:
+			if s.runtimeOnly {
+				if err = w.syncer.SyncTerminatingRuntimePod(ctx, pod); err == nil {
+					w.finish(s, pod)
+					logger.V(2).Info("Runtime pod removed", "pod", klog.KObj(pod))
+					return
+				}
+				break
+			}
 			if err = w.syncer.SyncTerminatingPod(ctx, pod, grace); err == nil {
 				w.mu.Lock()
 				s.terminated = true
@@ -409,6 +449,9 @@ func (w *Workers) finish(s *state, pod *v1.Pod) {
 // Status is what the workers know of a UID.
 type Status struct {
 	Known, Terminating, Terminated, Finished bool
+	// RestartRequested: created again while it terminated or after it
+	// finished; housekeeping purges it once it finished.
+	RestartRequested bool
 }
 
 // PodStatus reports the UID's lifecycle.
@@ -419,18 +462,20 @@ func (w *Workers) PodStatus(uid types.UID) Status {
 	if s == nil {
 		return Status{}
 	}
-	return Status{Known: true, Terminating: s.terminating, Terminated: s.terminated, Finished: s.finished}
+	return Status{Known: true, Terminating: s.terminating, Terminated: s.terminated, Finished: s.finished, RestartRequested: s.restartRequested}
 }
 
 // SyncKnownPods reconciles the workers with the pods the sources have
-// (housekeeping): a worker of a UID not in desired is told to stop, and a
-// finished one is forgotten; it returns the UIDs forgotten. Call it only
-// once every source has been seen.
+// (housekeeping), as upstream's: a worker of a UID not in desired is told
+// to stop, and a finished one is forgotten, as is a finished one whose UID
+// was created again (RestartRequested); it returns the UIDs forgotten. A
+// desired pod forgotten here must be created again by the caller. Call it
+// only once every source has been seen.
 func (w *Workers) SyncKnownPods(desired map[types.UID]bool) (forgotten []types.UID) {
 	w.mu.Lock()
 	var stop []*v1.Pod
 	for uid, s := range w.pods {
-		if desired[uid] {
+		if desired[uid] && !s.restartRequested {
 			continue
 		}
 		if s.finished {
@@ -438,7 +483,7 @@ func (w *Workers) SyncKnownPods(desired map[types.UID]bool) (forgotten []types.U
 			forgotten = append(forgotten, uid)
 			continue
 		}
-		if !s.terminating {
+		if !desired[uid] && !s.terminating {
 			stop = append(stop, s.pod)
 		}
 	}

@@ -20,12 +20,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // recorder is a Syncer that records each call ("sync p v2", "terminating
 // p 30", "terminated p") and can hold a sync until released.
 type recorder struct {
-	mu       sync.Mutex
-	calls    []string
-	hold     chan struct{} // when set, SyncPod waits on it (or ctx)
-	terminal map[string]bool
-	running  map[string]int // full names with a started, unfinished pod
-	overlap  bool           // two pods of one full name ran together
+	mu    sync.Mutex
+	calls []string
+	hold  chan struct{} // when set, SyncPod waits on it (or ctx)
+	// holdRuntime, when set, holds SyncTerminatingRuntimePod.
+	holdRuntime chan struct{}
+	terminal    map[string]bool
+	running     map[string]int // full names with a started, unfinished pod
+	overlap     bool           // two pods of one full name ran together
 }
 
 func (r *recorder) add(s string) {
@@ -77,6 +79,22 @@ func (r *recorder) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
 		r.running[name+string(pod.UID)] = 2
 	}
 	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) SyncTerminatingRuntimePod(ctx context.Context, pod *v1.Pod) error {
+	r.mu.Lock()
+	hold := r.holdRuntime
+	r.mu.Unlock()
+	r.add("removing runtime " + string(pod.UID))
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.add("removed runtime " + string(pod.UID))
 	return nil
 }
 
@@ -147,7 +165,9 @@ func TestLatestUpdateWins(t *testing.T) {
 }
 
 // TestTerminationIsFinal: once killed, a UID terminates, finishes, and no
-// later update runs it again.
+// later update runs it again; housekeeping keeps a finished UID that is
+// still desired (a pod that ended and is still in the API) and forgets it
+// once no source has it, after which the UID may start anew.
 func TestTerminationIsFinal(t *testing.T) {
 	r := &recorder{}
 	w := start(t, r)
@@ -156,15 +176,18 @@ func TestTerminationIsFinal(t *testing.T) {
 	r.waitFor(t, "sync p 1")
 	w.UpdatePod(Update{Type: Kill, Pod: p})
 	r.waitFor(t, "terminated p")
-	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "2")})
 	w.UpdatePod(Update{Type: Modify, Pod: pod("p", "u1", "3")})
+	w.UpdatePod(Update{Type: Sync, Pod: pod("p", "u1", "4")})
 	time.Sleep(50 * time.Millisecond)
 	calls := r.snapshot()
-	if count(calls, "sync p 2")+count(calls, "sync p 3") != 0 || count(calls, "terminating") != 1 {
+	if count(calls, "sync p 3")+count(calls, "sync p 4") != 0 || count(calls, "terminating") != 1 {
 		t.Errorf("calls = %q; a finished UID ran again", calls)
 	}
-	if st := w.PodStatus("u1"); !st.Finished {
-		t.Errorf("status = %+v, want finished", st)
+	if st := w.PodStatus("u1"); !st.Finished || st.RestartRequested {
+		t.Errorf("status = %+v, want finished, no restart requested", st)
+	}
+	if got := w.SyncKnownPods(map[types.UID]bool{"u1": true}); len(got) != 0 {
+		t.Errorf("forgotten = %v; a finished pod that is still desired was forgotten", got)
 	}
 	// Forgotten once no source has it; only then may the UID start anew.
 	if got := w.SyncKnownPods(map[types.UID]bool{}); len(got) != 1 {
@@ -172,6 +195,90 @@ func TestTerminationIsFinal(t *testing.T) {
 	}
 	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "5")})
 	r.waitFor(t, "sync p 5")
+}
+
+// TestCreateOfEndingUIDRestartsIt: a create of a UID whose worker is
+// terminating or finished (a static pod's manifest moved out and back: a
+// REMOVE, then an ADD of the same UID) is remembered as a restart
+// request; housekeeping forgets the finished worker although the UID is
+// desired, and the pod created again runs, after the old life ended.
+func TestCreateOfEndingUIDRestartsIt(t *testing.T) {
+	for _, during := range []string{"terminating", "finished"} {
+		t.Run(during, func(t *testing.T) {
+			r := &recorder{}
+			w := start(t, r)
+			p := pod("p", "u1", "1")
+			p.Annotations = map[string]string{kubetypes.ConfigSourceAnnotationKey: kubetypes.FileSource}
+			w.UpdatePod(Update{Type: Create, Pod: p})
+			r.waitFor(t, "sync p 1")
+			w.UpdatePod(Update{Type: Kill, Pod: p})
+			back := p.DeepCopy()
+			back.ResourceVersion = "2"
+			if during == "finished" {
+				r.waitFor(t, "terminated p")
+				time.Sleep(20 * time.Millisecond)
+			}
+			w.UpdatePod(Update{Type: Create, Pod: back})
+			r.waitFor(t, "terminated p")
+			time.Sleep(20 * time.Millisecond)
+			if st := w.PodStatus("u1"); !st.Finished || !st.RestartRequested {
+				t.Fatalf("status = %+v, want finished with a restart requested", st)
+			}
+			if got := w.SyncKnownPods(map[types.UID]bool{"u1": true}); len(got) != 1 {
+				t.Fatalf("forgotten = %v, want [u1]: the finished life of a UID created again must be purged", got)
+			}
+			w.UpdatePod(Update{Type: Create, Pod: back})
+			r.waitFor(t, "sync p 2")
+			calls := r.snapshot()
+			if i, j := index(calls, "terminated p"), index(calls, "sync p 2"); i < 0 || i > j {
+				t.Errorf("calls = %q; want the old life terminated before the new one syncs", calls)
+			}
+		})
+	}
+}
+
+// TestOrphanKillHoldsItsUID: an orphan runtime pod is killed by a worker
+// of its UID; a pod created with that UID meanwhile waits until the
+// removal finished and housekeeping purged it, so the removal never
+// reaches the new pod's sandbox or volumes.
+func TestOrphanKillHoldsItsUID(t *testing.T) {
+	r := &recorder{holdRuntime: make(chan struct{})}
+	w := start(t, r)
+	one := int64(1)
+	w.UpdatePod(Update{Type: Kill, Pod: pod("old", "u1", ""), RuntimeOnly: true, GracePeriod: &one})
+	r.waitFor(t, "removing runtime u1")
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "1")})
+	// Housekeeping while the removal runs keeps the worker.
+	if got := w.SyncKnownPods(map[types.UID]bool{"u1": true}); len(got) != 0 {
+		t.Fatalf("forgotten = %v while the runtime pod is being removed", got)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c := r.snapshot(); count(c, "sync p") != 0 {
+		t.Fatalf("calls = %q; the new pod ran while the old runtime pod of its UID was being removed", c)
+	}
+	close(r.holdRuntime)
+	r.waitFor(t, "removed runtime u1")
+	deadline := time.Now().Add(10 * time.Second)
+	for !w.PodStatus("u1").Finished {
+		if time.Now().After(deadline) {
+			t.Fatal("the runtime pod's worker never finished")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := w.SyncKnownPods(map[types.UID]bool{"u1": true}); len(got) != 1 {
+		t.Fatalf("forgotten = %v, want [u1]", got)
+	}
+	w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "1")})
+	r.waitFor(t, "sync p 1")
+	if c := r.snapshot(); count(c, "terminating") != 0 || count(c, "terminated") != 0 {
+		t.Errorf("calls = %q; a runtime pod's worker ran the pod's termination", c)
+	}
+	// A runtime-only kill of a UID whose worker has the pod is dropped.
+	w.UpdatePod(Update{Type: Kill, Pod: pod("old", "u1", ""), RuntimeOnly: true, GracePeriod: &one})
+	time.Sleep(50 * time.Millisecond)
+	if c := r.snapshot(); count(c, "removing runtime") != 1 || count(c, "terminating") != 0 {
+		t.Errorf("calls = %q; a runtime-only kill reached a pod's worker", c)
+	}
 }
 
 // TestTerminationCancelsSync: a kill during a sync cancels it, and the

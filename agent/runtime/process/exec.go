@@ -56,6 +56,8 @@ func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string
 // one); a command that cannot start, or that ctx ends, is an error with
 // exit code -1. This is what the agent's /exec serves.
 func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int32, error) {
+	ctx, end := r.trackExec(ctx, containerID)
+	defer end()
 	x, cleanup, err := r.execCommand(ctx, containerID, cmd)
 	if err != nil {
 		return -1, err
@@ -73,7 +75,7 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 		// Done before ctx ended, or at the same moment: it succeeded.
 		return 0, nil
 	case ctx.Err() != nil:
-		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctx.Err())
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, context.Cause(ctx))
 	case errors.As(err, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int32(ws.Signal()), nil
@@ -82,6 +84,70 @@ func (r *Runtime) Exec(ctx context.Context, containerID string, cmd []string, st
 	default:
 		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, err)
 	}
+}
+
+// errContainerStopped ends the exec sessions of a container that stopped.
+var errContainerStopped = errors.New("the container stopped")
+
+// execSession is one exec command under way in a container.
+type execSession struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed once its command was reaped
+}
+
+// trackExec registers an exec in containerID until end is called, and
+// returns the context its command runs under, which stopExecs cancels.
+// An exec runs in a process group of its own, and in the container's
+// cgroup only where one is writable: without one, nothing else would stop
+// an exec session or an exec probe when its container stops, and it
+// would outlive its pod. It is registered before the command checks that
+// the container runs, so a stop racing it either cancels it or is seen by
+// that check.
+func (r *Runtime) trackExec(ctx context.Context, containerID string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	s := &execSession{cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	if r.execs[containerID] == nil {
+		r.execs[containerID] = map[*execSession]struct{}{}
+	}
+	r.execs[containerID][s] = struct{}{}
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.execs[containerID], s)
+		if len(r.execs[containerID]) == 0 {
+			delete(r.execs, containerID)
+		}
+		r.mu.Unlock()
+		cancel(nil)
+		close(s.done)
+	}
+}
+
+// stopExecs kills the process groups of the container's exec commands
+// (through their contexts) and, with wait, waits until they were reaped
+// or ctx ends.
+func (r *Runtime) stopExecs(ctx context.Context, containerID string, wait bool) error {
+	r.mu.Lock()
+	sessions := make([]*execSession, 0, len(r.execs[containerID]))
+	for s := range r.execs[containerID] {
+		sessions = append(sessions, s)
+	}
+	r.mu.Unlock()
+	for _, s := range sessions {
+		s.cancel(errContainerStopped)
+	}
+	if !wait {
+		return nil
+	}
+	for _, s := range sessions {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			return fmt.Errorf("stop the exec commands of container %s: %w", containerID, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // firstSizeWait bounds how long ExecTTY waits for the client's terminal
@@ -182,6 +248,8 @@ func (r *Runtime) execCommand(ctx context.Context, containerID string, cmd []str
 // applied to it. It returns when the command exited and its output was
 // read.
 func (r *Runtime) ExecTTY(ctx context.Context, containerID string, cmd []string, stdin io.Reader, out io.Writer, resize <-chan kiteruntime.TerminalSize) (int32, error) {
+	ctx, end := r.trackExec(ctx, containerID)
+	defer end()
 	x, cleanup, err := r.execCommand(ctx, containerID, cmd)
 	if err != nil {
 		return -1, err
@@ -250,7 +318,7 @@ func (r *Runtime) ExecTTY(ctx context.Context, containerID string, cmd []string,
 	case err == nil:
 		return 0, nil
 	case ctx.Err() != nil:
-		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, ctx.Err())
+		return -1, fmt.Errorf("exec %q in container %s: %w", cmd, containerID, context.Cause(ctx))
 	case errors.As(err, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int32(ws.Signal()), nil

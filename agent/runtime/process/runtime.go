@@ -100,6 +100,9 @@ type Runtime struct {
 	sandboxes   map[string]*sandbox
 	containers  map[string]*container
 	supervisors map[int]struct{} // started by this Runtime, not yet reaped
+	// execs are the exec sessions and exec probes under way, by
+	// container: stopped with their container (see trackExec).
+	execs map[string]map[*execSession]struct{}
 }
 
 var _ kiteruntime.Service = (*Runtime)(nil)
@@ -132,6 +135,7 @@ func New(o Options) (*Runtime, error) {
 		sandboxes:   map[string]*sandbox{},
 		containers:  map[string]*container{},
 		supervisors: map[int]struct{}{},
+		execs:       map[string]map[*execSession]struct{}{},
 	}
 	switch {
 	case r.logMaxSize == 0:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,7 +66,10 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	if err != nil {
 		return err
 	}
-	defer reportR.Close()
+	// Closed before abandonStart waits: a closed report pipe is what
+	// tells the supervisor to abandon the start.
+	closeReport := sync.OnceFunc(func() { reportR.Close() })
+	defer closeReport()
 	proc, err := os.StartProcess(r.helper, []string{"kite-supervisor", c.dir}, &os.ProcAttr{
 		Dir: "/",
 		// The role runs from package supervisor's init, before the
@@ -83,8 +87,10 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	r.supervisors[proc.Pid] = struct{}{}
 	r.mu.Unlock()
 	// Reaped by reapSupervisors with wait4, not by a goroutine per
-	// container waiting on it.
-	proc.Release()
+	// container waiting on it; proc is kept until the start is decided,
+	// to kill a supervisor that never reports (through its pidfd, which
+	// cannot reach another process once it is reaped).
+	defer proc.Release()
 
 	waited := time.Now()
 	deadline, ok := ctx.Deadline()
@@ -92,7 +98,9 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 		deadline = waited.Add(startTimeout)
 	}
 	reportR.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { reportR.SetReadDeadline(time.Now()) })
 	line, err := bufio.NewReader(reportR).ReadString('\n')
+	stop()
 	line = strings.TrimSpace(line)
 	switch {
 	case line == "ok":
@@ -100,11 +108,44 @@ func (r *Runtime) startSupervisor(ctx context.Context, c *container) error {
 	case strings.HasPrefix(line, "error: "):
 		return errors.New(strings.TrimPrefix(line, "error: "))
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("the supervisor did not report within %s (see %s)", time.Since(waited).Round(time.Millisecond), filepath.Join(c.dir, supervisor.LogFile))
+		closeReport()
+		return r.abandonStart(c, proc, fmt.Errorf("the supervisor did not report within %s (see %s)", time.Since(waited).Round(time.Millisecond), filepath.Join(c.dir, supervisor.LogFile)))
 	default:
 		tail, _ := os.ReadFile(filepath.Join(c.dir, supervisor.LogFile))
 		return fmt.Errorf("the supervisor ended without a report (%v): %s", err, lastLine(tail))
 	}
+}
+
+// abandonWait bounds how long a start the agent gave up on may take to be
+// decided by its supervisor before the supervisor is killed.
+const abandonWait = 5 * time.Second
+
+// abandonStart ends a start that did not report in time (invariant 6: the
+// container must not run later as a copy the agent does not know of). It
+// closes the report pipe, which tells the supervisor to abandon the start:
+// it kills what it forked and records a StartError. A supervisor that does
+// not decide within abandonWait (blocked itself) is killed, and the
+// StartError recorded here. A start recorded in the meantime stands: nil.
+func (r *Runtime) abandonStart(c *container, proc *os.Process, why error) error {
+	deadline := time.Now().Add(abandonWait)
+	for {
+		if supervisor.RecordExists(c.dir, supervisor.StartedFile) {
+			return nil // it ran after all: the caller stops it if it must
+		}
+		if supervisor.RecordExists(c.dir, supervisor.ExitFile) {
+			return why
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proc.Kill()
+	err := supervisor.WriteRecord(c.dir, supervisor.ExitFile, supervisor.ExitRecord{
+		ExitCode: 128, FinishedAt: time.Now().UnixNano(), Reason: "StartError",
+		Message: why.Error() + "; the supervisor was killed",
+	})
+	return errors.Join(why, err)
 }
 
 func lastLine(b []byte) string {

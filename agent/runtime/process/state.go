@@ -50,6 +50,11 @@ func (r *Runtime) observe(c *container) (*supervisor.StartedRecord, *supervisor.
 	r.mu.Lock()
 	c.started, c.exit = st, ex
 	r.mu.Unlock()
+	if ex != nil {
+		// The container ended (seen here first): its exec commands end
+		// with it, as a PID namespace's processes end with its init.
+		r.stopExecs(context.Background(), c.ID, false)
+	}
 	return st, ex
 }
 

@@ -9,8 +9,10 @@ import (
 	"github.com/kite-project/kite/agent/runtime/process/supervisor"
 )
 
-// StopContainer implements runtime.Service: SIGTERM to the container's
-// process group, SIGKILL to the group and its cgroup once timeout seconds
+// StopContainer implements runtime.Service, for a container in any
+// state: a CREATED one whose start is under way is stopped once the start
+// is decided (see waitSupervisorDecided). It sends SIGTERM to the
+// container's process group, SIGKILL to the group and its cgroup once timeout seconds
 // have passed (at once for 0), and it returns when none of its processes
 // is left. The group is signalled only while its leader is the process
 // recorded at start (same PID and start time; see signalGroup).
@@ -24,14 +26,27 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 		return err
 	}
 	st, ex := r.observe(c)
+	if st == nil && ex == nil {
+		// CREATED: no start of this Runtime is under way, but one by an
+		// agent before a restart may be, in a supervisor that outlived
+		// it. That supervisor abandons the start (its report pipe is
+		// closed) or has just recorded it; wait for which.
+		if err := r.waitSupervisorDecided(ctx, c); err != nil {
+			return err
+		}
+		st, ex = r.observe(c)
+	}
 	if st == nil {
-		return nil // never started
+		return nil // never started (and no exec runs without a start)
 	}
 	if ex == nil {
 		if timeout > 0 && supervisor.SignalGroup(st.Process, syscall.SIGTERM) {
 			done, err := r.waitGone(ctx, c, time.Now().Add(time.Duration(timeout)*time.Second))
-			if done || err != nil {
+			if err != nil {
 				return err
+			}
+			if done {
+				return r.stopExecs(ctx, c.ID, true)
 			}
 		}
 		supervisor.SignalGroup(st.Process, syscall.SIGKILL)
@@ -41,8 +56,10 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	if c.spec.Cgroup.Populated() {
 		c.spec.Cgroup.Kill()
 	}
-	_, err = r.waitGone(ctx, c, time.Time{})
-	return err
+	if _, err = r.waitGone(ctx, c, time.Time{}); err != nil {
+		return err
+	}
+	return r.stopExecs(ctx, c.ID, true)
 }
 
 // waitStarted waits while a StartContainer of c is under way, so that a
@@ -61,6 +78,20 @@ func (r *Runtime) waitStarted(ctx context.Context, c *container) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// waitSupervisorDecided waits while a supervisor holds c's lock and has
+// recorded neither a start nor an exit.
+func (r *Runtime) waitSupervisorDecided(ctx context.Context, c *container) error {
+	for supervisor.Supervised(c.dir) &&
+		!supervisor.RecordExists(c.dir, supervisor.StartedFile) && !supervisor.RecordExists(c.dir, supervisor.ExitFile) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stop container %s while a supervisor starts it: %w", c.ID, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // waitGone polls until c has an exit record and no process left in its

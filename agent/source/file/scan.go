@@ -48,10 +48,42 @@ type scanner struct {
 	listErr string
 	// sent is the last snapshot sent; nil before the first.
 	sent []*v1.Pod
+	// saved is each manifest's last good content on disk (StateDir);
+	// loaded at the first listing that succeeds.
+	saved  lastGood
+	loaded bool
+	// warn logs what goes wrong with the saved contents (nothing is
+	// stopped for it).
+	warn func(error)
 }
 
 func newScanner(opts Options, report func(kubetypes.Problem)) *scanner {
-	return &scanner{opts: opts, report: report, files: map[string]*manifest{}}
+	return &scanner{opts: opts, report: report, files: map[string]*manifest{}, saved: lastGood{dir: opts.StateDir}, warn: func(error) {}}
+}
+
+// restore gives a manifest that has no good pod in memory (the first scan
+// since the agent started) the pod of its last good content on disk: the
+// pod that ran from it, which a file that exists but is bad or unreadable
+// keeps, as it would had the agent not restarted.
+func (sc *scanner) restore(name string, m *manifest) {
+	data, ok := sc.saved.byPath[name]
+	if m.pod != nil || !ok {
+		return
+	}
+	pod, err := staticpod.DecodePod(data, staticpod.Origin{Source: kubetypes.FileSource, Location: name, NodeName: sc.opts.NodeName})
+	if err != nil {
+		// Saved by an agent that read it differently: nothing to keep.
+		sc.warn(fmt.Errorf("the last good version of %s does not decode any more: %w", name, err))
+		sc.forget(name)
+		return
+	}
+	m.pod = pod
+}
+
+func (sc *scanner) forget(name string) {
+	if err := sc.saved.forget(name); err != nil {
+		sc.warn(err)
+	}
 }
 
 // scan reads the manifests at now. It returns the pods, whether they
@@ -77,6 +109,27 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 		return sc.sent, false, false
 	}
 	sc.listErr = ""
+	if !sc.loaded {
+		sc.loaded = true
+		if err := sc.saved.load(); err != nil {
+			sc.warn(err)
+		}
+		// A manifest that ran before the restart and is not listed now
+		// is a missing file like any other: its pod stays for the
+		// settle period, then goes, with its record.
+		listed := map[string]bool{}
+		for _, name := range names {
+			listed[name] = true
+		}
+		for name := range sc.saved.byPath {
+			if !listed[name] {
+				m := &manifest{}
+				if sc.restore(name, m); m.pod != nil {
+					sc.files[name] = m
+				}
+			}
+		}
+	}
 
 	present := map[string]bool{}
 	for _, name := range names {
@@ -96,8 +149,12 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 		sc.files[name] = m
 		m.missingSince = time.Time{}
 		if err != nil {
+			sc.restore(name, m)
 			if msg := err.Error(); msg != m.readErr {
 				m.readErr = msg
+				if m.pod != nil {
+					err = fmt.Errorf("%w; keeping pod %s/%s from its last good version", err, m.pod.Namespace, m.pod.Name)
+				}
 				sc.problem(kubetypes.ReasonFailedToRead, name, err)
 			}
 			continue
@@ -108,8 +165,12 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 			pod, err := staticpod.DecodePod(data, staticpod.Origin{Source: kubetypes.FileSource, Location: name, NodeName: sc.opts.NodeName})
 			if err != nil {
 				m.bad, m.badSince, m.badReported = err, now, false
+				sc.restore(name, m)
 			} else {
 				m.pod, m.bad, m.badReported = pod, nil, false
+				if err := sc.saved.save(name, data); err != nil {
+					sc.warn(err)
+				}
 			}
 		}
 		if m.bad != nil && !m.badReported {
@@ -140,6 +201,7 @@ func (sc *scanner) scan(now time.Time) (pods []*v1.Pod, changed, pending bool) {
 		}
 		if m.pod == nil || now.Sub(m.missingSince) >= sc.opts.SettlePeriod {
 			delete(sc.files, name)
+			sc.forget(name)
 			continue
 		}
 		pending = true

@@ -414,3 +414,59 @@ func TestScanUnreadablePathAtStartSendsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestScanAfterRestartBadManifestKeepsRunningPod: after an agent restart
+// (a new scanner over the same StateDir), a manifest that exists but is
+// bad (a typo) or unreadable (a symbolic link whose target went) keeps, in
+// the first snapshot already, the pod that ran from it, with its UID, and
+// is reported naming the file; a manifest really gone removes its pod
+// once the settle period passed, and its record with it.
+func TestScanAfterRestartBadManifestKeepsRunningPod(t *testing.T) {
+	for _, fault := range []string{"typo", "dangling link", "gone"} {
+		t.Run(fault, func(t *testing.T) {
+			dir, state := t.TempDir(), t.TempDir()
+			target := filepath.Join(t.TempDir(), "web.yaml")
+			write(t, target, manifestYAML("web", "v1"))
+			manifest := filepath.Join(dir, "web.yaml")
+			if err := os.Symlink(target, manifest); err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{Path: dir, NodeName: nodeName, SettlePeriod: settle, StateDir: state}
+			before := newScanner(opts, (&recorder{}).ReportProblem)
+			running := mustScan(t, before, t0, "default/web-node1:v1", true)[0]
+
+			// The agent stops; the manifest breaks; the agent starts again.
+			switch fault {
+			case "typo":
+				write(t, target, strings.Replace(manifestYAML("web", "v1"), "containers:", "containers", 1))
+			case "dangling link":
+				os.Remove(target)
+			case "gone":
+				os.Remove(manifest)
+			}
+			rec := &recorder{}
+			after := newScanner(opts, rec.ReportProblem)
+			if fault == "gone" {
+				mustScan(t, after, t0.Add(time.Minute), "default/web-node1:v1", true)
+				mustScan(t, after, t0.Add(time.Minute+settle), "", true)
+				if entries, _ := os.ReadDir(state); len(entries) != 0 {
+					t.Errorf("the record of a manifest that is gone stays: %v", entries)
+				}
+				return
+			}
+			pods := mustScan(t, after, t0.Add(time.Minute), "default/web-node1:v1", true)
+			if pods[0].UID != running.UID {
+				t.Fatalf("kept pod UID %s, want the running pod's %s", pods[0].UID, running.UID)
+			}
+			mustScan(t, after, t0.Add(time.Minute+settle), "default/web-node1:v1", false)
+			p := rec.list()
+			if len(p) != 1 || p[0].Where != manifest || !strings.Contains(p[0].Err.Error(), "keeping pod default/web-node1") {
+				t.Fatalf("problems %v, want one about %s saying the pod is kept", p, manifest)
+			}
+			// Fixed: the pod follows the file again.
+			os.Remove(manifest)
+			write(t, manifest, manifestYAML("web", "v2"))
+			mustScan(t, after, t0.Add(2*time.Minute), "default/web-node1:v2", true)
+		})
+	}
+}

@@ -34,6 +34,12 @@
 //     a link loop, a directory on the way replaced) is reported and keeps
 //     its pod, as an unreadable file does: only removing the link itself
 //     removes the pod.
+//   - The last good content of each manifest is kept under StateDir, so
+//     all of the above holds across an agent restart: a manifest that
+//     exists but cannot be read or decoded at the first read keeps the pod
+//     that ran from it (the same UID, since that is a hash of the content),
+//     reported as any bad manifest is. Only a manifest that is really gone
+//     removes its pod, after SettlePeriod.
 package file
 
 import (
@@ -71,6 +77,12 @@ type Options struct {
 	SettlePeriod time.Duration
 	// Reporter, if set, receives the problems found, besides the log line.
 	Reporter kubetypes.ProblemReporter
+	// StateDir, if set, is where the source keeps the last good content
+	// of each manifest (the agent's <root-dir>/static-pod-manifests), so
+	// that a manifest found bad or unreadable by the first read after a
+	// restart keeps the pod that ran from it. Without it such a pod is
+	// removed.
+	StateDir string
 }
 
 // Source reads static pods from manifest files.
@@ -119,6 +131,7 @@ func (s *Source) Run(ctx context.Context, out chan<- kubetypes.PodUpdate) {
 			s.opts.Reporter.ReportProblem(p)
 		}
 	})
+	sc.warn = func(err error) { logger.Error(err, "Last good manifests") }
 
 	// Watch before the first read, so that no change between the two is
 	// missed. Without a watcher the periodic read still works.

@@ -96,25 +96,80 @@ func (p CgroupPaths) Populated() bool {
 }
 
 // Kill sends SIGKILL to every process in p: through cgroup.kill on v2,
-// which also catches processes forking meanwhile; on v1 by listing the
-// members until none is left or the bound passes.
+// which also catches processes forking meanwhile; on v1 (and on v2 where
+// cgroup.kill fails) by listing the members until none is left or the
+// bound passes, each signalled through a pidfd (see killListed).
 func (p CgroupPaths) Kill() {
 	if p.Unified != "" {
 		if err := os.WriteFile(joinPath(p.Unified, "cgroup.kill"), []byte("1"), 0); err == nil {
 			return
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	killListed(p.Procs, 2*time.Second)
+}
+
+// killListed SIGKILLs the processes that procs lists until it lists none
+// or bound passes. A PID read from cgroup.procs names a member only at the
+// moment of the read: the member may exit and its PID go to an unrelated
+// process before the signal (invariant 6). So each listed PID is first
+// pinned with a pidfd, the members are listed again, and only a PID
+// listed again is signalled, through its pidfd: the pidfd's process is
+// then the member (one PID cannot name two live processes), or it has
+// exited since and the signal reaches nobody. A pidfd never comes to name
+// another process. Kernels without pidfds (before 5.3) get kill(2) on the
+// PIDs listed twice, which narrows the window without closing it.
+func killListed(procs func() []int, bound time.Duration) {
+	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
-		pids := p.Procs()
+		pids := procs()
 		if len(pids) == 0 {
 			return
 		}
+		fds := make(map[int]int, len(pids))
+		noPidfd := false
 		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+			fd, err := pidfdOpen(pid)
+			switch {
+			case err == nil:
+				fds[pid] = fd
+			case errors.Is(err, syscall.ENOSYS):
+				noPidfd = true
+			}
+		}
+		for _, pid := range procs() {
+			if fd, ok := fds[pid]; ok {
+				pidfdSendSignal(fd, syscall.SIGKILL)
+			} else if noPidfd {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		for _, fd := range fds {
+			syscall.Close(fd)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// The pidfd system calls have one number on every architecture.
+const (
+	sysPidfdSendSignal = 424
+	sysPidfdOpen       = 434
+)
+
+func pidfdOpen(pid int) (int, error) {
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+func pidfdSendSignal(fd int, sig syscall.Signal) error {
+	_, _, errno := syscall.Syscall6(sysPidfdSendSignal, uintptr(fd), uintptr(sig), 0, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // OOMKills returns how many processes of p the kernel's OOM killer ended

@@ -84,11 +84,7 @@ func GroupExists(pgid int) bool {
 // 6.9) have no gap in which the PID could be reused. Older kernels get
 // kill(-pgid) right after the check. It reports whether p was ours.
 func SignalGroup(p ProcIdentity, sig syscall.Signal) bool {
-	const (
-		sysPidfdSendSignal      = 424
-		sysPidfdOpen            = 434
-		pidfdSignalProcessGroup = 1 << 2
-	)
+	const pidfdSignalProcessGroup = 1 << 2
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(p.PID), 0, 0)
 	if errno == syscall.ENOSYS {
 		// No pidfds (Linux < 5.3): check, then signal.

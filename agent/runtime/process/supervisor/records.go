@@ -2,9 +2,11 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // The process runtime's state lives in files under Options.RootDir, so that a
@@ -139,4 +141,20 @@ func ReadBootID() (string, error) {
 		return "", fmt.Errorf("read boot id: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// Supervised reports whether a supervisor runs for the container in dir:
+// one holds its lock for its whole life. A start under way in a supervisor
+// that an agent before a restart started has no record yet but holds it.
+func Supervised(dir string) bool {
+	f, err := os.Open(joinPath(dir, supervisorLock))
+	if err != nil {
+		return false // none ever ran
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }

@@ -111,7 +111,10 @@ func supervise(dir string, started func(error)) error {
 		started(err)
 		return err
 	}
+	guard := &startGuard{}
+	watchAbandon(guard, dir, spec)
 	startFailed := func(err error) error {
+		guard.failed()
 		werr := WriteRecord(dir, ExitFile, ExitRecord{
 			ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(),
 			Reason: reasonStartError, Message: err.Error(),
@@ -129,7 +132,7 @@ func supervise(dir string, started func(error)) error {
 	}
 	defer log.close()
 
-	pid, attach, err := startContainer(dir, spec, log)
+	pid, attach, err := startContainer(dir, spec, log, guard)
 	if err != nil {
 		if pid > 0 { // runs, but unrecorded: it must not run on
 			syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
@@ -173,12 +176,12 @@ func supervise(dir string, started func(error)) error {
 // tty), and records it in started.json once it runs. It returns the
 // container's PID, also with an error if the command runs but could not
 // be recorded, and the attach server, if any, for the caller to stop.
-func startContainer(dir string, spec ContainerSpec, log *logWriter) (int, *attachServer, error) {
+func startContainer(dir string, spec ContainerSpec, log *logWriter, guard *startGuard) (int, *attachServer, error) {
 	st, err := openStdio(spec)
 	if err != nil {
 		return 0, nil, err
 	}
-	pid, err := startCommand(dir, spec, st.stdin, st.stdout, st.stderr)
+	pid, err := startCommand(dir, spec, st.stdin, st.stdout, st.stderr, guard)
 	st.closeChildEnds()
 	var self, ident ProcIdentity
 	var attach *attachServer
@@ -215,7 +218,9 @@ func startContainer(dir string, spec ContainerSpec, log *logWriter) (int, *attac
 	if err != nil {
 		return pid, attach, err
 	}
-	return pid, attach, WriteRecord(dir, StartedFile, StartedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+	return pid, attach, guard.commit(func() error {
+		return WriteRecord(dir, StartedFile, StartedRecord{Process: ident, Supervisor: self, StartedAt: time.Now().UnixNano(), BootID: boot})
+	})
 }
 
 // stdio is a container's standard streams: the child's ends, which the
@@ -303,7 +308,7 @@ func (st *stdio) closeOurEnds() {
 // thread that joined them first (startInV1Cgroups); os.StartProcess
 // reports a failed exec itself. That saves starting this binary a second
 // time, the larger part of a container's start on a v1 host.
-func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File) (int, error) {
+func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File, guard *startGuard) (int, error) {
 	// oom_score_adj is inherited through fork: the supervisor takes the
 	// container's value for the moment of the fork, so the command has it
 	// from its first instruction, then takes its own back.
@@ -319,10 +324,12 @@ func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File
 	}
 	c := spec.Cgroup
 	if len(spec.Mounts) == 0 {
-		if c.Memory == "" && c.CPU == "" && c.Pids == "" {
-			return startDirect(spec, stdin, stdout, stderr)
-		}
-		return startInV1Cgroups(spec, stdin, stdout, stderr)
+		return guard.fork(func() (int, error) {
+			if c.Memory == "" && c.CPU == "" && c.Pids == "" {
+				return startDirect(spec, stdin, stdout, stderr)
+			}
+			return startInV1Cgroups(spec, stdin, stdout, stderr)
+		})
 	}
 	initR, initW, err := os.Pipe()
 	if err != nil {
@@ -336,20 +343,29 @@ func startCommand(dir string, spec ContainerSpec, stdin, stdout, stderr *os.File
 		// never propagate to the host.
 		sys.Unshareflags = syscall.CLONE_NEWNS
 	}
-	proc, err := os.StartProcess(SelfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
-		Dir:   "/",
-		Env:   []string{RoleEnv + "=" + roleInit, "GOMAXPROCS=1"},
-		Files: []*os.File{stdin, stdout, stderr, initW},
-		Sys:   sys,
+	pid, err := guard.fork(func() (int, error) {
+		proc, err := os.StartProcess(SelfExe, []string{"kite-container-init", dir}, &os.ProcAttr{
+			Dir:   "/",
+			Env:   []string{RoleEnv + "=" + roleInit, "GOMAXPROCS=1"},
+			Files: []*os.File{stdin, stdout, stderr, initW},
+			Sys:   sys,
+		})
+		if err != nil {
+			return 0, err
+		}
+		// The supervisor reaps with wait4(-1): it is the subreaper of all
+		// the container's processes, not only of this one.
+		pid := proc.Pid
+		proc.Release()
+		return pid, nil
 	})
 	initW.Close()
+	if errors.Is(err, errAbandoned) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("start container init: %w", err)
 	}
-	pid := proc.Pid
-	// The supervisor reaps with wait4(-1): it is the subreaper of all the
-	// container's processes, not only of this one.
-	proc.Release()
 	if msg, _ := io.ReadAll(initR); len(msg) > 0 {
 		syscall.Kill(-pid, syscall.SIGKILL) // not reaped yet: still ours
 		waitFor(pid, nil)
