@@ -7,13 +7,15 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	v1 "k8s.io/api/core/v1"
@@ -70,18 +72,65 @@ func dialStuck(t *testing.T, srv *kite.Server, proto, path string) net.Conn {
 	return conn
 }
 
-// watchHandlers counts the goroutines serving a watch.
-func watchHandlers() int {
-	buf := make([]byte, 8<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "kite/apiserver.(*Server).watch(")
+// namespacedConfigMapWatches is how many watches of namespaced configmaps
+// srv is serving, from its apiserver_longrunning_requests gauge (which
+// counts a watch from its handler's start to its return).
+//
+// Only the test's own watches are of namespaced configmaps (srv runs no
+// controller), so the count is exact. Counting the goroutines serving a
+// watch was not: they are those of every server in the test process, and
+// the package's shared server runs controllers whose watches come and go.
+// Under load, one started after the count was taken and then looked like
+// the stuck watch forever (when the test failed so, every watch handler
+// was idle, none blocked in a write).
+func namespacedConfigMapWatches(t *testing.T, srv *kite.Server) int {
+	t.Helper()
+	code, body, _ := send(t, srv, http.MethodGet, "/metrics", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	want := map[string]string{"verb": "WATCH", "group": "", "resource": "configmaps", "subresource": "", "scope": "namespace"}
+	n := 0
+	for _, m := range fams["apiserver_longrunning_requests"].GetMetric() {
+		match := true
+		for _, l := range m.GetLabel() {
+			if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+				match = false
+			}
+		}
+		if match {
+			n += int(m.GetGauge().GetValue())
+		}
+	}
+	return n
 }
 
-// TestAClientThatStopsReadingCostsOnlyItsOwnWatch starts a watch (2 s)
+// waitForWatches waits until srv serves want watches of namespaced
+// configmaps, for at most within.
+func waitForWatches(t *testing.T, srv *kite.Server, want int, within time.Duration) (time.Duration, bool) {
+	t.Helper()
+	start := time.Now()
+	for namespacedConfigMapWatches(t, srv) != want {
+		if time.Since(start) > within {
+			return time.Since(start), false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start), true
+}
+
+// TestAClientThatStopsReadingCostsOnlyItsOwnWatch starts a watch (60 s)
 // from a client that then stops reading, over HTTP/2 and HTTP/1.1, and
-// sends it far more than it takes: its handler must end within its
-// timeout and the write timeout (3 s here) instead of blocking in Write
+// sends it far more than it takes: its handler must end within the write
+// timeout (3 s here) of its blocked write instead of blocking in Write
 // for as long as the connection lives, while a normal client's watch of
-// the same objects gets every event.
+// the same objects gets every event. The watch's own timeout is far
+// beyond the deadline, so only the write bound can end it in time.
 func TestAClientThatStopsReadingCostsOnlyItsOwnWatch(t *testing.T) {
 	// Long enough for the normal client to take each write even under
 	// the race detector.
@@ -107,19 +156,14 @@ func TestAClientThatStopsReadingCostsOnlyItsOwnWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer normal.Stop()
-			// Other watches (the normal client's, the embedded controllers')
-			// are served meanwhile: count the stuck one on top of them.
-			base := 0
-			for deadline := time.Now().Add(10 * time.Second); base == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				base = watchHandlers()
+			// The previous subtest's normal watch may still be ending:
+			// start from the normal client's watch alone.
+			if waited, ok := waitForWatches(t, srv, 1, 10*time.Second); !ok {
+				t.Fatalf("%d configmap watches served after %s, want the normal client's alone", namespacedConfigMapWatches(t, srv), waited)
 			}
-			dialStuck(t, srv, proto, "/api/v1/namespaces/"+ns+"/configmaps?watch=true&timeoutSeconds=2")
-			deadline := time.Now().Add(10 * time.Second)
-			for watchHandlers() < base+1 {
-				if time.Now().After(deadline) {
-					t.Fatal("the stuck client's watch did not start")
-				}
-				time.Sleep(10 * time.Millisecond)
+			dialStuck(t, srv, proto, "/api/v1/namespaces/"+ns+"/configmaps?watch=true&timeoutSeconds=60")
+			if _, ok := waitForWatches(t, srv, 2, 10*time.Second); !ok {
+				t.Fatal("the stuck client's watch did not start")
 			}
 			// 40 events of 256 KiB: more than the socket buffers and
 			// batchconn's MaxPending hold for an HTTP/1.1 client.
@@ -146,14 +190,17 @@ func TestAClientThatStopsReadingCostsOnlyItsOwnWatch(t *testing.T) {
 					t.Fatalf("the normal client got %d of %d events", got, events)
 				}
 			}
-			start := time.Now()
-			for watchHandlers() > base {
-				if time.Since(start) > 2*time.Second+writeTimeout+5*time.Second {
-					t.Fatalf("the stuck client's watch (2 s) is still being served %s after its events were sent", time.Since(start))
-				}
-				time.Sleep(50 * time.Millisecond)
+			// The stuck watch is blocked in a write that began before
+			// now (its buffers hold a few of the 40 events): the write bound
+			// ends it writeTimeout after that write began. slack is for
+			// the scheduling of the bound's timer, the handler and the
+			// scrapes on a loaded machine.
+			const slack = 5 * time.Second
+			if waited, ok := waitForWatches(t, srv, 1, writeTimeout+slack); !ok {
+				t.Fatalf("the stuck client's watch (60 s, write bound %s) is still being served %s after its events were sent", writeTimeout, waited)
+			} else {
+				t.Logf("the stuck watch ended within %s after its events were sent", waited.Round(time.Millisecond))
 			}
-			t.Logf("the stuck watch ended %s after its events were sent", time.Since(start).Round(time.Millisecond))
 		})
 	}
 }

@@ -26,7 +26,7 @@ import (
 // pods. Discovery of custom resources is left out: kube-apiserver's
 // aggregator merges it into /apis, which this server does not run (the
 // bench addresses custom resources by path).
-func newAPIExtensions(cfg *genericapiserver.RecommendedConfig, etcdServers []string) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
+func newAPIExtensions(cfg *genericapiserver.RecommendedConfig, etcd storagebackend.TransportConfig) (*apiextensionsapiserver.CustomResourceDefinitions, error) {
 	generic := cfg.Config
 	generic.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
 	generic.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
@@ -37,7 +37,7 @@ func newAPIExtensions(cfg *genericapiserver.RecommendedConfig, etcdServers []str
 
 	crdCodec := apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion)
 	crds := storagebackend.NewDefaultConfig("/registry", crdCodec)
-	crds.Transport.ServerList = etcdServers
+	crds.Transport = etcd
 	crds.EncodeVersioner = runtime.NewMultiGroupVersioner(apiextensionsv1beta1.SchemeGroupVersion, schema.GroupKind{Group: apiextensionsv1beta1.GroupName})
 	generic.RESTOptionsGetter = restOptionsGetter{config: crds}
 
@@ -46,7 +46,7 @@ func newAPIExtensions(cfg *genericapiserver.RecommendedConfig, etcdServers []str
 	// CBOR storage off (the default); the custom resource handler wraps
 	// this codec in its conversion, pruning and defaulting.
 	crs := storagebackend.NewDefaultConfig("/registry", runtime.NewCodec(unstructured.UnstructuredJSONScheme, unstructured.UnstructuredJSONScheme))
-	crs.Transport.ServerList = etcdServers
+	crs.Transport = etcd
 	c := &apiextensionsapiserver.Config{
 		GenericConfig: &genericapiserver.RecommendedConfig{Config: generic},
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{

@@ -94,13 +94,18 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		return err
 	}
 	sc := storagebackend.NewDefaultConfig("/registry", storageCodec)
+	// The embedded etcd takes only clients with its client certificate.
+	tlsFiles := etcd.ClientTLS()
 	sc.Transport.ServerList = etcd.ClientURLs()
+	sc.Transport.TrustedCAFile = tlsFiles.CAFile
+	sc.Transport.CertFile = tlsFiles.CertFile
+	sc.Transport.KeyFile = tlsFiles.KeyFile
 	restOptions := restOptionsGetter{config: sc}
 	cfg.RESTOptionsGetter = restOptions
 
 	// Last in the chain, as in kube-apiserver: what the pods server does
 	// not serve goes to the apiextensions server.
-	extensions, err := newAPIExtensions(cfg, etcd.ClientURLs())
+	extensions, err := newAPIExtensions(cfg, sc.Transport)
 	if err != nil {
 		return fmt.Errorf("apiextensions: %w", err)
 	}

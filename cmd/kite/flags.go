@@ -19,9 +19,9 @@ type embeddedFlags struct {
 }
 
 func (f *embeddedFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.dataDir, "data-dir", "./kite-data", "directory for Kite's data: etcd/ holds the embedded etcd's files, pki/ the API server's CA, certificate and admin token, kubeconfig the admin kubeconfig")
-	fs.StringVar(&f.listenClientURLs, "listen-client-urls", "", "URL the embedded etcd serves clients on (default http://127.0.0.1 on a free port)")
-	fs.StringVar(&f.listenPeerURLs, "listen-peer-urls", "", "URL the embedded etcd listens on for peers (default http://127.0.0.1 on a free port)")
+	fs.StringVar(&f.dataDir, "data-dir", "./kite-data", "directory for Kite's data: etcd/ holds the embedded etcd's files, pki/etcd/ its CA and the API server's client certificate, pki/ the API server's CA, certificate and admin token, kubeconfig the admin kubeconfig")
+	fs.StringVar(&f.listenClientURLs, "listen-client-urls", "", "URL the embedded etcd serves clients on, https://host:port (default https://127.0.0.1 on a free port); it serves only TLS, to clients with a certificate of its CA, kept with the client certificate in <data-dir>/"+embedded.PKIDir)
+	fs.StringVar(&f.listenPeerURLs, "listen-peer-urls", "", "URL the embedded etcd listens on for peers, https://host:port (default https://127.0.0.1 on a free port)")
 	fs.BoolVar(&f.unsafeNoFsync, "unsafe-no-fsync", false, "do not fsync etcd's writes: faster, and a power failure can lose them (tests only)")
 }
 

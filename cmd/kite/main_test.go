@@ -27,6 +27,9 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		want string
 	}{
 		{"embedded flag with external etcd", []string{"server", "--etcd-servers", "http://127.0.0.1:1", "--listen-client-urls", "http://127.0.0.1:0"}, "--listen-client-urls configures the embedded etcd"},
+		{"plain etcd client URL", []string{"etcd", "--listen-client-urls", "http://127.0.0.1:0"}, "want https://host:port"},
+		{"plain etcd client URL on every address", []string{"server", "--listen-client-urls", "http://0.0.0.0:2379"}, "want https://host:port"},
+		{"plain etcd peer URL", []string{"apiserver", "--listen-peer-urls", "http://127.0.0.1:0"}, "want https://host:port"},
 		{"TLS files without external etcd", []string{"server", "--etcd-cafile", "ca.pem"}, "need --etcd-servers"},
 		{"unknown flag", []string{"server", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{"positional argument", []string{"etcd", "extra"}, `unknown command "extra"`},

@@ -21,6 +21,7 @@ import (
 	"github.com/kite-project/kite/agent/options"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
+	"github.com/kite-project/kite/storage/etcd/embedded"
 )
 
 // serverOptions are what kite server and kite apiserver run with.
@@ -204,7 +205,11 @@ func printBackend(out io.Writer, b *backend.Backend, opts backend.Options) {
 	if err != nil {
 		dir = opts.Embedded.DataDir
 	}
-	fmt.Fprintf(out, "kite: embedded etcd listening on %s, data dir %s\n", urls, dir)
+	// A client in another process (kite apiserver over kite etcd) needs
+	// the files of etcd's client certificate: say where they are.
+	f := embedded.ClientTLSFiles(dir)
+	fmt.Fprintf(out, "kite: embedded etcd listening on %s, data dir %s, clients: --etcd-cafile %s --etcd-certfile %s --etcd-keyfile %s\n",
+		urls, dir, f.CAFile, f.CertFile, f.KeyFile)
 }
 
 // syncWriter serialises writes to out: the agent's log lines come from its

@@ -18,7 +18,7 @@ import (
 // and compact_rev_key, kube-apiserver's record of compactions, is written.
 func TestCompactionIntervalCompactsOldRevisions(t *testing.T) {
 	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--etcd-compaction-interval", "100ms")
-	c := EtcdClient(t, k.EtcdURL)
+	c := k.EtcdClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	first, err := c.Put(ctx, "/registry/e2e/key", "0")

@@ -21,7 +21,7 @@ func seedDataDir(t *testing.T) func(t *testing.T) string {
 	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := EtcdClient(t, k.EtcdURL)
+	c := k.EtcdClient(t)
 	for i := range 20 {
 		if _, err := c.Put(ctx, fmt.Sprintf("/registry/seed/%d", i), "v"); err != nil {
 			t.Fatal(err)

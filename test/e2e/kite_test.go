@@ -16,6 +16,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/kite-project/kite/storage/etcd/embedded"
 )
 
 // readyTimeout is how long a kite process may take to say it is ready. It
@@ -29,6 +31,9 @@ type Kite struct {
 
 	// EtcdURL is the etcd client URL kite printed (embedded or external).
 	EtcdURL string
+	// EtcdTLS are the files of the embedded etcd's client certificate,
+	// which kite printed with its URL (zero for an external etcd).
+	EtcdTLS embedded.TLSFiles
 
 	mu     sync.Mutex
 	stdout []string     // lines printed so far
@@ -38,6 +43,10 @@ type Kite struct {
 }
 
 var etcdURLLine = regexp.MustCompile(`^kite: (?:embedded etcd listening on|using external etcd at) (\S+?)(?:,|$)`)
+
+// etcdTLSFlags are the client certificate's files on the embedded etcd's
+// line, as the API server's flags.
+var etcdTLSFlags = regexp.MustCompile(`--etcd-cafile (\S+) --etcd-certfile (\S+) --etcd-keyfile (\S+)$`)
 
 // StartKite runs `kite args...` and waits until it prints "kite: ready".
 // The process is killed at the end of the test if it still runs.
@@ -85,6 +94,9 @@ func (k *Kite) readStdout(r io.Reader, ready chan struct{}) {
 		k.stdout = append(k.stdout, line)
 		if m := etcdURLLine.FindStringSubmatch(line); m != nil {
 			k.EtcdURL = m[1]
+			if f := etcdTLSFlags.FindStringSubmatch(line); f != nil {
+				k.EtcdTLS = embedded.TLSFiles{CAFile: f[1], CertFile: f[2], KeyFile: f[3]}
+			}
 		}
 		k.mu.Unlock()
 		if line == "kite: ready" && !isReady {
@@ -163,12 +175,17 @@ func RunKite(t testing.TB, limit time.Duration, args ...string) Result {
 	return r
 }
 
-// EtcdClient returns a client of url, closed when the test ends.
-func EtcdClient(t testing.TB, url string) *clientv3.Client {
+// EtcdClient returns a client of the embedded etcd kite printed, with its
+// client certificate, closed when the test ends.
+func (k *Kite) EtcdClient(t testing.TB) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	tlsConfig, err := k.EtcdTLS.ClientConfig()
 	if err != nil {
-		t.Fatalf("etcd client for %s: %v", url, err)
+		t.Fatal(err)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{k.EtcdURL}, TLS: tlsConfig, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd client for %s: %v", k.EtcdURL, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c

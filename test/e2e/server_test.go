@@ -12,6 +12,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kite-project/kite/storage/etcd/etcdtest"
 )
@@ -42,13 +45,13 @@ func TestRestartKeepsWrittenKeys(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := EtcdClient(t, k.EtcdURL).Put(ctx, "/registry/e2e/key", "value"); err != nil {
+			if _, err := k.EtcdClient(t).Put(ctx, "/registry/e2e/key", "value"); err != nil {
 				t.Fatalf("put through %s: %v", k.EtcdURL, err)
 			}
 			stopCleanly(t, k, tt.sig)
 
 			k = StartKite(t, args...)
-			r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/key")
+			r, err := k.EtcdClient(t).Get(ctx, "/registry/e2e/key")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +148,9 @@ func TestExternalEtcd(t *testing.T) {
 	url := srv.ClientURLs()[0]
 	dir := filepath.Join(t.TempDir(), "data")
 
-	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--etcd-servers", url, "--data-dir", dir)
+	f := srv.ClientTLS()
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--etcd-servers", url, "--data-dir", dir,
+		"--etcd-cafile", f.CAFile, "--etcd-certfile", f.CertFile, "--etcd-keyfile", f.KeyFile)
 	if k.EtcdURL != url || strings.Contains(k.Stdout(), "embedded") {
 		t.Fatalf("kite did not use the external etcd %s:\n%s", url, k.Stdout())
 	}
@@ -193,7 +198,7 @@ func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := EtcdClient(t, k.EtcdURL)
+	c := k.EtcdClient(t)
 	for i := range 50 {
 		if _, err := c.Put(ctx, fmt.Sprintf("/registry/e2e/%d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -204,7 +209,7 @@ func TestRestartAfterKillKeepsAcknowledgedKeys(t *testing.T) {
 	}
 
 	k = StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
-	r, err := EtcdClient(t, k.EtcdURL).Get(ctx, "/registry/e2e/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	r, err := k.EtcdClient(t).Get(ctx, "/registry/e2e/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +242,38 @@ func TestShutdownNoiseDropsOnlyCancelledListReads(t *testing.T) {
 			t.Errorf("shutdownNoise(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// TestEmbeddedEtcdServesOnlyTheAPIServer creates a Secret through the API
+// of kite server and reads its key from etcd's port on 127.0.0.1, as any
+// local process or pod could try: a plain client gets nothing, the client
+// certificate the data dir holds for the API server gets the Secret.
+func TestEmbeddedEtcdServesOnlyTheAPIServer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	k := StartKite(t, "server", "--secure-port=0", "--port=0", "--data-dir", dir)
+	if !strings.HasPrefix(k.EtcdURL, "https://127.0.0.1:") || k.EtcdTLS.CertFile == "" {
+		t.Fatalf("etcd at %q with client certificate %q, want https on 127.0.0.1 with one:\n%s", k.EtcdURL, k.EtcdTLS.CertFile, k.Stdout())
+	}
+	cs := clientsetFor(t, filepath.Join(dir, "kubeconfig"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, StringData: map[string]string{"password": "hunter2"}}
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const key = "/registry/secrets/default/db"
+	plain, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(k.EtcdURL, "https://")}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err == nil {
+		defer plain.Close()
+		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+		defer pcancel()
+		if r, err := plain.Get(pctx, key); err == nil {
+			t.Errorf("a plain client on 127.0.0.1 read %s: %d keys", key, len(r.Kvs))
+		}
+	}
+	r, err := k.EtcdClient(t).Get(ctx, key)
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("the API server's client certificate: %v, %v; want the Secret's key", r, err)
+	}
+	stopCleanly(t, k, syscall.SIGTERM)
 }

@@ -13,12 +13,18 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kite-project/kite/storage/etcd/embedded"
 )
 
 // cluster is the processes under test and the proxy in front of the API.
 type cluster struct {
 	dir     string
 	etcdURL string
+	// etcdTLS are the files of the client certificate that kite etcd
+	// made under its data dir: its only clients are the API server and
+	// the runner's check of what etcd holds.
+	etcdTLS embedded.TLSFiles
 	etcd    *proc
 	api     *proc
 	agent   *proc
@@ -49,11 +55,13 @@ func startCluster(ctx context.Context, binary, dir, node string) (*cluster, erro
 		}
 		ports[i] = p
 	}
-	c.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	c.etcdURL = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	etcdDir := filepath.Join(dir, "etcd")
+	c.etcdTLS = embedded.ClientTLSFiles(etcdDir)
 	var err error
 	if c.etcd, err = newProc("etcd", binary, filepath.Join(dir, "etcd.log"), "etcd",
-		"--data-dir", filepath.Join(dir, "etcd"), "--listen-client-urls", c.etcdURL,
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", ports[1]), "--unsafe-no-fsync"); err != nil {
+		"--data-dir", etcdDir, "--listen-client-urls", c.etcdURL,
+		"--listen-peer-urls", fmt.Sprintf("https://127.0.0.1:%d", ports[1]), "--unsafe-no-fsync"); err != nil {
 		return c, err
 	}
 	if err := c.etcd.start(ctx); err != nil {
@@ -61,7 +69,8 @@ func startCluster(ctx context.Context, binary, dir, node string) (*cluster, erro
 	}
 	apiDir := filepath.Join(dir, "api")
 	if c.api, err = newProc("apiserver", binary, filepath.Join(dir, "apiserver.log"), "apiserver",
-		"--etcd-servers", c.etcdURL, "--data-dir", apiDir, "--secure-port", strconv.Itoa(ports[2]),
+		"--etcd-servers", c.etcdURL, "--etcd-cafile", c.etcdTLS.CAFile, "--etcd-certfile", c.etcdTLS.CertFile, "--etcd-keyfile", c.etcdTLS.KeyFile,
+		"--data-dir", apiDir, "--secure-port", strconv.Itoa(ports[2]),
 		"--etcd-compaction-interval", "10s"); err != nil {
 		return c, err
 	}

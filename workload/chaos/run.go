@@ -65,8 +65,11 @@ func (r *runner) logf(format string, args ...any) {
 }
 
 func (r *runner) run(ctx context.Context) (*Report, error) {
-	var err error
-	r.etcd, err = clientv3.New(clientv3.Config{Endpoints: []string{r.c.etcdURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	tlsConfig, err := r.c.etcdTLS.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	r.etcd, err = clientv3.New(clientv3.Config{Endpoints: []string{r.c.etcdURL}, TLS: tlsConfig, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}

@@ -20,8 +20,8 @@ func TestOpenEmbeddedServesAndReopens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.Embedded() || len(b.Endpoints()) != 1 || !strings.HasPrefix(b.Endpoints()[0], "http://127.0.0.1:") {
-		t.Fatalf("embedded=%v endpoints=%v, want one 127.0.0.1 URL", b.Embedded(), b.Endpoints())
+	if !b.Embedded() || len(b.Endpoints()) != 1 || !strings.HasPrefix(b.Endpoints()[0], "https://127.0.0.1:") {
+		t.Fatalf("embedded=%v endpoints=%v, want one https://127.0.0.1 URL", b.Embedded(), b.Endpoints())
 	}
 	if _, err := b.Client().Put(ctx, "/k", "v"); err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestOpenExternalEmbedsNothing(t *testing.T) {
 	defer cancel()
 	// A data dir that cannot be used proves nothing is started there.
 	b, err := Open(ctx, Options{
-		External: ExternalOptions{Servers: srv.ClientURLs()},
+		External: asExternal(srv),
 		Embedded: embedded.Options{DataDir: "/dev/null/nothing-here"},
 	})
 	if err != nil {
@@ -104,4 +104,11 @@ func closedPortURL(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
+}
+
+// asExternal names an embedded etcd as an external one: its client URLs
+// and the TLS files of its client certificate.
+func asExternal(srv *embedded.Server) ExternalOptions {
+	f := srv.ClientTLS()
+	return ExternalOptions{Servers: srv.ClientURLs(), CAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile}
 }

@@ -55,7 +55,7 @@ func TestConnectChecksTheRealEtcdVersion(t *testing.T) {
 	srv, _ := etcdtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, ExternalOptions{Servers: srv.ClientURLs()})
+	c, err := Connect(ctx, asExternal(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 // Package embedded runs an etcd server inside the Kite process.
 //
 // Kite embeds etcd by default so that one binary, with no set-up, has real
-// durable storage. The server listens on 127.0.0.1 only; ports that are not
-// given are picked free by the kernel, and the URLs actually bound are
-// reported by Server.ClientURLs.
+// durable storage. The server listens on 127.0.0.1 unless told otherwise,
+// over TLS only, and serves only clients with a certificate of its own CA
+// (see tls.go): nothing but the API server may reach it. Ports that are
+// not given are picked free by the kernel, and the URLs actually bound are
+// reported by Server.ClientURLs; the files a client in another process
+// needs, by Server.ClientTLS.
 //
 // Start owns the data directory while the server runs: it holds an
 // exclusive lock on it (a second Kite fails at once with ErrDataDirLocked),
@@ -32,8 +35,10 @@ type Options struct {
 	// DataDir holds etcd's WAL and backend (under DataDir/etcd) and the
 	// lock file. It is created if missing.
 	DataDir string
-	// ClientURL and PeerURL are where etcd listens. Empty means
-	// http://127.0.0.1:0, a free port chosen by the kernel.
+	// ClientURL and PeerURL are where etcd listens: https://host:port,
+	// with a client certificate of etcd's CA required on both. Empty
+	// means https://127.0.0.1:0, a free port chosen by the kernel. A
+	// plain http:// URL is refused.
 	ClientURL string
 	PeerURL   string
 	// UnsafeNoFsync turns off fsync: for tests only, where losing the
@@ -57,6 +62,7 @@ type Server struct {
 	log        *etcdLogger
 	lock       *dirLock
 	clientURLs []string
+	clientTLS  TLSFiles
 	errc       chan error
 	watchDone  chan struct{}
 	closeOnce  sync.Once
@@ -101,6 +107,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	serverTLS, clientTLS, err := ensureCerts(opts.DataDir, certHosts(clientURL, peerURL))
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = "kite"
 	cfg.Dir = filepath.Join(opts.DataDir, "etcd")
@@ -122,6 +133,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = 4 * 1024 * 1024
 	}
+	cfg.ClientTLSInfo = serverTLS
+	cfg.PeerTLSInfo = serverTLS
+	// The JSON gateway dials etcd's own gRPC server with the serving
+	// certificate as a client one; nothing of Kite's speaks JSON to etcd.
+	cfg.EnableGRPCGateway = false
 	cfg.ListenClientUrls = []url.URL{clientURL}
 	cfg.AdvertiseClientUrls = []url.URL{clientURL}
 	cfg.ListenPeerUrls = []url.URL{peerURL}
@@ -139,9 +155,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("embedded etcd: start in %s: %w", opts.DataDir, err)
 	}
 	log.loud()
-	s := &Server{etcd: e, log: log, lock: lock, errc: make(chan error, 1), watchDone: make(chan struct{})}
+	s := &Server{etcd: e, log: log, lock: lock, clientTLS: clientTLS, errc: make(chan error, 1), watchDone: make(chan struct{})}
 	for _, l := range e.Clients {
-		s.clientURLs = append(s.clientURLs, "http://"+l.Addr().String())
+		s.clientURLs = append(s.clientURLs, "https://"+l.Addr().String())
 	}
 	go s.watchErrors()
 	return s, nil
@@ -244,20 +260,6 @@ func (s *Server) watchErrors() {
 	}
 }
 
-func parseURL(s string) (url.URL, error) {
-	if s == "" {
-		s = "http://127.0.0.1:0"
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return url.URL{}, err
-	}
-	if u.Scheme != "http" || u.Host == "" {
-		return url.URL{}, errors.New("want http://host:port")
-	}
-	return *u, nil
-}
-
 func prepareDataDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("embedded etcd: create data dir %s: %w", dir, err)
@@ -272,12 +274,21 @@ func prepareDataDir(dir string) error {
 // ClientURLs are the URLs etcd actually listens on for clients.
 func (s *Server) ClientURLs() []string { return s.clientURLs }
 
-// Client returns a new etcd client connected to this server. The caller
-// closes it.
+// ClientTLS are the files of a client certificate that this server
+// accepts, and of the CA that signed its serving certificate.
+func (s *Server) ClientTLS() TLSFiles { return s.clientTLS }
+
+// Client returns a new etcd client connected to this server with the
+// client certificate of ClientTLS. The caller closes it.
 func (s *Server) Client() (*clientv3.Client, error) {
+	tlsConfig, err := s.clientTLS.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
 	return clientv3.New(clientv3.Config{
 		Endpoints:   s.clientURLs,
 		DialTimeout: 10 * time.Second,
+		TLS:         tlsConfig,
 		Logger:      zap.NewNop(),
 	})
 }
