@@ -185,10 +185,3 @@ spec:
 		t.Fatalf("pods after the foreground deletion: %v %v, want none", pods, err)
 	}
 }
-
-func ptrValue(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}

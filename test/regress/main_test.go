@@ -85,3 +85,11 @@ func mustKubectl(t *testing.T, stdin string, args ...string) string {
 	}
 	return out
 }
+
+// ptrValue is what p points to, or nil, for messages.
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
