@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/utils/ptr"
 )
 
 // Delete deletes one object, or marks it for deletion when the strategy
@@ -19,6 +22,11 @@ import (
 func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
+	}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		// Upstream: a negative grace period is 1 s on the delete path.
+		opts = opts.DeepCopy()
+		opts.GracePeriodSeconds = ptr.To[int64](1)
 	}
 	key := s.ObjectKey(namespace, name)
 	existing := s.strategy.New()
@@ -41,76 +49,194 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	uid := m.GetUID()
 	preconditions.UID = &uid
 
-	var mark func(runtime.Object) bool
-	if s.strategy.Graceful != nil {
-		if mark, err = s.strategy.Graceful(existing, opts); err != nil {
-			return nil, false, err
+	marked := existing.DeepCopyObject()
+	plan, err := s.planDelete(marked, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	cached := existing
+	switch {
+	case plan == deletePending:
+		return existing, false, nil
+	case plan == deleteMark && isDryRun(opts.DryRun):
+		return marked, false, nil
+	case plan == deleteMark:
+		out, err := s.markDeleted(ctx, key, existing, preconditions, opts)
+		if err != nil || out != nil {
+			return out, false, err
 		}
-	}
-	finalizers, changed := s.gcFinalizers(m, opts)
-	if mark == nil && len(finalizers) > 0 {
-		mark = s.markForFinalizers
-	}
-	if changed && mark != nil {
-		// The garbage collector's finalizers go on with the mark, as
-		// upstream's updateForGracefulDeletionAndFinalizers.
-		inner := mark
-		mark = func(obj runtime.Object) bool {
-			om, err := meta.Accessor(obj)
-			if err != nil {
-				return false
-			}
-			om.SetFinalizers(finalizers)
-			inner(obj)
-			return true
-		}
-	}
-	if mark != nil {
-		return s.markDeleted(ctx, key, existing, preconditions, mark, opts)
-	}
-	if isDryRun(opts.DryRun) {
+		// The object changed meanwhile and is now to go at once.
+		cached = nil
+	case isDryRun(opts.DryRun):
 		return existing, true, nil
 	}
 	out := s.strategy.New()
-	if err := s.storage.Delete(ctx, key, out, preconditions, noValidation, existing, storage.DeleteOptions{}); err != nil {
+	if err := s.storage.Delete(ctx, key, out, preconditions, noValidation, cached, storage.DeleteOptions{}); err != nil {
 		return nil, false, s.interpret(err, name)
 	}
 	return out, true, nil
 }
 
-// markDeleted writes what mark changes (deletionTimestamp and friends) and
-// leaves the object in place.
-func (s *Store) markDeleted(ctx context.Context, key string, existing runtime.Object, preconditions *storage.Preconditions, mark func(runtime.Object) bool, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	name := keyName(key)
-	if isDryRun(opts.DryRun) {
-		mark(existing)
-		return existing, false, nil
-	}
-	out := s.strategy.New()
-	err := s.storage.GuaranteedUpdate(ctx, key, out, false, preconditions, func(current runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
-		// An unchanged object is not written (storage compares bytes).
-		mark(current)
-		return current, nil, nil
-	}, existing)
+// deletion is what a DELETE does to an object.
+type deletion int
+
+const (
+	// deleteNow removes the object from storage.
+	deleteNow deletion = iota
+	// deleteMark writes the object marked for deletion (deletionTimestamp,
+	// deletionGracePeriodSeconds, finalizers) and keeps it: a grace period
+	// runs or finalizers remain.
+	deleteMark
+	// deletePending leaves the object as it is: it is being deleted
+	// already, no later than this delete asks.
+	deletePending
+)
+
+// planDelete decides what a DELETE with opts does to obj and, for
+// deleteMark, marks obj: upstream's rest.BeforeDelete and the marking of
+// Store.updateForGracefulDeletionAndFinalizers. It runs once on the object
+// read first, and again on the current object inside the write.
+func (s *Store) planDelete(obj runtime.Object, opts *metav1.DeleteOptions) (deletion, error) {
+	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, false, s.interpret(err, name)
+		return deleteNow, apierrors.NewInternalError(err)
 	}
-	return out, false, nil
+	if s.strategy.MarkForDeletion != nil {
+		mark, err := s.strategy.MarkForDeletion(obj, opts)
+		if err != nil {
+			return deleteNow, err
+		}
+		if mark != nil {
+			// The garbage collector's finalizers go on with the mark, as
+			// upstream's updateForGracefulDeletionAndFinalizers.
+			if finalizers, changed := s.gcFinalizers(m, opts); changed {
+				m.SetFinalizers(finalizers)
+			}
+			mark(obj)
+			return deleteMark, nil
+		}
+	}
+	graceful, pending := s.beforeDelete(obj, m, opts)
+	if pending {
+		// As upstream, the finalizers do not change either once a
+		// graceful deletion runs.
+		return deletePending, nil
+	}
+	if finalizers, changed := s.gcFinalizers(m, opts); changed {
+		m.SetFinalizers(finalizers)
+	}
+	switch {
+	case len(m.GetFinalizers()) > 0:
+		if !graceful {
+			s.markAsDeleting(m)
+		}
+		// A grace period, even one of 0, is written with the finalizers:
+		// an update that removes the last of them then deletes the
+		// object (Store.Update).
+		return deleteMark, nil
+	case graceful && *m.GetDeletionGracePeriodSeconds() > 0:
+		return deleteMark, nil
+	default:
+		return deleteNow, nil
+	}
 }
 
-// markForFinalizers is upstream's deletion of an object with finalizers:
-// deletionTimestamp now, grace 0, and it stays until the finalizers are
-// removed.
-func (s *Store) markForFinalizers(obj runtime.Object) bool {
-	m, err := meta.Accessor(obj)
-	if err != nil || m.GetDeletionTimestamp() != nil {
-		return false
+// beforeDelete is upstream's rest.BeforeDelete for the resources with a
+// grace period (Strategy.GracePeriod): the first delete sets
+// deletionTimestamp to now plus the grace period; a later one may only
+// shorten it, to 0 too (the kubelet's final delete of a pod that
+// finalizers keep), moving deletionTimestamp back by the difference but
+// not into the past. It reports whether it marked m (graceful), or
+// whether the deletion already under way is no later than asked
+// (pending). An object already at grace 0 is neither: it goes now, or
+// waits for its finalizers.
+func (s *Store) beforeDelete(obj runtime.Object, m metav1.Object, opts *metav1.DeleteOptions) (graceful, pending bool) {
+	if s.strategy.GracePeriod == nil {
+		return false, false
 	}
-	now := metav1.NewTime(s.now())
-	zero := int64(0)
-	m.SetDeletionTimestamp(&now)
-	m.SetDeletionGracePeriodSeconds(&zero)
-	return true
+	current := m.GetDeletionGracePeriodSeconds()
+	if current != nil && *current < 0 {
+		current = ptr.To[int64](1)
+		m.SetDeletionGracePeriodSeconds(current)
+	}
+	if at := m.GetDeletionTimestamp(); at != nil {
+		switch {
+		case current == nil || *current == 0:
+			return false, false
+		case opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *current:
+			return false, true
+		}
+		period := *opts.GracePeriodSeconds
+		next := at.Add(time.Duration(period-*current) * time.Second)
+		if now := s.now(); next.Before(now) {
+			next = now
+			if period != 0 {
+				// The whole grace period has run out, but a graceful
+				// delete was asked for: the shortest one, so that its
+				// owner (the kubelet) still does the final delete.
+				period = 1
+			}
+		}
+		m.SetDeletionTimestamp(&metav1.Time{Time: next})
+		m.SetDeletionGracePeriodSeconds(&period)
+		return true, false
+	}
+	grace := s.strategy.GracePeriod(obj, opts)
+	at := metav1.NewTime(s.now().Add(time.Duration(grace) * time.Second))
+	m.SetDeletionTimestamp(&at)
+	m.SetDeletionGracePeriodSeconds(&grace)
+	// Controllers of an object being deleted must stop acting on it: its
+	// first deletion is a new generation.
+	if g := m.GetGeneration(); g > 0 {
+		m.SetGeneration(g + 1)
+	}
+	return true, false
+}
+
+// markAsDeleting is upstream's deletion of an object that finalizers keep
+// and that has no grace period to run: deletionTimestamp now (or sooner
+// than a later one it has), grace 0, and it stays until the finalizers
+// are removed.
+func (s *Store) markAsDeleting(m metav1.Object) {
+	now := s.now()
+	at := m.GetDeletionTimestamp()
+	if at == nil && m.GetGeneration() > 0 {
+		m.SetGeneration(m.GetGeneration() + 1)
+	}
+	if at == nil || at.After(now) {
+		m.SetDeletionTimestamp(&metav1.Time{Time: now})
+	}
+	m.SetDeletionGracePeriodSeconds(ptr.To[int64](0))
+}
+
+// errDeleteNow ends a marking write whose current object is to be deleted
+// at once instead (its finalizers were removed meanwhile).
+var errDeleteNow = errors.New("registry: delete now")
+
+// markDeleted writes the marks planDelete makes on the current object and
+// leaves it in place. It returns nil, and no error, when the current
+// object is to be deleted at once instead.
+func (s *Store) markDeleted(ctx context.Context, key string, existing runtime.Object, preconditions *storage.Preconditions, opts *metav1.DeleteOptions) (runtime.Object, error) {
+	out := s.strategy.New()
+	err := s.storage.GuaranteedUpdate(ctx, key, out, false, preconditions, func(current runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		plan, err := s.planDelete(current, opts)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case plan == deleteNow:
+			return nil, nil, errDeleteNow
+		}
+		// A pending deletion leaves current as it is, and an unchanged
+		// object is not written (storage compares bytes).
+		return current, nil, nil
+	}, existing)
+	switch {
+	case errors.Is(err, errDeleteNow):
+		return nil, nil
+	case err != nil:
+		return nil, s.interpret(err, keyName(key))
+	}
+	return out, nil
 }
 
 // DeleteCollection deletes every object of a namespace ("" = all) that

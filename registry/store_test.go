@@ -3,8 +3,8 @@ package registry_test
 import (
 	"context"
 	"testing"
-	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -23,6 +23,12 @@ import (
 func newStore(t *testing.T, strat *registry.Strategy) *registry.Store {
 	t.Helper()
 	_, client := etcdtest.Start(t)
+	return newStoreOn(t, client, strat)
+}
+
+// newStoreOn returns a registry Store for strat over client's etcd.
+func newStoreOn(t *testing.T, client *clientv3.Client, strat *registry.Strategy) *registry.Store {
+	t.Helper()
 	scheme, err := apiserver.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +139,7 @@ func TestDeletePreconditionsAndConflicts(t *testing.T) {
 }
 
 func TestPodGracePeriods(t *testing.T) {
-	s := newStore(t, builtin.Pods(time.Now))
+	s := newStore(t, builtin.Pods())
 	ctx := t.Context()
 	pod := func(name, node string) *v1.Pod {
 		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Image: "i"}}}}

@@ -98,11 +98,26 @@ type Strategy struct {
 	// the orphan finalizer on the object (batch/v1 Jobs).
 	DefaultPropagation metav1.DeletionPropagation
 
-	// Graceful decides what DELETE does to an existing object. It returns
-	// nil to remove the object now, or a func that marks it instead
-	// (deletionTimestamp, deletionGracePeriodSeconds, ...) and reports
-	// whether it changed anything. An error refuses the delete.
-	Graceful func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object) bool, err error)
+	// GracePeriod makes the resource's deletion graceful (upstream's
+	// RESTGracefulDeleteStrategy, pods): it returns the grace period of a
+	// first DELETE of obj with opts, 0 to delete it at once. The Store
+	// sets deletionTimestamp and deletionGracePeriodSeconds from it, and
+	// lets a later DELETE shorten them, down to 0 (see Store.Delete).
+	GracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
+
+	// MarkForDeletion, when set, replaces the generic marking of DELETE
+	// with the resource's own (upstream's Delete of namespaces and of
+	// CustomResourceDefinitions). It returns nil to go on with the generic
+	// deletion, or a func that marks the object instead
+	// (deletionTimestamp, phase, finalizers, ...), which the Store writes
+	// and keeps. An error refuses the delete.
+	MarkForDeletion func(obj runtime.Object, opts *metav1.DeleteOptions) (mark func(obj runtime.Object), err error)
+
+	// ShouldDeleteDuringUpdate, when set, is asked besides the generic
+	// rule before an update that removes the last finalizer of an object
+	// being deleted deletes it (namespaces: only once spec.finalizers is
+	// empty too).
+	ShouldDeleteDuringUpdate func(obj runtime.Object) bool
 
 	// Warnings go out with every request to the resource (a deprecated
 	// custom resource version's deprecation warning).

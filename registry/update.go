@@ -69,7 +69,7 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return nil, nil, err
 		}
 		obj, err = s.prepareUpdate(obj, existing, req, sub)
-		deleteAfter = err == nil && hadFinalizers(existing) && shouldDeleteAfterUpdate(obj)
+		deleteAfter = err == nil && s.shouldDeleteDuringUpdate(obj, existing)
 		return obj, nil, err
 	}
 
@@ -355,18 +355,23 @@ func (s *Store) subresource(name string) (*Subresource, error) {
 	return sub, nil
 }
 
-func hadFinalizers(obj runtime.Object) bool {
+// shouldDeleteDuringUpdate is upstream's ShouldDeleteDuringUpdate: an
+// update leaves obj without finalizers while existing is being deleted
+// with no grace period left (0, or none: deleted for its finalizers
+// alone), so the object goes now. Grace 0 comes with finalizers from the
+// first delete that has nothing to wait for, or from a later one that
+// shortens a graceful deletion (the kubelet's final delete of a pod).
+func (s *Store) shouldDeleteDuringUpdate(obj, existing runtime.Object) bool {
 	m, err := meta.Accessor(obj)
-	return err == nil && len(m.GetFinalizers()) > 0
-}
-
-// shouldDeleteAfterUpdate reports whether obj is being deleted, has no
-// finalizers left and no grace period to wait out.
-func shouldDeleteAfterUpdate(obj runtime.Object) bool {
-	m, err := meta.Accessor(obj)
-	if err != nil || m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+	if err != nil || len(m.GetFinalizers()) > 0 {
 		return false
 	}
-	grace := m.GetDeletionGracePeriodSeconds()
-	return grace == nil || *grace == 0
+	old, err := meta.Accessor(existing)
+	if err != nil || old.GetDeletionTimestamp() == nil {
+		return false
+	}
+	if grace := old.GetDeletionGracePeriodSeconds(); grace != nil && *grace != 0 {
+		return false
+	}
+	return s.strategy.ShouldDeleteDuringUpdate == nil || s.strategy.ShouldDeleteDuringUpdate(obj)
 }

@@ -72,7 +72,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			}
 			return append(validation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn), refuseWebhook(obj)...)
 		},
-		Graceful: graceful(now),
+		MarkForDeletion: markForDeletion(now),
 		Subresources: map[string]*registry.Subresource{
 			"status": {
 				// Upstream's status strategy resets the metadata from
@@ -141,23 +141,23 @@ func statusToInternal(obj runtime.Object) (*internal.CustomResourceDefinition, f
 	return out, nil
 }
 
-// graceful is upstream's CRD delete: the first DELETE sets
+// markForDeletion is upstream's CRD delete: the first DELETE sets
 // deletionTimestamp, adds the cleanup finalizer and the condition
 // Terminating=True/InstanceDeletionPending and leaves the CRD; the CRD
 // controller deletes the custom resources and then removes the finalizer.
-func graceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
-	return func(obj runtime.Object, _ *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
+func markForDeletion(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object), error) {
+	return func(obj runtime.Object, _ *metav1.DeleteOptions) (func(runtime.Object), error) {
 		if obj.(*apiextensionsv1.CustomResourceDefinition).DeletionTimestamp != nil {
-			return func(runtime.Object) bool { return false }, nil
+			// Already deleting: the generic deletion, which keeps it
+			// while finalizers remain.
+			return nil, nil
 		}
-		return func(obj runtime.Object) bool {
+		return func(obj runtime.Object) {
 			crd := obj.(*apiextensionsv1.CustomResourceDefinition)
-			if crd.DeletionTimestamp == nil {
-				t := metav1.NewTime(now())
-				crd.DeletionTimestamp = &t
-				zero := int64(0)
-				crd.DeletionGracePeriodSeconds = &zero
-			}
+			t := metav1.NewTime(now())
+			crd.DeletionTimestamp = &t
+			zero := int64(0)
+			crd.DeletionGracePeriodSeconds = &zero
 			if !apihelpers.CRDHasFinalizer(crd, CleanupFinalizer) {
 				crd.Finalizers = append(crd.Finalizers, CleanupFinalizer)
 			}
@@ -167,7 +167,6 @@ func graceful(now func() time.Time) func(obj runtime.Object, opts *metav1.Delete
 				Reason:  "InstanceDeletionPending",
 				Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
 			})
-			return true
 		}, nil
 	}
 }

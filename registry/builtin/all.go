@@ -13,7 +13,7 @@ func All(now func() time.Time) []*registry.Strategy {
 		now = time.Now
 	}
 	return []*registry.Strategy{
-		Pods(now),
+		Pods(),
 		Nodes(),
 		Namespaces(now),
 		ConfigMaps(),

@@ -26,8 +26,10 @@ var ImmortalNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSyste
 const FinalizerKubernetes = v1.FinalizerKubernetes
 
 // Namespaces returns the strategy of core/v1 namespaces. Deleting a
-// namespace moves it to Terminating; the namespace controller empties it,
-// removes the spec finalizer through "finalize", and deletes it again.
+// namespace moves it to Terminating; the namespace controller empties it
+// and removes the spec finalizer through "finalize", which deletes the
+// namespace when no finalizer is left (else the removal of the last one
+// does, or the controller's second delete).
 func Namespaces(now func() time.Time) *registry.Strategy {
 	return &registry.Strategy{
 		Kind:         v1.SchemeGroupVersion.WithKind("Namespace"),
@@ -57,7 +59,8 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 			return fields.Set{"status.phase": string(obj.(*v1.Namespace).Status.Phase)}
 		},
 		FieldLabels:              []string{"status.phase"},
-		Graceful:                 namespaceGraceful(now),
+		MarkForDeletion:          namespaceMarkForDeletion(now),
+		ShouldDeleteDuringUpdate: func(obj runtime.Object) bool { return len(obj.(*v1.Namespace).Spec.Finalizers) == 0 },
 		AllowUnconditionalUpdate: true,
 		Subresources: map[string]*registry.Subresource{
 			"status": {
@@ -82,8 +85,12 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 	}
 }
 
-func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
-	return func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
+// namespaceMarkForDeletion is upstream's namespace Delete: the first one
+// sets deletionTimestamp and the phase Terminating and keeps the namespace
+// for the namespace controller, which empties it and then removes the
+// kubernetes finalizer from spec.finalizers.
+func namespaceMarkForDeletion(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object), error) {
+	return func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object), error) {
 		ns := obj.(*v1.Namespace)
 		for _, name := range ImmortalNamespaces {
 			if ns.Name == name {
@@ -91,15 +98,11 @@ func namespaceGraceful(now func() time.Time) func(obj runtime.Object, opts *meta
 			}
 		}
 		if ns.DeletionTimestamp == nil {
-			return func(obj runtime.Object) bool {
+			return func(obj runtime.Object) {
 				ns := obj.(*v1.Namespace)
-				if ns.DeletionTimestamp != nil {
-					return false
-				}
 				at := metav1.NewTime(now())
 				ns.DeletionTimestamp = &at
 				ns.Status.Phase = v1.NamespaceTerminating
-				return true
 			}, nil
 		}
 		if len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {

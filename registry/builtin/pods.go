@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -27,7 +26,7 @@ var podFieldLabels = []string{
 }
 
 // Pods returns the strategy of core/v1 pods.
-func Pods(now func() time.Time) *registry.Strategy {
+func Pods() *registry.Strategy {
 	return &registry.Strategy{
 		Kind:              v1.SchemeGroupVersion.WithKind("Pod"),
 		Resource:          "pods",
@@ -49,7 +48,7 @@ func Pods(now func() time.Time) *registry.Strategy {
 		FieldLabels:              podFieldLabels,
 		IndexFields:              []string{"spec.nodeName"},
 		Intern:                   InternPod,
-		Graceful:                 podGraceful(now),
+		GracePeriod:              podGracePeriod,
 		AllowUnconditionalUpdate: true,
 		ReturnDeletedObject:      true,
 		Subresources: map[string]*registry.Subresource{
@@ -116,42 +115,25 @@ func preparePodStatusUpdate(obj, old runtime.Object) {
 	}
 }
 
-// podGraceful is upstream's CheckGracefulDelete for pods: the grace period
-// comes from the request, else the pod spec; a pod not bound to a node, or
-// one that has finished, goes at once.
-func podGraceful(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
-	return func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object) bool, error) {
-		pod := obj.(*v1.Pod)
-		var grace int64
-		switch {
-		case opts.GracePeriodSeconds != nil:
-			grace = *opts.GracePeriodSeconds
-		case pod.Spec.TerminationGracePeriodSeconds != nil:
-			grace = *pod.Spec.TerminationGracePeriodSeconds
-		}
-		if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-			grace = 0
-		}
-		if grace < 0 {
-			grace = 1
-		}
-		if grace == 0 {
-			return nil, nil
-		}
-		return func(obj runtime.Object) bool {
-			m := obj.(*v1.Pod)
-			if m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds <= grace {
-				// A later delete may shorten the grace period, never extend it.
-				return false
-			}
-			at := metav1.NewTime(now().Add(time.Duration(grace) * time.Second))
-			g := grace
-			m.DeletionTimestamp = &at
-			m.DeletionGracePeriodSeconds = &g
-			m.Generation++
-			return true
-		}, nil
+// podGracePeriod is upstream's CheckGracefulDelete for pods: the grace
+// period comes from the request, else the pod spec; a pod not bound to a
+// node, or one that has finished, goes at once.
+func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod := obj.(*v1.Pod)
+	var grace int64
+	switch {
+	case opts.GracePeriodSeconds != nil:
+		grace = *opts.GracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		grace = *pod.Spec.TerminationGracePeriodSeconds
 	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		grace = 0
+	}
+	if grace < 0 {
+		grace = 1
+	}
+	return grace
 }
 
 // bindPod is POST pods/<name>/binding: it assigns the pod to a node once.

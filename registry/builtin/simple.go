@@ -77,44 +77,6 @@ func ServiceAccounts() *registry.Strategy {
 	}
 }
 
-// Services returns the strategy of core/v1 services. Kite stores service
-// objects only: no cluster IP or node port is allocated and nothing
-// routes traffic.
-func Services() *registry.Strategy {
-	return &registry.Strategy{
-		Kind:              v1.SchemeGroupVersion.WithKind("Service"),
-		Resource:          "services",
-		SingularName:      "service",
-		ShortNames:        []string{"svc"},
-		Categories:        []string{"all"},
-		Namespaced:        true,
-		StoragePrefix:     "services/specs",
-		New:               func() runtime.Object { return &v1.Service{} },
-		NewList:           func() runtime.Object { return &v1.ServiceList{} },
-		Default:           func(obj runtime.Object) { defaults.Service(obj.(*v1.Service)) },
-		ValidatesMetadata: true,
-		PrepareForCreate: func(obj runtime.Object) {
-			obj.(*v1.Service).Status = v1.ServiceStatus{}
-		},
-		PrepareForUpdate: func(obj, old runtime.Object) {
-			obj.(*v1.Service).Status = old.(*v1.Service).Status
-		},
-		Validate: func(obj runtime.Object) field.ErrorList { return validation.ValidateService(obj.(*v1.Service)) },
-		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			return validation.ValidateServiceUpdate(obj.(*v1.Service), old.(*v1.Service))
-		},
-		AllowUnconditionalUpdate: true,
-		Subresources: map[string]*registry.Subresource{
-			"status": {
-				PrepareForUpdate: func(obj, old runtime.Object) { obj.(*v1.Service).Spec = old.(*v1.Service).Spec },
-				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-					return validation.ValidateServiceStatusUpdate(obj.(*v1.Service), old.(*v1.Service))
-				},
-			},
-		},
-	}
-}
-
 // Leases returns the strategy of coordination.k8s.io/v1 leases (node
 // heartbeats, leader election).
 func Leases() *registry.Strategy {
