@@ -22,6 +22,12 @@ import (
 // does when it is stopped.
 const testAgentEnv = "KITE_PROCESS_TEST_AGENT_ROOT"
 
+// testAgentBlockEnv, set to a file name, makes the test agent's container
+// append a line to that file when its command runs, and its start block:
+// the log is a FIFO nobody reads. The agent prints the IDs before the
+// start, which never returns.
+const testAgentBlockEnv = "KITE_PROCESS_TEST_AGENT_BLOCK"
+
 func testAgentMain(root string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -39,7 +45,19 @@ func testAgentMain(root string) int {
 	if err == nil {
 		var id string
 		cfg := containerConfig("ticker", "sh", "-c", `trap 'echo stopping; exit 5' TERM; i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.05; done`)
-		if id, err = rt.CreateContainer(ctx, sandbox, cfg, sb); err == nil {
+		if runs := os.Getenv(testAgentBlockEnv); runs != "" {
+			cfg = containerConfig("blocked", "sh", "-c", "echo run >> "+runs+"; exec sleep 600")
+			fifo := filepath.Join(sb.LogDirectory, cfg.LogPath)
+			if err = os.MkdirAll(filepath.Dir(fifo), 0o755); err == nil {
+				err = syscall.Mkfifo(fifo, 0o600)
+			}
+			if err == nil {
+				if id, err = rt.CreateContainer(ctx, sandbox, cfg, sb); err == nil {
+					fmt.Println(sandbox, id)
+					err = rt.StartContainer(ctx, id) // blocks until killed
+				}
+			}
+		} else if id, err = rt.CreateContainer(ctx, sandbox, cfg, sb); err == nil {
 			if err = rt.StartContainer(ctx, id); err == nil {
 				fmt.Println(sandbox, id)
 			}
@@ -139,4 +157,65 @@ func parentPID(t *testing.T, pid int) int {
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	fmt.Sscan(fields[1], &ppid)
 	return ppid
+}
+
+// TestAgentDeathAbandonsTheStartItWaitedFor (invariant 6): an agent that
+// dies while a start it waits for blocks (the container's log is a FIFO
+// nobody reads) leaves no start behind: the supervisor abandons it, the
+// restarted agent finds the container EXITED with StartError, not
+// CREATED, and when the block clears the command never runs.
+func TestAgentDeathAbandonsTheStartItWaitedFor(t *testing.T) {
+	root := t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	agent := exec.Command(os.Args[0], "-test.run=^$")
+	agent.Env = append(os.Environ(), testAgentEnv+"="+root, testAgentBlockEnv+"="+runs)
+	out, err := agent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.HasPrefix(line, "error:") {
+		agent.Process.Kill()
+		agent.Wait()
+		t.Fatalf("test agent: %q %v", line, err)
+	}
+	var sandbox, id string
+	fmt.Sscan(line, &sandbox, &id)
+	time.Sleep(300 * time.Millisecond) // the supervisor blocks on the FIFO
+	agent.Process.Kill()
+	agent.Wait()
+
+	rt, err := New(Options{RootDir: root, CgroupName: testCgroupName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	defer rt.RemovePodSandbox(ctx, sandbox)
+	deadline := time.Now().Add(10 * time.Second)
+	var s *runtimeapi.ContainerStatus
+	for {
+		if s, err = rt.ContainerStatus(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if s.State == runtimeapi.ContainerState_CONTAINER_EXITED || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fifo := filepath.Join(root, "pods", "ns_pod_uid1", "blocked", "0.log")
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if s.State != runtimeapi.ContainerState_CONTAINER_EXITED || s.Reason != "StartError" {
+		t.Errorf("after the agent died during its start the container is %v (%q), want EXITED StartError", s.State, s.Reason)
+	}
+	time.Sleep(time.Second) // what the blocked start would need to run
+	if b, _ := os.ReadFile(runs); len(b) != 0 {
+		t.Errorf("the start the dead agent waited for ran the command: %q", b)
+	}
 }

@@ -22,7 +22,9 @@ const startTimeout = 30 * time.Second
 // StartContainer implements runtime.Service: it starts the container's
 // supervisor and returns once the command runs, or with why it could not
 // (the container is then exited with reason StartError, as containerd
-// records it).
+// records it). A start that does not report before ctx's deadline (30 s
+// without one) or ctx's end is abandoned (see abandonStart): it never
+// runs later.
 func (r *Runtime) StartContainer(ctx context.Context, containerID string) error {
 	r.mu.Lock()
 	c := r.containers[containerID]
