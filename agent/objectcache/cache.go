@@ -185,9 +185,24 @@ func (c *Cache[T]) Watched() int {
 
 func (c *Cache[T]) newItem(k key) *item[T] {
 	store := listwatch.NewIndexer[T](listwatch.IndexerOptions[T]{})
-	lw := listwatch.WithOptions(c.opts.ListerWatcher(k.namespace), func(o *metav1.ListOptions) {
+	inner := listwatch.WithOptions(c.opts.ListerWatcher(k.namespace), func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", k.name).String()
 	})
+	lw := listwatch.ListWatchFuncs{
+		// A list at resourceVersion "0" (a Reflector's first) may be
+		// answered from a cache behind etcd: a configMap created just
+		// before its pod would be NotFound, and the pod's start fail
+		// once. Every list here is a consistent read instead, as fresh
+		// as the GET this cache replaces; a single object's list is
+		// cheap either way.
+		ListFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.ResourceVersion == "0" {
+				o.ResourceVersion, o.ResourceVersionMatch = "", ""
+			}
+			return inner.List(ctx, o)
+		},
+		WatchFunc: inner.Watch,
+	}
 	var zero T
 	r, err := listwatch.NewReflector(listwatch.Options{
 		Name:          fmt.Sprintf("%s %s/%s", c.opts.Resource.String(), k.namespace, k.name),

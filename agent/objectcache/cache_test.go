@@ -2,6 +2,7 @@ package objectcache
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,11 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // start runs a cache of configMaps over a client whose requests are
-// counted, in a namespace of its own with configMap "cm" {v: 1}.
-func start(t *testing.T, ns string) (*Cache[*v1.ConfigMap], kubernetes.Interface, *atomic.Int32) {
+// counted, in a namespace of its own named after base (returned) with
+// configMap "cm" {v: 1}.
+func start(t *testing.T, base string) (*Cache[*v1.ConfigMap], kubernetes.Interface, *atomic.Int32, string) {
 	t.Helper()
+	ns := fmt.Sprintf("%s-%x", base, time.Now().UnixNano()&0xffffffffff)
 	var requests atomic.Int32
 	cfg := shared.RESTConfig()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -55,7 +58,7 @@ func start(t *testing.T, ns string) (*Cache[*v1.ConfigMap], kubernetes.Interface
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return c, cs, &requests
+	return c, cs, &requests, ns
 }
 
 func eventually(t *testing.T, what string, ok func() bool) {
@@ -73,18 +76,18 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // its list; later reads (a container start each) make no request at all,
 // where the agent made a GET per start before.
 func TestGetCostsNoRequestOnceWatched(t *testing.T) {
-	c, _, requests := start(t, "oc-get")
-	c.Set("pod-1", "oc-get", []string{"cm", "nope"})
-	cm, err := c.Get(context.Background(), "oc-get", "cm")
+	c, _, requests, ns := start(t, "oc-get")
+	c.Set("pod-1", ns, []string{"cm", "nope"})
+	cm, err := c.Get(context.Background(), ns, "cm")
 	if err != nil || cm.Data["v"] != "1" {
 		t.Fatalf("Get = %v, %v; want cm with v=1", cm, err)
 	}
-	if _, err := c.Get(context.Background(), "oc-get", "nope"); !apierrors.IsNotFound(err) || err.Error() != `configmaps "nope" not found` {
+	if _, err := c.Get(context.Background(), ns, "nope"); !apierrors.IsNotFound(err) || err.Error() != `configmaps "nope" not found` {
 		t.Fatalf("Get of a missing configMap: %v, want upstream's NotFound", err)
 	}
 	before := requests.Load()
 	for range 100 {
-		if _, err := c.Get(context.Background(), "oc-get", "cm"); err != nil {
+		if _, err := c.Get(context.Background(), ns, "cm"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,11 +99,11 @@ func TestGetCostsNoRequestOnceWatched(t *testing.T) {
 // TestChangesAreSeen: the cache follows the object through its watch:
 // an update, a delete, a create again.
 func TestChangesAreSeen(t *testing.T) {
-	c, cs, _ := start(t, "oc-watch")
+	c, cs, _, ns := start(t, "oc-watch")
 	ctx := context.Background()
-	c.Set("pod-1", "oc-watch", []string{"cm"})
+	c.Set("pod-1", ns, []string{"cm"})
 	value := func() string {
-		cm, err := c.Get(ctx, "oc-watch", "cm")
+		cm, err := c.Get(ctx, ns, "cm")
 		if apierrors.IsNotFound(err) {
 			return "<none>"
 		}
@@ -112,15 +115,15 @@ func TestChangesAreSeen(t *testing.T) {
 	if v := value(); v != "1" {
 		t.Fatalf("v = %s, want 1", v)
 	}
-	if _, err := cs.CoreV1().ConfigMaps("oc-watch").Update(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "2"}}, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "2"}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the update", func() bool { return value() == "2" })
-	if err := cs.CoreV1().ConfigMaps("oc-watch").Delete(ctx, "cm", metav1.DeleteOptions{}); err != nil {
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "cm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the delete", func() bool { return value() == "<none>" })
-	if _, err := cs.CoreV1().ConfigMaps("oc-watch").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "3"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "3"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the create", func() bool { return value() == "3" })
@@ -130,15 +133,15 @@ func TestChangesAreSeen(t *testing.T) {
 // at least one pod refers to it, as upstream's RegisterPod and
 // UnregisterPod; one no pod refers to cannot be read.
 func TestObjectsAreWatchedWhilePodsReferToThem(t *testing.T) {
-	c, _, _ := start(t, "oc-refs")
-	c.Set("pod-1", "oc-refs", []string{"cm", "other"})
-	c.Set("pod-2", "oc-refs", []string{"cm"})
+	c, _, _, ns := start(t, "oc-refs")
+	c.Set("pod-1", ns, []string{"cm", "other"})
+	c.Set("pod-2", ns, []string{"cm"})
 	steps := []struct {
 		do   func()
 		want int
 	}{
 		{func() {}, 2},
-		{func() { c.Set("pod-1", "oc-refs", []string{"cm"}) }, 1},
+		{func() { c.Set("pod-1", ns, []string{"cm"}) }, 1},
 		{func() { c.Forget("pod-1") }, 1},
 		{func() { c.Forget("pod-2") }, 0},
 	}
@@ -148,7 +151,7 @@ func TestObjectsAreWatchedWhilePodsReferToThem(t *testing.T) {
 			t.Errorf("step %d: %d objects watched, want %d", i, got, s.want)
 		}
 	}
-	if _, err := c.Get(context.Background(), "oc-refs", "cm"); err == nil || apierrors.IsNotFound(err) {
+	if _, err := c.Get(context.Background(), ns, "cm"); err == nil || apierrors.IsNotFound(err) {
 		t.Errorf("Get of an object no pod refers to = %v, want an error saying so", err)
 	}
 }

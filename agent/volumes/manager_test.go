@@ -2,11 +2,13 @@ package volumes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,16 +17,18 @@ import (
 	"github.com/kite-project/kite/agent/containerconfig"
 )
 
-// setup makes namespace ns with a configMap "cm" {a: 1, b: two} and a
+// setup makes a namespace named after base (its name is the pod's
+// namespace, testPod's) with a configMap "cm" {a: 1, b: two} and a
 // secret "s" {token: sekret}, and a running Manager reading them.
-func setup(t *testing.T, ns string) (*Manager, kubernetes.Interface) {
+func setup(t *testing.T, base string) (*Manager, string) {
 	t.Helper()
-	return setupAt(t, ns, t.TempDir())
+	return setupAt(t, base, t.TempDir())
 }
 
 // setupAt is setup with root as the root directory.
-func setupAt(t *testing.T, ns, root string) (*Manager, kubernetes.Interface) {
+func setupAt(t *testing.T, base, root string) (*Manager, string) {
 	t.Helper()
+	ns := fmt.Sprintf("%s-%x", base, time.Now().UnixNano()&0xffffffffff)
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(shared.RESTConfig())
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -44,7 +48,7 @@ func setupAt(t *testing.T, ns, root string) (*Manager, kubernetes.Interface) {
 	var wg sync.WaitGroup
 	wg.Go(func() { m.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return m, cs
+	return m, ns
 }
 
 func optional() *bool { t := true; return &t }
@@ -60,9 +64,9 @@ func testPod(ns string, vols ...v1.Volume) *v1.Pod {
 // with the configMaps and secrets read through the cache; a subPath that
 // is missing is created when a container's configuration is built.
 func TestSetUp(t *testing.T) {
-	m, _ := setup(t, "vol-setup")
+	m, ns := setup(t, "vol-setup")
 	mode := int32(0o600)
-	pod := testPod("vol-setup",
+	pod := testPod(ns,
 		v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}, Items: []v1.KeyToPath{{Key: "b", Path: "sub/b.txt", Mode: &mode}}}}},
 		v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 		v1.Volume{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
@@ -103,7 +107,7 @@ func TestSetUp(t *testing.T) {
 }
 
 func TestSetUpErrors(t *testing.T) {
-	m, _ := setup(t, "vol-err")
+	m, ns := setup(t, "vol-err")
 	cases := []struct {
 		name string
 		vol  v1.VolumeSource
@@ -119,7 +123,7 @@ func TestSetUpErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := m.SetUp(context.Background(), testPod("vol-err", v1.Volume{Name: "v", VolumeSource: tc.vol}))
+			_, err := m.SetUp(context.Background(), testPod(ns, v1.Volume{Name: "v", VolumeSource: tc.vol}))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("SetUp error = %v, want %q", err, tc.want)
 			}

@@ -49,8 +49,8 @@ func TestVolumesAreNotReadableByOtherUsers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, _ := setupAt(t, "vol-perm", root)
-	pod := testPod("vol-perm", v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
+	m, ns := setupAt(t, "vol-perm", root)
+	pod := testPod(ns, v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "s"}}})
 	vols, err := m.SetUp(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestModesAndFSGroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to give files to a group")
 	}
-	m, _ := setup(t, "vol-modes")
+	m, ns := setup(t, "vol-modes")
 	mode := func(m int32) *int32 { return &m }
 	group := int64(1234)
 	tests := []struct {
@@ -109,7 +109,7 @@ func TestModesAndFSGroup(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := testPod("vol-modes", v1.Volume{Name: "v", VolumeSource: tc.vol})
+			pod := testPod(ns, v1.Volume{Name: "v", VolumeSource: tc.vol})
 			pod.UID = types.UID(fmt.Sprintf("uid-%d", i))
 			pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: tc.fsGroup}
 			vols, err := m.SetUp(context.Background(), pod)

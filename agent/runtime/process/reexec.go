@@ -4,8 +4,8 @@ package process
 // re-executed with KITE_PROCESS_RUNTIME_ROLE set, that init runs the
 // helper role (see supervisor's role.go) and calls os.Exit, before the
 // initialisers of the binary's other packages; without the variable it
-// does nothing. It is the one process-global effect of a library package
-// here, and it must stay: every binary linking the runtime needs it.
+// does nothing. This process-global effect is deliberate and must stay:
+// every binary linking the runtime needs it.
 import _ "github.com/kite-project/kite/agent/runtime/process/supervisor"
 
 // Main is kept for the binaries and tests that call it first thing in
