@@ -167,10 +167,7 @@ func TestNewRSConditions(t *testing.T) {
 		}, true, true, ReasonNewRSCreated, corev1.ConditionTrue, "5"},
 		{"failed: ReplicaSetCreateError", func(d *appsv1.Deployment) bool {
 			msg, write := FailedNewRS(d, "d-abc", errors.New("quota"), t0)
-			if msg != `Failed to create new replica set "d-abc": quota` {
-				panic(msg)
-			}
-			return write
+			return write && msg == `Failed to create new replica set "d-abc": quota`
 		}, true, true, ReasonFailedRSCreate, corev1.ConditionFalse, ""},
 		{"failed without a progress deadline: nothing to write", func(d *appsv1.Deployment) bool {
 			_, write := FailedNewRS(d, "d-abc", errors.New("quota"), t0)
