@@ -33,7 +33,8 @@ type FieldManagers struct {
 
 // SetTyped makes kinds, Go types of the scheme that client-go's
 // compiled-in schema lacks (the Scale of scale subresources, which is no
-// resource of its own), known by the schema converter describes.
+// resource of its own; CustomResourceDefinitions, see
+// Strategy.ApplySchema), known by the schema converter describes.
 func (f *FieldManagers) SetTyped(converter managedfields.TypeConverter, kinds ...schema.GroupVersionKind) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -71,6 +71,13 @@ func New(opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.fields != nil && opts.Strategy.ApplySchema != nil {
+		tc, err := opts.Strategy.ApplySchema()
+		if err != nil {
+			return nil, fmt.Errorf("registry: %s: %w", opts.Strategy.Resource, err)
+		}
+		s.fields.SetTyped(tc, opts.Strategy.Kind)
+	}
 	return s, nil
 }
 

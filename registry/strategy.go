@@ -119,6 +119,12 @@ type Strategy struct {
 	// empty too).
 	ShouldDeleteDuringUpdate func(obj runtime.Object) bool
 
+	// ApplySchema, when set, returns the structured-merge schema of Kind,
+	// for a kind that client-go's compiled-in schema lacks
+	// (CustomResourceDefinitions): with it the Store keeps managed fields
+	// and serves server-side apply as for any other kind.
+	ApplySchema func() (managedfields.TypeConverter, error)
+
 	// Warnings go out with every request to the resource (a deprecated
 	// custom resource version's deprecation warning).
 	Warnings []string

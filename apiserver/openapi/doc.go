@@ -22,6 +22,12 @@
 //
 // /openapi/v2 is served as JSON or, when asked, as the protobuf kubectl
 // prefers (application/com.github.proto-openapi.spec.v2@v1.0+protobuf).
+// Custom resources' schemas, written for v3, are converted for it as
+// upstream's v2 builder does (v2.go: allOf, oneOf, anyOf and not dropped,
+// nullable values untyped, fields that preserve unknown ones without
+// properties, a root that does so a plain object); one that still does
+// not encode is described as a plain object of its kind and logged, so a
+// single schema never fails the whole document.
 // /openapi/v3 lists one document per group version with a
 // serverRelativeURL carrying its hash; the documents themselves are served
 // by kube-openapi's handler3 (JSON or protobuf, immutable when fetched by

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/openapiconv"
@@ -63,11 +64,12 @@ type gvDoc struct {
 
 // documents is one generation of the served documents, encoded lazily.
 type documents struct {
-	v2 *spec.Swagger
-	// v2Encoded encodes v2 on first use: the protobuf form costs a YAML
-	// parse of the whole document (most of New's time otherwise), and
-	// kubectl asks for v2 only when v3 does not answer.
-	v2Encoded   func() (*encodedV2, error)
+	// v2 builds and encodes the v2 document on first use: the protobuf
+	// form costs a YAML parse of the whole document (most of New's time
+	// otherwise), and kubectl asks for v2 only when v3 does not answer.
+	v2 func() *v2Document
+	// v2Reported is set once the definitions v2 skipped are logged.
+	v2Reported  atomic.Bool
 	built       time.Time
 	v3          map[string]func() *spec3.OpenAPI // by discovery key, e.g. "api/v1"
 	definitions func() map[string]*spec.Schema   // v3 component schemas of every served group version
@@ -201,12 +203,19 @@ func (s *Service) publishLocked(d *definitions) {
 		maps.Copy(all, doc.paths)
 		v3[v3Key(gv)] = doc.v3
 	}
-	v2 := swagger(s.version, all, d.defs)
+	var schemaDefs []string
+	for _, doc := range s.byGV {
+		for _, r := range doc.resources {
+			if r.Schema != nil {
+				schemaDefs = append(schemaDefs, r.DefinitionName)
+			}
+		}
+	}
+	version := s.version
 	docs := &documents{
-		v2:        v2,
-		v2Encoded: sync.OnceValues(func() (*encodedV2, error) { return encodeV2(v2) }),
-		built:     time.Now(),
-		v3:        v3,
+		v2:    sync.OnceValue(func() *v2Document { return buildV2(version, all, d.defs, schemaDefs) }),
+		built: time.Now(),
+		v3:    v3,
 	}
 	docs.definitions = sync.OnceValue(func() map[string]*spec.Schema {
 		out := map[string]*spec.Schema{}
@@ -221,6 +230,46 @@ func (s *Service) publishLocked(d *definitions) {
 type encodedV2 struct {
 	json, proto []byte
 	etag        string
+}
+
+// v2Document is the v2 document of one generation, as served.
+type v2Document struct {
+	swagger *spec.Swagger
+	enc     *encodedV2
+	err     error
+	// skipped says why each custom resource definition that v2 could not
+	// carry, even converted, is described as a plain object instead.
+	skipped []error
+}
+
+// buildV2 builds and encodes the v2 document: the custom resources'
+// definitions (schemaDefs) converted to what v2 can express, as upstream's
+// v2 builder does. Should one still not encode, it is described as a
+// plain object of its kind and the rest is served: one schema never fails
+// the whole document, which kubectl reads for every kind that v3 does not
+// describe.
+func buildV2(version string, paths map[string]spec.PathItem, defs spec.Definitions, schemaDefs []string) *v2Document {
+	v2defs := v2Definitions(defs, schemaDefs)
+	sw := swagger(version, paths, v2defs)
+	enc, err := encodeV2(sw)
+	if err == nil {
+		return &v2Document{swagger: sw, enc: enc}
+	}
+	// The whole document is parsed once when all is well; each custom
+	// resource's definition is parsed alone only to find the bad ones.
+	var skipped []error
+	for _, n := range schemaDefs {
+		if def, ok := v2defs[n]; ok {
+			if cerr := checkV2Definition(n, def); cerr != nil {
+				v2defs[n] = plainObject(def)
+				skipped = append(skipped, cerr)
+			}
+		}
+	}
+	if len(skipped) > 0 {
+		enc, err = encodeV2(sw)
+	}
+	return &v2Document{swagger: sw, enc: enc, err: err, skipped: skipped}
 }
 
 func encodeV2(v2 *spec.Swagger) (*encodedV2, error) {
@@ -380,8 +429,9 @@ func reachable(paths map[string]spec.PathItem, defs spec.Definitions) spec.Defin
 	return out
 }
 
-// V2 returns the OpenAPI v2 document. Callers must not modify it.
-func (s *Service) V2() *spec.Swagger { return s.docs.Load().v2 }
+// V2 returns the OpenAPI v2 document as served. Callers must not modify
+// it.
+func (s *Service) V2() *spec.Swagger { return s.docs.Load().v2().swagger }
 
 // V3 returns the v3 document of a group version, or nil. Callers must not
 // modify it.
@@ -427,10 +477,16 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) serveV2(w http.ResponseWriter, r *http.Request) {
 	docs := s.docs.Load()
-	enc, err := docs.v2Encoded()
+	v2 := docs.v2()
+	if len(v2.skipped) > 0 && docs.v2Reported.CompareAndSwap(false, true) {
+		for _, err := range v2.skipped {
+			klog.FromContext(r.Context()).Error(err, "OpenAPI v2 describes a custom resource as a plain object: its schema does not convert")
+		}
+	}
+	enc, err := v2.enc, v2.err
 	if err != nil {
-		// Reached only if a served type cannot be encoded; New's callers
-		// test their resources through this path.
+		// Reached only if a built-in type cannot be encoded; New's
+		// callers test their resources through this path.
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

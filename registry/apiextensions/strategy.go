@@ -43,6 +43,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(obj.(*apiextensionsv1.CustomResourceDefinition))
 		},
 		ValidatesMetadata: true,
+		ApplySchema:       applySchema,
 		PrepareForCreate: func(obj runtime.Object) {
 			crd := obj.(*apiextensionsv1.CustomResourceDefinition)
 			crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
