@@ -128,14 +128,18 @@ func TestFreshnessWaitAsksAgainOnceAnswered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
+		start := time.Now().UnixNano()
 		if err := c.waitFresh(ctx, uint64(resp.Header.Revision)); err != nil {
 			t.Fatal(err)
 		}
-		// The bug waited a full progressRequestPeriod (100 ms) from
-		// the second wait on; an answered request takes a round trip.
-		if took := time.Since(start); i > 0 && took >= 90*time.Millisecond {
-			t.Errorf("wait %d for revision %d took %v, want the round trip of one progress request", i, resp.Header.Revision, took)
+		// When this wait's request left, not how long the wait took
+		// (the answer's round trip is the machine's to make long): the
+		// request of a wait that follows an answered one leaves as the
+		// wait starts, before any I/O. The bug sent it only when its
+		// timer of progressRequestPeriod (100 ms) fired, so never sooner
+		// than that after the wait started.
+		if sent := time.Duration(c.lastProgressRequest.Load() - start); i > 0 && sent >= progressRequestPeriod {
+			t.Errorf("wait %d for revision %d sent its progress request %v after it started, want at once: the previous request was answered", i, resp.Header.Revision, sent)
 		}
 	}
 }
