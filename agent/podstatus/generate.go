@@ -177,8 +177,10 @@ func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFa
 // newest instance is the state, the one before it lastState; a container
 // due to start again with a recorded start failure is Waiting with it.
 func containerStatuses(in Input, containers []v1.Container, init bool, old []v1.ContainerStatus) []v1.ContainerStatus {
+	// Upstream's rule is by the pod, not the list: with init containers,
+	// every container not yet started (init or app) is PodInitializing.
 	defaultReason := ReasonContainerCreating
-	if !init && len(in.Pod.Spec.InitContainers) > 0 {
+	if len(in.Pod.Spec.InitContainers) > 0 {
 		defaultReason = ReasonPodInitializing
 	}
 	out := make([]v1.ContainerStatus, 0, len(containers))

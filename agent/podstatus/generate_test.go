@@ -122,13 +122,44 @@ func TestContainerStatuses(t *testing.T) {
 	}
 }
 
-func TestDefaultWaitingReason(t *testing.T) {
-	s := Generate(Input{Pod: pod(v1.RestartPolicyAlways, []string{"i"}, "a"), Now: now})
-	if r := s.InitContainerStatuses[0].State.Waiting.Reason; r != ReasonContainerCreating {
-		t.Errorf("init container waiting reason = %q, want ContainerCreating", r)
+// TestDefaultWaitingReasonIsPodInitializingInPodsWithInitContainers: as
+// upstream's convertToAPIContainerStatuses, a container not yet started
+// waits with PodInitializing in a pod with init containers, whether it is
+// an init container or an app container, and with ContainerCreating in a
+// pod without any (the conformance test "should not start app containers if
+// init containers fail on a RestartAlways pod" checks init2's reason).
+func TestDefaultWaitingReasonIsPodInitializingInPodsWithInitContainers(t *testing.T) {
+	cases := []struct {
+		name    string
+		pod     *v1.Pod
+		rt      *podruntime.Pod
+		waiting map[string]Waiting
+		want    map[string]string // container -> waiting reason
+	}{
+		{"no init containers: ContainerCreating", pod(v1.RestartPolicyAlways, nil, "a"), nil, nil,
+			map[string]string{"a": ReasonContainerCreating}},
+		{"nothing started: every container PodInitializing", pod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"), nil, nil,
+			map[string]string{"i1": ReasonPodInitializing, "i2": ReasonPodInitializing, "a": ReasonPodInitializing}},
+		{"first init container done: the second and the app container PodInitializing", pod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			rt(instance("i1", podruntime.Exited, 0, 1, 0)), nil,
+			map[string]string{"i2": ReasonPodInitializing, "a": ReasonPodInitializing}},
+		{"first init container crash-looping under Always: the second PodInitializing", pod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			rt(instance("i1", podruntime.Exited, 1, 1, 0)), map[string]Waiting{"i1": {Reason: ReasonCrashLoopBackOff}},
+			map[string]string{"i1": ReasonCrashLoopBackOff, "i2": ReasonPodInitializing, "a": ReasonPodInitializing}},
 	}
-	if r := s.ContainerStatuses[0].State.Waiting.Reason; r != ReasonPodInitializing {
-		t.Errorf("app container waiting reason = %q, want PodInitializing", r)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Generate(Input{Pod: tc.pod, Runtime: tc.rt, Waiting: tc.waiting, Now: now})
+			for name, want := range tc.want {
+				st, ok := find(append(append([]v1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...), name)
+				if !ok {
+					t.Fatalf("no status of %s", name)
+				}
+				if st.State.Waiting == nil || st.State.Waiting.Reason != want {
+					t.Errorf("%s state = %+v, want waiting with %s", name, st.State, want)
+				}
+			}
+		})
 	}
 }
 

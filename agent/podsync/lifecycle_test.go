@@ -270,6 +270,43 @@ func TestInitContainersRunInOrder(t *testing.T) {
 	}
 }
 
+// TestFailedInitContainerFailsANeverPodWithAppContainersWaiting: as the
+// conformance test "should not start app containers and fail the pod if
+// init containers fail on a RestartNever pod", a failing init container
+// fails the pod, the app container never runs and stays waiting with
+// PodInitializing, and Initialized names the failed init container.
+func TestFailedInitContainerFailsANeverPodWithAppContainersWaiting(t *testing.T) {
+	n := startNode(t, "node-initfail", Options{})
+	dir := t.TempDir()
+	p := n.create(t, "initfail", "never", v1.RestartPolicyNever, "touch "+dir+"/ran", func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{
+			{Name: "init1", Image: "busybox", Command: []string{"true"}},
+			{Name: "init2", Image: "busybox", Command: []string{"false"}},
+		}
+	})
+	p = n.waitPod(t, p, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if len(p.Status.InitContainerStatuses) != 2 {
+		t.Fatalf("init container statuses: %+v", p.Status.InitContainerStatuses)
+	}
+	if tt := p.Status.InitContainerStatuses[0].State.Terminated; tt == nil || tt.ExitCode != 0 {
+		t.Errorf("init1 = %+v, want exited 0", p.Status.InitContainerStatuses[0].State)
+	}
+	if tt := p.Status.InitContainerStatuses[1].State.Terminated; tt == nil || tt.ExitCode != 1 {
+		t.Errorf("init2 = %+v, want exited 1", p.Status.InitContainerStatuses[1].State)
+	}
+	if w := p.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "PodInitializing" {
+		t.Errorf("app container = %+v, want waiting with PodInitializing", p.Status.ContainerStatuses[0].State)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodInitialized && (c.Status != v1.ConditionFalse || c.Reason != "ContainersNotInitialized" || c.Message != "containers with incomplete status: [init2]") {
+			t.Errorf("Initialized = %+v", c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the app container ran")
+	}
+}
+
 // TestActiveDeadlineFailsThePod: a pod past activeDeadlineSeconds is
 // stopped and Failed with DeadlineExceeded, as the kubelet does (Jobs set
 // it).

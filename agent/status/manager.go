@@ -179,10 +179,12 @@ func (m *Manager) Status(uid types.UID) (v1.PodStatus, bool) {
 // TerminatePod says the pod's containers are all stopped and status is
 // final: its terminal phase may be written, and, if it is being deleted
 // through the API, the deletion completed. As upstream's TerminatePod, a
-// container without a terminated state is marked ContainerStatusUnknown
-// with exit code 137 (whether it succeeded is unknown), and a pod still
-// Pending or Running becomes Failed (static pods excepted, upstream
-// #116484), so that the API never keeps a stopped pod in a live phase.
+// container that may have run without a terminated state is marked
+// ContainerStatusUnknown with exit code 137 (whether it succeeded is
+// unknown; containers that never started stay waiting, see Terminated),
+// and a pod still Pending or Running becomes Failed (static pods excepted,
+// upstream #116484), so that the API never keeps a stopped pod in a live
+// phase.
 func (m *Manager) TerminatePod(pod *v1.Pod, status v1.PodStatus) {
 	status = Terminated(pod, status)
 	m.mu.Lock()

@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -231,6 +232,67 @@ func TestReconcileRewritesAForeignChange(t *testing.T) {
 	time.Sleep(400 * time.Millisecond)
 	if rv := get(t, cs, p).ResourceVersion; rv != again.ResourceVersion {
 		t.Errorf("reconciling an unchanged pod wrote it: %s -> %s", again.ResourceVersion, rv)
+	}
+}
+
+// TestTerminatedKeepsContainersThatNeverStartedWaiting: as upstream's
+// TerminatePod, a pod that never got past its init containers keeps its app
+// containers waiting (PodInitializing) and its init containers after the
+// last one that started waiting too; only containers that started, or
+// every app container once the pod has initialized, become
+// ContainerStatusUnknown (conformance: InitContainer should not start app
+// containers and fail the pod if init containers fail on a RestartNever pod).
+func TestTerminatedKeepsContainersThatNeverStartedWaiting(t *testing.T) {
+	initializing := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	ok := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}
+	failed := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+	withInits := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i1"}, {Name: "i2"}, {Name: "i3"}}, Containers: []v1.Container{{Name: "a"}}}}
+	cases := []struct {
+		name  string
+		pod   *v1.Pod
+		inits []v1.ContainerState
+		app   v1.ContainerState
+		// wantUnknown are the containers marked ContainerStatusUnknown.
+		wantUnknown []string
+	}{
+		{"second init container failed: the third and the app container stay waiting", withInits,
+			[]v1.ContainerState{ok, failed, initializing}, initializing, nil},
+		{"nothing started: the first init container is unknown, the rest waiting", withInits,
+			[]v1.ContainerState{initializing, initializing, initializing}, initializing, []string{"i1"}},
+		{"second init container running: it is unknown, the third and the app container waiting", withInits,
+			[]v1.ContainerState{ok, running, initializing}, initializing, []string{"i2"}},
+		{"initialized: a waiting app container is unknown", withInits,
+			[]v1.ContainerState{ok, ok, ok}, initializing, []string{"a"}},
+		{"no init containers: a waiting app container is unknown", &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}}}},
+			nil, initializing, []string{"a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: tc.app}}}
+			for i, st := range tc.inits {
+				in.InitContainerStatuses = append(in.InitContainerStatuses, v1.ContainerStatus{Name: tc.pod.Spec.InitContainers[i].Name, State: st})
+			}
+			got := Terminated(tc.pod, in)
+			var unknown []string
+			for _, list := range [][]v1.ContainerStatus{got.InitContainerStatuses, got.ContainerStatuses} {
+				for _, c := range list {
+					if tt := c.State.Terminated; tt != nil && tt.Reason == "ContainerStatusUnknown" {
+						unknown = append(unknown, c.Name)
+					}
+				}
+			}
+			if fmt.Sprint(unknown) != fmt.Sprint(tc.wantUnknown) {
+				t.Errorf("ContainerStatusUnknown: %v, want %v", unknown, tc.wantUnknown)
+			}
+			for _, list := range [][]v1.ContainerStatus{got.InitContainerStatuses, got.ContainerStatuses} {
+				for _, c := range list {
+					if c.State.Waiting == nil && c.State.Terminated == nil {
+						t.Errorf("%s has neither waiting nor terminated state: %+v", c.Name, c.State)
+					}
+				}
+			}
+		})
 	}
 }
 

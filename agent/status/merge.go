@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/podactions"
 )
 
 // The pure half of the status manager: what to write over the API's
@@ -18,24 +19,78 @@ import (
 
 func terminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
 
-// Terminated is status with every container terminated and a terminal
-// phase, as TerminatePod records it.
+// Terminated is status as TerminatePod records it: a terminal phase, and
+// every container that may have run without a terminated state marked
+// ContainerStatusUnknown (whether it succeeded is unknown). As upstream's,
+// containers with no evidence of a start keep their waiting state: the app
+// containers of a pod that never initialized, and the init containers
+// after the last one that started (the first is always marked). A failed
+// init container is then what says why the pod failed.
 func Terminated(pod *v1.Pod, status v1.PodStatus) v1.PodStatus {
 	status = *status.DeepCopy()
-	for _, list := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses} {
-		for i := range list {
-			if list[i].State.Terminated != nil {
-				continue
-			}
-			list[i].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-				Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
-			list[i].Ready = false
+	unknown := func(c *v1.ContainerStatus) {
+		if c.State.Terminated != nil {
+			return
 		}
+		c.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			Reason: "ContainerStatusUnknown", Message: "The container could not be located when the pod was terminated", ExitCode: 137}}
+		c.Ready = false
+	}
+	// The API's status may be older than the agent's last and the agent's
+	// may have lost a container; either showing initialization is enough.
+	if initialized(pod, pod.Status) || initialized(pod, status) {
+		for i := range status.ContainerStatuses {
+			unknown(&status.ContainerStatuses[i])
+		}
+	}
+	inits := status.InitContainerStatuses
+	for i := range inits[:startedInits(inits)] {
+		unknown(&inits[i])
 	}
 	if !kubetypes.IsStaticPod(pod) && !terminal(status.Phase) {
 		status.Phase = v1.PodFailed
 	}
 	return status
+}
+
+// initialized says whether status shows the pod past its init containers,
+// as upstream's hasPodInitialized: it has none, an app container left
+// waiting once, or the last init container succeeded (a sidecar: started).
+func initialized(pod *v1.Pod, status v1.PodStatus) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	for _, c := range status.ContainerStatuses {
+		if c.LastTerminationState.Terminated != nil || c.State.Waiting == nil {
+			return true
+		}
+	}
+	l := len(status.InitContainerStatuses)
+	if l == 0 || l > len(pod.Spec.InitContainers) || pod.Spec.InitContainers[l-1].Name != status.InitContainerStatuses[l-1].Name {
+		return false
+	}
+	last := status.InitContainerStatuses[l-1]
+	if podactions.IsSidecar(&pod.Spec.InitContainers[l-1]) {
+		return last.State.Running != nil && last.Started != nil && *last.Started
+	}
+	for _, t := range []*v1.ContainerStateTerminated{last.LastTerminationState.Terminated, last.State.Terminated} {
+		if t != nil && t.ExitCode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startedInits is how many init containers, from the first, may have
+// started: all but the trailing ones waiting without a previous
+// termination, and at least one (upstream's initializedContainers).
+func startedInits(inits []v1.ContainerStatus) int {
+	for i := len(inits) - 1; i >= 0; i-- {
+		if inits[i].State.Waiting == nil || inits[i].LastTerminationState.Terminated != nil {
+			return i + 1
+		}
+	}
+	return min(len(inits), 1)
 }
 
 // newer is whichever of base and pod has the higher resourceVersion; pod

@@ -21,6 +21,7 @@ import (
 	upgradeproxy "k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	translator "k8s.io/apiserver/pkg/util/proxy"
+	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
 	"github.com/kite-project/kite/apis/core/options"
@@ -276,6 +277,16 @@ func (p *Proxy) log(w http.ResponseWriter, r *http.Request, namespace, name stri
 	defer resp.Body.Close()
 	if err := checkResponse(resp, name); err != nil {
 		return err
+	}
+	if wsstream.IsWebSocketRequest(r) {
+		// As kube-apiserver's StreamObject: a client that asks for a
+		// websocket (browsers, the conformance suite) gets the log as its
+		// messages, in the protocol it chose (binary.k8s.io,
+		// base64.k8s.io), pinged so that proxies keep it open.
+		if err := wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r); err != nil {
+			klog.FromContext(r.Context()).Error(err, "Streaming a pod's log over a websocket", "pod", klog.KRef(namespace, name), "container", container)
+		}
+		return nil
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	if !opts.Follow {

@@ -134,6 +134,8 @@ spec:
 		}
 	})
 
+	t.Run("logs over websockets", func(t *testing.T) { logsOverWebsockets(t, kc, "hello", "c", "hi\nsecond\nthird\n") })
+
 	t.Run("logs -f ends when the container does", func(t *testing.T) {
 		waitPhase(t, kc, "ticker", "Running", "Succeeded")
 		start := time.Now()
