@@ -45,8 +45,8 @@ func TestUnknownControllerIsRefused(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDefaultRunsNamespaceAndServiceAccountControllers(t *testing.T) {
-	want := []string{controllers.Namespace, controllers.ServiceAccount}
+func TestEmbeddedDefaultRunsNamespaceServiceAccountAndRootCAControllers(t *testing.T) {
+	want := []string{controllers.Namespace, controllers.ServiceAccount, controllers.RootCACertPublisher}
 	if !slices.Equal(controllers.EmbeddedDefault(), want) {
 		t.Fatalf("EmbeddedDefault = %v, want %v", controllers.EmbeddedDefault(), want)
 	}
