@@ -86,7 +86,8 @@ type Options struct {
 	// Controllers names the control loops to run beside the API (see
 	// controllers.All). Nil means controllers.EmbeddedDefault(): the
 	// namespace and serviceaccount controllers, as embedders have always
-	// had; the scheduler, node lifecycle, taint eviction, pod GC, garbage
+	// had, and the root CA publisher (every namespace's kube-root-ca.crt,
+	// which pods' service account volumes mount); the scheduler, node lifecycle, taint eviction, pod GC, garbage
 	// collector, ReplicaSet, Deployment, Job and CronJob controllers run
 	// only when named, so that a test's objects are not placed, tainted,
 	// collected or given pods behind its back (envtest's behaviour). An

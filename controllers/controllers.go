@@ -20,6 +20,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
 	"github.com/kite-project/kite/controllers/tainteviction"
@@ -48,10 +50,13 @@ import (
 const (
 	Namespace      = "namespace-controller"
 	ServiceAccount = "serviceaccount-controller"
-	Scheduler      = "scheduler"
-	NodeLifecycle  = "node-lifecycle-controller"
-	TaintEviction  = "taint-eviction-controller"
-	PodGC          = "pod-garbage-collector-controller"
+	// RootCACertPublisher keeps the kube-root-ca.crt ConfigMap in every
+	// namespace.
+	RootCACertPublisher = "root-ca-cert-publisher"
+	Scheduler           = "scheduler"
+	NodeLifecycle       = "node-lifecycle-controller"
+	TaintEviction       = "taint-eviction-controller"
+	PodGC               = "pod-garbage-collector-controller"
 	// GarbageCollector deletes objects whose owners are gone and carries
 	// out foreground and orphan deletion.
 	GarbageCollector = "garbage-collector-controller"
@@ -103,6 +108,13 @@ func table() []entry {
 		{ServiceAccount, func(b builder) (Controller, error) {
 			return built(serviceaccount.New(serviceaccount.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{RootCACertPublisher, func(b builder) (Controller, error) {
+			ca, err := rootCA(b.cfg)
+			if err != nil {
+				return nil, err
+			}
+			return built(rootcacertpublisher.New(rootcacertpublisher.Options{Client: b.client, RootCA: ca, Informers: b.informers}))
+		}},
 		{Scheduler, func(b builder) (Controller, error) {
 			return built(scheduler.New(scheduler.Options{Client: b.client, Informers: b.informers}))
 		}},
@@ -137,6 +149,27 @@ func table() []entry {
 	}
 }
 
+// rootCA is the bundle the root CA publisher publishes: the CA the
+// Config verifies the API server with, as kube-controller-manager's
+// without --root-ca-file. In kite server and kite.Start that is the
+// cluster CA (pki/ under the data dir); for kite controllers, the
+// kubeconfig's certificate-authority(-data).
+func rootCA(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile != "" {
+		ca, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("controllers: %s: CA file: %w", RootCACertPublisher, err)
+		}
+		if len(ca) > 0 {
+			return ca, nil
+		}
+	}
+	return nil, fmt.Errorf("controllers: %s: the config of %s has no certificate authority to publish; leave the controller out", RootCACertPublisher, cfg.Host)
+}
+
 // built turns a controller package's New result into a Controller.
 func built[C Controller](c C, err error) (Controller, error) {
 	if err != nil {
@@ -151,7 +184,7 @@ func built[C Controller](c C, err error) (Controller, error) {
 // (name GarbageCollector to have owner references acted on; without it a
 // foreground or orphan delete leaves the object with its finalizer, as in
 // envtest).
-func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount} }
+func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount, RootCACertPublisher} }
 
 // Controller is what each controller package provides.
 type Controller interface {

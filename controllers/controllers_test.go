@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -45,8 +47,38 @@ func TestUnknownControllerIsRefused(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDefaultRunsNamespaceAndServiceAccountControllers(t *testing.T) {
-	want := []string{controllers.Namespace, controllers.ServiceAccount}
+// The root CA publisher publishes the CA its config verifies the API
+// server with: CA data, else the CA file (a kubeconfig's
+// certificate-authority); a config with none has nothing to publish.
+func TestRootCAPublisherTakesItsConfigsCA(t *testing.T) {
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, srv.RESTConfig().CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		tls     rest.TLSClientConfig
+		wantErr string
+	}{
+		{"CA data", rest.TLSClientConfig{CAData: srv.RESTConfig().CAData}, ""},
+		{"CA file", rest.TLSClientConfig{CAFile: caFile}, ""},
+		{"no CA", rest.TLSClientConfig{Insecure: true}, "no certificate authority"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := controllers.New(controllers.Options{Config: &rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: tc.tls}, Names: []string{controllers.RootCACertPublisher}})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEmbeddedDefaultRunsNamespaceServiceAccountAndRootCAControllers(t *testing.T) {
+	want := []string{controllers.Namespace, controllers.ServiceAccount, controllers.RootCACertPublisher}
 	if !slices.Equal(controllers.EmbeddedDefault(), want) {
 		t.Fatalf("EmbeddedDefault = %v, want %v", controllers.EmbeddedDefault(), want)
 	}

@@ -58,7 +58,8 @@ func newControllersCommand() *cobra.Command {
 		Use:   "controllers",
 		Short: "Run the control loops alone, against the API server --kubeconfig names",
 		Long: `Run Kite's controllers (the scheduler, node lifecycle, taint eviction, pod GC,
-namespace and serviceaccount controllers, or those --controllers names) as
+namespace, serviceaccount and root CA publisher controllers, or those
+--controllers names) as
 clients of the API server that --kubeconfig names: the job of
 kube-controller-manager and kube-scheduler. kite server and kite apiserver
 run them in-process already.`,
