@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -201,6 +202,7 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 	manager := req.Options.FieldManager
 	req.Applied = true
 	req.ForceAllowCreate = c.info.Subresource == ""
+	strictWarnings, strictErr := strictApplyDecoding(body, req.Options.FieldValidation)
 	req.Object = func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
 		live := existing
 		if live == nil {
@@ -215,7 +217,57 @@ func (s *Server) applyRequest(c *call, req *registry.UpdateRequest, body []byte,
 			// (#139255) makes it this 400, message unchanged.
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		return out, err
+		if err != nil {
+			return out, err
+		}
+		// As upstream's applyPatcher: the apply's own errors first,
+		// then the strict decoding's.
+		if strictErr != nil {
+			return nil, strictErr
+		}
+		// Once, though a conflict runs this again; the call's other
+		// warnings (a deprecated version's) stay.
+		c.warnings = append(c.warnings, strictWarnings...)
+		strictWarnings = nil
+		return out, nil
 	}
 	return nil
+}
+
+// strictApplyDecoding decodes an applied configuration strictly, as
+// upstream's applyPatcher does when fieldValidation is Strict or Warn
+// (the default): the field manager's decoding keeps the last of a
+// duplicated key, which strict decoding reports (`line 9: key "foo"
+// already set in map`). Unknown fields are the field manager's to find,
+// against the kind's schema. It returns the 400 for Strict, or the
+// warnings for Warn.
+func strictApplyDecoding(body []byte, fieldValidation string) (warnings []string, err error) {
+	if fieldValidation == metav1.FieldValidationIgnore {
+		return nil, nil
+	}
+	decodeErr := sigsyaml.UnmarshalStrict(body, &map[string]any{})
+	switch {
+	case decodeErr == nil:
+		return nil, nil
+	case fieldValidation == metav1.FieldValidationStrict:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error strict decoding patch: %v", decodeErr))
+	default:
+		return yamlWarnings(decodeErr.Error()), nil
+	}
+}
+
+// yamlWarnings splits a YAML decoding error into a warning per problem,
+// one per line after its heading, as upstream's parseYAMLWarnings does:
+// a Warning header carries one line.
+func yamlWarnings(msg string) []string {
+	for _, prefix := range []string{"yaml: unmarshal errors:\n", "error converting YAML to JSON: yaml: unmarshal errors:\n"} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			lines := strings.Split(rest, "\n")
+			for i, l := range lines {
+				lines[i] = strings.TrimSpace(l)
+			}
+			return lines
+		}
+	}
+	return []string{msg}
 }

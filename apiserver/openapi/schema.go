@@ -44,24 +44,24 @@ func (d *definitions) snapshot() *definitions {
 }
 
 // defineSchema defines a resource described by a schema rather than a Go
-// type (a custom resource) as name, with apiVersion, kind and metadata
-// properties, and its list as name+"List"; it returns references to both.
+// type (a custom resource) as name, and its list as name+"List"; it
+// returns references to both. The schema is the object's whole
+// definition: its describer decides on apiVersion, kind and metadata (a
+// CRD version without a schema has none, as upstream), which may refer to
+// ObjectMeta, defined here so that the reference resolves.
 func (d *definitions) defineSchema(name string, s spec.Schema) (obj, list spec.Schema) {
-	s.Properties = maps.Clone(s.Properties)
-	if s.Properties == nil {
-		s.Properties = map[string]spec.Schema{}
-	}
-	s.Properties["apiVersion"] = primitive("string", "")
-	s.Properties["kind"] = primitive("string", "")
-	s.Properties["metadata"] = d.schemaOf(reflect.TypeFor[metav1.ObjectMeta]())
+	d.define(reflect.TypeFor[metav1.ObjectMeta]())
 	d.defs[name] = s
+	typeMeta := metav1.TypeMeta{}.SwaggerDoc()
+	listMeta := d.schemaOf(reflect.TypeFor[metav1.ListMeta]())
+	listMeta.Description = metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"]
 	l := spec.Schema{SchemaProps: spec.SchemaProps{
 		Type:     spec.StringOrArray{"object"},
 		Required: []string{"items"},
 		Properties: map[string]spec.Schema{
-			"apiVersion": primitive("string", ""),
-			"kind":       primitive("string", ""),
-			"metadata":   d.schemaOf(reflect.TypeFor[metav1.ListMeta]()),
+			"apiVersion": *spec.StringProperty().WithDescription(typeMeta["apiVersion"]),
+			"kind":       *spec.StringProperty().WithDescription(typeMeta["kind"]),
+			"metadata":   listMeta,
 			"items":      {SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"array"}, Items: &spec.SchemaOrArray{Schema: ptrTo(refTo(name))}}},
 		},
 	}}

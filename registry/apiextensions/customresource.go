@@ -19,7 +19,9 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	schemavalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -346,11 +348,18 @@ func blocking(errs field.ErrorList) bool {
 	return false
 }
 
-// OpenAPI returns a CRD version's object schema for the OpenAPI
+// objectMetaRef is the OpenAPI v2 reference to ObjectMeta's definition,
+// as upstream's CRD OpenAPI builder writes it; the v3 documents convert
+// it to #/components/schemas/.
+const objectMetaRef = "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+// OpenAPI returns a CRD version's object definition for the OpenAPI
 // documents and its definition name ("com.example.stable.v1.CronTab", as
-// upstream names it): the structural schema as kube-openapi describes it.
-// A version without a schema is described as an object that keeps
-// everything.
+// upstream names it), as upstream's CRD OpenAPI builder makes it: the
+// structural schema as kube-openapi describes it, with apiVersion, kind
+// and metadata described as for every kind. A version without a schema
+// is a bare object with no properties: kubectl would take listed
+// properties for the only ones allowed (upstream's buildKubeNative).
 func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*spec.Schema, string, error) {
 	name := util.ToRESTFriendlyName(fmt.Sprintf("%s/%s/%s", crd.Spec.Group, version, crd.Status.AcceptedNames.Kind))
 	for _, v := range crd.Spec.Versions {
@@ -358,9 +367,7 @@ func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*sp
 			continue
 		}
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-			s := &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}
-			s.AddExtension("x-kubernetes-preserve-unknown-fields", true)
-			return s, name, nil
+			return &spec.Schema{SchemaProps: spec.SchemaProps{Type: spec.StringOrArray{"object"}}}, name, nil
 		}
 		in := &internal.JSONSchemaProps{}
 		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, in, nil); err != nil {
@@ -370,7 +377,12 @@ func OpenAPI(crd *apiextensionsv1.CustomResourceDefinition, version string) (*sp
 		if err != nil {
 			return nil, "", err
 		}
-		return structural.ToKubeOpenAPI(), name, nil
+		s := structural.ToKubeOpenAPI()
+		typeMeta := metav1.TypeMeta{}.SwaggerDoc()
+		s.SetProperty("apiVersion", *spec.StringProperty().WithDescription(typeMeta["apiVersion"]))
+		s.SetProperty("kind", *spec.StringProperty().WithDescription(typeMeta["kind"]))
+		s.SetProperty("metadata", *spec.RefSchema(objectMetaRef).WithDescription(metav1beta1.PartialObjectMetadata{}.SwaggerDoc()["metadata"]))
+		return s, name, nil
 	}
 	return nil, "", fmt.Errorf("CRD %s has no version %q", crd.Name, version)
 }
