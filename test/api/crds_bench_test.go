@@ -119,3 +119,36 @@ func benchWidget(i int) *unstructured.Unstructured {
 			"restartPolicy": "Always", "serviceAccountName": "default"},
 	}}
 }
+
+// BenchmarkCRDServedAfterCreate measures how long a new CRD takes from its
+// create to the first successful list of its custom resources (Established,
+// routes and discovery replaced): what an operator's installer waits for.
+// TestCRDServedFromEstablished checks that it happens; this says how fast.
+func BenchmarkCRDServedAfterCreate(b *testing.B) {
+	ctx := context.Background()
+	var total time.Duration
+	for i := range b.N {
+		group := fmt.Sprintf("bench%d-%d.served.example.com", i, time.Now().UnixNano())
+		crd := crontabs(group)
+		start := time.Now()
+		if _, err := createCRD(b, ctx, crd); err != nil {
+			b.Fatalf("create CRD: %v", err)
+		}
+		rc := crdClient(b)
+		for {
+			err := rc.Get().AbsPath("/apis", group, "v1", "namespaces", "default", "crontabs").Do(ctx).Error()
+			if err == nil {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatalf("crontabs.%s not served after 30s: %v", group, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		total += time.Since(start)
+		if err := rc.Delete().Resource("customresourcedefinitions").Name("crontabs." + group).Do(ctx).Error(); err != nil {
+			b.Fatalf("delete CRD: %v", err)
+		}
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms-to-served")
+}

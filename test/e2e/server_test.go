@@ -225,7 +225,7 @@ func TestClientPortInUseFailsWithOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	r := RunKite(t, failLimit, "server", "--port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen-client-urls", "http://"+l.Addr().String())
+	r := RunKite(t, failLimit, "server", "--port=0", "--data-dir", filepath.Join(t.TempDir(), "data"), "--listen-client-urls", "https://"+l.Addr().String())
 	checkOneLineFailure(t, r, "address already in use")
 }
 
