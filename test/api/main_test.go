@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
@@ -19,7 +20,15 @@ import (
 // starting one per test would cost the two cores more than the tests.
 var shared *kite.Server
 
-func TestMain(m *testing.M) { kitetest.Main(m, func(s *kite.Server) { shared = s }) }
+// TestMain starts it with the embedded default's controllers but the root
+// CA publisher: that one writes kube-root-ca.crt into every new namespace
+// at a time of its own, and these tests list and watch the configMaps of
+// their namespaces and count their own. It has its tests in
+// controllers/rootcacertpublisher.
+func TestMain(m *testing.M) {
+	kitetest.MainWith(m, kite.Options{Profiling: true, Controllers: []string{controllers.Namespace, controllers.ServiceAccount}},
+		func(s *kite.Server) { shared = s })
+}
 
 // config returns a client config for the shared server.
 func config(t testing.TB) *rest.Config {
