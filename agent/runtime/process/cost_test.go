@@ -24,14 +24,16 @@ func TestRunningContainersCostTheAgentNoGoroutine(t *testing.T) {
 	if _, err := f.rt.ListContainers(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Allow for runtime-internal goroutines settling, but not one per container.
+	// One goroutine or file per container would be 10 more; allow half
+	// that for the Go runtime's and the test's own goroutines settling.
+	const slack = 5
 	time.Sleep(50 * time.Millisecond)
-	if after := runtime.NumGoroutine(); after > before+1 {
+	if after := runtime.NumGoroutine(); after > before+slack {
 		t.Errorf("%d goroutines with 10 running containers, %d before", after, before)
 	}
 	sup := startedOf(t, f.rt, ids[0]).Supervisor.PID
 	t.Logf("a supervisor of the test binary: %s", procMemory(t, sup))
-	if fds := countFDs(t); fds > fdsBefore {
+	if fds := countFDs(t); fds > fdsBefore+slack {
 		t.Errorf("%d open files with 10 running containers, %d before", fds, fdsBefore)
 	}
 	for _, id := range ids {
