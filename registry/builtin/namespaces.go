@@ -88,7 +88,8 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 // namespaceMarkForDeletion is upstream's namespace Delete: the first one
 // sets deletionTimestamp and the phase Terminating and keeps the namespace
 // for the namespace controller, which empties it and then removes the
-// kubernetes finalizer from spec.finalizers.
+// kubernetes finalizer from spec.finalizers. A later one leaves a
+// namespace that spec finalizers still hold as it is.
 func namespaceMarkForDeletion(now func() time.Time) func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object), error) {
 	return func(obj runtime.Object, opts *metav1.DeleteOptions) (func(runtime.Object), error) {
 		ns := obj.(*v1.Namespace)
@@ -105,10 +106,14 @@ func namespaceMarkForDeletion(now func() time.Time) func(obj runtime.Object, opt
 				ns.Status.Phase = v1.NamespaceTerminating
 			}, nil
 		}
-		if len(ns.Spec.Finalizers) > 0 || len(ns.Finalizers) > 0 {
-			return nil, apierrors.NewConflict(v1.Resource("namespaces"), ns.Name,
-				fmt.Errorf("The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."))
+		if len(ns.Spec.Finalizers) > 0 {
+			// Already terminating and still being emptied: the namespace
+			// is answered as it is (200), unchanged, as upstream's
+			// namespace Delete does.
+			return func(runtime.Object) {}, nil
 		}
+		// Only metadata finalizers (or none) are left: the generic
+		// deletion of an object that finalizers keep, as upstream's.
 		return nil, nil
 	}
 }
