@@ -18,6 +18,11 @@
 //     that have no result (a failed suite set-up, a crashed or interrupted
 //     process) count as failed, so that the last line never shows a
 //     broken run as a good one;
+//   - specs that were selected but have no report at all are given with
+//     -unreported N (a pass whose report was lost because a Ginkgo
+//     process crashed and took the CLI's aggregated report with it, or
+//     tests the runner left out because they would crash it), and those N
+//     count as failed too;
 //   - failed, timedout, panicked, interrupted and aborted are failures.
 package main
 
@@ -70,6 +75,7 @@ type summary struct {
 	failures    []failure
 	suiteErrors []string // failed suite nodes, "<node>: <first line>"
 	notRun      int      // selected specs without a result
+	unreported  int      // selected specs without any report (-unreported)
 }
 
 const noSIG = "no-sig"
@@ -176,11 +182,14 @@ func (sum summary) write(w io.Writer) {
 	if sum.notRun > 0 {
 		fmt.Fprintf(w, "selected but without a result (counted as failed): %d\n", sum.notRun)
 	}
-	fmt.Fprintf(w, "%d passed, %d failed\n", total.passed, total.failed+sum.notRun)
+	if sum.unreported > 0 {
+		fmt.Fprintf(w, "selected but without any report, a pass's report lost or tests left out (counted as failed): %d\n", sum.unreported)
+	}
+	fmt.Fprintf(w, "%d passed, %d failed\n", total.passed, total.failed+sum.notRun+sum.unreported)
 }
 
 func (sum summary) failed() bool {
-	return len(sum.failures) > 0 || sum.notRun > 0 || len(sum.suiteErrors) > 0
+	return len(sum.failures) > 0 || sum.notRun > 0 || sum.unreported > 0 || len(sum.suiteErrors) > 0
 }
 
 // writeFailures writes the failures file, sorted by SIG then test.
@@ -213,12 +222,13 @@ func readReports(paths []string) ([]report, error) {
 
 func main() {
 	failuresPath := flag.String("failures", "", "write the failing tests, tab-separated, to this file")
+	unreported := flag.Int("unreported", 0, "selected specs without any report: passes that lost theirs, tests left out (counted as failed)")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: conformance-report [-failures FILE] REPORT.json...")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: conformance-report [-failures FILE] [-unreported N] REPORT.json...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() == 0 {
+	if flag.NArg() == 0 && *unreported == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -228,6 +238,7 @@ func main() {
 		os.Exit(2)
 	}
 	sum := summarize(reports)
+	sum.unreported = *unreported
 	if *failuresPath != "" {
 		f, err := os.Create(*failuresPath)
 		if err != nil {

@@ -44,6 +44,7 @@ func TestSummaryCountsPerSIGAndTotal(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		reports    func(t *testing.T) []report
+		unreported int
 		want       string
 		wantFailed bool
 	}{{
@@ -83,6 +84,15 @@ func TestSummaryCountsPerSIGAndTotal(t *testing.T) {
 			"selected but without a result (counted as failed): 433\n0 passed, 433 failed\n",
 		wantFailed: true,
 	}, {
+		name: "a pass whose report was lost: its selected specs count as failed",
+		reports: func(t *testing.T) []report {
+			return []report{reportJSON(t, 1, spec("sig-api-machinery", "serial", "passed", ""))}
+		},
+		unreported: 91,
+		want: "sig-api-machinery: 1 passed, 0 failed, 0 skipped\n" +
+			"selected but without any report, a pass's report lost or tests left out (counted as failed): 91\n1 passed, 91 failed\n",
+		wantFailed: true,
+	}, {
 		name: "the SIG comes from the text when no label names one",
 		reports: func(t *testing.T) []report {
 			s := spec("sig-cli", "y", "passed", "")
@@ -96,6 +106,7 @@ func TestSummaryCountsPerSIGAndTotal(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := summarize(tc.reports(t))
+			sum.unreported = tc.unreported
 			var out strings.Builder
 			sum.write(&out)
 			if out.String() != tc.want {
