@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -85,10 +86,14 @@ type servedCRD struct {
 
 // Install serves the resources of Established CRDs from now on, or
 // serves them anew when their spec or accepted names changed; a CRD
-// served as it is is left alone. A CRD that is Terminating is served
-// terminating from the start. The API server and the OpenAPI documents
-// take all of them as one change; should that fail, each is tried alone,
-// so that one CRD's trouble keeps no other from being served.
+// served as it is is left alone. A CRD served anew keeps its old stacks
+// serving until the new ones take over in the same change, so its
+// custom resources never answer 404 in between (upstream swaps a CRD's
+// handler the same way). A CRD that is Terminating is served terminating
+// from the start. The API server and the OpenAPI documents take all of
+// them as one change; should that fail, each is tried alone, so that one
+// CRD's trouble keeps no other from being served (a CRD that fails is
+// served by neither its old stacks nor new ones).
 func (c *installer) Install(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -104,13 +109,14 @@ func (c *installer) Install(ctx context.Context, crds ...*apiextensionsv1.Custom
 				cur.generation = max(cur.generation, crd.Generation)
 				continue
 			}
-			c.uninstallLocked(crd.Name)
 		}
 		b, err := c.build(crd)
 		if err != nil {
+			c.uninstallLocked(crd.Name)
 			errs = append(errs, fmt.Errorf("CRD %s: %w", crd.Name, err))
 			continue
 		}
+		b.replaces = c.served[crd.Name]
 		batch = append(batch, b)
 	}
 	if err := c.serve(batch); err != nil {
@@ -120,6 +126,7 @@ func (c *installer) Install(ctx context.Context, crds ...*apiextensionsv1.Custom
 			}
 			if err != nil {
 				c.discard(b)
+				c.uninstallLocked(b.name)
 				errs = append(errs, fmt.Errorf("CRD %s: %w", b.name, err))
 			}
 		}
@@ -133,6 +140,9 @@ type builtCRD struct {
 	name   string
 	served *servedCRD
 	stacks []*resourceset.Stack
+	// replaces is what serves the CRD until these stacks take over, nil
+	// for a CRD served for the first time.
+	replaces *servedCRD
 }
 
 // build makes the stacks of crd's served versions and sets their Table
@@ -181,16 +191,21 @@ func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *bui
 	return b, nil
 }
 
-// serve routes the built CRDs' resources as one change.
+// serve routes the built CRDs' resources as one change, in place of
+// what served them before.
 func (c *installer) serve(batch []*builtCRD) error {
 	if len(batch) == 0 {
 		return nil
 	}
 	var all []*resourceset.Stack
+	var old []schema.GroupVersionResource
 	for _, b := range batch {
 		all = append(all, b.stacks...)
+		if b.replaces != nil {
+			old = append(old, b.replaces.gvrs...)
+		}
 	}
-	err := c.resources.AddAll(all, func(oa resourceset.OpenAPIUpdater) {
+	err := c.resources.Replace(old, all, func(oa resourceset.OpenAPIUpdater) {
 		for _, b := range batch {
 			for i := 0; i < len(b.served.kinds); i += 2 { // kind, list kind
 				c.enableApply(oa, b.served.kinds[i])
@@ -201,6 +216,11 @@ func (c *installer) serve(batch []*builtCRD) error {
 		return err
 	}
 	for _, b := range batch {
+		if b.replaces != nil {
+			// The new serving set its own columns and schemas over the
+			// old one's; only the kinds it no longer has are dropped.
+			c.forget(b.replaces, b.served.kinds)
+		}
 		c.served[b.name] = b.served
 	}
 	return nil
@@ -211,16 +231,22 @@ func (c *installer) discard(b *builtCRD) {
 	for _, st := range b.stacks {
 		st.Stop()
 	}
-	c.forget(b.served)
+	c.forget(b.served, nil)
 }
 
-// forget drops what serving s left outside the resource set: its field
-// managers' schemas and its Table columns.
-func (c *installer) forget(s *servedCRD) {
+// forget drops what serving s left outside the resource set, its field
+// managers' schemas and its Table columns, but for the kinds in keep
+// (which a new serving of the same CRD has set again).
+func (c *installer) forget(s *servedCRD, keep []schema.GroupVersionKind) {
+	var gone []schema.GroupVersionKind
 	for i := 0; i < len(s.kinds); i += 2 { // kind, list kind
+		if slices.Contains(keep, s.kinds[i]) {
+			continue
+		}
 		c.resources.Builder().FieldManagers().SetCustom(s.kinds[i], nil)
+		gone = append(gone, s.kinds[i], s.kinds[i+1])
 	}
-	c.setColumns(s.kinds, nil)
+	c.setColumns(gone, nil)
 }
 
 // Uninstall stops serving the resource of the CRD named name.
@@ -235,7 +261,7 @@ func (c *installer) uninstallLocked(name string) {
 		if err := c.resources.Remove(s.gvrs...); err != nil {
 			klog.ErrorS(err, "Custom resources still served", "crd", name)
 		}
-		c.forget(s)
+		c.forget(s, nil)
 		delete(c.served, name)
 	}
 }

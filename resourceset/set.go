@@ -65,31 +65,24 @@ func (r *Set) Add(st *Stack) error { return r.AddAll([]*Stack{st}, nil) }
 // group versions' documents, e.g. for the field manager's schema, so the
 // first request finds it ready. It must not call the set.
 func (r *Set) AddAll(sts []*Stack, beforeRoutes func(oa OpenAPIUpdater)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	next := slices.Clip(r.stacks)
-	var gvs []schema.GroupVersion
-	for _, st := range sts {
-		gvr := st.Store.Strategy().GroupVersionResource()
-		for _, have := range next {
-			if have.Store.Strategy().GroupVersionResource() == gvr {
-				return fmt.Errorf("resource %s is already served", gvr)
-			}
-		}
-		next = append(next, st)
-		gvs = append(gvs, gvr.GroupVersion())
-	}
-	if err := r.publish(next, gvs, beforeRoutes); err != nil {
-		return err
-	}
-	r.stacks = next
-	return nil
+	return r.Replace(nil, sts, beforeRoutes)
 }
 
 // Remove stops serving gvrs and stops their stacks once no new request
 // can reach them, with one change handed on for all. What is not served
 // is skipped.
 func (r *Set) Remove(gvrs ...schema.GroupVersionResource) error {
+	return r.Replace(gvrs, nil, nil)
+}
+
+// Replace stops serving gvrs and serves sts instead, as one change: a
+// request finds either the old stacks or the new ones, never neither (a
+// CRD whose schema changed is served anew without a moment of 404). The
+// old stacks stop once no new request can reach them. What of gvrs is not
+// served is skipped; a resource of sts that is still served after the
+// removal (or twice in sts) is refused and changes nothing. beforeRoutes
+// is as for AddAll.
+func (r *Set) Replace(gvrs []schema.GroupVersionResource, sts []*Stack, beforeRoutes func(oa OpenAPIUpdater)) error {
 	r.mu.Lock()
 	var gone []*Stack
 	var gvs []schema.GroupVersion
@@ -102,11 +95,22 @@ func (r *Set) Remove(gvrs ...schema.GroupVersionResource) error {
 		gvs = append(gvs, gvr.GroupVersion())
 		return true
 	})
-	if len(gone) == 0 {
+	for _, st := range sts {
+		gvr := st.Store.Strategy().GroupVersionResource()
+		for _, have := range next {
+			if have.Store.Strategy().GroupVersionResource() == gvr {
+				r.mu.Unlock()
+				return fmt.Errorf("resource %s is already served", gvr)
+			}
+		}
+		next = append(next, st)
+		gvs = append(gvs, gvr.GroupVersion())
+	}
+	if len(gone) == 0 && len(sts) == 0 {
 		r.mu.Unlock()
 		return nil
 	}
-	if err := r.publish(next, gvs, nil); err != nil {
+	if err := r.publish(next, gvs, beforeRoutes); err != nil {
 		r.mu.Unlock()
 		return err
 	}
