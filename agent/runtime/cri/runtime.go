@@ -123,12 +123,23 @@ func (r *Runtime) Version(ctx context.Context) (*runtimeapi.VersionResponse, err
 	return v, wrap(err, "Version", "")
 }
 
+// Status is the runtime's, but NetworkReady: every sandbox the agent
+// runs uses the node's network namespace (pod networking comes later), so
+// a runtime without a CNI configuration runs them all the same; its
+// reason is kept in the message.
 func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error) {
 	s, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {
 		return nil, wrap(err, "Status", "")
 	}
-	return s.GetStatus(), nil
+	st := s.GetStatus()
+	for _, c := range st.GetConditions() {
+		if c.Type == runtimeapi.NetworkReady && !c.Status {
+			c.Message = "every pod uses the node's network; the runtime's own network is not used (" + c.Reason + ": " + c.Message + ")"
+			c.Status, c.Reason = true, "NodeNetwork"
+		}
+	}
+	return st, nil
 }
 
 // CgroupParent is the cgroup parent of a pod's sandbox under the driver:
