@@ -220,9 +220,9 @@ type Agent struct {
 	// closeRuntime closes the connection to a CRI runtime and stops the
 	// containerd child, if any; nil for none.
 	closeRuntime func()
-	server   *server.Server  // nil when it runs no pods
-	serverLn net.Listener
-	served   podSet // the pods handed to the sync loop, for /pods
+	server       *server.Server // nil when it runs no pods
+	serverLn     net.Listener
+	served       podSet // the pods handed to the sync loop, for /pods
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool

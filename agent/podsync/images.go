@@ -105,4 +105,3 @@ func imageReason(err error) (reason, msg string) {
 	}
 	return "", ""
 }
-

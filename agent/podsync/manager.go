@@ -126,7 +126,7 @@ type Manager struct {
 	backOff map[types.UID]*podactions.BackOff
 	// imageBackOff is the pull back-off of every pod's images.
 	imageBackOff podactions.ImageBackOff
-	last    map[types.UID]v1.PodStatus // standalone: the status last computed
+	last         map[types.UID]v1.PodStatus // standalone: the status last computed
 }
 
 // resolvConf is the node's resolver configuration, the base of pods'
