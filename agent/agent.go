@@ -169,6 +169,9 @@ func FromOptions(o *options.Options) (Options, error) {
 		HTTPCheckFrequency:   o.Config.HTTPCheckFrequency.Duration,
 		RootDir:              o.RootDir,
 		ContainerLogMaxFiles: int(o.Config.ContainerLogMaxFiles),
+
+		ContainerRuntime:         o.ContainerRuntime,
+		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),
 			Port:    o.Config.Port,
