@@ -32,7 +32,7 @@ type testAgent struct {
 
 // startAgent runs an agent for node over the package's containerd, with
 // root as its --root-dir, until stop or the test's end.
-func startAgent(t *testing.T, nodeName, root string) *testAgent {
+func startAgent(t testing.TB, nodeName, root string) *testAgent {
 	t.Helper()
 	rt := critest.Runtime(t)
 	a, err := agent.New(agent.Options{
