@@ -25,16 +25,7 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}
 	var sysctls map[string]string
 	if p := pod.Spec.SecurityContext; p != nil {
-		if p.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *p.RunAsUser}
-		}
-		if p.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *p.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, p.SupplementalGroups...)
-		if p.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *p.FSGroup)
-		}
+		sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIDs(p)
 		for _, s := range p.Sysctls {
 			if sysctls == nil {
 				sysctls = map[string]string{}

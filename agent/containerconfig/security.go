@@ -21,16 +21,7 @@ func securityContext(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.Linux
 	sc := &runtimeapi.LinuxContainerSecurityContext{}
 	var runAsNonRoot *bool
 	if p := pod.Spec.SecurityContext; p != nil {
-		if p.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *p.RunAsUser}
-		}
-		if p.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *p.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, p.SupplementalGroups...)
-		if p.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *p.FSGroup)
-		}
+		sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIDs(p)
 		runAsNonRoot = p.RunAsNonRoot
 	}
 	if s := c.SecurityContext; s != nil {
@@ -84,4 +75,20 @@ func securityContext(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.Linux
 type ImageUser struct {
 	UID  *int64
 	Name string
+}
+
+// podIDs are the pod's user, group and supplemental groups (fsGroup
+// last), as the sandbox and every container get them.
+func podIDs(p *v1.PodSecurityContext) (user, group *runtimeapi.Int64Value, groups []int64) {
+	if p.RunAsUser != nil {
+		user = &runtimeapi.Int64Value{Value: *p.RunAsUser}
+	}
+	if p.RunAsGroup != nil {
+		group = &runtimeapi.Int64Value{Value: *p.RunAsGroup}
+	}
+	groups = append(groups, p.SupplementalGroups...)
+	if p.FSGroup != nil {
+		groups = append(groups, *p.FSGroup)
+	}
+	return user, group, groups
 }
