@@ -34,15 +34,21 @@ type testAgent struct {
 // root as its --root-dir, until stop or the test's end.
 func startAgent(t testing.TB, nodeName, root string) *testAgent {
 	t.Helper()
-	rt := critest.Runtime(t)
-	a, err := agent.New(agent.Options{
-		NodeName:                 nodeName,
-		RESTConfig:               shared.RESTConfig(),
-		RootDir:                  root,
-		ContainerRuntimeEndpoint: rt.Endpoint(),
-		ServerAddress:            "127.0.0.1",
-		Node:                     node.Options{NodeIP: net.ParseIP("127.0.0.1"), UpdateInterval: 500 * time.Millisecond},
-	})
+	return startAgentWith(t, nodeName, root, func(o *agent.Options) { o.ContainerRuntimeEndpoint = critest.Runtime(t).Endpoint() })
+}
+
+// startAgentWith is startAgent with the runtime options set by runtime.
+func startAgentWith(t testing.TB, nodeName, root string, runtime func(*agent.Options)) *testAgent {
+	t.Helper()
+	opts := agent.Options{
+		NodeName:      nodeName,
+		RESTConfig:    shared.RESTConfig(),
+		RootDir:       root,
+		ServerAddress: "127.0.0.1",
+		Node:          node.Options{NodeIP: net.ParseIP("127.0.0.1"), UpdateInterval: 500 * time.Millisecond},
+	}
+	runtime(&opts)
+	a, err := agent.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -90,11 +92,22 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	vctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := r.rs.Version(vctx, &runtimeapi.VersionRequest{}, grpc.WaitForReady(true)); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("cri: runtime at %q does not answer CRI v1: %w", opts.Endpoint, err)
+	// A containerd that has just started answers "server is not
+	// initialized yet" while its CRI plugin recovers its state: ask again.
+	for {
+		_, err := r.rs.Version(vctx, &runtimeapi.VersionRequest{}, grpc.WaitForReady(true))
+		if err == nil {
+			return r, nil
+		}
+		if !strings.Contains(err.Error(), "not initialized") || vctx.Err() != nil {
+			conn.Close()
+			return nil, fmt.Errorf("cri: runtime at %q does not answer CRI v1: %w", opts.Endpoint, err)
+		}
+		select {
+		case <-vctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return r, nil
 }
 
 // Close closes the connection.
@@ -176,12 +189,36 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 	return wrap(err, "StopPodSandbox", id)
 }
 
+// RemovePodSandbox removes the sandbox and then the pod's cgroup parent,
+// which runc created for it and leaves (the kubelet removes its pod
+// cgroups itself); a cgroup still in use stays.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	var uid string
+	if st, err := r.PodSandboxStatus(ctx, id); err == nil {
+		uid = st.GetMetadata().GetUid()
+	}
 	_, err := r.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
 	if notFound(err) {
 		return nil
 	}
-	return wrap(err, "RemovePodSandbox", id)
+	if err != nil {
+		return wrap(err, "RemovePodSandbox", id)
+	}
+	if uid != "" && r.driver == CgroupFS {
+		if others, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: uid}}); err == nil && len(others) == 0 {
+			removeCgroup(CgroupParent(r.driver, uid))
+		}
+	}
+	return nil
+}
+
+// removeCgroup removes a cgroupfs path in every hierarchy (v1) or the
+// unified one (v2); one that is not there or not empty is left.
+func removeCgroup(path string) {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", path))
+	for _, d := range append(dirs, filepath.Join("/sys/fs/cgroup", path)) {
+		os.Remove(d)
+	}
 }
 
 func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {

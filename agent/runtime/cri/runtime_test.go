@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/cri"
 	"github.com/kite-project/kite/agent/runtime/cri/critest"
 )
 
@@ -78,6 +79,21 @@ func TestBusyBoxRunsLogsExecsAndStops(t *testing.T) {
 	}
 	if err := rt.RemoveContainer(ctx, id); err != nil {
 		t.Fatalf("removing it again = %v, want success", err)
+	}
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.CgroupParent(cri.CgroupFS, uid)); len(dirs) == 0 {
+		t.Fatalf("no cgroup %s for the sandbox", cri.CgroupParent(cri.CgroupFS, uid))
+	}
+	if err := rt.StopPodSandbox(ctx, sbID); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemovePodSandbox(ctx, sbID); err != nil {
+		t.Fatal(err)
+	}
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.CgroupParent(cri.CgroupFS, uid)); len(dirs) != 0 {
+		t.Errorf("the pod's cgroups are left after its sandbox was removed: %q", dirs)
+	}
+	if err := rt.RemovePodSandbox(ctx, sbID); err != nil {
+		t.Errorf("removing the sandbox again = %v, want success", err)
 	}
 }
 
