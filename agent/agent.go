@@ -97,6 +97,18 @@ type Options struct {
 	// Runtime runs the containers; nil means the built-in process runtime
 	// (agent/runtime/process) with its state under RootDir/runtime.
 	Runtime runtime.Service
+	// ContainerRuntime picks the runtime when Runtime is nil: "process"
+	// (or empty: the built-in process runtime) or "containerd" (a
+	// containerd child the agent runs with its state under
+	// RootDir/containerd, stopped when Run returns; docs/runtime.md).
+	ContainerRuntime string
+	// ContainerRuntimeEndpoint is the socket of a CRI runtime that runs
+	// already (unix:///...); it wins over ContainerRuntime.
+	ContainerRuntimeEndpoint string
+	// CgroupDriver is the CRI runtime's cgroup driver ("cgroupfs" or
+	// "systemd") for an endpoint; empty: systemd where systemd is the init.
+	// A containerd the agent runs gets the one it was configured with.
+	CgroupDriver string
 	// ContainerLogMaxSize (bytes) and ContainerLogMaxFiles configure the
 	// process runtime's log rotation; zero means its defaults.
 	ContainerLogMaxSize  int64
@@ -157,6 +169,9 @@ func FromOptions(o *options.Options) (Options, error) {
 		HTTPCheckFrequency:   o.Config.HTTPCheckFrequency.Duration,
 		RootDir:              o.RootDir,
 		ContainerLogMaxFiles: int(o.Config.ContainerLogMaxFiles),
+
+		ContainerRuntime:         o.ContainerRuntime,
+		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),
 			Port:    o.Config.Port,
@@ -205,17 +220,21 @@ type Agent struct {
 	observer mirrorObserver
 	node     *node.Manager   // nil when standalone
 	rt       runtime.Service // nil when it runs no pods
-	server   *server.Server  // nil when it runs no pods
-	serverLn net.Listener
-	served   podSet // the pods handed to the sync loop, for /pods
+	// closeRuntime closes the connection to a CRI runtime and stops the
+	// containerd child, if any; nil for none.
+	closeRuntime func()
+	server       *server.Server // nil when it runs no pods
+	serverLn     net.Listener
+	served       podSet // the pods handed to the sync loop, for /pods
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
 }
 
 // New builds the sources, the merge and, with a REST config, the mirror
-// reconciler; Run starts them.
-func New(opts Options) (*Agent, error) {
+// reconciler; Run starts them. A containerd child it starts runs until Run
+// returns (or until New fails).
+func New(opts Options) (_ *Agent, err error) {
 	if opts.NodeName == "" {
 		return nil, errors.New("agent: no node name given")
 	}
@@ -288,6 +307,11 @@ func New(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.pc = pc
+	defer func() {
+		if err != nil && a.closeRuntime != nil {
+			a.closeRuntime()
+		}
+	}()
 	if a.loop == nil {
 		if a.pods, err = a.newPodManager(&opts, cs); err != nil {
 			return nil, err
@@ -361,6 +385,9 @@ func (a *Agent) Run(ctx context.Context) {
 		return
 	}
 	ctx = klog.NewContext(ctx, logger)
+	if a.closeRuntime != nil {
+		defer a.closeRuntime() // after every part that uses it
+	}
 	var syncWG, wg sync.WaitGroup
 	if a.pods != nil {
 		syncWG.Go(func() { a.pods.Run(ctx, a.updates) })

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/podsync"
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtime/containerd"
+	"github.com/kite-project/kite/agent/runtime/cri"
 	"github.com/kite-project/kite/agent/runtime/process"
 )
 
@@ -25,17 +28,9 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 	if opts.RootDir == "" {
 		return nil, fmt.Errorf("agent: a root directory (--root-dir) is required to run pods")
 	}
-	rt := opts.Runtime
-	if rt == nil {
-		p, err := process.New(process.Options{
-			RootDir:              filepath.Join(opts.RootDir, "runtime"),
-			ContainerLogMaxSize:  opts.ContainerLogMaxSize,
-			ContainerLogMaxFiles: opts.ContainerLogMaxFiles,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("agent: --root-dir %s: the process runtime cannot keep its state there: %w", opts.RootDir, err)
-		}
-		rt = p
+	rt, err := a.newRuntime(opts)
+	if err != nil {
+		return nil, err
 	}
 	a.rt = rt
 	if v, err := rt.Version(context.Background()); err == nil && opts.Node.RuntimeVersion == "" {
@@ -43,6 +38,16 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 	}
 	if opts.Node.Health == nil {
 		opts.Node.Health = (&runtimeHealth{rt: rt}).check
+	}
+	if is, ok := rt.(runtime.ImageService); ok && opts.Node.Images == nil {
+		opts.Node.Images = func(ctx context.Context) []v1.ContainerImage {
+			imgs, err := is.ListImages(ctx)
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Listing the runtime's images for the node's status")
+				return nil
+			}
+			return node.NodeImages(imgs)
+		}
 	}
 	ip := opts.Node.NodeIP
 	if ip == nil {
@@ -73,6 +78,63 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return m, nil
+}
+
+// newRuntime is opts.Runtime, or the runtime opts ask for: a CRI runtime
+// at ContainerRuntimeEndpoint, a containerd child under
+// RootDir/containerd, or the process runtime under RootDir/runtime. A CRI
+// runtime's connection (and containerd) end with a.closeRuntime.
+func (a *Agent) newRuntime(opts *Options) (runtime.Service, error) {
+	if opts.Runtime != nil {
+		return opts.Runtime, nil
+	}
+	ctx := context.Background()
+	switch {
+	case opts.ContainerRuntimeEndpoint != "":
+		driver := cri.CgroupDriver(opts.CgroupDriver)
+		if driver == "" {
+			driver = cri.CgroupFS
+			if _, err := os.Stat("/run/systemd/system"); err == nil {
+				driver = cri.CgroupSystemd
+			}
+		}
+		r, err := cri.New(ctx, cri.Options{Endpoint: opts.ContainerRuntimeEndpoint, CgroupDriver: driver})
+		if err != nil {
+			return nil, fmt.Errorf("agent: --container-runtime-endpoint: %w", err)
+		}
+		a.closeRuntime = func() { r.Close() }
+		return r, nil
+	case opts.ContainerRuntime == "containerd":
+		p, err := containerd.Start(ctx, containerd.Options{Dir: filepath.Join(opts.RootDir, "containerd")})
+		if err != nil {
+			return nil, fmt.Errorf("agent: --container-runtime=containerd: %w", err)
+		}
+		driver := cri.CgroupFS
+		if p.SystemdCgroup() {
+			driver = cri.CgroupSystemd
+		}
+		r, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupDriver: driver})
+		if err != nil {
+			p.Stop()
+			return nil, fmt.Errorf("agent: --container-runtime=containerd: %w", err)
+		}
+		a.closeRuntime = func() {
+			r.Close()
+			p.Stop()
+		}
+		return r, nil
+	case opts.ContainerRuntime == "" || opts.ContainerRuntime == "process":
+		p, err := process.New(process.Options{
+			RootDir:              filepath.Join(opts.RootDir, "runtime"),
+			ContainerLogMaxSize:  opts.ContainerLogMaxSize,
+			ContainerLogMaxFiles: opts.ContainerLogMaxFiles,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("agent: --root-dir %s: the process runtime cannot keep its state there: %w", opts.RootDir, err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("agent: --container-runtime %q: want process or containerd", opts.ContainerRuntime)
 }
 
 // runtimeHealth turns the runtime's status into the Node's: not ready

@@ -51,6 +51,16 @@ type Inputs struct {
 	Allocatable v1.ResourceList
 	// LogDirectory is the pod's log directory (LogDirectory).
 	LogDirectory string
+	// HostDNS is the node's resolv.conf (ParseResolvConf), the base of
+	// a pod's dnsConfig; nil is none.
+	HostDNS *runtimeapi.DNSConfig
+	// RunsImages says that the runtime runs containers from their images
+	// (a CRI runtime): a container without command runs its image's
+	// entrypoint, and ImageUser is the user its image runs as.
+	RunsImages bool
+	// ImageUser is the image's user (the runtime's ImageStatus: uid or
+	// name), for runAsNonRoot; nil when unknown.
+	ImageUser *ImageUser
 	// PodDir is the pod's directory, where the files bound at its
 	// containers' terminationMessagePath are (TerminationMessageFile).
 	PodDir string
@@ -122,26 +132,6 @@ func NextRestartCount(last *podruntime.Container, logs []string) int {
 	return n + 1
 }
 
-// SandboxConfig is the pod's sandbox configuration for attempt; in gives
-// the node's name and the pod's log directory.
-func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandboxConfig {
-	annotations := map[string]string{}
-	for k, v := range pod.Annotations {
-		annotations[k] = v
-	}
-	return &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
-		Hostname:     in.NodeName,
-		LogDirectory: in.LogDirectory,
-		Labels:       podLabels(pod),
-		Annotations:  annotations,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}},
-			Resources:       podResources(pod),
-		},
-	}
-}
-
 func podLabels(pod *v1.Pod) map[string]string {
 	l := map[string]string{}
 	for k, v := range pod.Labels {
@@ -160,7 +150,7 @@ var ErrNoCommand = errors.New("container has no command")
 // Build is the configuration of the container's next instance (of
 // in.RestartCount, with in.Volumes mounted).
 func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig, error) {
-	if len(c.Command) == 0 {
+	if len(c.Command) == 0 && !in.RunsImages {
 		return nil, fmt.Errorf("%w: the process runtime runs command and args as host processes and cannot read image %q's entrypoint; set command for container %q", ErrNoCommand, c.Image, c.Name)
 	}
 	env, err := Env(pod, c, in)
@@ -188,7 +178,7 @@ func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig
 	if c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: TerminationMessageFile(in.PodDir, c.Name, restartCount)})
 	}
-	sc, err := securityContext(pod, c)
+	sc, err := securityContext(pod, c, in)
 	if err != nil {
 		return nil, err
 	}

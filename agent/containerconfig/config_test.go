@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/podruntime"
 	"github.com/kite-project/kite/agent/runtime"
@@ -243,7 +245,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("resources = %+v", r)
 	}
 	sb := SandboxConfig(pod, in, 0)
-	if sb.LogDirectory != "/logs/cfg_web_uid-1" || sb.Metadata.Uid != "uid-1" || sb.Hostname != "node1" {
+	if sb.LogDirectory != "/logs/cfg_web_uid-1" || sb.Metadata.Uid != "uid-1" || sb.Hostname != "" {
 		t.Errorf("sandbox logDirectory %q, hostname %q, metadata %+v", sb.LogDirectory, sb.Hostname, sb.Metadata)
 	}
 	if got := LogDirectory("/logs", pod); got != "/logs/cfg_web_uid-1" {
@@ -315,6 +317,7 @@ func TestSecurityContext(t *testing.T) {
 		wantUser  *int64
 		wantGroup *int64
 		groups    []int64
+		in        Inputs
 		err       string
 	}{
 		{name: "none"},
@@ -326,13 +329,21 @@ func TestSecurityContext(t *testing.T) {
 		{name: "runAsNonRoot with user 0", container: &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i(0)},
 			err: `container's runAsUser breaks non-root policy (pod: "web_sec(uid-1)", container: c)`},
 		{name: "runAsNonRoot with user 1000", container: &v1.SecurityContext{RunAsNonRoot: &yes, RunAsUser: i(1000)}, wantUser: i(1000)},
+		{name: "runAsNonRoot, image user 65534", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes}, in: Inputs{RunsImages: true, ImageUser: &ImageUser{UID: i(65534)}}},
+		{name: "runAsNonRoot, image without a user", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes}, in: Inputs{RunsImages: true},
+			err: `container has runAsNonRoot and image will run as root (pod: "web_sec(uid-1)", container: c)`},
+		{name: "runAsNonRoot, image user 0", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes}, in: Inputs{RunsImages: true, ImageUser: &ImageUser{UID: i(0)}},
+			err: `container has runAsNonRoot and image will run as root (pod: "web_sec(uid-1)", container: c)`},
+		{name: "runAsNonRoot, image user by name", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes}, in: Inputs{RunsImages: true, ImageUser: &ImageUser{Name: "app"}},
+			err: `container has runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root (pod: "web_sec(uid-1)", container: c)`},
+		{name: "runAsNonRoot, runAsUser over the image's root", pod: &v1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: i(5)}, in: Inputs{RunsImages: true, ImageUser: &ImageUser{UID: i(0)}}, wantUser: i(5)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := v1.Container{Name: "c", SecurityContext: tc.container}
 			pod := testPod("sec", c)
 			pod.Spec.SecurityContext = tc.pod
-			sc, err := securityContext(pod, &c)
+			sc, err := securityContext(pod, &c, tc.in)
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("error = %v, want %q", err, tc.err)
@@ -390,6 +401,41 @@ func TestPodResources(t *testing.T) {
 			r := podResources(p)
 			if r.CpuQuota != tc.quota || r.MemoryLimitInBytes != tc.mem || r.CpuShares != tc.shares {
 				t.Errorf("quota %d memory %d shares %d; want %d %d %d", r.CpuQuota, r.MemoryLimitInBytes, r.CpuShares, tc.quota, tc.mem, tc.shares)
+			}
+		})
+	}
+}
+
+func TestSandboxDNSConfig(t *testing.T) {
+	host := ParseResolvConf([]byte("# generated\nnameserver 10.0.0.2\nnameserver 10.0.0.3\nsearch a.example b.example\noptions ndots:2 edns0\n"))
+	if d := cmp.Diff(&runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3"}, Searches: []string{"a.example", "b.example"}, Options: []string{"ndots:2", "edns0"}}, host, protocmp.Transform()); d != "" {
+		t.Fatalf("ParseResolvConf (-want +got):\n%s", d)
+	}
+	three := "3"
+	cases := []struct {
+		name   string
+		policy v1.DNSPolicy
+		pod    *v1.PodDNSConfig
+		want   *runtimeapi.DNSConfig
+	}{
+		{name: "ClusterFirst without dnsConfig: the node's as it is", policy: v1.DNSClusterFirst},
+		{name: "Default merges the pod's", policy: v1.DNSDefault,
+			pod:  &v1.PodDNSConfig{Nameservers: []string{"10.0.0.3", "1.1.1.1"}, Searches: []string{"c.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: &three}}},
+			want: &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3", "1.1.1.1"}, Searches: []string{"a.example", "b.example", "c.example"}, Options: []string{"edns0", "ndots:3"}}},
+		{name: "None takes the pod's alone", policy: v1.DNSNone,
+			pod:  &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}},
+			want: &runtimeapi.DNSConfig{Servers: []string{"1.1.1.1"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("dns", v1.Container{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}, {ContainerPort: 53, Protocol: v1.ProtocolUDP}}})
+			pod.Spec.DNSPolicy, pod.Spec.DNSConfig = tc.policy, tc.pod
+			sb := SandboxConfig(pod, Inputs{HostDNS: host}, 0)
+			if d := cmp.Diff(tc.want, sb.DnsConfig, protocmp.Transform()); d != "" {
+				t.Errorf("DnsConfig (-want +got):\n%s", d)
+			}
+			if len(sb.PortMappings) != 1 || sb.PortMappings[0].HostPort != 8080 || sb.PortMappings[0].ContainerPort != 80 {
+				t.Errorf("PortMappings = %v, want only 80 on host port 8080", sb.PortMappings)
 			}
 		})
 	}

@@ -63,6 +63,10 @@ type Options struct {
 	// down, ...; none means Ready) and what the runtime cannot do while
 	// it runs pods (Info.Degraded). Nil means always ready.
 	Health func(ctx context.Context) (notReady []string, degraded []v1.NodeCondition)
+	// Images lists the runtime's images for status.images; nil (a
+	// runtime without images) reports none. A failed listing returns nil
+	// and keeps what the Node has.
+	Images func(ctx context.Context) []v1.ContainerImage
 	// Labels are added to the Node at registration; they win over the
 	// defaults, as the kubelet's --node-labels do.
 	Labels map[string]string
@@ -171,6 +175,9 @@ func (m *Manager) info(ctx context.Context) Info {
 	}
 	if m.opts.Health != nil {
 		info.NotReady, info.Degraded = m.opts.Health(ctx)
+	}
+	if m.opts.Images != nil {
+		info.Images = m.opts.Images(ctx)
 	}
 	return info
 }

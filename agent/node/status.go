@@ -1,12 +1,15 @@
 package node
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Info is what the host and the agent know of the node at one moment.
@@ -35,6 +38,8 @@ type Info struct {
 	// conditions of their type with status False, after Ready. A
 	// condition that is no longer reported goes from the Node.
 	Degraded []v1.NodeCondition
+	// Images are status.images (NodeImages); nil keeps what the Node has.
+	Images []v1.ContainerImage
 }
 
 // Ready condition reasons and messages, the kubelet's
@@ -126,7 +131,40 @@ func Build(info Info, old *v1.NodeStatus, now metav1.Time) v1.NodeStatus {
 		status.Images, status.VolumesInUse, status.VolumesAttached = old.Images, old.VolumesInUse, old.VolumesAttached
 		status.Config, status.Phase, status.Features = old.Config, old.Phase, old.Features
 	}
+	if info.Images != nil {
+		status.Images = info.Images
+	}
 	return status
+}
+
+// The kubelet's limits on status.images (nodeStatusMaxImages,
+// maxNamesPerImageInNodeStatus).
+const (
+	maxImages        = 50
+	maxNamesPerImage = 5
+)
+
+// NodeImages is status.images from the runtime's images, as the kubelet's
+// nodestatus.Images: the largest first, at most 50, each with its digests
+// then its tags (at most 5 names); images without a name are left out.
+func NodeImages(imgs []*runtimeapi.Image) []v1.ContainerImage {
+	sorted := slices.Clone(imgs)
+	slices.SortStableFunc(sorted, func(a, b *runtimeapi.Image) int { return cmp.Compare(b.GetSize(), a.GetSize()) })
+	out := []v1.ContainerImage{}
+	for _, img := range sorted {
+		names := append(slices.Clone(img.GetRepoDigests()), img.GetRepoTags()...)
+		if len(names) == 0 {
+			continue
+		}
+		if len(names) > maxNamesPerImage {
+			names = names[:maxNamesPerImage]
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+		if len(out) == maxImages {
+			break
+		}
+	}
+	return out
 }
 
 // DegradedTypes are the condition types the agent's runtimes report in

@@ -1,12 +1,14 @@
 package node
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -134,5 +136,18 @@ func TestBuildKeepsOthersConditionsAndDropsGoneDegradedOnes(t *testing.T) {
 	}
 	if c := condition(next, "KernelDeadlock"); c.Reason != "KernelHasNoDeadlock" {
 		t.Errorf("another writer's condition is dropped: %v", next.Conditions)
+	}
+}
+
+func TestNodeImagesLargestFirstWithDigestsThenTags(t *testing.T) {
+	imgs := []*runtimeapi.Image{
+		{Id: "sha256:a", RepoTags: []string{"small:1"}, Size: 10},
+		{Id: "sha256:b", RepoTags: []string{"big:1", "big:latest"}, RepoDigests: []string{"big@sha256:b"}, Size: 100},
+		{Id: "sha256:c", Size: 1000}, // no name
+	}
+	got := NodeImages(imgs)
+	want := []v1.ContainerImage{{Names: []string{"big@sha256:b", "big:1", "big:latest"}, SizeBytes: 100}, {Names: []string{"small:1"}, SizeBytes: 10}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("NodeImages = %+v, want %+v", got, want)
 	}
 }

@@ -56,6 +56,14 @@ type Options struct {
 	NodeIP string
 	// NodeLabels are added to the Node at registration (--node-labels).
 	NodeLabels map[string]string
+	// ContainerRuntime is "process" (the built-in process runtime, the
+	// default) or "containerd" (a containerd child under
+	// <root-dir>/containerd) (--container-runtime).
+	ContainerRuntime string
+	// ContainerRuntimeEndpoint is a CRI runtime's socket that runs
+	// already, unix:///... (--container-runtime-endpoint); it wins over
+	// ContainerRuntime.
+	ContainerRuntimeEndpoint string
 	// Config holds what the file and the flags set.
 	Config AgentConfiguration
 }
@@ -95,6 +103,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory of the agent's files: pod directories and volumes, container logs (pods/<namespace>_<pod>_<uid>/<container>/<restartCount>.log) and the runtime's records of its processes.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP. Empty: the address of the interface of the default route.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels added to the Node at registration, key=value pairs separated by ','.")
+	fs.StringVar(&o.ContainerRuntime, "container-runtime", o.ContainerRuntime, "The container runtime: 'process' (the default: containers as host processes, no images) or 'containerd' (pods from OCI images through the CRI; Kite runs containerd with its own configuration, socket and state under <root-dir>/containerd; needs containerd and runc installed, see docs/runtime.md).")
+	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The socket of a CRI runtime that runs already (unix:///run/containerd/containerd.sock); overrides --container-runtime.")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Number of pods the node can run (its capacity.pods).")
 	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")
@@ -169,6 +179,12 @@ func (o *Options) Validate() error {
 	}
 	if o.RootDir == "" {
 		errs = append(errs, errors.New("--root-dir: must not be empty"))
+	}
+	if o.ContainerRuntime != "" && o.ContainerRuntime != "process" && o.ContainerRuntime != "containerd" {
+		errs = append(errs, fmt.Errorf("--container-runtime %q: want process or containerd", o.ContainerRuntime))
+	}
+	if e := o.ContainerRuntimeEndpoint; e != "" && !strings.HasPrefix(e, "unix:///") {
+		errs = append(errs, fmt.Errorf("--container-runtime-endpoint %q: want a unix socket, unix:///path", e))
 	}
 	if o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil {
 		errs = append(errs, fmt.Errorf("--node-ip %q: not an IP address", o.NodeIP))

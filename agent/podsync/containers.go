@@ -106,11 +106,19 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		m.setWaiting(pod, c.Name, reason, err.Error())
 		return fmt.Errorf("start container %s of pod %s/%s: %s: %w", c.Name, pod.Namespace, pod.Name, reason, err)
 	}
-	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes)
+	imgUser, err := m.ensureImage(ctx, pod, c, sb)
+	if err != nil {
+		// The image manager's events are sent; the kubelet adds "Error:
+		// <reason>" and waits with the reason and its message.
+		reason, msg := imageReason(err)
+		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: %s", reason)
+		m.setWaiting(pod, c.Name, reason, msg)
+		return fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes, imgUser)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}
-	m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 	id, err := m.rt.CreateContainer(ctx, sandboxID, cfg, sb)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerError, err)

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/agent/containerconfig"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/podactions"
 	"github.com/kite-project/kite/agent/podstatus"
@@ -122,8 +124,14 @@ type Manager struct {
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]podstatus.Waiting
 	backOff map[types.UID]*podactions.BackOff
-	last    map[types.UID]v1.PodStatus // standalone: the status last computed
+	// imageBackOff is the pull back-off of every pod's images.
+	imageBackOff podactions.ImageBackOff
+	last         map[types.UID]v1.PodStatus // standalone: the status last computed
 }
+
+// resolvConf is the node's resolver configuration, the base of pods'
+// dnsConfig (the kubelet's --resolv-conf default).
+const resolvConf = "/etc/resolv.conf"
 
 // New checks opts and builds the Manager; Run starts it.
 func New(opts Options) (*Manager, error) {
@@ -134,7 +142,13 @@ func New(opts Options) (*Manager, error) {
 	if opts.Client != nil {
 		vc = opts.Client.CoreV1()
 	}
-	vm, err := volumes.New(volumes.Options{RootDir: opts.RootDir, Client: vc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable})
+	_, runsImages := opts.Runtime.(runtime.ImageService)
+	var hostDNS *runtimeapi.DNSConfig
+	if b, err := os.ReadFile(resolvConf); err == nil {
+		hostDNS = containerconfig.ParseResolvConf(b)
+	}
+	vm, err := volumes.New(volumes.Options{RootDir: opts.RootDir, Client: vc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable,
+		RunsImages: runsImages, HostDNS: hostDNS})
 	if err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}

@@ -99,3 +99,27 @@ const (
 	// or to the log).
 	AnnotationTerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
 )
+
+// ImageService is the part of the CRI ImageService the agent uses, for a
+// runtime that runs containers from images (the CRI runtime; the process
+// runtime has none). Images are named as the pod spec names them; the
+// runtime normalises them (docker.io/library/..., :latest).
+type ImageService interface {
+	// ImageStatus is the image, or nil without an error when the
+	// runtime does not have it.
+	ImageStatus(ctx context.Context, image string) (*runtimeapi.Image, error)
+	// PullImage pulls image (with auth when not nil) for a pod of
+	// sandboxConfig and returns its reference (the image ID).
+	PullImage(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	// ListImages lists every image the runtime has.
+	ListImages(ctx context.Context) ([]*runtimeapi.Image, error)
+}
+
+// Streamer is a runtime with a streaming server of its own, as a CRI
+// runtime has: exec, attach and port-forward sessions are served at the
+// URL it returns, which the agent's server proxies to, as the kubelet does.
+type Streamer interface {
+	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (string, error)
+	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (string, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error)
+}

@@ -11,11 +11,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
@@ -295,6 +297,12 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
 		return
 	}
+	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
+		u, err := st.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: insts[0].id, Cmd: r.URL.Query()["command"],
+			Tty: streamOpts.TTY, Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr})
+		proxyStream(w, r, u, err)
+		return
+	}
 	ex, ok := s.opts.Runtime.(Execer)
 	if !ok {
 		message(w, http.StatusNotImplemented, "the runtime does not support exec")
@@ -318,6 +326,12 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 	}
 	if !insts[0].running {
 		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
+		return
+	}
+	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
+		u, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: insts[0].id,
+			Tty: streamOpts.TTY, Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr})
+		proxyStream(w, r, u, err)
 		return
 	}
 	remotecommand.ServeAttach(w, r, attacher{s: s, inst: insts[0]}, pod, uid, container, streamOpts,
@@ -413,8 +427,42 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusNotFound, fmt.Sprintf("pod %q does not exist", pod))
 		return
 	}
+	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
+		newest := sbs[0]
+		for _, sb := range sbs {
+			if sb.CreatedAt > newest.CreatedAt {
+				newest = sb
+			}
+		}
+		u, err := st.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: newest.Id, Port: pfOpts.Ports})
+		proxyStream(w, r, u, err)
+		return
+	}
 	portforward.ServePortForward(w, r, hostForwarder{}, pod, sbs[0].Labels[runtime.LabelPodUID], pfOpts,
 		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, portforward.SupportedProtocols)
+}
+
+// proxyStream proxies a session to the URL of the runtime's streaming
+// server, as the kubelet's proxyStream: the client's upgrade (SPDY or
+// WebSocket) goes through to it unchanged.
+func proxyStream(w http.ResponseWriter, r *http.Request, rawURL string, err error) {
+	if err != nil {
+		message(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		message(w, http.StatusInternalServerError, fmt.Sprintf("the runtime's streaming URL %q: %v", rawURL, err))
+		return
+	}
+	proxy.NewUpgradeAwareHandler(u, nil, false, true, streamResponder{}).ServeHTTP(w, r)
+}
+
+type streamResponder struct{}
+
+func (streamResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	klog.FromContext(r.Context()).Error(err, "Proxying a stream to the runtime")
+	message(w, http.StatusInternalServerError, err.Error())
 }
 
 // execer adapts the runtime's Exec to cri-streaming's Executor.

@@ -52,6 +52,11 @@ type Options struct {
 	NodeName    string
 	HostIPs     []string
 	Allocatable v1.ResourceList
+	// RunsImages says that the runtime runs containers from images
+	// (containerconfig.Inputs.RunsImages).
+	RunsImages bool
+	// HostDNS is the node's resolv.conf, the base of pods' dnsConfig.
+	HostDNS *runtimeapi.DNSConfig
 	// SyncTimeout bounds the wait for a configMap's or secret's first
 	// list; zero is objectcache's default.
 	SyncTimeout time.Duration
@@ -200,7 +205,8 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
-	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod)}
+	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
+		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
@@ -236,11 +242,12 @@ func lookups[T interface {
 
 // ContainerConfig is the configuration of the container's next instance
 // (containerconfig.Build), restartCount its restart count and volumes the
-// host paths SetUp returned. A subPath missing in its volume is created,
+// host paths SetUp returned, imageUser the user of the container's image
+// (nil: unknown, or no image). A subPath missing in its volume is created,
 // as upstream's makeMounts does.
-func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser) (*runtimeapi.ContainerConfig, error) {
 	in := m.inputs(ctx, pod)
-	in.RestartCount, in.Volumes = restartCount, volumes
+	in.RestartCount, in.Volumes, in.ImageUser = restartCount, volumes, imageUser
 	cfg, err := containerconfig.Build(pod, c, in)
 	if err != nil {
 		return nil, err

@@ -32,7 +32,9 @@ mirror pod for each static pod). Flags are the kubelet's; --config reads a
 KubeletConfiguration file and flags given override it.
 
 It runs each pod's containers as host processes (the built-in process
-runtime), keeps their logs, state and volumes under --root-dir, writes the
+runtime), or from their images through containerd with
+--container-runtime=containerd (or --container-runtime-endpoint), keeps
+their logs, state and volumes under --root-dir, writes the
 pods' status, and keeps the Node's status and Lease current. It logs each
 operation (ADD, UPDATE, DELETE, REMOVE, RECONCILE) with the full names of its
 pods, one line each. Stopping the agent leaves the pods running; the next

@@ -50,7 +50,8 @@ func newServerCommand() *cobra.Command {
 		Long: `Run etcd (embedded unless --etcd-servers), the Kubernetes API server over it
 (as kite apiserver), and the node agent for this host (as kite agent) on the
 in-process API. The agent registers its Node and reads static pods from
---pod-manifest-path and --manifest-url, and runs its pods as host processes
+--pod-manifest-path and --manifest-url, and runs its pods as host processes,
+or from images through containerd with --container-runtime=containerd
 (state under --root-dir, default --data-dir/agent).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,181 @@
+package containerconfig
+
+import (
+	"bufio"
+	"bytes"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// SandboxConfig is the pod's sandbox configuration for attempt, as the
+// kubelet's generatePodSandboxConfig: metadata, labels and annotations,
+// the log directory, DNS, port mappings, and the Linux options (the
+// node's network namespace, the pod's users and groups, privileged when a
+// container is, sysctls, the pod cgroup's resources). Every pod uses the
+// node's network for now (pod networking comes later), so, as the kubelet
+// does for a hostNetwork pod, no hostname is set: the pod has the node's.
+func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandboxConfig {
+	annotations := map[string]string{}
+	for k, v := range pod.Annotations {
+		annotations[k] = v
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}
+	var sysctls map[string]string
+	if p := pod.Spec.SecurityContext; p != nil {
+		sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIDs(p)
+		for _, s := range p.Sysctls {
+			if sysctls == nil {
+				sysctls = map[string]string{}
+			}
+			sysctls[s.Name] = s.Value
+		}
+	}
+	for _, c := range allContainers(pod) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		LogDirectory: in.LogDirectory,
+		DnsConfig:    DNSConfig(pod, in.HostDNS),
+		PortMappings: portMappings(pod),
+		Labels:       podLabels(pod),
+		Annotations:  annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: sc,
+			Sysctls:         sysctls,
+			Resources:       podResources(pod),
+		},
+	}
+}
+
+func allContainers(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// portMappings are the containers' host ports (kubelet's
+// makePortMappings): only ports with a hostPort.
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for _, c := range allContainers(pod) {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			out = append(out, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return out
+}
+
+// DNSConfig is the pod's resolver configuration, as the kubelet's
+// GetPodDNS where there is no cluster DNS (so ClusterFirst falls back to
+// Default, as it does for a hostNetwork pod): policy None takes the pod's
+// dnsConfig alone; otherwise host, the node's resolv.conf, with the pod's
+// dnsConfig merged in (nameservers and searches appended without
+// duplicates, options by name, the pod's winning). Nil means the node's
+// resolv.conf as it is, which the runtime copies.
+func DNSConfig(pod *v1.Pod, host *runtimeapi.DNSConfig) *runtimeapi.DNSConfig {
+	pc := pod.Spec.DNSConfig
+	if pod.Spec.DNSPolicy == v1.DNSNone {
+		out := &runtimeapi.DNSConfig{}
+		if pc != nil {
+			out.Servers = slices.Clone(pc.Nameservers)
+			out.Searches = slices.Clone(pc.Searches)
+			out.Options = dnsOptions(nil, pc.Options)
+		}
+		return out
+	}
+	if pc == nil {
+		return nil
+	}
+	out := &runtimeapi.DNSConfig{}
+	if host != nil {
+		out.Servers, out.Searches, out.Options = slices.Clone(host.Servers), slices.Clone(host.Searches), slices.Clone(host.Options)
+	}
+	out.Servers = appendNew(out.Servers, pc.Nameservers)
+	out.Searches = appendNew(out.Searches, pc.Searches)
+	out.Options = dnsOptions(out.Options, pc.Options)
+	return out
+}
+
+func appendNew(to, from []string) []string {
+	for _, s := range from {
+		if !slices.Contains(to, s) {
+			to = append(to, s)
+		}
+	}
+	return to
+}
+
+// dnsOptions merges the pod's options into existing ("name" or
+// "name:value"), a pod option replacing one of its name.
+func dnsOptions(existing []string, pod []v1.PodDNSConfigOption) []string {
+	out := slices.Clone(existing)
+	for _, o := range pod {
+		s := o.Name
+		if o.Value != nil {
+			s += ":" + *o.Value
+		}
+		out = slices.DeleteFunc(out, func(e string) bool { n, _, _ := strings.Cut(e, ":"); return n == o.Name })
+		out = append(out, s)
+	}
+	return out
+}
+
+// ParseResolvConf reads a resolv.conf: nameservers, the last search (or
+// domain) line, and options, as the kubelet's parseResolvConf.
+func ParseResolvConf(b []byte) *runtimeapi.DNSConfig {
+	out := &runtimeapi.DNSConfig{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			out.Servers = append(out.Servers, f[1])
+		case "search", "domain":
+			out.Searches = slices.Clone(f[1:])
+		case "options":
+			out.Options = dnsOptions(out.Options, optionsOf(f[1:]))
+		}
+	}
+	return out
+}
+
+func optionsOf(fields []string) []v1.PodDNSConfigOption {
+	var out []v1.PodDNSConfigOption
+	for _, f := range fields {
+		n, v, ok := strings.Cut(f, ":")
+		o := v1.PodDNSConfigOption{Name: n}
+		if ok {
+			o.Value = &v
+		}
+		out = append(out, o)
+	}
+	return out
+}

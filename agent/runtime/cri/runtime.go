@@ -1,0 +1,360 @@
+// Package cri is the agent's runtime over a CRI v1 runtime (containerd)
+// on a unix socket: runtime.Service, runtime.ImageService and
+// runtime.Streamer through k8s.io/cri-api's gRPC client stubs, as the
+// kubelet's remote runtime does. It adds only what the CRI leaves to the
+// kubelet below the agent's contract: the cgroup parent of each sandbox,
+// the CRI's NotFound as runtime.ErrNotFound, the idempotent stop and
+// remove the contract promises, and a timed-out ExecSync as
+// context.DeadlineExceeded. See docs/runtime.md.
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kite-project/kite/agent/runtime"
+)
+
+// maxMsgSize is the kubelet's limit on CRI messages (16 MiB).
+const maxMsgSize = 16 * 1024 * 1024
+
+// CgroupDriver is how the runtime names cgroups: cgroupfs paths or systemd
+// slices. It must be the runtime's own (containerd's SystemdCgroup).
+type CgroupDriver string
+
+const (
+	CgroupFS      CgroupDriver = "cgroupfs"
+	CgroupSystemd CgroupDriver = "systemd"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// Endpoint is the runtime's socket, unix:///path or /path. Required.
+	Endpoint string
+	// CgroupDriver names the pods' cgroups; cgroupfs when empty.
+	CgroupDriver CgroupDriver
+	// ConnectTimeout bounds the first Version call, which checks that the
+	// runtime answers (10 s when zero).
+	ConnectTimeout time.Duration
+}
+
+// Runtime talks to a CRI runtime. It is safe for concurrent use.
+type Runtime struct {
+	opts   Options
+	conn   *grpc.ClientConn
+	rs     runtimeapi.RuntimeServiceClient
+	is     runtimeapi.ImageServiceClient
+	driver CgroupDriver
+}
+
+var (
+	_ runtime.Service      = (*Runtime)(nil)
+	_ runtime.ImageService = (*Runtime)(nil)
+	_ runtime.Streamer     = (*Runtime)(nil)
+)
+
+// New connects to the runtime at opts.Endpoint and checks that it speaks
+// CRI v1.
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Endpoint == "" {
+		return nil, errors.New("cri: no runtime endpoint given")
+	}
+	target := opts.Endpoint
+	if !strings.HasPrefix(target, "unix://") {
+		if strings.Contains(target, "://") {
+			return nil, fmt.Errorf("cri: endpoint %q: only unix sockets are supported", target)
+		}
+		target = "unix://" + target
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
+	if err != nil {
+		return nil, fmt.Errorf("cri: endpoint %q: %w", opts.Endpoint, err)
+	}
+	r := &Runtime{opts: opts, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn), driver: opts.CgroupDriver}
+	if r.driver == "" {
+		r.driver = CgroupFS
+	}
+	timeout := opts.ConnectTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// A containerd that has just started answers "server is not
+	// initialized yet" while its CRI plugin recovers its state: ask again.
+	for {
+		_, err := r.rs.Version(vctx, &runtimeapi.VersionRequest{}, grpc.WaitForReady(true))
+		if err == nil {
+			return r, nil
+		}
+		if !strings.Contains(err.Error(), "not initialized") || vctx.Err() != nil {
+			conn.Close()
+			return nil, fmt.Errorf("cri: runtime at %q does not answer CRI v1: %w", opts.Endpoint, err)
+		}
+		select {
+		case <-vctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close closes the connection.
+func (r *Runtime) Close() error { return r.conn.Close() }
+
+// Endpoint is the socket the runtime was reached at.
+func (r *Runtime) Endpoint() string { return r.opts.Endpoint }
+
+// wrap names the call and the object, and turns the CRI's NotFound into
+// runtime.ErrNotFound.
+func wrap(err error, call, id string) error {
+	if err == nil {
+		return nil
+	}
+	if status.Code(err) == codes.NotFound {
+		return fmt.Errorf("cri: %s %s: %w: %w", call, id, runtime.ErrNotFound, err)
+	}
+	return fmt.Errorf("cri: %s %s: %w", call, id, err)
+}
+
+// notFound says whether err is the CRI's NotFound.
+func notFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+func (r *Runtime) Version(ctx context.Context) (*runtimeapi.VersionResponse, error) {
+	v, err := r.rs.Version(ctx, &runtimeapi.VersionRequest{})
+	return v, wrap(err, "Version", "")
+}
+
+// Status is the runtime's, but NetworkReady: every sandbox the agent
+// runs uses the node's network namespace (pod networking comes later), so
+// a runtime without a CNI configuration runs them all the same; its
+// reason is kept in the message.
+func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error) {
+	s, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, wrap(err, "Status", "")
+	}
+	st := s.GetStatus()
+	for _, c := range st.GetConditions() {
+		if c.Type == runtimeapi.NetworkReady && !c.Status {
+			c.Message = "every pod uses the node's network; the runtime's own network is not used (" + c.Reason + ": " + c.Message + ")"
+			c.Status, c.Reason = true, "NodeNetwork"
+		}
+	}
+	return st, nil
+}
+
+// CgroupParent is the cgroup parent of a pod's sandbox under the driver:
+// a slice of its own per pod (systemd), or /kite/pod<uid> (cgroupfs), as
+// the kubelet gives each pod a cgroup below kubepods.
+func CgroupParent(driver CgroupDriver, uid string) string {
+	if driver == CgroupSystemd {
+		return "kite-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
+	}
+	return "/kite/pod" + uid
+}
+
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+	if config.Linux == nil {
+		config.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+	}
+	if config.Linux.CgroupParent == "" {
+		config.Linux.CgroupParent = CgroupParent(r.driver, config.GetMetadata().GetUid())
+	}
+	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+	if err != nil {
+		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
+	}
+	return resp.PodSandboxId, nil
+}
+
+// StopPodSandbox of a sandbox the runtime does not know succeeds, as the
+// contract asks.
+func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
+	_, err := r.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+	if notFound(err) {
+		return nil
+	}
+	return wrap(err, "StopPodSandbox", id)
+}
+
+// RemovePodSandbox removes the sandbox and then the pod's cgroup parent,
+// which runc created for it and leaves (the kubelet removes its pod
+// cgroups itself); a cgroup still in use stays.
+func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	var uid string
+	if st, err := r.PodSandboxStatus(ctx, id); err == nil {
+		uid = st.GetMetadata().GetUid()
+	}
+	_, err := r.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+	if notFound(err) {
+		return nil
+	}
+	if err != nil {
+		return wrap(err, "RemovePodSandbox", id)
+	}
+	if uid != "" && r.driver == CgroupFS {
+		if others, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: uid}}); err == nil && len(others) == 0 {
+			removeCgroup(CgroupParent(r.driver, uid))
+		}
+	}
+	return nil
+}
+
+// removeCgroup removes a cgroupfs path in every hierarchy (v1) or the
+// unified one (v2); one that is not there or not empty is left.
+func removeCgroup(path string) {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", path))
+	for _, d := range append(dirs, filepath.Join("/sys/fs/cgroup", path)) {
+		os.Remove(d)
+	}
+}
+
+func (r *Runtime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {
+	resp, err := r.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return nil, wrap(err, "PodSandboxStatus", id)
+	}
+	return resp.Status, nil
+}
+
+func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	resp, err := r.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
+	if err != nil {
+		return nil, wrap(err, "ListPodSandbox", "")
+	}
+	return resp.Items, nil
+}
+
+func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
+	if err != nil {
+		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
+	}
+	return resp.ContainerId, nil
+}
+
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	_, err := r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	return wrap(err, "StartContainer", id)
+}
+
+// StopContainer gives the runtime the timeout plus a margin, as the
+// kubelet's remote client does, so that the call ends after the kill.
+func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeout)*time.Second+2*time.Minute)
+		defer cancel()
+	}
+	_, err := r.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout})
+	return wrap(err, "StopContainer", id)
+}
+
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	_, err := r.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+	if notFound(err) {
+		return nil
+	}
+	return wrap(err, "RemoveContainer", id)
+}
+
+func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	resp, err := r.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
+	if err != nil {
+		return nil, wrap(err, "ListContainers", "")
+	}
+	return resp.Containers, nil
+}
+
+func (r *Runtime) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	resp, err := r.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return nil, wrap(err, "ContainerStatus", id)
+	}
+	return resp.Status, nil
+}
+
+// ExecSync runs cmd in the container. The runtime bounds it by timeout
+// (whole seconds, at least 1 when set); a command that outlives it is
+// context.DeadlineExceeded, as the exec prober expects.
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (runtime.ExecResult, error) {
+	secs := int64(0)
+	if timeout > 0 {
+		secs = max(int64((timeout+time.Second-1)/time.Second), 1)
+		var cancel context.CancelFunc
+		// The runtime's own timeout comes first; this one only keeps a
+		// stuck runtime from holding the caller.
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(secs)*time.Second+10*time.Second)
+		defer cancel()
+	}
+	resp, err := r.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: secs})
+	if err != nil {
+		if timeout > 0 && (status.Code(err) == codes.DeadlineExceeded || strings.Contains(err.Error(), "deadline exceeded") || strings.Contains(err.Error(), "timeout")) {
+			return runtime.ExecResult{}, fmt.Errorf("cri: ExecSync %s %q: command timed out after %s: %w", id, cmd, timeout, context.DeadlineExceeded)
+		}
+		return runtime.ExecResult{}, wrap(err, "ExecSync", id)
+	}
+	return runtime.ExecResult{Stdout: resp.Stdout, Stderr: resp.Stderr, ExitCode: resp.ExitCode}, nil
+}
+
+// Exec, Attach and PortForward return the URL of the runtime's streaming
+// server for the session.
+func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (string, error) {
+	resp, err := r.rs.Exec(ctx, req)
+	if err != nil {
+		return "", wrap(err, "Exec", req.ContainerId)
+	}
+	return resp.Url, nil
+}
+
+func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (string, error) {
+	resp, err := r.rs.Attach(ctx, req)
+	if err != nil {
+		return "", wrap(err, "Attach", req.ContainerId)
+	}
+	return resp.Url, nil
+}
+
+func (r *Runtime) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error) {
+	resp, err := r.rs.PortForward(ctx, req)
+	if err != nil {
+		return "", wrap(err, "PortForward", req.PodSandboxId)
+	}
+	return resp.Url, nil
+}
+
+func (r *Runtime) ImageStatus(ctx context.Context, image string) (*runtimeapi.Image, error) {
+	resp, err := r.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if err != nil {
+		return nil, wrap(err, "ImageStatus", image)
+	}
+	return resp.Image, nil
+}
+
+func (r *Runtime) PullImage(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth, SandboxConfig: sandboxConfig})
+	if err != nil {
+		return "", wrap(err, "PullImage", image)
+	}
+	return resp.ImageRef, nil
+}
+
+func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
+	resp, err := r.is.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, wrap(err, "ListImages", "")
+	}
+	return resp.Images, nil
+}

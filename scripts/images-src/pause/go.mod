@@ -1,0 +1,3 @@
+module kite.local/pause
+
+go 1.26.0

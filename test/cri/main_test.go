@@ -1,0 +1,33 @@
+// Package cri runs pods from images through containerd and the whole
+// agent (sources, pod workers, status, events, the streaming server behind
+// the API server's proxy): the CRI runtime end to end. One Kite and one
+// containerd (critest) serve the package; each test runs its own agent
+// on a node of its own.
+package cri
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent/runtime/cri/critest"
+)
+
+var shared *kite.Server
+
+func TestMain(m *testing.M) {
+	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start kite:", err)
+		os.Exit(1)
+	}
+	shared = srv
+	code := critest.Main(m)
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close kite:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
