@@ -28,6 +28,7 @@ func All(now func() time.Time) []*registry.Strategy {
 		ControllerRevisions(),
 		Jobs(),
 		CronJobs(),
+		PodDisruptionBudgets(),
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
