@@ -21,6 +21,8 @@ func All(now func() time.Time) []*registry.Strategy {
 		Services(),
 		ServiceAccounts(),
 		Events(),
+		ReplicationControllers(),
+		PodTemplates(),
 		EventsV1(),
 		Leases(),
 		Deployments(),

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -32,6 +34,19 @@ func TestDisruptionKindCells(t *testing.T) {
 			name: "pdb with maxUnavailable as a percentage",
 			obj:  &policyv1.PodDisruptionBudget{ObjectMeta: meta("db"), Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromString("25%"))}},
 			want: []any{"db", "N/A", "25%", int64(0), "3d"},
+		},
+		{
+			name: "replication controller",
+			obj: &corev1.ReplicationController{ObjectMeta: meta("rc"), Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](3), Selector: map[string]string{"app": "web"},
+				Template: &workloadTemplate}, Status: corev1.ReplicationControllerStatus{Replicas: 2, ReadyReplicas: 1}},
+			columns: []string{"Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"},
+			want:    []any{"rc", int64(3), int64(2), int64(1), "3d", "a,b", "busybox,nginx:1.25", "app=web"},
+		},
+		{
+			name:    "pod template",
+			obj:     &corev1.PodTemplate{ObjectMeta: meta("t"), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: workloadTemplate.Spec}},
+			columns: []string{"Name", "Containers", "Images", "Pod Labels"},
+			want:    []any{"t", "a,b", "busybox,nginx:1.25", "app=web"},
 		},
 	}
 	c := table.New(table.Options{Now: func() time.Time { return now }})
