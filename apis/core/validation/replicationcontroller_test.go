@@ -32,7 +32,9 @@ func TestValidateReplicationController(t *testing.T) {
 			[]want{{field.ErrorTypeInvalid, "spec.template.metadata.labels"}}},
 		{"no template", func(rc *corev1.ReplicationController) { rc.Spec.Template = nil }, []want{{field.ErrorTypeRequired, "spec.template"}}},
 		{"negative replicas", func(rc *corev1.ReplicationController) { rc.Spec.Replicas = ptr.To[int32](-1) }, []want{{field.ErrorTypeInvalid, "spec.replicas"}}},
-		{"restart policy not Always", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+		{"restart policy not Always", func(rc *corev1.ReplicationController) {
+			rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		},
 			[]want{{field.ErrorTypeNotSupported, "spec.template.spec.restartPolicy"}}},
 		{"active deadline", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To[int64](5) },
 			[]want{{field.ErrorTypeInvalid, "spec.template.spec.activeDeadlineSeconds"}}},
