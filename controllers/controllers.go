@@ -40,6 +40,7 @@ import (
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/replication"
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
@@ -73,6 +74,9 @@ const (
 	CronJob = "cronjob-controller"
 	// Disruption keeps PodDisruptionBudgets' status.
 	Disruption = "disruption-controller"
+	// ReplicationController keeps each ReplicationController's pods
+	// (the ReplicaSet controller's logic).
+	ReplicationController = "replicationcontroller-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -156,6 +160,9 @@ func table() []entry {
 				return nil, fmt.Errorf("controllers: %s: %w", Disruption, err)
 			}
 			return built(disruption.New(disruption.Options{Client: b.client, Scales: scales, Informers: b.informers}))
+		}},
+		{ReplicationController, func(b builder) (Controller, error) {
+			return built(replication.New(replication.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }
