@@ -10,6 +10,7 @@ package replication
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,11 +127,49 @@ func (c converting) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 	if err != nil {
 		return nil, err
 	}
-	// Filter's goroutine ends when w does (the Reflector stops it).
-	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-		if rc, ok := e.Object.(*corev1.ReplicationController); ok {
-			e.Object = ToReplicaSet(rc)
+	cw := &convertingWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go cw.loop()
+	return cw, nil
+}
+
+// convertingWatch passes on a watch's events with ReplicationControllers
+// made ReplicaSets. Its goroutine ends when the inner watch ends or Stop
+// is called, even with an event nobody reads (apimachinery's
+// watch.Filter would stay blocked on it).
+type convertingWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func (w *convertingWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *convertingWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.inner.Stop()
+	})
+}
+
+func (w *convertingWatch) loop() {
+	defer close(w.out)
+	for {
+		select {
+		case e, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			if rc, ok := e.Object.(*corev1.ReplicationController); ok {
+				e.Object = ToReplicaSet(rc)
+			}
+			select {
+			case w.out <- e:
+			case <-w.stop:
+				return
+			}
+		case <-w.stop:
+			return
 		}
-		return e, true
-	}), nil
+	}
 }
