@@ -158,3 +158,25 @@ func TestReplicationControllerKeepsItsPods(t *testing.T) {
 		return ref != nil && ref.UID == rc.UID, nil
 	})
 }
+
+// A status that counts more ready than existing replicas is refused with
+// upstream's path and message (the ReplicaSet's rules).
+func TestReplicationControllerStatusIsValidated(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ctx := context.Background()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rc-status-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cs.CoreV1().ReplicationControllers(ns.Name).Create(ctx, &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](0), Template: &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Status = corev1.ReplicationControllerStatus{Replicas: 1, ReadyReplicas: 2, AvailableReplicas: 1}
+	_, err = cs.CoreV1().ReplicationControllers(ns.Name).UpdateStatus(ctx, rc, metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas") {
+		t.Errorf("status update: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	appsvalidation "github.com/kite-project/kite/apis/apps/validation"
 	"github.com/kite-project/kite/apis/core/defaults"
 	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
@@ -61,12 +63,24 @@ func ReplicationControllers() *registry.Strategy {
 					rc.Spec, rc.Labels = o.Spec, o.Labels
 				},
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-					return validation.ValidateReplicationControllerStatusUpdate(obj.(*corev1.ReplicationController), old.(*corev1.ReplicationController))
+					// Upstream's rules for a ReplicationController's status
+					// are the ReplicaSet's, with the same paths and messages.
+					return appsvalidation.ValidateReplicaSetStatusUpdate(replicaSetStatusOf(obj), replicaSetStatusOf(old))
 				},
 			},
 			"scale": sc,
 		},
 	}
+}
+
+// replicaSetStatusOf is a ReplicaSet with the controller's metadata and
+// status counts, for the ReplicaSet's status validation.
+func replicaSetStatusOf(obj runtime.Object) *appsv1.ReplicaSet {
+	rc := obj.(*corev1.ReplicationController)
+	return &appsv1.ReplicaSet{ObjectMeta: rc.ObjectMeta, Status: appsv1.ReplicaSetStatus{
+		Replicas: rc.Status.Replicas, FullyLabeledReplicas: rc.Status.FullyLabeledReplicas, ReadyReplicas: rc.Status.ReadyReplicas,
+		AvailableReplicas: rc.Status.AvailableReplicas, ObservedGeneration: rc.Status.ObservedGeneration,
+	}}
 }
 
 // PodTemplates returns the strategy of core/v1 podtemplates: objects

@@ -21,34 +21,6 @@ func ValidateReplicationControllerUpdate(rc, old *corev1.ReplicationController) 
 	return append(allErrs, validateReplicationControllerSpec(&rc.Spec, field.NewPath("spec"))...)
 }
 
-// ValidateReplicationControllerStatusUpdate checks an update of the
-// status: counts not negative, none above status.replicas, available not
-// above ready.
-func ValidateReplicationControllerStatusUpdate(rc, old *corev1.ReplicationController) field.ErrorList {
-	allErrs := apivalidation.ValidateObjectMetaUpdate(&rc.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	p := field.NewPath("status")
-	s := &rc.Status
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.Replicas), p.Child("replicas"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.FullyLabeledReplicas), p.Child("fullyLabeledReplicas"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.ReadyReplicas), p.Child("readyReplicas"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(int64(s.AvailableReplicas), p.Child("availableReplicas"))...)
-	allErrs = append(allErrs, apivalidation.ValidateNonnegativeField(s.ObservedGeneration, p.Child("observedGeneration"))...)
-	const msg = "cannot be greater than status.replicas"
-	if s.FullyLabeledReplicas > s.Replicas {
-		allErrs = append(allErrs, field.Invalid(p.Child("fullyLabeledReplicas"), s.FullyLabeledReplicas, msg))
-	}
-	if s.ReadyReplicas > s.Replicas {
-		allErrs = append(allErrs, field.Invalid(p.Child("readyReplicas"), s.ReadyReplicas, msg))
-	}
-	if s.AvailableReplicas > s.Replicas {
-		allErrs = append(allErrs, field.Invalid(p.Child("availableReplicas"), s.AvailableReplicas, msg))
-	}
-	if s.AvailableReplicas > s.ReadyReplicas {
-		allErrs = append(allErrs, field.Invalid(p.Child("availableReplicas"), s.AvailableReplicas, "cannot be greater than readyReplicas"))
-	}
-	return allErrs
-}
-
 func validateReplicationControllerSpec(spec *corev1.ReplicationControllerSpec, fldPath *field.Path) field.ErrorList {
 	allErrs := apivalidation.ValidateNonnegativeField(int64(spec.MinReadySeconds), fldPath.Child("minReadySeconds"))
 	if labels.Set(spec.Selector).AsSelector().Empty() {

@@ -46,9 +46,4 @@ func TestValidateReplicationController(t *testing.T) {
 			checkErrors(t, ValidateReplicationController(rc), tc.want...)
 		})
 	}
-	rc, old := validRC(), validRC()
-	rc.ResourceVersion, old.ResourceVersion = "1", "1"
-	rc.Status = corev1.ReplicationControllerStatus{Replicas: 1, ReadyReplicas: 2, AvailableReplicas: 3}
-	checkErrors(t, ValidateReplicationControllerStatusUpdate(rc, old),
-		want{field.ErrorTypeInvalid, "status.readyReplicas"}, want{field.ErrorTypeInvalid, "status.availableReplicas"}, want{field.ErrorTypeInvalid, "status.availableReplicas"})
 }
