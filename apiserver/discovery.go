@@ -79,12 +79,20 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 				kind = sub.Kind
 			}
 			verbs := metav1.Verbs(sub.Verbs())
-			v.resources = append(v.resources, metav1.APIResource{
+			res := metav1.APIResource{
 				Name:       strat.Resource + "/" + name,
 				Namespaced: strat.Namespaced,
 				Kind:       kind.Kind,
 				Verbs:      verbs,
-			})
+			}
+			if kind.GroupVersion() != gv {
+				// As upstream: a subresource of another group's kind
+				// names it (deployments/scale: autoscaling/v1;
+				// pods/eviction: policy/v1, which kubectl drain
+				// looks for before it evicts).
+				res.Group, res.Version = kind.Group, kind.Version
+			}
+			v.resources = append(v.resources, res)
 			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 				Subresource:  name,
 				ResponseKind: &metav1.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind},

@@ -10,9 +10,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // fuzzNamespace holds the namespaced objects the request targets create.
@@ -83,6 +85,13 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		jobTemplate.Spec.RestartPolicy = v1.RestartPolicyOnFailure
 		obj = &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTemplate}}}}
+	case schema.GroupKind{Kind: "ReplicationController"}:
+		obj = &v1.ReplicationController{ObjectMeta: meta, Spec: v1.ReplicationControllerSpec{Replicas: &replicas, Selector: map[string]string{"app": "web"}, Template: &template}}
+	case schema.GroupKind{Kind: "PodTemplate"}:
+		obj = &v1.PodTemplate{ObjectMeta: meta, Template: template}
+	case schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}:
+		minAvailable := intstr.FromString("50%")
+		obj = &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: selector}}
 	default:
 		return nil
 	}

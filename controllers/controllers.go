@@ -32,6 +32,7 @@ import (
 
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/deployment"
+	"github.com/kite-project/kite/controllers/disruption"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
@@ -39,7 +40,9 @@ import (
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
+	"github.com/kite-project/kite/controllers/replication"
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
+	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
 	"github.com/kite-project/kite/controllers/tainteviction"
@@ -69,6 +72,11 @@ const (
 	Job = "job-controller"
 	// CronJob creates Jobs on CronJobs' schedules.
 	CronJob = "cronjob-controller"
+	// Disruption keeps PodDisruptionBudgets' status.
+	Disruption = "disruption-controller"
+	// ReplicationController keeps each ReplicationController's pods
+	// (the ReplicaSet controller's logic).
+	ReplicationController = "replicationcontroller-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -145,6 +153,16 @@ func table() []entry {
 		}},
 		{CronJob, func(b builder) (Controller, error) {
 			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Disruption, func(b builder) (Controller, error) {
+			scales, err := scaleclient.New(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: %s: %w", Disruption, err)
+			}
+			return built(disruption.New(disruption.Options{Client: b.client, Scales: scales, Informers: b.informers}))
+		}},
+		{ReplicationController, func(b builder) (Controller, error) {
+			return built(replication.New(replication.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }

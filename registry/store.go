@@ -37,6 +37,12 @@ type Options struct {
 	Admit func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Peers, if set, returns the served store of another group resource
+	// ("poddisruptionbudgets.policy"), or nil: what a subresource that
+	// acts on more than its own resource reaches (pods/eviction reads
+	// and writes the pod's disruption budgets, as upstream's
+	// EvictionREST does through a client).
+	Peers func(groupResource string) *Store
 }
 
 // Store serves the REST verbs of one resource over a storage.Interface.
@@ -47,6 +53,7 @@ type Store struct {
 	fields   *FieldManagers
 	admit    func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
 	now      func() time.Time
+	peers    func(groupResource string) *Store
 	prefix   string // "/pods"
 }
 
@@ -66,6 +73,7 @@ func New(opts Options) (*Store, error) {
 		fields:   opts.FieldManagers,
 		admit:    opts.Admit,
 		now:      opts.Now,
+		peers:    opts.Peers,
 		prefix:   "/" + opts.Strategy.storagePrefix(),
 	}
 	if s.now == nil {
@@ -79,6 +87,15 @@ func New(opts Options) (*Store, error) {
 		s.fields.SetTyped(tc, opts.Strategy.Kind)
 	}
 	return s, nil
+}
+
+// Peer returns the served store of another group resource, or nil when
+// it is not served (or the Store was made without Options.Peers).
+func (s *Store) Peer(groupResource string) *Store {
+	if s.peers == nil {
+		return nil
+	}
+	return s.peers(groupResource)
 }
 
 // Strategy returns the resource's strategy.

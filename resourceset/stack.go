@@ -49,6 +49,8 @@ type Builder struct {
 	metrics   *metrics.Metrics // nil: etcd calls are not timed
 	fields    *registry.FieldManagers
 	admit     func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	// peers finds another served store (registry.Options.Peers).
+	peers func(groupResource string) *registry.Store
 	// protobuf encodes built-in kinds as kube-apiserver stores them.
 	protobuf runtime.Serializer
 	scheme   *runtime.Scheme
@@ -170,7 +172,7 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 			stop = wstop
 		}
 	}
-	ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields}
+	ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields, Peers: b.peers}
 	if strat.Namespaced {
 		ro.Admit = b.admit
 	}
@@ -209,6 +211,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		metrics:  opts.Metrics,
 	}
 	set := &Set{build: b}
+	b.peers = set.Store
 	defer func() {
 		if err != nil {
 			set.StopAll()

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -39,7 +40,40 @@ const burstReplicas = 500
 
 const namespaceIndex = informer.NamespaceIndex
 
-var kind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+// Kind says which objects a Controller keeps. ReplicaSets are the
+// default; ReplicationControllers are kept by the same logic, seen as
+// ReplicaSets (upstream's replication manager is the ReplicaSet
+// controller over converted objects, and so is controllers/replication).
+type Kind struct {
+	// Name names the controller in logs and its events' component.
+	Name string
+	// GVK is the owners' kind, which pods' controller references name.
+	GVK schema.GroupVersionKind
+	// Shape and ListerWatcher list and watch the owners as
+	// *appsv1.ReplicaSet objects.
+	Shape         informer.Shape
+	ListerWatcher listwatch.ListerWatcher
+	// Get reads an owner afresh, before a first adoption.
+	Get func(ctx context.Context, namespace, name string) (metav1.Object, error)
+	// UpdateStatus writes an owner's status.
+	UpdateStatus func(ctx context.Context, rs *appsv1.ReplicaSet) error
+}
+
+// replicaSets is the Kind of apps/v1 ReplicaSets.
+func replicaSets(client kubernetes.Interface) Kind {
+	return Kind{
+		Name: "replicaset-controller", GVK: appsv1.SchemeGroupVersion.WithKind("ReplicaSet"),
+		Shape:         informer.Shape{Resource: "replicasets.apps"},
+		ListerWatcher: listwatch.FromTypedClient(client.AppsV1().ReplicaSets(""), nil),
+		Get: func(ctx context.Context, namespace, name string) (metav1.Object, error) {
+			return client.AppsV1().ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		},
+		UpdateStatus: func(ctx context.Context, rs *appsv1.ReplicaSet) error {
+			_, err := client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+			return err
+		},
+	}
+}
 
 // writeTimeout bounds a pod create or delete seen through after the
 // controller was told to stop.
@@ -62,6 +96,7 @@ type Options struct {
 // Controller is the ReplicaSet controller. Run drives it.
 type Controller struct {
 	client   kubernetes.Interface
+	kind     Kind
 	now      func() time.Time
 	loop     *controller.Loop[string]
 	queue    *workqueue.Queue[string]
@@ -71,10 +106,18 @@ type Controller struct {
 	pods     *informer.Informer[*corev1.Pod]
 }
 
-// New returns a Controller.
+// New returns a Controller of ReplicaSets.
 func New(opts Options) (*Controller, error) {
 	if opts.Client == nil {
 		return nil, fmt.Errorf("replicaset controller: Client is required")
+	}
+	return NewFor(opts, replicaSets(opts.Client))
+}
+
+// NewFor returns a Controller of the objects of kind.
+func NewFor(opts Options, kind Kind) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, fmt.Errorf("%s: Client is required", kind.Name)
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 5
@@ -82,13 +125,13 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, now: opts.Now,
+	c := &Controller{client: opts.Client, kind: kind, now: opts.Now,
 		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now),
-		recorder: events.New(events.Options{Client: opts.Client, Component: "replicaset-controller"})}
+		recorder: events.New(events.Options{Client: opts.Client, Component: kind.Name})}
 	var err error
 	c.sets, err = informer.For(opts.Informers, informer.Options[*appsv1.ReplicaSet]{
-		Name: "replicasets", Shape: informer.Shape{Resource: "replicasets.apps"},
-		ListerWatcher: listwatch.FromTypedClient(opts.Client.AppsV1().ReplicaSets(""), nil),
+		Name: kind.Shape.Resource, Shape: kind.Shape,
+		ListerWatcher: kind.ListerWatcher,
 		Indexers:      map[string]listwatch.IndexFunc[*appsv1.ReplicaSet]{namespaceIndex: informer.ByNamespace[*appsv1.ReplicaSet]},
 		Handlers: informer.Handlers[*appsv1.ReplicaSet]{
 			OnAdd:    func(rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) },
@@ -108,7 +151,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.loop = &controller.Loop[string]{Name: "replicaset-controller", Queue: c.queue, Informers: []controller.Informer{c.sets, c.pods},
+	c.loop = &controller.Loop[string]{Name: kind.Name, Queue: c.queue, Informers: []controller.Informer{c.sets, c.pods},
 		Recorder: c.recorder, Workers: opts.Workers, Sync: c.sync}
 	return c, nil
 }
@@ -124,7 +167,7 @@ func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdl
 // owner returns the ReplicaSet a controller reference names, if cached
 // with that uid.
 func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	rs, _ := controller.Owner(c.sets.Store(), namespace, ref, kind)
+	rs, _ := controller.Owner(c.sets.Store(), namespace, ref, c.kind.GVK)
 	return rs
 }
 
@@ -222,14 +265,14 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 // claimer adopts orphan pods rs's selector matches and releases owned
 // pods it no longer matches (upstream's PodControllerRefManager).
 func (c *Controller) claimer(rs *appsv1.ReplicaSet, sel labels.Selector) *controller.Claimer[*corev1.Pod] {
-	return &controller.Claimer[*corev1.Pod]{Owner: rs, Kind: kind, Selector: sel, Client: c.client.CoreV1().Pods(rs.Namespace),
+	return &controller.Claimer[*corev1.Pod]{Owner: rs, Kind: c.kind.GVK, Selector: sel, Client: c.client.CoreV1().Pods(rs.Namespace),
 		Fresh: func(ctx context.Context) (metav1.Object, error) {
-			return c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+			return c.kind.Get(ctx, rs.Namespace, rs.Name)
 		}}
 }
 
-func controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
-	return metav1.NewControllerRef(rs, kind)
+func (c *Controller) controllerRef(rs *appsv1.ReplicaSet) *metav1.OwnerReference {
+	return metav1.NewControllerRef(rs, c.kind.GVK)
 }
 
 // manage creates or deletes pods towards spec.replicas.
@@ -265,13 +308,13 @@ func (c *Controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, pods, al
 				err := c.client.CoreV1().Pods(p.Namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
 				switch {
 				case err == nil:
-					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
+					c.recorder.Event(rs, c.kind.GVK.Kind, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: "+p.Name)
 				case apierrors.IsNotFound(err):
 					c.expect.Deleted(k, key(p))
 					err = nil
 				default:
 					c.expect.Deleted(k, key(p))
-					c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
+					c.recorder.Event(rs, c.kind.GVK.Kind, corev1.EventTypeWarning, "FailedDelete", fmt.Sprintf("Error deleting: %v", err))
 				}
 				errs <- err
 			}()
@@ -327,7 +370,7 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: rs.Name + "-", Namespace: rs.Namespace,
 			Labels: t.Labels, Annotations: t.Annotations, Finalizers: t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{*controllerRef(rs)},
+			OwnerReferences: []metav1.OwnerReference{*c.controllerRef(rs)},
 		},
 		Spec: t.Spec,
 	}
@@ -336,10 +379,10 @@ func (c *Controller) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // upstream does not retry into a terminating namespace
 		}
-		c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
+		c.recorder.Event(rs, c.kind.GVK.Kind, corev1.EventTypeWarning, "FailedCreate", fmt.Sprintf("Error creating: %v", err))
 		return err
 	}
-	c.recorder.Event(rs, "ReplicaSet", corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
+	c.recorder.Event(rs, c.kind.GVK.Kind, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: "+created.Name)
 	return nil
 }
 
@@ -384,7 +427,7 @@ func (c *Controller) writeStatus(ctx context.Context, rs *appsv1.ReplicaSet, s a
 	}
 	cp := rs.DeepCopy()
 	cp.Status = s
-	_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	err := c.kind.UpdateStatus(ctx, cp)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // the newer object is queued by its own event
 	}

@@ -61,6 +61,7 @@ func Pods() *registry.Strategy {
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList { return nil },
 				Create:         bindPod,
 			},
+			"eviction": evictionSubresource(),
 		},
 	}
 }
