@@ -9,8 +9,10 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -36,11 +38,28 @@ const (
 // written is then free again, so a crash between the two leaks nothing
 // and gives nothing twice. Servers that share one etcd do not share
 // their ranges (docs/network.md).
+//
+// Each cluster IP a Service holds is also a networking.k8s.io/v1
+// IPAddress object named by the address, as upstream's allocator keeps
+// them since 1.33: created before the Service is written (its name in
+// etcd is what makes the address taken, whichever server takes it),
+// deleted when the Service gives the address back.
 type ServiceAllocation struct {
 	mu    sync.Mutex
 	ips   []*servicealloc.IPRange // the primary range first
 	ports *servicealloc.PortRange
+	// addresses is the IPAddress store (Install); nil keeps the
+	// allocations in memory only.
+	addresses *registry.Store
 }
+
+// Upstream's marks of the IPAddresses its allocator makes.
+const (
+	ipAllocatorName = "ipallocator.k8s.io"
+	// maxForeignRetries bounds how often one allocation picks again after
+	// an address it thought free was held in etcd (by another server).
+	maxForeignRetries = 8
+)
 
 // NewServiceAllocation makes the ranges of --service-cluster-ip-range
 // (one CIDR, or two of different families: dual-stack, the first the
@@ -105,16 +124,18 @@ func (a *ServiceAllocation) FirstIPs() []string {
 func (a *ServiceAllocation) NodePortRange() string { return a.ports.String() }
 
 // Install makes strat, the services strategy (Services()), prepare and
-// validate for the ranges' families and allocate from them. It must run
+// validate for the ranges' families and allocate from them, keeping an
+// IPAddress in addresses (nil: none) for each cluster IP. It must run
 // before the strategy serves.
-func (a *ServiceAllocation) Install(strat *registry.Strategy) {
+func (a *ServiceAllocation) Install(strat *registry.Strategy, addresses *registry.Store) {
+	a.addresses = addresses
 	setServiceFamilies(strat, a.Families())
-	strat.Allocate = func(_ context.Context, obj, old runtime.Object, dryRun bool) (func(bool), error) {
+	strat.Allocate = func(ctx context.Context, obj, old runtime.Object, dryRun bool) (func(bool), error) {
 		var oldSvc *v1.Service
 		if old != nil {
 			oldSvc = old.(*v1.Service)
 		}
-		return a.Allocate(obj.(*v1.Service), oldSvc, dryRun)
+		return a.Allocate(ctx, obj.(*v1.Service), oldSvc, dryRun)
 	}
 	strat.Release = func(ctx context.Context, obj runtime.Object) { a.Release(ctx, obj.(*v1.Service)) }
 }
@@ -156,14 +177,65 @@ func (a *ServiceAllocation) Repair(services []v1.Service) []string {
 }
 
 // RepairFrom lists the Services of store and repairs from them, logging
-// what it found wrong.
+// what it found wrong; then it brings the IPAddress objects in line
+// (Install first): one made for each cluster IP that has none, ours that
+// no Service holds deleted (a crash between an IPAddress and its Service
+// leaves one), others' in a range kept taken. It runs before the server
+// serves, so that no allocation is under way.
 func (a *ServiceAllocation) RepairFrom(ctx context.Context, store *registry.Store) error {
 	obj, err := store.List(ctx, "", &metainternalversion.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list services to repair their allocations: %w", err)
 	}
-	for _, p := range a.Repair(obj.(*v1.ServiceList).Items) {
-		klog.FromContext(ctx).Info("Service allocation repair", "problem", p)
+	services := obj.(*v1.ServiceList).Items
+	logger := klog.FromContext(ctx)
+	for _, p := range a.Repair(services) {
+		logger.Info("Service allocation repair", "problem", p)
+	}
+	if a.addresses == nil {
+		return nil
+	}
+	list, err := a.addresses.List(ctx, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list IP addresses to repair them: %w", err)
+	}
+	holder := map[string]*v1.Service{}
+	for i := range services {
+		for _, ip := range allocatedIPs(&services[i]) {
+			if _, addr := a.rangeOf(ip); addr.IsValid() {
+				holder[addr.String()] = &services[i]
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, ip := range list.(*networkingv1.IPAddressList).Items {
+		svc, ref := holder[ip.Name], ip.Spec.ParentRef
+		held := svc != nil && ref != nil && ref.Group == "" && ref.Resource == "services" && ref.Namespace == svc.Namespace && ref.Name == svc.Name
+		switch {
+		case held:
+			have[ip.Name] = true
+		case ip.Labels[networkingv1.LabelManagedBy] == ipAllocatorName && svc == nil:
+			logger.Info("Deleting an IPAddress no Service holds", "ip", ip.Name)
+			if _, _, err := a.addresses.Delete(ctx, "", ip.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete leaked IPAddress %s: %w", ip.Name, err)
+			}
+		case svc == nil:
+			if addr, err := netip.ParseAddr(ip.Name); err == nil {
+				a.markTaken(addr) // another's: not ours to hand out
+			}
+		default:
+			logger.Info("Service allocation repair", "problem", fmt.Sprintf("Cluster IP %s of service %s/%s is held by another IPAddress parent", ip.Name, svc.Namespace, svc.Name))
+			have[ip.Name] = true
+		}
+	}
+	for ip, svc := range holder {
+		if have[ip] {
+			continue
+		}
+		addr := netip.MustParseAddr(ip)
+		if _, err := a.addresses.Create(ctx, "", ipAddressOf(addr, svc), &metav1.CreateOptions{FieldManager: ipAllocatorName}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create the IPAddress of service %s/%s's %s: %w", svc.Namespace, svc.Name, ip, err)
+		}
 	}
 	return nil
 }
@@ -213,8 +285,13 @@ func allocatedPorts(svc *v1.Service) []int {
 // write fails) and what it gives back once the write succeeds.
 type txn struct {
 	a                       *ServiceAllocation
+	ctx                     context.Context // for the IPAddress writes, uncancelled
 	tookIPs, releaseIPs     []netip.Addr
 	tookPorts, releasePorts []int
+	// requested are the taken IPs the service asked for; created the
+	// IPAddress objects made for tookIPs.
+	requested map[netip.Addr]bool
+	created   []netip.Addr
 }
 
 func (t *txn) takeIP(r *servicealloc.IPRange, addr netip.Addr) error {
@@ -222,6 +299,7 @@ func (t *txn) takeIP(r *servicealloc.IPRange, addr netip.Addr) error {
 		return err
 	}
 	t.tookIPs = append(t.tookIPs, addr)
+	t.requested[addr] = true
 	return nil
 }
 
@@ -253,19 +331,74 @@ func (t *txn) nextPort() (int, error) {
 // does not) or reverts (gives back what was taken). Called with a.mu
 // unlocked.
 func (t *txn) finish(ok bool) {
-	t.a.mu.Lock()
-	defer t.a.mu.Unlock()
-	ips, ports := t.tookIPs, t.tookPorts
+	ips, ports, objects := t.tookIPs, t.tookPorts, t.created
 	if ok {
-		ips, ports = t.releaseIPs, t.releasePorts
+		ips, ports, objects = t.releaseIPs, t.releasePorts, t.releaseIPs
 	}
+	t.a.deleteAddresses(t.ctx, objects)
+	t.a.release(ips, ports)
+}
+
+// release frees ips and ports in memory.
+func (a *ServiceAllocation) release(ips []netip.Addr, ports []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, ip := range ips {
-		if r, _ := t.a.rangeOf(ip.String()); r != nil {
+		if r, _ := a.rangeOf(ip.String()); r != nil {
 			r.Release(ip)
 		}
 	}
 	for _, p := range ports {
-		t.a.ports.Release(p)
+		a.ports.Release(p)
+	}
+}
+
+// persist makes the IPAddress objects of the IPs t took for svc. An
+// address that exists already (another server's, or one a crash left)
+// is returned with ErrIPAllocated.
+func (t *txn) persist(svc *v1.Service) (netip.Addr, error) {
+	if t.a.addresses == nil {
+		return netip.Addr{}, nil
+	}
+	for _, ip := range t.tookIPs {
+		_, err := t.a.addresses.Create(t.ctx, "", ipAddressOf(ip, svc), &metav1.CreateOptions{FieldManager: ipAllocatorName})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return ip, servicealloc.ErrIPAllocated
+		case err != nil:
+			return ip, apierrors.NewInternalError(fmt.Errorf("failed to allocate IP %s for Service %q: %w", ip, svc.Name, err))
+		}
+		t.created = append(t.created, ip)
+	}
+	return netip.Addr{}, nil
+}
+
+// ipAddressOf is the IPAddress that says svc holds ip, as upstream's
+// allocator makes it.
+func ipAddressOf(ip netip.Addr, svc *v1.Service) *networkingv1.IPAddress {
+	family := v1.IPv4Protocol
+	if ip.Is6() {
+		family = v1.IPv6Protocol
+	}
+	return &networkingv1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{Name: ip.String(), Labels: map[string]string{
+			networkingv1.LabelIPAddressFamily: string(family),
+			networkingv1.LabelManagedBy:       ipAllocatorName,
+		}},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: svc.Namespace, Name: svc.Name}},
+	}
+}
+
+// deleteAddresses deletes the IPAddress objects of ips; one already gone
+// is no error, others are logged (the next repair finds them).
+func (a *ServiceAllocation) deleteAddresses(ctx context.Context, ips []netip.Addr) {
+	if a.addresses == nil {
+		return
+	}
+	for _, ip := range ips {
+		if _, _, err := a.addresses.Delete(ctx, "", ip.String(), &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Deleting a released cluster IP's IPAddress", "ip", ip)
+		}
 	}
 }
 
@@ -273,38 +406,60 @@ func (t *txn) finish(ok bool) {
 // cluster IPs and node ports, and returns what settles it: true once svc
 // is written, false if it is not. A dry run takes nothing: it checks and
 // gives back at once.
-func (a *ServiceAllocation) Allocate(svc, old *v1.Service, dryRun bool) (func(bool), error) {
-	a.mu.Lock()
-	t := &txn{a: a}
-	var err error
-	if old == nil {
-		err = a.allocateCreate(t, svc)
-	} else {
-		err = a.allocateUpdate(t, svc, old)
-	}
-	a.mu.Unlock()
-	if err != nil || dryRun {
+func (a *ServiceAllocation) Allocate(ctx context.Context, svc, old *v1.Service, dryRun bool) (func(bool), error) {
+	spec := svc.Spec.DeepCopy()
+	for attempt := 1; ; attempt++ {
+		t := &txn{a: a, ctx: context.WithoutCancel(ctx), requested: map[netip.Addr]bool{}}
+		a.mu.Lock()
+		var err error
+		if old == nil {
+			err = a.allocateCreate(t, svc)
+		} else {
+			err = a.allocateUpdate(t, svc, old)
+		}
+		a.mu.Unlock()
+		if err != nil || dryRun {
+			t.finish(false)
+			if err != nil {
+				return nil, err
+			}
+			return func(bool) {}, nil
+		}
+		held, err := t.persist(svc)
+		if err == nil {
+			return t.finish, nil
+		}
 		t.finish(false)
-		if err != nil {
+		if !errors.Is(err, servicealloc.ErrIPAllocated) {
 			return nil, err
 		}
-		return func(bool) {}, nil
+		// Held in etcd though free here: keep it taken, and pick again
+		// unless the service asked for it.
+		a.markTaken(held)
+		if t.requested[held] {
+			return nil, invalidService(svc, field.Invalid(field.NewPath("spec", "clusterIPs"), svc.Spec.ClusterIPs, fmt.Sprintf("failed to allocate IP %v: %v", held, err)))
+		}
+		if attempt == maxForeignRetries {
+			return nil, apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP for Service %q: %w", svc.Name, err))
+		}
+		svc.Spec = *spec.DeepCopy()
 	}
-	return t.finish, nil
+}
+
+// markTaken takes ip in memory, if it is in a range.
+func (a *ServiceAllocation) markTaken(ip netip.Addr) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, _ := a.rangeOf(ip.String()); r != nil {
+		_ = r.Allocate(ip) // already taken is as good
+	}
 }
 
 // Release gives back what a deleted service held.
 func (a *ServiceAllocation) Release(ctx context.Context, svc *v1.Service) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, ip := range allocatedIPs(svc) {
-		if r, addr := a.rangeOf(ip); r != nil {
-			r.Release(addr)
-		}
-	}
-	for _, p := range allocatedPorts(svc) {
-		a.ports.Release(p)
-	}
+	ips := parseIPs(allocatedIPs(svc))
+	a.deleteAddresses(ctx, ips)
+	a.release(ips, allocatedPorts(svc))
 	klog.FromContext(ctx).V(4).Info("Released service allocations", "service", klog.KObj(svc))
 }
 

@@ -59,7 +59,7 @@ func TestServiceAllocationRepairRebuildsFromStoredServices(t *testing.T) {
 			// Taken before the repair: an allocation whose service was
 			// never written, which the repair must free.
 			lost := storedService("lost", "10.43.0.21", 30101)
-			if _, err := a.Allocate(&lost, nil, false); err != nil {
+			if _, err := a.Allocate(t.Context(), &lost, nil, false); err != nil {
 				t.Fatal(err)
 			}
 			problems := a.Repair(tt.stored)
@@ -99,7 +99,7 @@ func TestServiceAllocationIsDualStackReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	strat := Services()
-	a.Install(strat)
+	a.Install(strat, nil)
 	prefer, single := v1.IPFamilyPolicyPreferDualStack, v1.IPFamilyPolicySingleStack
 	tests := []struct {
 		name    string

@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -263,6 +265,12 @@ func TestServiceAllocationsSurviveARestart(t *testing.T) {
 	if err := svcs.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// What a crash between an IPAddress and its Service's write leaves.
+	leaked := &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.43.0.160", Labels: map[string]string{"ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "never-written"}}}
+	if _, err := client.NetworkingV1().IPAddresses().Create(ctx, leaked, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	r.Stop()
 	r.Start()
 	client = kubernetes.NewForConfigOrDie(r.Server().RESTConfig())
@@ -283,5 +291,84 @@ func TestServiceAllocationsSurviveARestart(t *testing.T) {
 	}
 	if _, err := svcs.Create(ctx, same("again", gone), metav1.CreateOptions{}); err != nil {
 		t.Errorf("the deleted service's IP and node port are not free after the restart: %v", err)
+	}
+	if _, err := client.NetworkingV1().IPAddresses().Get(ctx, kept.Spec.ClusterIP, metav1.GetOptions{}); err != nil {
+		t.Errorf("the kept service's IPAddress: %v", err)
+	}
+	if _, err := svcs.Create(ctx, service("after-crash", clusterIP(leaked.Name)), metav1.CreateOptions{}); err != nil {
+		t.Errorf("the leaked IPAddress's address is not free after the restart: %v", err)
+	}
+}
+
+// TestServiceCIDRsAndIPAddressesShowTheAllocations checks the
+// networking.k8s.io objects of 1.33's allocator: the default ServiceCIDR,
+// an IPAddress per cluster IP naming its Service (kubectl get
+// ipaddresses), gone with the Service, and an address held by an
+// IPAddress of another's refused to a Service that asks for it.
+func TestServiceCIDRsAndIPAddressesShowTheAllocations(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	ctx := t.Context()
+	cidr, err := client.NetworkingV1().ServiceCIDRs().Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cidr.Spec.CIDRs) != 1 || cidr.Spec.CIDRs[0] != "10.43.0.0/16" || len(cidr.Status.Conditions) != 1 || cidr.Status.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("default ServiceCIDR %v %v, want [10.43.0.0/16] Ready", cidr.Spec.CIDRs, cidr.Status.Conditions)
+	}
+	if out := kubectl(t, "get", "servicecidrs"); !regexp.MustCompile(`(?m)^kubernetes\s+10\.43\.0\.0/16\s`).MatchString(out) {
+		t.Errorf("kubectl get servicecidrs:\n%s", out)
+	}
+	svc, err := client.CoreV1().Services(ns).Create(ctx, service("web", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := client.NetworkingV1().IPAddresses().Get(ctx, svc.Spec.ClusterIP, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the IPAddress of %s: %v", svc.Spec.ClusterIP, err)
+	}
+	if ref := ip.Spec.ParentRef; ref == nil || ref.Resource != "services" || ref.Namespace != ns || ref.Name != "web" || ip.Labels["ipaddress.kubernetes.io/managed-by"] != "ipallocator.k8s.io" {
+		t.Errorf("IPAddress %s: parent %+v, labels %v", ip.Name, ip.Spec.ParentRef, ip.Labels)
+	}
+	want := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(svc.Spec.ClusterIP) + `\s+services/` + ns + `/web\s*$`)
+	if out := kubectl(t, "get", "ipaddresses"); !want.MatchString(out) {
+		t.Errorf("kubectl get ipaddresses:\n%s\nwant a row %s services/%s/web", out, svc.Spec.ClusterIP, ns)
+	}
+	if err := client.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.NetworkingV1().IPAddresses().Get(ctx, svc.Spec.ClusterIP, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the IPAddress of a deleted service: %v, want NotFound", err)
+	}
+
+	// An address someone else holds through an IPAddress of theirs.
+	other := &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.43.0.150"},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Group: "example.com", Resource: "gateways", Namespace: ns, Name: "gw"}}}
+	if _, err := client.NetworkingV1().IPAddresses().Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.NetworkingV1().IPAddresses().Delete(context.Background(), other.Name, metav1.DeleteOptions{})
+	})
+	_, err = client.CoreV1().Services(ns).Create(ctx, service("taken", clusterIP("10.43.0.150")), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "failed to allocate IP 10.43.0.150: provided IP is already allocated") {
+		t.Errorf("a service asking for another's IPAddress: %v", err)
+	}
+
+	for _, bad := range []struct {
+		obj  *networkingv1.IPAddress
+		want string
+	}{
+		{&networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.043.0.1"}, Spec: other.Spec}, "metadata.name"},
+		{&networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: "10.43.0.151"}}, "spec.parentRef: Required value"},
+	} {
+		if _, err := client.NetworkingV1().IPAddresses().Create(ctx, bad.obj, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("IPAddress %s: %v, want Invalid about %s", bad.obj.Name, err, bad.want)
+		}
+	}
+	_, err = client.NetworkingV1().ServiceCIDRs().Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "two-v4"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.50.0.0/24", "10.51.0.0/24"}}}, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "may specify no more than one IP for each IP family") {
+		t.Errorf("a ServiceCIDR of two IPv4 ranges: %v", err)
 	}
 }
