@@ -111,6 +111,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.ensureCertificates(opts) },
 		func() error { return s.newAPI(opts) },
 		func() error { return s.serveHTTPS(ctx, opts) },
+		func() error { return s.ensureKubernetesService(ctx, opts) },
 		func() error { return s.writeKubeconfig(opts) },
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },

@@ -3,15 +3,19 @@ package api_test
 import (
 	"context"
 	"net/netip"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -371,4 +375,98 @@ func TestServiceCIDRsAndIPAddressesShowTheAllocations(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "may specify no more than one IP for each IP family") {
 		t.Errorf("a ServiceCIDR of two IPv4 ranges: %v", err)
 	}
+}
+
+// TestTheKubernetesServiceIsTheRangesFirstAddress checks upstream's
+// `kubernetes` Service in default: the range's first address, 443 to
+// the API server's secure port, put back when changed at the next start.
+func TestTheKubernetesServiceIsTheRangesFirstAddress(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	svc, err := client.CoreV1().Services("default").Get(t.Context(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(shared.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.ClusterIP != "10.43.0.1" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].Name != "https" ||
+		svc.Spec.Ports[0].TargetPort.String() != u.Port() || svc.Labels["component"] != "apiserver" || svc.Labels["provider"] != "kubernetes" {
+		t.Errorf("kubernetes Service %+v %v, want 10.43.0.1 https 443 -> %s", svc.Spec, svc.Labels, u.Port())
+	}
+	// The shared server binds 127.0.0.1, so the advertised address is
+	// the host's, as kube-apiserver's default --advertise-address: none
+	// on a host without a default route.
+	if _, err := utilnet.ChooseHostInterface(); err != nil {
+		t.Skipf("no host address to advertise: %v", err)
+	}
+	ep, err := client.CoreV1().Endpoints("default").Get(t.Context(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) != 1 || len(ep.Subsets[0].Ports) != 1 ||
+		strconv.Itoa(int(ep.Subsets[0].Ports[0].Port)) != u.Port() || ep.Labels["endpointslice.kubernetes.io/skip-mirror"] != "true" {
+		t.Errorf("kubernetes Endpoints %+v", ep)
+	}
+	ip := ep.Subsets[0].Addresses[0].IP
+	out := kubectl(t, "-n", "default", "get", "svc,ep,endpointslices", "kubernetes")
+	for _, row := range []string{
+		`service/kubernetes\s+ClusterIP\s+10\.43\.0\.1\s+<none>\s+443/TCP`,
+		`endpoints/kubernetes\s+` + regexp.QuoteMeta(ip+":"+u.Port()) + `\s`,
+		`endpointslice\.discovery\.k8s\.io/kubernetes\s+IPv[46]\s+` + u.Port() + `\s+` + regexp.QuoteMeta(ip) + `\s`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + row).MatchString(out) {
+			t.Errorf("kubectl get svc,ep,endpointslices kubernetes:\n%s\nwant a row %s", out, row)
+		}
+	}
+}
+
+// TestEndpointsAndEndpointSlicesAreValidatedAsUpstream writes both
+// kinds with what upstream refuses.
+func TestEndpointsAndEndpointSlicesAreValidatedAsUpstream(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	ctx := t.Context()
+	eps := []struct {
+		subsets []v1.EndpointSubset
+		want    string // "" valid
+	}{
+		{[]v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: "10.1.2.3"}}, Ports: []v1.EndpointPort{{Port: 80}}}}, ""},
+		{[]v1.EndpointSubset{{Ports: []v1.EndpointPort{{Port: 80}}}}, "subsets[0]: Required value: must specify `addresses` or `notReadyAddresses`"},
+		{[]v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: "127.0.0.1"}}}}, "may not be in the loopback range (127.0.0.0/8, ::1/128)"},
+		{[]v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: "10.1.2.3"}}, Ports: []v1.EndpointPort{{Port: 80}, {Port: 81}}}}, "subsets[0].ports[0].name: Required value"},
+	}
+	for i, tc := range eps {
+		ep := &v1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "ep" + strconv.Itoa(i)}, Subsets: tc.subsets}
+		_, err := client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
+		if msg := errText(err); (tc.want == "") != (err == nil) || !strings.Contains(msg, tc.want) {
+			t.Errorf("endpoints %d: %v, want %q", i, err, tc.want)
+		}
+	}
+	slices := []struct {
+		slice discoveryv1.EndpointSlice
+		want  string
+	}{
+		{discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.1.2.3"}}}, Ports: []discoveryv1.EndpointPort{{Port: ptr.To[int32](80)}}}, ""},
+		{discoveryv1.EndpointSlice{AddressType: "IPv5"}, `addressType: Unsupported value: "IPv5"`},
+		{discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}}}, "must be an IPv4 address"},
+		{discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{}}}, "endpoints[0].addresses: Required value: must contain at least 1 address"},
+	}
+	for i, tc := range slices {
+		tc.slice.Name = "s" + strconv.Itoa(i)
+		got, err := client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &tc.slice, metav1.CreateOptions{})
+		if msg := errText(err); (tc.want == "") != (err == nil) || !strings.Contains(msg, tc.want) {
+			t.Errorf("endpointslice %d: %v, want %q", i, err, tc.want)
+		}
+		if err == nil && (got.Ports[0].Name == nil || *got.Ports[0].Protocol != v1.ProtocolTCP) {
+			t.Errorf("endpointslice %d: port %+v not defaulted", i, got.Ports[0])
+		}
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
