@@ -148,37 +148,37 @@ func validatePorts(ports []discoveryv1.EndpointPort, fldPath *field.Path) field.
 }
 
 func validateHints(hints *discoveryv1.EndpointHints, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
 	fzPath := fldPath.Child("forZones")
 	if len(hints.ForZones) > maxZoneHints {
-		return append(allErrs, field.TooMany(fzPath, len(hints.ForZones), maxZoneHints))
+		return field.ErrorList{field.TooMany(fzPath, len(hints.ForZones), maxZoneHints)}
 	}
-	zones := make([]string, 0, len(hints.ForZones))
+	zones := make([]string, len(hints.ForZones))
 	for i, z := range hints.ForZones {
-		p := fzPath.Index(i).Child("name")
-		if slices.Contains(zones, z.Name) {
-			allErrs = append(allErrs, field.Duplicate(p, z.Name))
-		} else {
-			zones = append(zones, z.Name)
-		}
-		for _, msg := range validation.IsValidLabelValue(z.Name) {
-			allErrs = append(allErrs, field.Invalid(p, z.Name, msg))
-		}
+		zones[i] = z.Name
 	}
+	allErrs := uniqueNames(zones, fzPath, validation.IsValidLabelValue)
 	fnPath := fldPath.Child("forNodes")
 	if len(hints.ForNodes) > maxNodeHints {
 		return append(allErrs, field.TooMany(fnPath, len(hints.ForNodes), maxNodeHints))
 	}
-	nodes := make([]string, 0, len(hints.ForNodes))
+	nodes := make([]string, len(hints.ForNodes))
 	for i, n := range hints.ForNodes {
-		p := fnPath.Index(i).Child("name")
-		if slices.Contains(nodes, n.Name) {
-			allErrs = append(allErrs, field.Duplicate(p, n.Name))
-		} else {
-			nodes = append(nodes, n.Name)
+		nodes[i] = n.Name
+	}
+	return append(allErrs, uniqueNames(nodes, fnPath, func(n string) []string { return apimachineryvalidation.NameIsDNSSubdomain(n, false) })...)
+}
+
+// uniqueNames checks the hints' names at path[i].name: each once, each
+// valid by check.
+func uniqueNames(names []string, path *field.Path, check func(string) []string) field.ErrorList {
+	var allErrs field.ErrorList
+	for i, name := range names {
+		p := path.Index(i).Child("name")
+		if slices.Contains(names[:i], name) {
+			allErrs = append(allErrs, field.Duplicate(p, name))
 		}
-		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(n.Name, false) {
-			allErrs = append(allErrs, field.Invalid(p, n.Name, msg))
+		for _, msg := range check(name) {
+			allErrs = append(allErrs, field.Invalid(p, name, msg))
 		}
 	}
 	return allErrs
