@@ -76,6 +76,11 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	for attempt := 1; ; attempt++ {
 		if generated && attempt > 1 {
 			m.SetName(generateName(m.GetGenerateName()))
+			// Allocated again under the new name (an IPAddress names
+			// its Service).
+			if finish, err = s.allocate(ctx, obj, nil, false); err != nil {
+				return nil, err
+			}
 		}
 		out := s.strategy.New()
 		err := s.storage.Create(ctx, s.ObjectKey(m.GetNamespace(), m.GetName()), obj, out, ttl)
@@ -83,9 +88,7 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 			finish(true)
 			return out, nil
 		}
-		if !generated || !storage.IsExist(err) || attempt >= maxGenerateNameAttempts {
-			finish(false)
-		}
+		finish(false)
 		if generated && storage.IsExist(err) && attempt < maxGenerateNameAttempts {
 			continue
 		}
