@@ -48,7 +48,10 @@ func TestAllocateIsSettledByTheWrite(t *testing.T) {
 	}{
 		{"a create commits", func() error { _, err := s.Create(ctx, "ns", configMap("a"), &metav1.CreateOptions{}); return err },
 			[]string{"create a committed"}},
-		{"a create of a taken name reverts", func() error { _, err := s.Create(ctx, "ns", configMap("a"), &metav1.CreateOptions{}); return refused(err) },
+		{"a create of a taken name reverts", func() error {
+			_, err := s.Create(ctx, "ns", configMap("a"), &metav1.CreateOptions{})
+			return refused(err)
+		},
 			[]string{"create a reverted"}},
 		{"a dry-run create reverts", func() error {
 			_, err := s.Create(ctx, "ns", configMap("b"), &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
