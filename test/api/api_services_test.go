@@ -239,11 +239,10 @@ func TestKubectlExposeGetsAClusterIP(t *testing.T) {
 	if row == nil {
 		t.Fatalf("kubectl get svc web:\n%s\nwant a cluster IP of 10.43.0.0/16 and 80:3xxxx/TCP", out)
 	}
-	_, err := kubectlErr(t, "-n", ns, "create", "service", "nodeport", "web2", "--tcp=80:8080", "--node-port="+row[2])
+	msg, err := kubectlErr(t, "-n", ns, "create", "service", "nodeport", "web2", "--tcp=80:8080", "--node-port="+row[2])
 	if err == nil {
 		t.Fatalf("a second service on node port %s was created", row[2])
 	}
-	msg, _ := kubectlErr(t, "-n", ns, "create", "service", "nodeport", "web2", "--tcp=80:8080", "--node-port="+row[2])
 	if want := "provided port is already allocated"; !strings.Contains(msg, want) {
 		t.Errorf("kubectl says %q, want %q", msg, want)
 	}
