@@ -138,3 +138,28 @@ func TestServiceAllocationIsDualStackReady(t *testing.T) {
 		t.Errorf("two IPv4 ranges: %v", err)
 	}
 }
+
+// BenchmarkServiceAllocation measures the in-memory part of a Service
+// create's allocation (a cluster IP and a node port, committed) in ranges
+// filling up to 1 000 Services; the IPAddress write is an etcd create of
+// its own, measured by test/api's BenchmarkServiceCreate.
+func BenchmarkServiceAllocation(b *testing.B) {
+	a, err := NewServiceAllocation(nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		if i%1000 == 0 {
+			a.Repair(nil) // empty ranges every 1 000 Services
+		}
+		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort,
+			IPFamilies: []v1.IPFamily{v1.IPv4Protocol}, Ports: []v1.ServicePort{{Port: 80}}}}
+		finish, err := a.Allocate(b.Context(), svc, nil, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		finish(true)
+		i++
+	}
+}
