@@ -31,6 +31,7 @@ import (
 	"github.com/kite-project/kite/crdserving"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
+	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/resourceset"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
@@ -68,10 +69,12 @@ type Server struct {
 	resources *resourceset.Set
 	// crds serves the custom resources of the CRD objects in resources
 	// and runs the CRD controller.
-	crds   *crdserving.Serving
-	ctrl   *controllers.Manager
-	bundle *pki.Bundle
-	token  string // the admin's
+	crds *crdserving.Serving
+	ctrl *controllers.Manager
+	// services allocates Services' cluster IPs and node ports.
+	services *builtin.ServiceAllocation
+	bundle   *pki.Bundle
+	token    string // the admin's
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -103,10 +106,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.openDataDir(opts) },
 		func() error { return s.openEtcd(ctx, opts) },
 		func() error { return s.buildResources(opts) },
+		func() error { return s.allocateServices(ctx, opts) },
 		func() error { return s.resources.EnsureNamespaces(ctx) },
 		func() error { return s.ensureCertificates(opts) },
 		func() error { return s.newAPI(opts) },
 		func() error { return s.serveHTTPS(ctx, opts) },
+		func() error { return s.ensureKubernetesService(ctx, opts) },
 		func() error { return s.writeKubeconfig(opts) },
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },

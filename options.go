@@ -110,6 +110,16 @@ type Options struct {
 	// as CRDs are: a directory's *.yaml, *.yml and *.json files, several
 	// documents each; documents of other kinds are skipped.
 	CRDPaths []string
+	// ServiceClusterIPRanges are --service-cluster-ip-range: the CIDR
+	// Services take their cluster IPs from, or two of different IP
+	// families for dual-stack (the first the primary). Nil means
+	// 10.43.0.0/16 (k3s's). Its first address is the `kubernetes`
+	// Service's.
+	ServiceClusterIPRanges []string
+	// ServiceNodePortRange is --service-node-port-range: where NodePort
+	// and LoadBalancer Services take their node ports from; "" means
+	// 30000-32767.
+	ServiceNodePortRange string
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

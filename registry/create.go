@@ -53,12 +53,21 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 		return nil, err
 	}
 	if isDryRun(opts.DryRun) {
+		finish, err := s.allocate(ctx, obj, nil, true)
+		if err != nil {
+			return nil, err
+		}
+		finish(false)
 		// As upstream's dry-run storage: an existing object is still a
 		// conflict, so a dry run predicts the real create.
 		if err := s.storage.Get(ctx, s.ObjectKey(m.GetNamespace(), m.GetName()), storage.GetOptions{}, s.strategy.New()); err == nil {
 			return nil, s.alreadyExists(ctx, m.GetNamespace(), m.GetName())
 		}
 		return obj, nil
+	}
+	finish, err := s.allocate(ctx, obj, nil, false)
+	if err != nil {
+		return nil, err
 	}
 	var ttl uint64
 	if s.strategy.TTL != nil {
@@ -67,12 +76,19 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	for attempt := 1; ; attempt++ {
 		if generated && attempt > 1 {
 			m.SetName(generateName(m.GetGenerateName()))
+			// Allocated again under the new name (an IPAddress names
+			// its Service).
+			if finish, err = s.allocate(ctx, obj, nil, false); err != nil {
+				return nil, err
+			}
 		}
 		out := s.strategy.New()
 		err := s.storage.Create(ctx, s.ObjectKey(m.GetNamespace(), m.GetName()), obj, out, ttl)
 		if err == nil {
+			finish(true)
 			return out, nil
 		}
+		finish(false)
 		if generated && storage.IsExist(err) && attempt < maxGenerateNameAttempts {
 			continue
 		}
@@ -205,4 +221,27 @@ func (s *Store) pruneUnknown(ctx context.Context, obj runtime.Object, fieldValid
 		warning.AddWarning(ctx, "", t)
 	}
 	return nil
+}
+
+// allocate runs the strategy's Allocate, if any; the finish it returns is
+// never nil.
+func (s *Store) allocate(ctx context.Context, obj, old runtime.Object, dryRun bool) (func(bool), error) {
+	if s.strategy.Allocate == nil {
+		return func(bool) {}, nil
+	}
+	finish, err := s.strategy.Allocate(ctx, obj, old, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if finish == nil {
+		finish = func(bool) {}
+	}
+	return finish, nil
+}
+
+// released gives back what a deleted object held (Strategy.Release).
+func (s *Store) released(ctx context.Context, obj runtime.Object) {
+	if s.strategy.Release != nil {
+		s.strategy.Release(ctx, obj)
+	}
 }

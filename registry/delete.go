@@ -74,6 +74,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	if err := s.storage.Delete(ctx, key, out, preconditions, noValidation, cached, storage.DeleteOptions{}); err != nil {
 		return nil, false, s.interpret(err, name)
 	}
+	s.released(ctx, out)
 	return out, true, nil
 }
 

@@ -135,6 +135,19 @@ type Strategy struct {
 	// upstream; updates still work, so finalizers can be removed.
 	Terminating func() bool
 
+	// Allocate, when set, takes what an object holds outside its own key
+	// (a Service's cluster IPs and node ports: upstream's BeginCreate and
+	// BeginUpdate hooks) and may fill obj with it. It runs after
+	// validation, before the write, with old nil on create; under dryRun
+	// it checks and takes nothing. finish is called exactly once: true
+	// once the write succeeded, false otherwise (it then gives back what
+	// it took). An update that retries after a conflict finishes the
+	// previous attempt's allocation with false before the next one.
+	Allocate func(ctx context.Context, obj, old runtime.Object, dryRun bool) (finish func(ok bool), err error)
+	// Release, when set, gives back what a deleted object held, once the
+	// object is gone from storage (upstream's AfterDelete).
+	Release func(ctx context.Context, obj runtime.Object)
+
 	// AllowCreateOnUpdate lets PUT create a missing object.
 	AllowCreateOnUpdate bool
 	// AllowUnconditionalUpdate lets PUT without resourceVersion overwrite.

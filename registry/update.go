@@ -47,29 +47,51 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 	createOnUpdate := (s.strategy.AllowCreateOnUpdate || req.ForceAllowCreate) && sub == nil
 	key := s.ObjectKey(req.Namespace, req.Name)
 	created, deleteAfter := false, false
-	tryUpdate := func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+	// finish settles the allocation (Strategy.Allocate) of the last
+	// attempt; an attempt that is retried gives its allocation back.
+	var finish func(ok bool)
+	settle := func(ok bool) {
+		if finish != nil {
+			finish(ok)
+			finish = nil
+		}
+	}
+	attempt := func(existing runtime.Object) (runtime.Object, error) {
 		rv, err := s.storage.Versioner().ObjectResourceVersion(existing)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if rv == 0 {
 			if !createOnUpdate {
-				return nil, nil, apierrors.NewNotFound(s.strategy.GroupResource(), req.Name)
+				return nil, apierrors.NewNotFound(s.strategy.GroupResource(), req.Name)
 			}
 			obj, err := s.createOnUpdate(ctx, req)
 			created = err == nil
-			return obj, nil, err
+			return obj, err
 		}
 		created = false
 		obj, err := s.updated(ctx, req, sub, existing)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		obj, err = s.prepareUpdate(obj, existing, req, sub)
 		deleteAfter = err == nil && s.shouldDeleteDuringUpdate(obj, existing)
+		return obj, err
+	}
+	tryUpdate := func(existing runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		settle(false)
+		obj, err := attempt(existing)
+		if err != nil || sub != nil {
+			return obj, nil, err
+		}
+		var old runtime.Object
+		if !created {
+			old = existing
+		}
+		finish, err = s.allocate(ctx, obj, old, isDryRun(req.Options.DryRun))
 		return obj, nil, err
 	}
 
@@ -80,6 +102,7 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return nil, false, s.interpret(err, req.Name)
 		}
 		obj, _, err := tryUpdate(existing, storage.ResponseMeta{})
+		settle(false)
 		if err != nil {
 			return nil, false, s.interpret(err, req.Name)
 		}
@@ -87,7 +110,9 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 	}
 
 	out := s.strategy.New()
-	if err := s.storage.GuaranteedUpdate(ctx, key, out, createOnUpdate, nil, tryUpdate, nil); err != nil {
+	err = s.storage.GuaranteedUpdate(ctx, key, out, createOnUpdate, nil, tryUpdate, nil)
+	settle(err == nil)
+	if err != nil {
 		return nil, false, s.interpret(err, req.Name)
 	}
 	if deleteAfter {
@@ -100,6 +125,9 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 		err := s.storage.Delete(ctx, key, deleted, &storage.Preconditions{UID: &uid, ResourceVersion: &rv}, noValidation, out, storage.DeleteOptions{})
 		if err != nil && !storage.IsNotFound(err) {
 			return nil, false, s.interpret(err, req.Name)
+		}
+		if err == nil {
+			s.released(ctx, deleted)
 		}
 	}
 	return viewOf(sub, out, created)

@@ -29,6 +29,7 @@ type apiFlags struct {
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
 	controllers           controllerFlags
+	serviceNet            serviceNetFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ to authenticated clients, as kube-apiserver does")
 	fs.IntVar(&f.maxInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight, "limit of non-mutating requests in flight (watches and system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
+	f.serviceNet.add(fs)
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 	f.controllers.add(fs)
 }
@@ -108,6 +110,9 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 		if v < 0 {
 			return kite.Options{}, fmt.Errorf("--%s can not be negative value", name)
 		}
+	}
+	if err := f.serviceNet.apply(&opts); err != nil {
+		return kite.Options{}, err
 	}
 	if f.minRequestTimeout <= 0 {
 		return kite.Options{}, fmt.Errorf("--min-request-timeout must be positive, got %d", f.minRequestTimeout)

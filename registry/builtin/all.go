@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kite-project/kite/registry"
@@ -12,13 +13,14 @@ func All(now func() time.Time) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
 	}
-	return []*registry.Strategy{
+	return slices.Concat([]*registry.Strategy{
 		Pods(),
 		Nodes(),
 		Namespaces(now),
 		ConfigMaps(),
 		Secrets(),
 		Services(),
+	}, serviceNetStrategies(), []*registry.Strategy{
 		ServiceAccounts(),
 		Events(),
 		ReplicationControllers(),
@@ -34,5 +36,5 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
-	}
+	})
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,47 +14,31 @@ import (
 	"github.com/kite-project/kite/registry"
 )
 
-// primaryServiceIPFamily is the cluster's service IP family. Kite
-// allocates no cluster IPs yet and serves a single-stack IPv4 cluster, as
-// kube-apiserver does with its default --service-cluster-ip-range.
-const primaryServiceIPFamily = v1.IPv4Protocol
+// defaultServiceIPFamilies are the service IP families of a cluster
+// whose Services get no cluster IPs from Kite (Services() alone, before
+// ServiceAllocation.Install): single-stack IPv4, as kube-apiserver with
+// its default --service-cluster-ip-range.
+var defaultServiceIPFamilies = []v1.IPFamily{v1.IPv4Protocol}
 
-// Services returns the strategy of core/v1 services. Kite stores service
-// objects only: no cluster IP or node port is allocated and nothing
-// routes traffic. Before validation it reconciles clusterIP with
+// Services returns the strategy of core/v1 services of a single-stack
+// IPv4 cluster. Alone it stores service objects only: no cluster IP or
+// node port is allocated; ServiceAllocation.Install makes it allocate
+// them (kite.Start does). Before validation it reconciles clusterIP with
 // clusterIPs and fills ipFamilies and ipFamilyPolicy, as upstream's
 // service REST does before it allocates (PrepareService).
 func Services() *registry.Strategy {
-	return &registry.Strategy{
-		Kind:              v1.SchemeGroupVersion.WithKind("Service"),
-		Resource:          "services",
-		SingularName:      "service",
-		ShortNames:        []string{"svc"},
-		Categories:        []string{"all"},
-		Namespaced:        true,
-		StoragePrefix:     "services/specs",
-		New:               func() runtime.Object { return &v1.Service{} },
-		NewList:           func() runtime.Object { return &v1.ServiceList{} },
-		Default:           func(obj runtime.Object) { defaults.Service(obj.(*v1.Service)) },
-		ValidatesMetadata: true,
-		PrepareForCreate: func(obj runtime.Object) {
-			svc := obj.(*v1.Service)
-			svc.Status = v1.ServiceStatus{}
-			PrepareService(svc, nil)
-		},
-		PrepareForUpdate: func(obj, old runtime.Object) {
-			svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
-			svc.Status = oldSvc.Status
-			PrepareService(svc, oldSvc)
-		},
-		Validate: func(obj runtime.Object) field.ErrorList {
-			svc := obj.(*v1.Service)
-			return append(validation.ValidateService(svc), validateIPFamilyPolicy(svc, nil)...)
-		},
-		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
-			svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
-			return append(validation.ValidateServiceUpdate(svc, oldSvc), validateIPFamilyPolicy(svc, oldSvc)...)
-		},
+	strat := &registry.Strategy{
+		Kind:                     v1.SchemeGroupVersion.WithKind("Service"),
+		Resource:                 "services",
+		SingularName:             "service",
+		ShortNames:               []string{"svc"},
+		Categories:               []string{"all"},
+		Namespaced:               true,
+		StoragePrefix:            "services/specs",
+		New:                      func() runtime.Object { return &v1.Service{} },
+		NewList:                  func() runtime.Object { return &v1.ServiceList{} },
+		Default:                  func(obj runtime.Object) { defaults.Service(obj.(*v1.Service)) },
+		ValidatesMetadata:        true,
 		AllowUnconditionalUpdate: true,
 		Subresources: map[string]*registry.Subresource{
 			"status": {
@@ -63,6 +48,36 @@ func Services() *registry.Strategy {
 				},
 			},
 		},
+	}
+	setServiceFamilies(strat, defaultServiceIPFamilies)
+	return strat
+}
+
+// setServiceFamilies makes strat prepare and validate services for a
+// cluster of the given service IP families (primary first).
+func setServiceFamilies(strat *registry.Strategy, families []v1.IPFamily) {
+	strat.PrepareForCreate = func(obj runtime.Object) {
+		svc := obj.(*v1.Service)
+		svc.Status = v1.ServiceStatus{}
+		PrepareService(svc, nil, families)
+	}
+	strat.PrepareForUpdate = func(obj, old runtime.Object) {
+		svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
+		svc.Status = oldSvc.Status
+		PrepareService(svc, oldSvc, families)
+	}
+	strat.Validate = func(obj runtime.Object) field.ErrorList {
+		svc := obj.(*v1.Service)
+		errs := append(validation.ValidateService(svc), validateIPFamilyPolicy(svc, nil)...)
+		return append(errs, validateConfiguredFamilies(svc, families)...)
+	}
+	strat.ValidateUpdate = func(obj, old runtime.Object) field.ErrorList {
+		svc, oldSvc := obj.(*v1.Service), old.(*v1.Service)
+		errs := append(validation.ValidateServiceUpdate(svc, oldSvc), validateIPFamilyPolicy(svc, oldSvc)...)
+		if matchingPreferDualStack(svc, oldSvc) {
+			return errs // left as it was, whatever the cluster is now
+		}
+		return append(errs, validateConfiguredFamilies(svc, families)...)
 	}
 }
 
@@ -74,12 +89,13 @@ func Services() *registry.Strategy {
 // headless service; it fills ipFamilyPolicy and ipFamilies
 // (initIPFamilyFields); and on update it drops the fields the new type no
 // longer uses and the client did not change (dropTypeDependentFields).
-func PrepareService(svc, old *v1.Service) {
+// families are the cluster's service IP families, primary first.
+func PrepareService(svc, old *v1.Service, families []v1.IPFamily) {
 	if old != nil {
 		patchAllocatedValues(svc, old)
 	}
 	defaults.NormalizeServiceClusterIPs(old, svc)
-	initIPFamilyFields(svc, old)
+	initIPFamilyFields(svc, old, families)
 	if old != nil {
 		dropTypeDependentFields(svc, old)
 	}
@@ -136,16 +152,24 @@ func patchAllocatedValues(svc, old *v1.Service) {
 }
 
 // initIPFamilyFields is upstream's defaulting of ipFamilyPolicy and
-// ipFamilies on a single-stack cluster of primaryServiceIPFamily: the
-// policy is the old object's, else RequireDualStack for a headless
-// service without selector and SingleStack for any other; families follow
-// the cluster IPs, and a headless service without selector gets both
-// families unless it asks for SingleStack, any other the primary one.
-// The checks upstream makes here are validateIPFamilyPolicy's; those
-// about the families the cluster is configured for wait for cluster IP
-// allocation.
-func initIPFamilyFields(svc, old *v1.Service) {
+// ipFamilies on a cluster of the service IP families given (primary
+// first): the policy is the old object's, else RequireDualStack for a
+// headless service without selector and SingleStack for any other;
+// families follow the cluster IPs, and a headless service without
+// selector gets both families unless it asks for SingleStack, any other
+// the primary one, and both on a dual-stack cluster unless it asks for
+// SingleStack. A PreferDualStack service whose IPs and families did not
+// change is left as it is (no upgrade or downgrade behind its back). The
+// checks upstream makes here are validateIPFamilyPolicy's and
+// validateConfiguredFamilies'.
+func initIPFamilyFields(svc, old *v1.Service, families []v1.IPFamily) {
 	if !needsClusterIP(svc) {
+		return
+	}
+	if old != nil && svc.Spec.IPFamilyPolicy == nil && old.Spec.IPFamilyPolicy != nil {
+		svc.Spec.IPFamilyPolicy = old.Spec.IPFamilyPolicy
+	}
+	if matchingPreferDualStack(svc, old) {
 		return
 	}
 	if svc.Spec.IPFamilyPolicy == nil {
@@ -185,12 +209,56 @@ func initIPFamilyFields(svc, old *v1.Service) {
 		}
 	}
 	if len(svc.Spec.IPFamilies) == 0 {
-		svc.Spec.IPFamilies = []v1.IPFamily{primaryServiceIPFamily}
+		svc.Spec.IPFamilies = []v1.IPFamily{families[0]}
 	}
-	if headlessSelectorless(svc) && len(svc.Spec.IPFamilies) == 1 && !singleStack && !reduced {
-		// Its endpoints are the user's, of any family.
+	if len(svc.Spec.IPFamilies) == 1 && !singleStack && !reduced && (headlessSelectorless(svc) || len(families) == 2) {
+		// A headless service without selector: its endpoints are the
+		// user's, of any family. Any other: what the cluster has.
 		svc.Spec.IPFamilies = append(svc.Spec.IPFamilies, otherIPFamily(svc.Spec.IPFamilies[0]))
 	}
+}
+
+// matchingPreferDualStack is upstream's isMatchingPreferDualStackClusterIPFields:
+// an update of a PreferDualStack service that keeps its policy, cluster
+// IPs and families, which then stay as they are even if the cluster
+// became (or stopped being) dual-stack.
+func matchingPreferDualStack(svc, old *v1.Service) bool {
+	if old == nil || !needsClusterIP(old) || !needsClusterIP(svc) {
+		return false
+	}
+	return ipFamilyPolicy(old) == v1.IPFamilyPolicyPreferDualStack && ipFamilyPolicy(svc) == v1.IPFamilyPolicyPreferDualStack &&
+		slices.Equal(old.Spec.ClusterIPs, svc.Spec.ClusterIPs) && slices.Equal(old.Spec.IPFamilies, svc.Spec.IPFamilies)
+}
+
+// validateConfiguredFamilies makes upstream's checks of a service's
+// cluster IPs and families against the cluster's: an IP or family of
+// another family, RequireDualStack on a single-stack cluster. A headless
+// service without selector may have any.
+func validateConfiguredFamilies(svc *v1.Service, families []v1.IPFamily) field.ErrorList {
+	if !needsClusterIP(svc) || headlessSelectorless(svc) {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, ip := range svc.Spec.ClusterIPs {
+		if ip == v1.ClusterIPNone {
+			break
+		}
+		if f := ipFamilyOf(ip); f != "" && !slices.Contains(families, f) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), svc.Spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", f)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if ipFamilyPolicy(svc) == v1.IPFamilyPolicyRequireDualStack && len(families) < 2 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
+	}
+	for i, f := range svc.Spec.IPFamilies {
+		if !slices.Contains(families, f) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilies").Index(i), f, "not configured on this cluster"))
+		}
+	}
+	return errs
 }
 
 // validateIPFamilyPolicy makes upstream's checks of ipFamilyPolicy against

@@ -48,8 +48,10 @@ func TestServiceCreateAndUpdateFillWhatUpstreamFillsBeforeValidation(t *testing.
 			wantIPs: []string{"None"}, wantFams: []v1.IPFamily{v4}, wantPolicy: single},
 		{name: "create without cluster IP gets the primary family", svc: svc(nil),
 			wantFams: []v1.IPFamily{v4}, wantPolicy: single},
-		{name: "a given IPv6 clusterIP gives its family", svc: svc(func(s *v1.ServiceSpec) { s.ClusterIP = "fd00::10" }),
-			wantIPs: []string{"fd00::10"}, wantFams: []v1.IPFamily{v6}, wantPolicy: single},
+		{name: "a given IPv6 clusterIP on an IPv4 cluster is refused", svc: svc(func(s *v1.ServiceSpec) { s.ClusterIP = "fd00::10" }),
+			wantErr: "IPv6 is not configured on this cluster"},
+		{name: "RequireDualStack on a single-stack cluster is refused", svc: svc(func(s *v1.ServiceSpec) { s.IPFamilyPolicy = &require }),
+			wantErr: "this cluster is not configured for dual-stack services"},
 		{name: "SingleStack with two families is refused", svc: svc(func(s *v1.ServiceSpec) { headless(s); s.IPFamilyPolicy = &single; s.IPFamilies = []v1.IPFamily{v4, v6} }),
 			wantErr: "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"},
 		{name: "ExternalName gets no families", svc: svc(func(s *v1.ServiceSpec) {

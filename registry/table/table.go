@@ -74,6 +74,7 @@ func New(opts Options) *Convertor {
 	registerEvents(c)
 	registerWorkloads(c)
 	registerDisruption(c)
+	registerServiceNet(c)
 	return c
 }
 
