@@ -31,6 +31,7 @@ import (
 	"github.com/kite-project/kite/crdserving"
 	"github.com/kite-project/kite/kubeconfig"
 	"github.com/kite-project/kite/pki"
+	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/resourceset"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
@@ -178,6 +179,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		WatchCacheSizes:   opts.WatchCacheSizes,
 		DisableWatchCache: opts.DisableWatchCache,
 		WrapStorage:       opts.WrapStorage,
+		Admission:         builtin.AdmissionConfig{Enable: opts.EnableAdmissionPlugins, Disable: opts.DisableAdmissionPlugins},
 	})
 	if err != nil {
 		return err

@@ -110,6 +110,11 @@ type Options struct {
 	// as CRDs are: a directory's *.yaml, *.yml and *.json files, several
 	// documents each; documents of other kinds are skipped.
 	CRDPaths []string
+	// EnableAdmissionPlugins and DisableAdmissionPlugins are
+	// kube-apiserver's --enable-admission-plugins and
+	// --disable-admission-plugins: upstream's plugin names, added to or
+	// taken from its default set (docs/admission.md says which Kite runs).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

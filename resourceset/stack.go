@@ -35,6 +35,9 @@ type Options struct {
 	WatchCacheSizes   *watchcache.Sizes
 	DisableWatchCache bool
 	WrapStorage       func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// Admission says which admission plugins every write of every stack
+	// goes through (builtin.Admission); its Namespaces is filled in here.
+	Admission builtin.AdmissionConfig
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -48,7 +51,7 @@ type Builder struct {
 	opts      Options
 	metrics   *metrics.Metrics // nil: etcd calls are not timed
 	fields    *registry.FieldManagers
-	admit     func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	admission registry.Admission
 	// protobuf encodes built-in kinds as kube-apiserver stores them.
 	protobuf runtime.Serializer
 	scheme   *runtime.Scheme
@@ -102,7 +105,7 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 		if so.StoredWith == nil {
 			return nil, fmt.Errorf("%s is stored with %s, which has no storage", gr, strat.StoredWith)
 		}
-		store, err := registry.New(registry.Options{Strategy: strat, FieldManagers: b.fields, Admit: b.admit,
+		store, err := registry.New(registry.Options{Strategy: strat, FieldManagers: b.fields, Admission: b.admission,
 			Storage: registry.ConvertingStorage(so.StoredWith, *strat.Conversion, strat.GetAttrs)})
 		if err != nil {
 			return nil, err
@@ -170,11 +173,7 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 			stop = wstop
 		}
 	}
-	ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields}
-	if strat.Namespaced {
-		ro.Admit = b.admit
-	}
-	store, err := registry.New(ro)
+	store, err := registry.New(registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields, Admission: b.admission})
 	if err != nil {
 		stop()
 		return nil, err
@@ -196,17 +195,21 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		return nil, err
 	}
 	var namespaces *registry.Store
+	ac := opts.Admission
+	ac.Namespaces = func() *registry.Store { return namespaces }
+	chain, err := builtin.Admission(ac)
+	if err != nil {
+		return nil, err
+	}
 	b := &Builder{
 		client:    etcd.NewClient(opts.Etcd),
 		compactor: opts.Compactor,
 		opts:      opts,
 		fields:    registry.NewFieldManagers(scheme),
-		admit: func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-			return builtin.NamespaceLifecycle(namespaces)(ctx, gr, namespace, name)
-		},
-		protobuf: protobuf.NewSerializer(scheme, scheme),
-		scheme:   scheme,
-		metrics:  opts.Metrics,
+		admission: chain,
+		protobuf:  protobuf.NewSerializer(scheme, scheme),
+		scheme:    scheme,
+		metrics:   opts.Metrics,
 	}
 	set := &Set{build: b}
 	defer func() {

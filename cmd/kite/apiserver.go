@@ -29,6 +29,7 @@ type apiFlags struct {
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
 	controllers           controllerFlags
+	admission             admissionFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 	f.controllers.add(fs)
+	f.admission.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -115,6 +117,9 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	// The flags' 0 is upstream's "no limit", the options' negative.
 	opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight = noLimitIfZero(f.maxInflight), noLimitIfZero(f.maxMutatingInflight)
 	opts.MinRequestTimeout = time.Duration(f.minRequestTimeout) * time.Second
+	if err := f.admission.apply(&opts); err != nil {
+		return kite.Options{}, err
+	}
 	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
 		per, err := watchcache.ParseSizes(f.watchCacheSizes)
 		if err != nil {
