@@ -347,11 +347,17 @@ func (s *Store) admitUpdate(ctx context.Context, obj, existing runtime.Object, r
 	admitted, old := obj, existing
 	view := sub != nil && sub.View != nil
 	if view {
+		// The lenient view where there is one: a custom resource's
+		// Scale may be written while its replicas are not set.
+		viewOf := sub.View
+		if sub.ViewForUpdate != nil {
+			viewOf = sub.ViewForUpdate
+		}
 		var err error
-		if admitted, err = sub.View(obj); err != nil {
+		if admitted, err = viewOf(obj); err != nil {
 			return nil, err
 		}
-		if old, err = sub.View(existing); err != nil {
+		if old, err = viewOf(existing); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kite-project/kite/registry"
@@ -12,7 +13,7 @@ func All(now func() time.Time) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
 	}
-	return []*registry.Strategy{
+	return slices.Concat([]*registry.Strategy{
 		Pods(),
 		Nodes(),
 		Namespaces(now),
@@ -28,8 +29,9 @@ func All(now func() time.Time) []*registry.Strategy {
 		ControllerRevisions(),
 		Jobs(),
 		CronJobs(),
+	}, admissionRegistrationStrategies(), []*registry.Strategy{
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
-	}
+	})
 }

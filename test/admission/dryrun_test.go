@@ -38,7 +38,9 @@ func dryRunSamples(ns string) []dryRunSample {
 	now := metav1.NewMicroTime(time.Now()).UTC().Format("2006-01-02T15:04:05.000000Z")
 	podSpec := `{"containers":[{"name":"c","image":"busybox:1.36"}]}`
 	template := `{"metadata":{"labels":{"app":"d"}},"spec":` + podSpec + `}`
-	gvr := func(g, v, r string) schema.GroupVersionResource { return schema.GroupVersionResource{Group: g, Version: v, Resource: r} }
+	gvr := func(g, v, r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: g, Version: v, Resource: r}
+	}
 	return []dryRunSample{
 		{gvr("", "v1", "pods"), true, `{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-"},"spec":` + podSpec + `}`, []string{"spec", "restartPolicy"}, "Always"},
 		{gvr("", "v1", "configmaps"), true, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"k":"v"}}`, nil, nil},
