@@ -18,6 +18,7 @@ import (
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/registry/webhook"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -195,8 +196,27 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		return nil, err
 	}
 	var namespaces *registry.Store
+	var set *Set
 	ac := opts.Admission
 	ac.Namespaces = func() *registry.Store { return namespaces }
+	// Webhooks read their configurations, namespaces and services from
+	// the set's own stores, once it serves them.
+	hooks, err := webhook.New(webhook.Options{Stores: func(gr string) *registry.Store {
+		if set == nil {
+			return nil
+		}
+		return set.Store(gr)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	ac.Plugins = map[string]registry.AdmissionPlugin{
+		"MutatingAdmissionWebhook":   hooks.MutatingPlugin(),
+		"ValidatingAdmissionWebhook": hooks.ValidatingPlugin(),
+	}
+	for name, p := range opts.Admission.Plugins {
+		ac.Plugins[name] = p
+	}
 	chain, err := builtin.Admission(ac)
 	if err != nil {
 		return nil, err
@@ -211,7 +231,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		scheme:    scheme,
 		metrics:   opts.Metrics,
 	}
-	set := &Set{build: b}
+	set = &Set{build: b}
 	defer func() {
 		if err != nil {
 			set.StopAll()
