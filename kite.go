@@ -58,6 +58,7 @@ type Server struct {
 	url            string
 	kubeconfigPath string
 	dataDir        string
+	webhooks       WebhookInstallOptions // as installed (Options.Webhooks)
 	removeDataDir  bool
 
 	metrics *metrics.Metrics
@@ -112,6 +113,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
 		func() error { return s.installCRDs(ctx, opts) },
+		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
 	} {
 		if err := step(); err != nil {
