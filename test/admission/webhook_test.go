@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type hookServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []reviewed
+	// handling is how long the last request took the handler, from its
+	// body read to its answer written (ns).
+	handling atomic.Int64
 }
 
 type reviewed struct {
@@ -37,10 +41,12 @@ type reviewed struct {
 	req        *admissionv1.AdmissionRequest
 }
 
-func newHookServer(t *testing.T, decide func(path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *hookServer {
+func newHookServer(t testing.TB, decide func(path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *hookServer {
 	t.Helper()
 	h := &hookServer{}
 	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() { h.handling.Store(int64(time.Since(start))) }()
 		body, _ := io.ReadAll(r.Body)
 		var review admissionv1.AdmissionReview // v1beta1 has the same JSON shape
 		if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
@@ -80,7 +86,7 @@ func allow() *admissionv1.AdmissionResponse { return &admissionv1.AdmissionRespo
 
 // webhookNamespace returns a namespace labelled so that only this test's
 // webhooks (namespaceSelector adm-webhook=<name>) see its objects.
-func webhookNamespace(t *testing.T, client kubernetes.Interface) string {
+func webhookNamespace(t testing.TB, client kubernetes.Interface) string {
 	t.Helper()
 	ns, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hook-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -116,7 +122,7 @@ func mutatingHook(name string, h *hookServer, path, ns string) admissionregistra
 // installValidating creates the configuration, removes it when the test
 // ends, and waits until the server calls it (its configurations come from
 // the watch cache, a moment behind the create).
-func installValidating(t *testing.T, client kubernetes.Interface, ns string, h *hookServer, hooks ...admissionregistrationv1.ValidatingWebhook) {
+func installValidating(t testing.TB, client kubernetes.Interface, ns string, h *hookServer, hooks ...admissionregistrationv1.ValidatingWebhook) {
 	t.Helper()
 	c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns + "-v"}, Webhooks: hooks}
 	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
@@ -128,7 +134,7 @@ func installValidating(t *testing.T, client kubernetes.Interface, ns string, h *
 	waitCalled(t, client, ns, h, hooks[0].ClientConfig.URL)
 }
 
-func installMutating(t *testing.T, client kubernetes.Interface, ns string, h *hookServer, hooks ...admissionregistrationv1.MutatingWebhook) {
+func installMutating(t testing.TB, client kubernetes.Interface, ns string, h *hookServer, hooks ...admissionregistrationv1.MutatingWebhook) {
 	t.Helper()
 	c := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ns + "-m"}, Webhooks: hooks}
 	if _, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), c, metav1.CreateOptions{}); err != nil {
@@ -142,7 +148,7 @@ func installMutating(t *testing.T, client kubernetes.Interface, ns string, h *ho
 
 // waitCalled dry-runs the create of configMap "probe" until the webhook at
 // url has seen it.
-func waitCalled(t *testing.T, client kubernetes.Interface, ns string, h *hookServer, url *string) {
+func waitCalled(t testing.TB, client kubernetes.Interface, ns string, h *hookServer, url *string) {
 	t.Helper()
 	path := strings.TrimPrefix(*url, h.URL)
 	deadline := time.Now().Add(10 * time.Second)
