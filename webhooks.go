@@ -129,18 +129,8 @@ func (s *Server) installWebhooks(ctx context.Context, opts Options) error {
 			point(&c.Webhooks[j].ClientConfig)
 		}
 		w.MutatingWebhooks[i] = c
-		if _, err := api.MutatingWebhookConfigurations().Create(ctx, c, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			cur, gerr := api.MutatingWebhookConfigurations().Get(ctx, c.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			c.ResourceVersion = cur.ResourceVersion
-			_, err = api.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
-			if err != nil {
-				return fmt.Errorf("install mutating webhook configuration %s: %w", c.Name, err)
-			}
-		} else if err != nil {
-			return fmt.Errorf("install mutating webhook configuration %s: %w", c.Name, err)
+		if err := createOrUpdate(ctx, api.MutatingWebhookConfigurations(), c); err != nil {
+			return err
 		}
 	}
 	for i, c := range w.ValidatingWebhooks {
@@ -149,18 +139,8 @@ func (s *Server) installWebhooks(ctx context.Context, opts Options) error {
 			point(&c.Webhooks[j].ClientConfig)
 		}
 		w.ValidatingWebhooks[i] = c
-		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, c, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			cur, gerr := api.ValidatingWebhookConfigurations().Get(ctx, c.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return gerr
-			}
-			c.ResourceVersion = cur.ResourceVersion
-			_, err = api.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{})
-			if err != nil {
-				return fmt.Errorf("install validating webhook configuration %s: %w", c.Name, err)
-			}
-		} else if err != nil {
-			return fmt.Errorf("install validating webhook configuration %s: %w", c.Name, err)
+		if err := createOrUpdate(ctx, api.ValidatingWebhookConfigurations(), c); err != nil {
+			return err
 		}
 	}
 	s.webhooks = w
@@ -209,4 +189,35 @@ func freePort(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// configurations is what the typed clients of both webhook
+// configuration kinds offer.
+type configurations[T interface {
+	*admissionregistrationv1.MutatingWebhookConfiguration | *admissionregistrationv1.ValidatingWebhookConfiguration
+	metav1.Object
+}] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// createOrUpdate installs c, replacing a configuration of its name that
+// a data directory kept from an earlier start.
+func createOrUpdate[T interface {
+	*admissionregistrationv1.MutatingWebhookConfiguration | *admissionregistrationv1.ValidatingWebhookConfiguration
+	metav1.Object
+}](ctx context.Context, api configurations[T], c T) error {
+	_, err := api.Create(ctx, c, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var cur T
+		if cur, err = api.Get(ctx, c.GetName(), metav1.GetOptions{}); err == nil {
+			c.SetResourceVersion(cur.GetResourceVersion())
+			_, err = api.Update(ctx, c, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("install webhook configuration %s: %w", c.GetName(), err)
+	}
+	return nil
 }

@@ -84,10 +84,14 @@ func MatchResources(m *v1.MatchResources) {
 // ValidatingAdmissionPolicy defaults failurePolicy to Fail and the match
 // constraints.
 func ValidatingAdmissionPolicy(p *v1.ValidatingAdmissionPolicy) {
-	if p.Spec.FailurePolicy == nil {
-		p.Spec.FailurePolicy = ptr.To(v1.Fail)
+	policy(&p.Spec.FailurePolicy, p.Spec.MatchConstraints)
+}
+
+func policy(failure **v1.FailurePolicyType, m *v1.MatchResources) {
+	if *failure == nil {
+		*failure = ptr.To(v1.Fail)
 	}
-	MatchResources(p.Spec.MatchConstraints)
+	MatchResources(m)
 }
 
 // ValidatingAdmissionPolicyBinding defaults the match resources.
@@ -98,10 +102,7 @@ func ValidatingAdmissionPolicyBinding(b *v1.ValidatingAdmissionPolicyBinding) {
 // MutatingAdmissionPolicy defaults failurePolicy to Fail and the match
 // constraints.
 func MutatingAdmissionPolicy(p *v1.MutatingAdmissionPolicy) {
-	if p.Spec.FailurePolicy == nil {
-		p.Spec.FailurePolicy = ptr.To(v1.Fail)
-	}
-	MatchResources(p.Spec.MatchConstraints)
+	policy(&p.Spec.FailurePolicy, p.Spec.MatchConstraints)
 }
 
 // MutatingAdmissionPolicyBinding defaults the match resources.
