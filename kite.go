@@ -58,6 +58,7 @@ type Server struct {
 	url            string
 	kubeconfigPath string
 	dataDir        string
+	webhooks       WebhookInstallOptions // as installed (Options.Webhooks)
 	removeDataDir  bool
 
 	metrics *metrics.Metrics
@@ -116,6 +117,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
 		func() error { return s.installCRDs(ctx, opts) },
+		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
 	} {
 		if err := step(); err != nil {
@@ -183,6 +185,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		WatchCacheSizes:   opts.WatchCacheSizes,
 		DisableWatchCache: opts.DisableWatchCache,
 		WrapStorage:       opts.WrapStorage,
+		Admission:         builtin.AdmissionConfig{Enable: opts.EnableAdmissionPlugins, Disable: opts.DisableAdmissionPlugins},
 	})
 	if err != nil {
 		return err

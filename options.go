@@ -120,6 +120,14 @@ type Options struct {
 	// and LoadBalancer Services take their node ports from; "" means
 	// 30000-32767.
 	ServiceNodePortRange string
+	// EnableAdmissionPlugins and DisableAdmissionPlugins are
+	// kube-apiserver's --enable-admission-plugins and
+	// --disable-admission-plugins: upstream's plugin names, added to or
+	// taken from its default set (docs/admission.md says which Kite runs).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// Webhooks are admission webhooks to install, pointing at a webhook
+	// server of the embedding process (envtest's WebhookInstallOptions).
+	Webhooks WebhookInstallOptions
 	// ReadyTimeout bounds how long Start waits for the storage to be
 	// ready (every watch cache filled); 0 means 60 s.
 	ReadyTimeout time.Duration

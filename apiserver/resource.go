@@ -62,6 +62,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 		return
 	}
 	if info.Subresource != "" && s.opts.Connect != nil && s.opts.Connect.Handles(info.Resource, info.Subresource) {
+		// Upstream's ConnectResource refuses dryRun: a stream cannot be
+		// half-run (pods/log is a read, not a connect, and ignores it).
+		if _, dry := r.URL.Query()["dryRun"]; dry && info.Subresource != "log" {
+			s.writeError(w, r, apierrors.NewBadRequest("dryRun is not supported"))
+			return
+		}
 		if err := s.opts.Connect.Serve(w, r, info.Namespace, info.Name, info.Subresource); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -300,7 +306,7 @@ func (s *Server) create(c *call) error {
 		if err := checkURLNames(c, body, false); err != nil {
 			return err
 		}
-		out, err := c.sub.Create(c.ctx(), c.store, c.info.Namespace, c.info.Name, body, &opts)
+		out, err := c.store.CreateSubresource(c.ctx(), c.info.Namespace, c.info.Name, c.info.Subresource, body, &opts)
 		if err != nil {
 			return err
 		}

@@ -93,7 +93,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		minAvailable := intstr.FromString("50%")
 		obj = &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: selector}}
 	default:
-		return nil
+		if obj = admissionRegistrationSample(kind, meta); obj == nil {
+			return nil
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(kind)
 	return obj

@@ -15,6 +15,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/warning"
 )
@@ -40,16 +41,11 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err := s.admitCreate(m.GetName()); err != nil {
 		return nil, err
 	}
-	if s.strategy.Namespaced && s.admit != nil {
-		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
-			return nil, err
-		}
-	}
 	if err := s.pruneUnknown(ctx, obj, opts.FieldValidation); err != nil {
 		return nil, err
 	}
 	generated := m.GetName() == "" && m.GetGenerateName() != ""
-	if err := s.prepareCreate(obj, m, opts.FieldManager, false); err != nil {
+	if err := s.prepareCreate(ctx, obj, m, opts, false); err != nil {
 		return nil, err
 	}
 	if isDryRun(opts.DryRun) {
@@ -99,6 +95,26 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	}
 }
 
+// CreateSubresource is POST on a subresource (pods/binding): admission
+// sees the body as the create of the subresource, as upstream's, then the
+// subresource's Create runs it.
+func (s *Store) CreateSubresource(ctx context.Context, namespace, name, subresource string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	sub := s.strategy.Subresources[subresource]
+	if sub == nil || sub.Create == nil {
+		return nil, apierrors.NewNotFound(s.strategy.GroupResource(), name)
+	}
+	if s.admission != nil {
+		a := s.admissionAttributes(ctx, admission.Create, body, nil, namespace, name, subresource, opts, isDryRun(opts.DryRun))
+		if err := s.admitMutating(ctx, a); err != nil {
+			return nil, err
+		}
+		if err := s.admitValidating(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return sub.Create(ctx, s, namespace, name, body, opts)
+}
+
 // alreadyExists is upstream's 409: it says "object is being deleted" when
 // the existing object has a deletionTimestamp, so a client recreating a
 // pod that is still terminating knows why.
@@ -130,11 +146,23 @@ func (s *Store) checkNamespace(m metav1.Object, namespace string) error {
 	return nil
 }
 
-// prepareCreate does what upstream's rest.BeforeCreate does: system fields,
-// the strategy's PrepareForCreate, validation, managed fields.
-func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager string, applied bool) error {
+// prepareCreate does what upstream's create handler and rest.BeforeCreate
+// do, in their order: defaults, mutating admission, defaults again (of
+// what admission added), system fields, the strategy's PrepareForCreate,
+// validation, managed fields, validating admission.
+func (s *Store) prepareCreate(ctx context.Context, obj runtime.Object, m metav1.Object, opts *metav1.CreateOptions, applied bool) error {
 	if s.strategy.Default != nil {
 		s.strategy.Default(obj)
+	}
+	dryRun := isDryRun(opts.DryRun)
+	if s.admission != nil {
+		a := s.admissionAttributes(ctx, admission.Create, obj, nil, m.GetNamespace(), m.GetName(), "", opts, dryRun)
+		if err := s.admitMutating(ctx, a); err != nil {
+			return err
+		}
+		if s.strategy.Default != nil {
+			s.strategy.Default(obj)
+		}
 	}
 	m.SetUID(types.UID(uuid.NewUUID()))
 	m.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
@@ -164,12 +192,12 @@ func (s *Store) prepareCreate(obj runtime.Object, m metav1.Object, manager strin
 		return s.newInvalid(name, errs)
 	}
 	if fm := s.FieldManager(""); fm != nil && !applied {
-		withFields := fm.UpdateNoErrors(s.strategy.New(), obj, managerName(manager))
+		withFields := fm.UpdateNoErrors(s.strategy.New(), obj, managerName(opts.FieldManager))
 		if wm, err := meta.Accessor(withFields); err == nil {
 			m.SetManagedFields(wm.GetManagedFields())
 		}
 	}
-	return nil
+	return s.admitValidating(ctx, s.admissionAttributes(ctx, admission.Create, obj, nil, m.GetNamespace(), m.GetName(), "", opts, dryRun))
 }
 
 func generateName(base string) string {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/ptr"
 )
@@ -23,6 +24,16 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
+	// Upstream's delete handler runs mutating admission first, with no
+	// objects; validating admission sees the object that is to go.
+	if err := s.admitMutating(ctx, s.admissionAttributes(ctx, admission.Delete, nil, nil, namespace, name, "", opts, isDryRun(opts.DryRun))); err != nil {
+		return nil, false, err
+	}
+	return s.delete(ctx, namespace, name, opts)
+}
+
+// delete is Delete after mutating admission.
+func (s *Store) delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
 		// Upstream: a negative grace period is 1 s on the delete path.
 		opts = opts.DeepCopy()
@@ -39,6 +50,9 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	}
 	if err := preconditions.Check(key, existing); err != nil {
 		return nil, false, s.interpret(err, name)
+	}
+	if err := s.admitValidating(ctx, s.admissionAttributes(ctx, admission.Delete, nil, existing, namespace, name, "", opts, isDryRun(opts.DryRun))); err != nil {
+		return nil, false, err
 	}
 	m, err := meta.Accessor(existing)
 	if err != nil {
@@ -244,6 +258,14 @@ func (s *Store) markDeleted(ctx context.Context, key string, existing runtime.Ob
 // matches listOpts, one by one as upstream does (not atomically), and
 // returns the list of objects it deleted or marked.
 func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts *metainternalversion.ListOptions, opts *metav1.DeleteOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	// As upstream's deletecollection handler: mutating admission once
+	// for the collection (no name), validating admission per object.
+	if err := s.admitMutating(ctx, s.admissionAttributes(ctx, admission.Delete, nil, nil, namespace, "", "", opts, isDryRun(opts.DryRun))); err != nil {
+		return nil, err
+	}
 	listObj, err := s.List(ctx, namespace, listOpts)
 	if err != nil {
 		return nil, err
@@ -259,12 +281,9 @@ func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts
 			return nil, apierrors.NewInternalError(err)
 		}
 		itemOpts := opts.DeepCopy()
-		if itemOpts == nil {
-			itemOpts = &metav1.DeleteOptions{}
-		}
 		uid := types.UID(m.GetUID())
 		itemOpts.Preconditions = &metav1.Preconditions{UID: &uid}
-		out, _, err := s.Delete(ctx, m.GetNamespace(), m.GetName(), itemOpts)
+		out, _, err := s.delete(ctx, m.GetNamespace(), m.GetName(), itemOpts)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			continue // deleted or replaced meanwhile
 		}

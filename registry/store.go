@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
@@ -32,9 +31,9 @@ type Options struct {
 	// FieldManagers computes managedFields and serves server-side apply.
 	// nil means managedFields are left as they are.
 	FieldManagers *FieldManagers
-	// Admit, if set, is asked before an object is created in a namespace
-	// (namespace lifecycle: refuse missing and terminating namespaces).
-	Admit func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	// Admission, if set, is the admission chain every write goes
+	// through (see Admission for the order).
+	Admission Admission
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// Peers, if set, returns the served store of another group resource
@@ -48,13 +47,13 @@ type Options struct {
 // Store serves the REST verbs of one resource over a storage.Interface.
 // It is safe for concurrent use and holds no state besides its options.
 type Store struct {
-	strategy *Strategy
-	storage  storage.Interface
-	fields   *FieldManagers
-	admit    func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
-	now      func() time.Time
-	peers    func(groupResource string) *Store
-	prefix   string // "/pods"
+	strategy  *Strategy
+	storage   storage.Interface
+	fields    *FieldManagers
+	admission Admission
+	now       func() time.Time
+	peers     func(groupResource string) *Store
+	prefix    string // "/pods"
 }
 
 // New returns a Store for opts.Strategy.
@@ -68,13 +67,13 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("registry: Strategy.New and NewList are required for %s", opts.Strategy.Resource)
 	}
 	s := &Store{
-		strategy: opts.Strategy,
-		storage:  opts.Storage,
-		fields:   opts.FieldManagers,
-		admit:    opts.Admit,
-		now:      opts.Now,
-		peers:    opts.Peers,
-		prefix:   "/" + opts.Strategy.storagePrefix(),
+		strategy:  opts.Strategy,
+		storage:   opts.Storage,
+		fields:    opts.FieldManagers,
+		admission: opts.Admission,
+		now:       opts.Now,
+		peers:     opts.Peers,
+		prefix:    "/" + opts.Strategy.storagePrefix(),
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -29,6 +29,13 @@ func newStore(t *testing.T, strat *registry.Strategy) *registry.Store {
 // newStoreOn returns a registry Store for strat over client's etcd.
 func newStoreOn(t *testing.T, client *clientv3.Client, strat *registry.Strategy) *registry.Store {
 	t.Helper()
+	return newStoreWith(t, client, strat, nil)
+}
+
+// newStoreWith returns a registry Store for strat over client's etcd,
+// whose writes go through adm (when not nil).
+func newStoreWith(t *testing.T, client *clientv3.Client, strat *registry.Strategy, adm registry.Admission) *registry.Store {
+	t.Helper()
 	scheme, err := apiserver.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +49,7 @@ func newStoreOn(t *testing.T, client *clientv3.Client, strat *registry.Strategy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := registry.New(registry.Options{Strategy: strat, Storage: st, FieldManagers: registry.NewFieldManagers(scheme)})
+	s, err := registry.New(registry.Options{Strategy: strat, Storage: st, FieldManagers: registry.NewFieldManagers(scheme), Admission: adm})
 	if err != nil {
 		t.Fatal(err)
 	}

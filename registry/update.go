@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/storage"
 )
 
@@ -31,6 +32,10 @@ type UpdateRequest struct {
 	// ForceAllowCreate lets this update create a missing object even when
 	// the resource does not allow create on update (server-side apply).
 	ForceAllowCreate bool
+	// Admitted says the request went through admission already (the
+	// POST of a subresource that updates its object: pods/binding), so
+	// the update does not run it again.
+	Admitted bool
 	// Options are the request's update options (dryRun, fieldManager).
 	Options metav1.UpdateOptions
 }
@@ -77,7 +82,7 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 		if err := s.pruneUnknown(ctx, obj, req.Options.FieldValidation); err != nil {
 			return nil, err
 		}
-		obj, err = s.prepareUpdate(obj, existing, req, sub)
+		obj, err = s.prepareUpdate(ctx, obj, existing, req, sub)
 		deleteAfter = err == nil && s.shouldDeleteDuringUpdate(obj, existing)
 		return obj, err
 	}
@@ -242,20 +247,25 @@ func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime
 	if err := s.admitCreate(m.GetName()); err != nil {
 		return nil, err
 	}
-	if s.strategy.Namespaced && s.admit != nil {
-		if err := s.admit(ctx, s.strategy.GroupResource(), m.GetNamespace(), m.GetName()); err != nil {
-			return nil, err
-		}
-	}
 	m.SetResourceVersion("")
-	if err := s.prepareCreate(obj, m, req.Options.FieldManager, req.Applied); err != nil {
+	if err := s.prepareCreate(ctx, obj, m, updateToCreateOptions(&req.Options), req.Applied); err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
 
-// prepareUpdate does what upstream's rest.BeforeUpdate does.
-func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, sub *Subresource) (runtime.Object, error) {
+// updateToCreateOptions is upstream's: the create options of an update
+// that creates, as admission sees them.
+func updateToCreateOptions(o *metav1.UpdateOptions) *metav1.CreateOptions {
+	return &metav1.CreateOptions{DryRun: o.DryRun, FieldManager: o.FieldManager, FieldValidation: o.FieldValidation}
+}
+
+// prepareUpdate does what upstream's update handler and rest.BeforeUpdate
+// do, in their order: the checks of the request, defaults, mutating
+// admission, defaults again, what no update may change, the strategy's
+// (or subresource's) PrepareForUpdate, validation, managed fields,
+// validating admission.
+func (s *Store) prepareUpdate(ctx context.Context, obj, existing runtime.Object, req *UpdateRequest, sub *Subresource) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
@@ -280,6 +290,18 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 	}
 	if s.strategy.Default != nil {
 		s.strategy.Default(obj)
+	}
+	if s.admission != nil && !req.Admitted {
+		mutated, err := s.admitUpdate(ctx, obj, existing, req, sub, true)
+		if err != nil {
+			return nil, err
+		}
+		if obj = mutated; s.strategy.Default != nil {
+			s.strategy.Default(obj)
+		}
+		if m, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))
+		}
 	}
 	// What no update may change.
 	if m.GetUID() == "" {
@@ -328,7 +350,56 @@ func (s *Store) prepareUpdate(obj, existing runtime.Object, req *UpdateRequest, 
 		}
 	}
 	keepManagedFieldsOnNoop(m, old, obj, existing)
+	if s.admission != nil && !req.Admitted {
+		if _, err := s.admitUpdate(ctx, obj, existing, req, isViewOf(s.strategy.Subresources[req.Subresource]), false); err != nil {
+			return nil, err
+		}
+	}
 	return obj, nil
+}
+
+// isViewOf returns sub when it is a view (Scale), else nil.
+func isViewOf(sub *Subresource) *Subresource {
+	if sub != nil && sub.View != nil {
+		return sub
+	}
+	return nil
+}
+
+// admitUpdate runs mutating (mutate) or validating admission on the
+// update of existing to obj and returns the object, as mutating admission
+// left it. A view subresource (Scale) is admitted as its view, as
+// upstream's, and what mutating admission changed in the view is applied
+// back to the object.
+func (s *Store) admitUpdate(ctx context.Context, obj, existing runtime.Object, req *UpdateRequest, sub *Subresource, mutate bool) (runtime.Object, error) {
+	admitted, old := obj, existing
+	view := sub != nil && sub.View != nil
+	if view {
+		// The lenient view where there is one: a custom resource's
+		// Scale may be written while its replicas are not set.
+		viewOf := sub.View
+		if sub.ViewForUpdate != nil {
+			viewOf = sub.ViewForUpdate
+		}
+		var err error
+		if admitted, err = viewOf(obj); err != nil {
+			return nil, err
+		}
+		if old, err = viewOf(existing); err != nil {
+			return nil, err
+		}
+	}
+	a := s.admissionAttributes(ctx, admission.Update, admitted, old, req.Namespace, req.Name, req.Subresource, &req.Options, isDryRun(req.Options.DryRun))
+	if !mutate {
+		return obj, s.admitValidating(ctx, a)
+	}
+	if err := s.admitMutating(ctx, a); err != nil {
+		return nil, err
+	}
+	if !view {
+		return obj, nil
+	}
+	return sub.Apply(obj, admitted)
 }
 
 // keepManagedFieldsOnNoop restores the old managedFields when nothing else

@@ -18,6 +18,7 @@ import (
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
+	"github.com/kite-project/kite/registry/webhook"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -35,6 +36,9 @@ type Options struct {
 	WatchCacheSizes   *watchcache.Sizes
 	DisableWatchCache bool
 	WrapStorage       func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// Admission says which admission plugins every write of every stack
+	// goes through (builtin.Admission); its Namespaces is filled in here.
+	Admission builtin.AdmissionConfig
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -48,7 +52,7 @@ type Builder struct {
 	opts      Options
 	metrics   *metrics.Metrics // nil: etcd calls are not timed
 	fields    *registry.FieldManagers
-	admit     func(ctx context.Context, gr schema.GroupResource, namespace, name string) error
+	admission registry.Admission
 	// peers finds another served store (registry.Options.Peers).
 	peers func(groupResource string) *registry.Store
 	// protobuf encodes built-in kinds as kube-apiserver stores them.
@@ -104,7 +108,7 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 		if so.StoredWith == nil {
 			return nil, fmt.Errorf("%s is stored with %s, which has no storage", gr, strat.StoredWith)
 		}
-		store, err := registry.New(registry.Options{Strategy: strat, FieldManagers: b.fields, Admit: b.admit,
+		store, err := registry.New(registry.Options{Strategy: strat, FieldManagers: b.fields, Admission: b.admission,
 			Storage: registry.ConvertingStorage(so.StoredWith, *strat.Conversion, strat.GetAttrs)})
 		if err != nil {
 			return nil, err
@@ -172,11 +176,7 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 			stop = wstop
 		}
 	}
-	ro := registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields, Peers: b.peers}
-	if strat.Namespaced {
-		ro.Admit = b.admit
-	}
-	store, err := registry.New(ro)
+	store, err := registry.New(registry.Options{Strategy: strat, Storage: st, FieldManagers: b.fields, Admission: b.admission, Peers: b.peers})
 	if err != nil {
 		stop()
 		return nil, err
@@ -198,19 +198,42 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		return nil, err
 	}
 	var namespaces *registry.Store
+	var set *Set
+	ac := opts.Admission
+	ac.Namespaces = func() *registry.Store { return namespaces }
+	// Webhooks read their configurations, namespaces and services from
+	// the set's own stores, once it serves them.
+	hooks, err := webhook.New(webhook.Options{Stores: func(gr string) *registry.Store {
+		if set == nil {
+			return nil
+		}
+		return set.Store(gr)
+	}})
+	if err != nil {
+		return nil, err
+	}
+	ac.Plugins = map[string]registry.AdmissionPlugin{
+		"MutatingAdmissionWebhook":   hooks.MutatingPlugin(),
+		"ValidatingAdmissionWebhook": hooks.ValidatingPlugin(),
+	}
+	for name, p := range opts.Admission.Plugins {
+		ac.Plugins[name] = p
+	}
+	chain, err := builtin.Admission(ac)
+	if err != nil {
+		return nil, err
+	}
 	b := &Builder{
 		client:    etcd.NewClient(opts.Etcd),
 		compactor: opts.Compactor,
 		opts:      opts,
 		fields:    registry.NewFieldManagers(scheme),
-		admit: func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-			return builtin.NamespaceLifecycle(namespaces)(ctx, gr, namespace, name)
-		},
-		protobuf: protobuf.NewSerializer(scheme, scheme),
-		scheme:   scheme,
-		metrics:  opts.Metrics,
+		admission: chain,
+		protobuf:  protobuf.NewSerializer(scheme, scheme),
+		scheme:    scheme,
+		metrics:   opts.Metrics,
 	}
-	set := &Set{build: b}
+	set = &Set{build: b}
 	b.peers = set.Store
 	defer func() {
 		if err != nil {

@@ -30,6 +30,7 @@ type apiFlags struct {
 	minRequestTimeout     int // seconds
 	controllers           controllerFlags
 	serviceNet            serviceNetFlags
+	admission             admissionFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -45,6 +46,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	f.serviceNet.add(fs)
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 	f.controllers.add(fs)
+	f.admission.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -120,6 +122,9 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	// The flags' 0 is upstream's "no limit", the options' negative.
 	opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight = noLimitIfZero(f.maxInflight), noLimitIfZero(f.maxMutatingInflight)
 	opts.MinRequestTimeout = time.Duration(f.minRequestTimeout) * time.Second
+	if err := f.admission.apply(&opts); err != nil {
+		return kite.Options{}, err
+	}
 	if len(f.watchCacheSizes) > 0 || f.defaultWatchCacheSize >= 0 {
 		per, err := watchcache.ParseSizes(f.watchCacheSizes)
 		if err != nil {

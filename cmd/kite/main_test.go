@@ -50,6 +50,7 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
 		{"unknown controller", []string{"server", "--controllers", "scheduler,replicaset-controler"}, `--controllers: unknown controller "replicaset-controler"`},
 		{"controllers without a kubeconfig", []string{"controllers"}, "--kubeconfig is required"},
+		{"unknown admission plugin", []string{"server", "--enable-admission-plugins", "NamespaceLifecycle,NoSuchPlugin"}, `admission plugin "NoSuchPlugin" is unknown`},
 		{"unknown controller alone", []string{"controllers", "--kubeconfig", "k", "--controllers", "nope"}, `unknown controller "nope"`},
 	}
 	for _, tt := range tests {

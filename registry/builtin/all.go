@@ -33,6 +33,7 @@ func All(now func() time.Time) []*registry.Strategy {
 		Jobs(),
 		CronJobs(),
 		PodDisruptionBudgets(),
+	}, admissionRegistrationStrategies(), []*registry.Strategy{
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kite-project/kite/apis/core/defaults"
@@ -115,31 +113,5 @@ func namespaceMarkForDeletion(now func() time.Time) func(obj runtime.Object, opt
 		// Only metadata finalizers (or none) are left: the generic
 		// deletion of an object that finalizers keep, as upstream's.
 		return nil, nil
-	}
-}
-
-// NamespaceLifecycle returns the admission check for creating objects in
-// a namespace: the namespace must exist and not be terminating (upstream's
-// NamespaceLifecycle plugin, with its errors).
-func NamespaceLifecycle(namespaces *registry.Store) func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-	return func(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-		// A consistent read: a namespace created or deleted just before
-		// is seen as it is (upstream's plugin reads an informer and can
-		// let a create into a namespace that has just begun terminating).
-		obj, err := namespaces.Get(ctx, "", namespace, &metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		ns := obj.(*v1.Namespace)
-		if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
-			err := apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
-			err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-				Type:    v1.NamespaceTerminatingCause,
-				Message: fmt.Sprintf("namespace %s is being terminated", namespace),
-				Field:   "metadata.namespace",
-			})
-			return err
-		}
-		return nil
 	}
 }

@@ -90,8 +90,6 @@ func preparePodForCreate(obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	pod.Generation = 1
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
-	// kube-apiserver's DefaultTolerationSeconds admission.
-	defaults.TolerationSeconds(pod, defaults.DefaultTolerationSeconds)
 }
 
 func preparePodForUpdate(obj, old runtime.Object) {
@@ -154,6 +152,7 @@ func bindPod(ctx context.Context, store *registry.Store, namespace, name string,
 		Namespace:   namespace,
 		Name:        name,
 		Subresource: "binding",
+		Admitted:    true,
 		Options:     metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager},
 		Object: func(_ context.Context, existing runtime.Object) (runtime.Object, error) {
 			pod := existing.(*v1.Pod)
