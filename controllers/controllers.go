@@ -42,6 +42,7 @@ import (
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
+	"github.com/kite-project/kite/controllers/statefulset"
 	"github.com/kite-project/kite/controllers/tainteviction"
 )
 
@@ -69,6 +70,8 @@ const (
 	Job = "job-controller"
 	// CronJob creates Jobs on CronJobs' schedules.
 	CronJob = "cronjob-controller"
+	// StatefulSet runs StatefulSets' pods and claims in order.
+	StatefulSet = "statefulset-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -145,6 +148,9 @@ func table() []entry {
 		}},
 		{CronJob, func(b builder) (Controller, error) {
 			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{StatefulSet, func(b builder) (Controller, error) {
+			return built(statefulset.New(statefulset.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }

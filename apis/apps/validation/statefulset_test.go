@@ -88,7 +88,9 @@ func TestValidateStatefulSet(t *testing.T) {
 		}, []string{"spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: \"101%\": must not be greater than 100%"}},
 		{"unknown retention policy", func(s *appsv1.StatefulSet) { s.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled = "Keep" },
 			[]string{`spec.persistentVolumeClaimRetentionPolicy.whenScaled: Unsupported value: "Keep": supported values: "Retain", "Delete"`}},
-		{"claim template without storage", func(s *appsv1.StatefulSet) { s.Spec.VolumeClaimTemplates[0].Spec.Resources = corev1.VolumeResourceRequirements{} },
+		{"claim template without storage", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates[0].Spec.Resources = corev1.VolumeResourceRequirements{}
+		},
 			[]string{"spec.volumeClaimTemplates[0].spec.resources[storage]: Required value"}},
 		{"negative ordinals start", func(s *appsv1.StatefulSet) { s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: -1} },
 			[]string{"spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0"}},

@@ -30,7 +30,9 @@ func TestValidatePersistentVolumeClaim(t *testing.T) {
 		{"valid", func(*corev1.PersistentVolumeClaim) {}, nil},
 		{"access modes required", func(c *corev1.PersistentVolumeClaim) { c.Spec.AccessModes = nil },
 			[]want{{field.ErrorTypeRequired, "spec.accessModes"}}},
-		{"unknown access mode", func(c *corev1.PersistentVolumeClaim) { c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadSometimes"} },
+		{"unknown access mode", func(c *corev1.PersistentVolumeClaim) {
+			c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadSometimes"}
+		},
 			[]want{{field.ErrorTypeNotSupported, "spec.accessModes"}}},
 		{"ReadWriteOncePod alone", func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.AccessModes = append(c.Spec.AccessModes, corev1.ReadWriteOncePod)
@@ -116,7 +118,9 @@ func TestValidatePersistentVolume(t *testing.T) {
 		want   []want
 	}{
 		{"valid hostPath", func(*corev1.PersistentVolume) {}, nil},
-		{"valid local with node affinity", func(pv *corev1.PersistentVolume) { pv.Spec.PersistentVolumeSource, pv.Spec.NodeAffinity = local, affinity }, nil},
+		{"valid local with node affinity", func(pv *corev1.PersistentVolume) {
+			pv.Spec.PersistentVolumeSource, pv.Spec.NodeAffinity = local, affinity
+		}, nil},
 		{"local needs node affinity", func(pv *corev1.PersistentVolume) { pv.Spec.PersistentVolumeSource = local },
 			[]want{{field.ErrorTypeRequired, "spec.nodeAffinity"}}},
 		{"node affinity needs required", func(pv *corev1.PersistentVolume) { pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{} },
