@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -434,59 +433,17 @@ func (c *Controller) retainOrRelease(ctx context.Context, set *appsv1.StatefulSe
 	return nil
 }
 
-// revisionsOf is upstream's getStatefulSetRevisions: the set's
-// revisions, the update revision (an existing one with the same
-// template, renumbered if it is a rollback, or a new one; a name taken by
-// different data raises collisionCount) and the current revision (the
-// one status names, else the update revision).
+// revisionsOf is upstream's getStatefulSetRevisions: the update
+// revision (SyncRevision) and the current one (the one status names, else
+// the update revision).
 func (c *Controller) revisionsOf(ctx context.Context, set *appsv1.StatefulSet) (current, update *appsv1.ControllerRevision, collisions int32, err error) {
 	revs := c.owned(set)
-	collisions = ptr.Deref(set.Status.CollisionCount, 0)
-	next := int64(1)
-	if len(revs) > 0 {
-		next = revs[len(revs)-1].Revision + 1
-	}
-	for {
-		update, err = NewRevision(set, next, &collisions)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		var equal []*appsv1.ControllerRevision
-		for _, r := range revs {
-			if apiequality.Semantic.DeepEqual(r.Data.Raw, update.Data.Raw) {
-				equal = append(equal, r)
-			}
-		}
-		switch {
-		case len(equal) > 0 && equal[len(equal)-1] == revs[len(revs)-1]:
-			update = revs[len(revs)-1]
-		case len(equal) > 0:
-			// A rollback: the old revision becomes the newest.
-			cp := equal[len(equal)-1].DeepCopy()
-			cp.Revision = next
-			if update, err = c.client.AppsV1().ControllerRevisions(set.Namespace).Update(ctx, cp, metav1.UpdateOptions{}); err != nil {
-				return nil, nil, 0, fmt.Errorf("controllerrevision %s/%s: %w", cp.Namespace, cp.Name, err)
-			}
-		default:
-			created, err := c.client.AppsV1().ControllerRevisions(set.Namespace).Create(ctx, update, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				existing, gerr := c.client.AppsV1().ControllerRevisions(set.Namespace).Get(ctx, update.Name, metav1.GetOptions{})
-				if gerr != nil {
-					return nil, nil, 0, fmt.Errorf("controllerrevision %s/%s: %w", update.Namespace, update.Name, gerr)
-				}
-				if ref := metav1.GetControllerOf(existing); ref != nil && ref.UID == set.UID && apiequality.Semantic.DeepEqual(existing.Data.Raw, update.Data.Raw) {
-					update = existing // ours, not yet in the cache
-					break
-				}
-				collisions++
-				continue
-			}
-			if err != nil {
-				return nil, nil, 0, fmt.Errorf("controllerrevision %s/%s: %w", update.Namespace, update.Name, err)
-			}
-			update = created
-		}
-		break
+	update, collisions, err = controller.SyncRevision(ctx, c.client.AppsV1().ControllerRevisions(set.Namespace), set.UID, revs,
+		ptr.Deref(set.Status.CollisionCount, 0), func(revision int64, collisions *int32) (*appsv1.ControllerRevision, error) {
+			return NewRevision(set, revision, collisions)
+		})
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	current = update
 	for _, r := range revs {
@@ -500,43 +457,17 @@ func (c *Controller) revisionsOf(ctx context.Context, set *appsv1.StatefulSet) (
 // owned are the ControllerRevisions the set controls, oldest first.
 func (c *Controller) owned(set *appsv1.StatefulSet) []*appsv1.ControllerRevision {
 	all, _ := c.revisions.Store().ByIndex(namespaceIndex, set.Namespace)
-	var out []*appsv1.ControllerRevision
-	for _, r := range all {
-		if ref := metav1.GetControllerOf(r); ref != nil && ref.UID == set.UID {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b *appsv1.ControllerRevision) int {
-		if a.Revision != b.Revision {
-			return int(a.Revision - b.Revision)
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return out
+	return controller.OwnedRevisions(all, set.UID)
 }
 
-// truncateHistory is upstream's: revisions no live pod, nor the current
-// or update revision, uses are deleted, oldest first, beyond
-// revisionHistoryLimit.
+// truncateHistory keeps the revisions live pods use, the current and
+// update ones, and revisionHistoryLimit more.
 func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, current, update *appsv1.ControllerRevision) error {
 	live := map[string]bool{current.Name: true, update.Name: true}
 	for _, p := range pods {
 		live[revisionOf(p)] = true
 	}
-	var old []*appsv1.ControllerRevision
-	for _, r := range c.owned(set) {
-		if !live[r.Name] {
-			old = append(old, r)
-		}
-	}
-	limit := int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10))
-	for i := 0; i < len(old)-limit; i++ {
-		err := c.client.AppsV1().ControllerRevisions(set.Namespace).Delete(ctx, old[i].Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("controllerrevision %s/%s: %w", set.Namespace, old[i].Name, err)
-		}
-	}
-	return nil
+	return controller.TruncateHistory(ctx, c.client.AppsV1().ControllerRevisions(set.Namespace), c.owned(set), live, int(ptr.Deref(set.Spec.RevisionHistoryLimit, 10)))
 }
 
 func (c *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, s appsv1.StatefulSetStatus) error {

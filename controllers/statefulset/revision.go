@@ -3,47 +3,17 @@ package statefulset
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kite-project/kite/controllers/controller"
 )
 
-// Patch is upstream's getPatch: the part of a StatefulSet a
-// ControllerRevision records, {"spec":{"template":{...,"$patch":"replace"}}}.
-// kubectl rollout undo applies it to the set as a strategic merge patch.
-func Patch(set *appsv1.StatefulSet) ([]byte, error) {
-	data, err := json.Marshal(set)
-	if err != nil {
-		return nil, fmt.Errorf("statefulset %s/%s: %w", set.Namespace, set.Name, err)
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("statefulset %s/%s: %w", set.Namespace, set.Name, err)
-	}
-	spec, _ := raw["spec"].(map[string]any)
-	template, _ := spec["template"].(map[string]any)
-	if template == nil {
-		template = map[string]any{}
-	}
-	template["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
-}
-
-// HashRevision is upstream's history.HashControllerRevision: FNV-32 of
-// the revision's data and the collision count, safely encoded.
-func HashRevision(data []byte, collisionCount *int32) string {
-	h := fnv.New32()
-	h.Write(data)
-	if collisionCount != nil {
-		h.Write([]byte(strconv.FormatInt(int64(*collisionCount), 10)))
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-}
+// Patch is the part of the set a revision records (TemplatePatch).
+func Patch(set *appsv1.StatefulSet) ([]byte, error) { return controller.TemplatePatch(set) }
 
 // NewRevision is upstream's newRevision: the set's template as revision
 // number revision, named <set>-<hash>, labelled with the template's labels
@@ -53,7 +23,7 @@ func NewRevision(set *appsv1.StatefulSet, revision int64, collisionCount *int32)
 	if err != nil {
 		return nil, err
 	}
-	hash := HashRevision(patch, collisionCount)
+	hash := controller.HashRevision(patch, collisionCount)
 	labels := make(map[string]string, len(set.Spec.Template.Labels)+1)
 	for k, v := range set.Spec.Template.Labels {
 		labels[k] = v
@@ -63,12 +33,8 @@ func NewRevision(set *appsv1.StatefulSet, revision int64, collisionCount *int32)
 	for k, v := range set.Annotations {
 		annotations[k] = v
 	}
-	prefix := set.Name
-	if len(prefix) > 223 {
-		prefix = prefix[:223]
-	}
 	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + hash, Namespace: set.Namespace, Labels: labels, Annotations: annotations,
+		ObjectMeta: metav1.ObjectMeta{Name: controller.RevisionName(set.Name, hash), Namespace: set.Namespace, Labels: labels, Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)}},
 		Data:     runtime.RawExtension{Raw: patch},
 		Revision: revision,
