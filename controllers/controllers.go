@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/controllers/cronjob"
+	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
@@ -72,6 +73,8 @@ const (
 	CronJob = "cronjob-controller"
 	// StatefulSet runs StatefulSets' pods and claims in order.
 	StatefulSet = "statefulset-controller"
+	// DaemonSet runs a DaemonSet's pod on every eligible node.
+	DaemonSet = "daemonset-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -151,6 +154,9 @@ func table() []entry {
 		}},
 		{StatefulSet, func(b builder) (Controller, error) {
 			return built(statefulset.New(statefulset.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{DaemonSet, func(b builder) (Controller, error) {
+			return built(daemonset.New(daemonset.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }
