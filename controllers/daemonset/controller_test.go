@@ -19,7 +19,7 @@ import (
 
 // start runs the DaemonSet controller and the scheduler, which places the
 // daemon pods, and returns a namespace of the test's own.
-func start(t *testing.T) (kubernetes.Interface, string) {
+func start(t testing.TB) (kubernetes.Interface, string) {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	dc, err := daemonset.New(daemonset.Options{Client: cs})

@@ -22,7 +22,7 @@ import (
 	"github.com/kite-project/kite/controllers/statefulset"
 )
 
-func start(t *testing.T) (kubernetes.Interface, string, *statefulset.Controller) {
+func start(t testing.TB) (kubernetes.Interface, string, *statefulset.Controller) {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	c, err := statefulset.New(statefulset.Options{Client: cs})

@@ -35,7 +35,7 @@ func kubectl(t *testing.T, args ...string) string {
 
 // playNode marks every pod of ns Running and Ready as it appears, as a
 // node would, until the test ends.
-func playNode(t *testing.T, cs kubernetes.Interface, ns string) {
+func playNode(t testing.TB, cs kubernetes.Interface, ns string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
