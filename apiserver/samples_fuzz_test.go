@@ -94,6 +94,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		obj = &policyv1.PodDisruptionBudget{ObjectMeta: meta, Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: selector}}
 	default:
 		if obj = admissionRegistrationSample(kind, meta); obj == nil {
+			obj = workloadStorageSample(kind.GroupKind(), meta, selector, template)
+		}
+		if obj == nil {
 			return nil
 		}
 	}

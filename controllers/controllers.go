@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/controllers/cronjob"
+	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/disruption"
 	"github.com/kite-project/kite/controllers/garbagecollector"
@@ -45,6 +46,7 @@ import (
 	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
+	"github.com/kite-project/kite/controllers/statefulset"
 	"github.com/kite-project/kite/controllers/tainteviction"
 )
 
@@ -77,6 +79,10 @@ const (
 	// ReplicationController keeps each ReplicationController's pods
 	// (the ReplicaSet controller's logic).
 	ReplicationController = "replicationcontroller-controller"
+	// StatefulSet runs StatefulSets' pods and claims in order.
+	StatefulSet = "statefulset-controller"
+	// DaemonSet runs a DaemonSet's pod on every eligible node.
+	DaemonSet = "daemonset-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -163,6 +169,12 @@ func table() []entry {
 		}},
 		{ReplicationController, func(b builder) (Controller, error) {
 			return built(replication.New(replication.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{StatefulSet, func(b builder) (Controller, error) {
+			return built(statefulset.New(statefulset.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{DaemonSet, func(b builder) (Controller, error) {
+			return built(daemonset.New(daemonset.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }

@@ -129,7 +129,7 @@ func TestKindCells(t *testing.T) {
 		},
 		{
 			name:    "other kinds get upstream's default table",
-			obj:     &appsv1.DaemonSet{ObjectMeta: meta("d")},
+			obj:     &corev1.Binding{ObjectMeta: meta("d")},
 			columns: []string{"Name", "Created At"},
 			want:    []any{"d", "2026-02-26T12:00:00Z"},
 		},

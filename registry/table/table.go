@@ -62,6 +62,10 @@ type Convertor struct {
 type printer struct {
 	columns []metav1.TableColumnDefinition
 	row     func(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition)
+	// forList, if set, returns the printer for the items of one list:
+	// a row that depends on the other items (the effective default
+	// StorageClass).
+	forList func(list runtime.Object) *printer
 }
 
 // New returns a Convertor with upstream's printers.
@@ -75,6 +79,7 @@ func New(opts Options) *Convertor {
 	registerWorkloads(c)
 	registerDisruption(c)
 	registerServiceNet(c)
+	registerWorkloadStorage(c)
 	return c
 }
 
@@ -123,6 +128,9 @@ func (c *Convertor) Convert(obj runtime.Object, opts ConvertOptions) (*metav1.Ta
 	}
 	if p == nil {
 		p = defaultPrinter
+	}
+	if p.forList != nil && meta.IsListType(obj) {
+		p = p.forList(obj)
 	}
 	now := c.now()
 	t := &metav1.Table{}

@@ -29,3 +29,32 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("set fields kept: %+v", kept.Spec)
 	}
 }
+
+func TestStatefulSetAndDaemonSetDefaults(t *testing.T) {
+	s := &appsv1.StatefulSet{}
+	StatefulSet(s)
+	ru := s.Spec.UpdateStrategy.RollingUpdate
+	switch {
+	case s.Spec.PodManagementPolicy != appsv1.OrderedReadyPodManagement, s.Spec.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType:
+		t.Errorf("policy %q strategy %q", s.Spec.PodManagementPolicy, s.Spec.UpdateStrategy.Type)
+	case ru == nil || *ru.Partition != 0 || ru.MaxUnavailable.String() != "1":
+		t.Errorf("rollingUpdate = %+v, want partition 0 maxUnavailable 1", ru)
+	case *s.Spec.Replicas != 1 || *s.Spec.RevisionHistoryLimit != 10:
+		t.Errorf("replicas %d revisionHistoryLimit %d", *s.Spec.Replicas, *s.Spec.RevisionHistoryLimit)
+	case s.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
+		s.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType:
+		t.Errorf("retention = %+v", s.Spec.PersistentVolumeClaimRetentionPolicy)
+	}
+	// OnDelete given: no rollingUpdate appears.
+	s = &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}}}
+	StatefulSet(s)
+	if s.Spec.UpdateStrategy.RollingUpdate != nil {
+		t.Errorf("OnDelete got a rollingUpdate: %+v", s.Spec.UpdateStrategy.RollingUpdate)
+	}
+	ds := &appsv1.DaemonSet{}
+	DaemonSet(ds)
+	dru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || dru.MaxUnavailable.String() != "1" || dru.MaxSurge.String() != "0" || *ds.Spec.RevisionHistoryLimit != 10 {
+		t.Errorf("daemonset defaults: %+v", ds.Spec)
+	}
+}
