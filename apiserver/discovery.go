@@ -79,12 +79,18 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 				kind = sub.Kind
 			}
 			verbs := metav1.Verbs(sub.Verbs())
-			v.resources = append(v.resources, metav1.APIResource{
+			res := metav1.APIResource{
 				Name:       strat.Resource + "/" + name,
 				Namespaced: strat.Namespaced,
 				Kind:       kind.Kind,
 				Verbs:      verbs,
-			})
+			}
+			// A subresource of another group's kind (deployments/scale:
+			// autoscaling/v1 Scale) names that group version, as upstream.
+			if kind.GroupVersion() != gv {
+				res.Group, res.Version = kind.Group, kind.Version
+			}
+			v.resources = append(v.resources, res)
 			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 				Subresource:  name,
 				ResponseKind: &metav1.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind},
