@@ -12,7 +12,7 @@ func All(now func() time.Time) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
 	}
-	return []*registry.Strategy{
+	return append([]*registry.Strategy{
 		Pods(),
 		Nodes(),
 		Namespaces(now),
@@ -31,5 +31,5 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
-	}
+	}, coverageStrategies()...)
 }
