@@ -2,8 +2,10 @@ package resourceset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,4 +93,32 @@ func (r *Set) CountObjects(ctx context.Context, m *metrics.Metrics, interval tim
 		case <-t.C:
 		}
 	}
+}
+
+// EnsureStartupObjects creates the objects kube-apiserver keeps from its
+// start (builtin.StartupObjects: the system priority classes, API priority
+// and fairness' configuration) where they are missing, all at once so
+// that a start waits for one round trip to etcd rather than one per
+// object. An object already there is left as it is.
+func (r *Set) EnsureStartupObjects(ctx context.Context) error {
+	objs := builtin.StartupObjects()
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		st := r.Store(o.Resource.String())
+		if st == nil {
+			continue // not served (an embedder's choice)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := st.Create(ctx, "", o.Object, &metav1.CreateOptions{FieldManager: "kite"})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				name := o.Object.(metav1.Object).GetName()
+				errs[i] = fmt.Errorf("create %s %s: %w", o.Resource, name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -49,7 +49,10 @@ func coverageStrategies() []*registry.Strategy {
 		}.strategy(),
 	)
 	all = append(all, storageStrategies()...)
-	return all
+	all = append(all, certificatesStrategies()...)
+	all = append(all, resourceStrategies()...)
+	all = append(all, flowcontrolStrategies()...)
+	return append(all, storageMigrationStrategies()...)
 }
 
 // storageStrategies are storage.k8s.io/v1's CSI kinds, volume attachments
