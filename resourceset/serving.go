@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 )
 
@@ -101,7 +102,7 @@ func (r *Set) CountObjects(ctx context.Context, m *metrics.Metrics, interval tim
 // that a start waits for one round trip to etcd rather than one per
 // object. An object already there is left as it is.
 func (r *Set) EnsureStartupObjects(ctx context.Context) error {
-	objs := builtin.StartupObjects()
+	objs := builtin.StartupObjects(apiextensions.Strategy(time.Now))
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
 	for i, o := range objs {

@@ -22,6 +22,7 @@ import (
 // objects with upstream's rules and no behaviour of their own.
 func coverageStrategies() []*registry.Strategy {
 	all := []*registry.Strategy{
+		APIServices(),
 		declared[*corev1.LimitRange]{
 			kind: corev1.SchemeGroupVersion.WithKind("LimitRange"), resource: "limitranges", short: []string{"limits"}, namespaced: true,
 			newList:  func() runtime.Object { return &corev1.LimitRangeList{} },

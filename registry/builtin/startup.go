@@ -5,8 +5,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	schedulingvalidation "github.com/kite-project/kite/apis/scheduling/validation"
+	"github.com/kite-project/kite/registry"
 )
 
 // StartupObject is an object the API server creates at start when it is
@@ -20,9 +22,11 @@ type StartupObject struct {
 // StartupObjects are the objects kube-apiserver keeps from its start:
 // the system priority classes (scheduling's post-start hook) and API
 // priority and fairness' mandatory and suggested configuration
-// (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap). Each call returns
+// (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap), and the local
+// APIServices of the group versions of All and of served (the strategies
+// served beside them, e.g. CustomResourceDefinitions). Each call returns
 // new copies.
-func StartupObjects() []StartupObject {
+func StartupObjects(served ...*registry.Strategy) []StartupObject {
 	var out []StartupObject
 	for _, pc := range schedulingvalidation.SystemPriorityClasses() {
 		out = append(out, StartupObject{schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, pc})
@@ -36,6 +40,17 @@ func StartupObjects() []StartupObject {
 		for _, fs := range list {
 			out = append(out, StartupObject{flowcontrolv1.Resource("flowschemas"), fs.DeepCopy()})
 		}
+	}
+	seen := map[schema.GroupVersion]bool{}
+	var gvs []schema.GroupVersion
+	for _, s := range append(All(nil), served...) {
+		if gv := s.Kind.GroupVersion(); !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	for _, s := range localAPIServices(gvs) {
+		out = append(out, StartupObject{apiregistrationv1.Resource("apiservices"), s})
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // The printers of the kinds of issue 26, as upstream's
@@ -217,6 +218,29 @@ func registerCoverageStorage(c *Convertor) {
 }
 
 func registerCoverageOthers(c *Convertor) {
+	c.register(columns([]metav1.TableColumnDefinition{nameColumn,
+		{Name: "Service", Type: "string", Description: "The reference to the service that hosts this API endpoint."},
+		{Name: "Available", Type: "string", Description: "Whether this service is available."},
+		ageColumn,
+	}, func(svc *apiregistrationv1.APIService, now time.Time) []any {
+		service := "Local"
+		if svc.Spec.Service != nil {
+			service = svc.Spec.Service.Namespace + "/" + svc.Spec.Service.Name
+		}
+		status := string(apiregistrationv1.ConditionUnknown)
+		for _, c := range svc.Status.Conditions {
+			if c.Type != apiregistrationv1.Available {
+				continue
+			}
+			status = string(c.Status)
+			if c.Status != apiregistrationv1.ConditionTrue && c.Reason != "" {
+				status = fmt.Sprintf("%s (%s)", c.Status, c.Reason)
+			}
+			break
+		}
+		return []any{svc.Name, service, status, age(svc.CreationTimestamp, now)}
+	}), &apiregistrationv1.APIService{}, &apiregistrationv1.APIServiceList{})
+
 	c.register(columns([]metav1.TableColumnDefinition{nameColumn,
 		{Name: "SignerName", Type: "string", Description: certificatesv1.ClusterTrustBundleSpec{}.SwaggerDoc()["signerName"]},
 	}, func(b *certificatesv1.ClusterTrustBundle, _ time.Time) []any {

@@ -230,6 +230,7 @@ func TestKubectlServerSideApplyOfAnIngressControllerManifest(t *testing.T) {
 		{[]string{"get", "-n", "ingress-nginx", "netpol"}, "NAME                      POD-SELECTOR                                    AGE", "ingress-nginx-admission   app.kubernetes.io/component=admission-webhook"},
 		{[]string{"get", "runtimeclass", "ingress-sandboxed"}, "NAME                HANDLER   AGE", "ingress-sandboxed   runsc"},
 		{[]string{"get", "flowschema", "exempt"}, "NAME     PRIORITYLEVEL   MATCHINGPRECEDENCE   DISTINGUISHERMETHOD   AGE", "exempt   exempt          1                    <none>"},
+		{[]string{"get", "apiservice", "v1.apps"}, "NAME      SERVICE   AVAILABLE   AGE", "v1.apps   Local     True"},
 		{[]string{"get", "-n", "ingress-nginx", "quota"}, "NAME            REQUEST   LIMIT   AGE", "ingress-nginx"},
 	} {
 		out := kubectl(t, tc.args...)
