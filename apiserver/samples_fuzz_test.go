@@ -84,7 +84,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		obj = &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "*/5 * * * *",
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTemplate}}}}
 	default:
-		return nil
+		if obj = coverageSample(kind, meta); obj == nil {
+			return nil
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(kind)
 	return obj
