@@ -21,36 +21,28 @@ import (
 const driverNameMaxLength = 63
 
 func validateDriverName(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	var allErrs field.ErrorList
+	allErrs := validateNonEmpty(strings.ToLower(name), fldPath, validation.IsDNS1123Subdomain)
 	if len(name) > driverNameMaxLength {
 		allErrs = append(allErrs, field.TooLong(fldPath, "", driverNameMaxLength))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
 }
 
 func validateDNSLabel(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
+	return validateNonEmpty(name, fldPath, validation.IsDNS1123Label)
 }
 
 func validateSubdomain(name string, fldPath *field.Path) field.ErrorList {
+	return validateNonEmpty(name, fldPath, validation.IsDNS1123Subdomain)
+}
+
+// validateNonEmpty requires name and checks it with check.
+func validateNonEmpty(name string, fldPath *field.Path, check func(string) []string) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
 	var allErrs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
+	for _, msg := range check(name) {
 		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
 	}
 	return allErrs
