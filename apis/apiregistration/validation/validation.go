@@ -73,7 +73,9 @@ func ValidateAPIService(s *apiregistrationv1.APIService) field.ErrorList {
 }
 
 // ValidateAPIServiceUpdate is upstream's: the new object is valid.
-func ValidateAPIServiceUpdate(s, _ *apiregistrationv1.APIService) field.ErrorList { return ValidateAPIService(s) }
+func ValidateAPIServiceUpdate(s, _ *apiregistrationv1.APIService) field.ErrorList {
+	return ValidateAPIService(s)
+}
 
 // ValidateAPIServiceStatusUpdate is upstream's: conditions are True, False
 // or Unknown.
