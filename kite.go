@@ -109,6 +109,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.buildResources(opts) },
 		func() error { return s.allocateServices(ctx, opts) },
 		func() error { return s.resources.EnsureNamespaces(ctx) },
+		func() error { return s.resources.EnsureStartupObjects(ctx) },
 		func() error { return s.ensureCertificates(opts) },
 		func() error { return s.newAPI(opts) },
 		func() error { return s.serveHTTPS(ctx, opts) },

@@ -97,6 +97,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 			obj = workloadStorageSample(kind.GroupKind(), meta, selector, template)
 		}
 		if obj == nil {
+			obj = coverageSample(kind, meta)
+		}
+		if obj == nil {
 			return nil
 		}
 	}

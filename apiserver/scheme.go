@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // NewScheme returns a scheme with the built-in kinds client-go knows, the
@@ -22,6 +23,9 @@ func NewScheme() (*runtime.Scheme, error) {
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register apiextensions.k8s.io/v1: %w", err)
+	}
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register apiregistration.k8s.io/v1: %w", err)
 	}
 	if err := apidiscoveryv2.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register apidiscovery.k8s.io/v2: %w", err)

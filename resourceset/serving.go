@@ -2,8 +2,10 @@ package resourceset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 )
 
@@ -91,4 +94,32 @@ func (r *Set) CountObjects(ctx context.Context, m *metrics.Metrics, interval tim
 		case <-t.C:
 		}
 	}
+}
+
+// EnsureStartupObjects creates the objects kube-apiserver keeps from its
+// start (builtin.StartupObjects: the system priority classes, API priority
+// and fairness' configuration) where they are missing, all at once so
+// that a start waits for one round trip to etcd rather than one per
+// object. An object already there is left as it is.
+func (r *Set) EnsureStartupObjects(ctx context.Context) error {
+	objs := builtin.StartupObjects(apiextensions.Strategy(time.Now))
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, o := range objs {
+		st := r.Store(o.Resource.String())
+		if st == nil {
+			continue // not served (an embedder's choice)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := st.Create(ctx, "", o.Object, &metav1.CreateOptions{FieldManager: "kite"})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				name := o.Object.(metav1.Object).GetName()
+				errs[i] = fmt.Errorf("create %s %s: %w", o.Resource, name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

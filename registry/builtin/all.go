@@ -37,5 +37,5 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
-	}, workloadStorageStrategies(now))
+	}, workloadStorageStrategies(now), coverageStrategies())
 }

@@ -80,6 +80,7 @@ func New(opts Options) *Convertor {
 	registerDisruption(c)
 	registerServiceNet(c)
 	registerWorkloadStorage(c)
+	registerCoverage(c)
 	return c
 }
 
