@@ -52,6 +52,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err := s.prepareCreate(obj, m, opts.FieldManager, false); err != nil {
 		return nil, err
 	}
+	if err := s.authorizeWrite(ctx, obj, nil); err != nil {
+		return nil, err
+	}
 	if isDryRun(opts.DryRun) {
 		// As upstream's dry-run storage: an existing object is still a
 		// conflict, so a dry run predicts the real create.
@@ -205,4 +208,12 @@ func (s *Store) pruneUnknown(ctx context.Context, obj runtime.Object, fieldValid
 		warning.AddWarning(ctx, "", t)
 	}
 	return nil
+}
+
+// authorizeWrite runs the strategy's AuthorizeWrite, if any.
+func (s *Store) authorizeWrite(ctx context.Context, obj, old runtime.Object) error {
+	if s.strategy.AuthorizeWrite == nil {
+		return nil
+	}
+	return s.strategy.AuthorizeWrite(ctx, obj, old)
 }

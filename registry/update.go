@@ -69,6 +69,9 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return nil, nil, err
 		}
 		obj, err = s.prepareUpdate(obj, existing, req, sub)
+		if err == nil && sub == nil {
+			err = s.authorizeWrite(ctx, obj, existing)
+		}
 		deleteAfter = err == nil && s.shouldDeleteDuringUpdate(obj, existing)
 		return obj, nil, err
 	}
@@ -221,6 +224,9 @@ func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime
 	}
 	m.SetResourceVersion("")
 	if err := s.prepareCreate(obj, m, req.Options.FieldManager, req.Applied); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeWrite(ctx, obj, nil); err != nil {
 		return nil, err
 	}
 	return obj, nil

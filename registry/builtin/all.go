@@ -12,7 +12,7 @@ func All(now func() time.Time) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
 	}
-	return []*registry.Strategy{
+	all := []*registry.Strategy{
 		Pods(),
 		Nodes(),
 		Namespaces(now),
@@ -32,4 +32,5 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
 	}
+	return append(all, rbacStrategies()...)
 }

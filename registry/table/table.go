@@ -73,6 +73,7 @@ func New(opts Options) *Convertor {
 	registerCore(c)
 	registerEvents(c)
 	registerWorkloads(c)
+	registerRBAC(c)
 	return c
 }
 
