@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/clusterroleaggregation"
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/garbagecollector"
@@ -69,6 +70,8 @@ const (
 	Job = "job-controller"
 	// CronJob creates Jobs on CronJobs' schedules.
 	CronJob = "cronjob-controller"
+	// ClusterRoleAggregation fills aggregated ClusterRoles' rules.
+	ClusterRoleAggregation = "clusterrole-aggregation-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -146,6 +149,9 @@ func table() []entry {
 		{CronJob, func(b builder) (Controller, error) {
 			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{ClusterRoleAggregation, func(b builder) (Controller, error) {
+			return built(clusterroleaggregation.New(clusterroleaggregation.Options{Client: b.client, Informers: b.informers}))
+		}},
 	}
 }
 
@@ -179,12 +185,15 @@ func built[C Controller](c C, err error) (Controller, error) {
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
-// otherwise: the controllers that make namespaces usable, and none that
+// otherwise: the controllers that make namespaces usable, the one that
+// fills the aggregated bootstrap roles (admin, edit, view), and none that
 // place, taint or remove pods or collect objects behind a test's back
 // (name GarbageCollector to have owner references acted on; without it a
 // foreground or orphan delete leaves the object with its finalizer, as in
 // envtest).
-func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount, RootCACertPublisher} }
+func EmbeddedDefault() []string {
+	return []string{Namespace, ServiceAccount, RootCACertPublisher, ClusterRoleAggregation}
+}
 
 // Controller is what each controller package provides.
 type Controller interface {
