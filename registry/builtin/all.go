@@ -28,8 +28,10 @@ func All(now func() time.Time) []*registry.Strategy {
 		ControllerRevisions(),
 		Jobs(),
 		CronJobs(),
+		LocalSubjectAccessReviews(),
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
+		SubjectAccessReviews(),
 		SelfSubjectReviews(),
 	}
 	return append(all, rbacStrategies()...)
