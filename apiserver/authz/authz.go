@@ -107,7 +107,9 @@ func New(opts Options) (*Authorizer, error) {
 		modes: modes,
 		infos: &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
 	}
-	chain := []union.NamedAuthorizer{{AuthorizerName: "privileged-groups", Authorizer: privilegedGroups{}}}
+	// The names are upstream's (reload.go, GetNameForAuthorizerMode):
+	// the union prefixes each reason with its authorizer's.
+	chain := []union.NamedAuthorizer{{AuthorizerName: "kubernetes.io/system-privileged-group", Authorizer: privilegedGroups{}}}
 	var resolvers []authorizer.RuleResolver
 	for _, m := range modes {
 		var az interface {
@@ -152,7 +154,7 @@ func New(opts Options) (*Authorizer, error) {
 		default:
 			return nil, fmt.Errorf("authz: unknown mode %q", m)
 		}
-		chain = append(chain, union.NamedAuthorizer{AuthorizerName: m, Authorizer: az})
+		chain = append(chain, union.NamedAuthorizer{AuthorizerName: strings.ToLower(m), Authorizer: az})
 		resolvers = append(resolvers, az)
 	}
 	var err error
