@@ -44,7 +44,9 @@ func TestRuleAllows(t *testing.T) {
 	res := func(verb, group, resource, sub, name string) authorizer.AttributesRecord {
 		return authorizer.AttributesRecord{Verb: verb, APIGroup: group, Resource: resource, Subresource: sub, Name: name, ResourceRequest: true}
 	}
-	path := func(verb, p string) authorizer.AttributesRecord { return authorizer.AttributesRecord{Verb: verb, Path: p} }
+	path := func(verb, p string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{Verb: verb, Path: p}
+	}
 	pods := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}
 	for _, tc := range []struct {
 		name  string

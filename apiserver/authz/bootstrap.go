@@ -19,85 +19,71 @@ import (
 // rbac.authorization.kubernetes.io/autoupdate: "false" left alone. It
 // tries every object and returns the errors of those that failed.
 func EnsureBootstrapPolicy(ctx context.Context, cs kubernetes.Interface, p *bootstrappolicy.Policy) error {
-	log := klog.FromContext(ctx)
-	rbac := cs.RbacV1()
-	var errs []error
-	note := func(kind, name string, op reconciliation.ReconcileOperation, protected bool, err error) {
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("reconcile %s %s: %w", kind, name, err))
-		case protected && op != reconciliation.ReconcileNone:
-			log.Info("Bootstrap policy object not updated: autoupdate is off", "kind", kind, "name", name)
-		case op != reconciliation.ReconcileNone:
-			log.V(2).Info("Bootstrap policy object reconciled", "kind", kind, "name", name, "operation", op)
-		}
-	}
+	rbac, namespaces := cs.RbacV1(), cs.CoreV1().Namespaces()
+	var steps []reconcileStep
 	for i := range p.ClusterRoles {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		r := p.ClusterRoles[i].DeepCopy()
-		res, err := (&reconciliation.ReconcileRoleOptions{
-			Role:    reconciliation.ClusterRoleRuleOwner{ClusterRole: r},
-			Client:  reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()},
-			Confirm: true,
-		}).Run()
-		op, protected := resultOf(res)
-		note("ClusterRole", r.Name, op, protected, err)
+		steps = append(steps, reconcileStep{"ClusterRole", r.Name, func() (reconciliation.ReconcileOperation, bool, error) {
+			return ofRole((&reconciliation.ReconcileRoleOptions{Role: reconciliation.ClusterRoleRuleOwner{ClusterRole: r},
+				Client: reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}, Confirm: true}).Run())
+		}})
 	}
 	for i := range p.ClusterRoleBindings {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		b := p.ClusterRoleBindings[i].DeepCopy()
-		res, err := (&reconciliation.ReconcileRoleBindingOptions{
-			RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b},
-			Client:      reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()},
-			Confirm:     true,
-		}).Run()
-		var op reconciliation.ReconcileOperation
-		var protected bool
-		if res != nil {
-			op, protected = res.Operation, res.Protected
-		}
-		note("ClusterRoleBinding", b.Name, op, protected, err)
+		steps = append(steps, reconcileStep{"ClusterRoleBinding", b.Name, func() (reconciliation.ReconcileOperation, bool, error) {
+			return ofBinding((&reconciliation.ReconcileRoleBindingOptions{RoleBinding: reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: b},
+				Client: reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}, Confirm: true}).Run())
+		}})
 	}
 	for i := range p.Roles {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		r := p.Roles[i].DeepCopy()
-		res, err := (&reconciliation.ReconcileRoleOptions{
-			Role:    reconciliation.RoleRuleOwner{Role: r},
-			Client:  reconciliation.RoleModifier{Client: rbac, NamespaceClient: cs.CoreV1().Namespaces()},
-			Confirm: true,
-		}).Run()
-		op, protected := resultOf(res)
-		note("Role", r.Namespace+"/"+r.Name, op, protected, err)
+		steps = append(steps, reconcileStep{"Role", r.Namespace + "/" + r.Name, func() (reconciliation.ReconcileOperation, bool, error) {
+			return ofRole((&reconciliation.ReconcileRoleOptions{Role: reconciliation.RoleRuleOwner{Role: r},
+				Client: reconciliation.RoleModifier{Client: rbac, NamespaceClient: namespaces}, Confirm: true}).Run())
+		}})
 	}
 	for i := range p.RoleBindings {
+		b := p.RoleBindings[i].DeepCopy()
+		steps = append(steps, reconcileStep{"RoleBinding", b.Namespace + "/" + b.Name, func() (reconciliation.ReconcileOperation, bool, error) {
+			return ofBinding((&reconciliation.ReconcileRoleBindingOptions{RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: b},
+				Client: reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: namespaces}, Confirm: true}).Run())
+		}})
+	}
+	log := klog.FromContext(ctx)
+	var errs []error
+	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		b := p.RoleBindings[i].DeepCopy()
-		res, err := (&reconciliation.ReconcileRoleBindingOptions{
-			RoleBinding: reconciliation.RoleBindingAdapter{RoleBinding: b},
-			Client:      reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: cs.CoreV1().Namespaces()},
-			Confirm:     true,
-		}).Run()
-		var op reconciliation.ReconcileOperation
-		var protected bool
-		if res != nil {
-			op, protected = res.Operation, res.Protected
+		op, protected, err := s.run()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reconcile %s %s: %w", s.kind, s.name, err))
+		case protected && op != reconciliation.ReconcileNone:
+			log.Info("Bootstrap policy object not updated: autoupdate is off", "kind", s.kind, "name", s.name)
+		case op != reconciliation.ReconcileNone:
+			log.V(2).Info("Bootstrap policy object reconciled", "kind", s.kind, "name", s.name, "operation", op)
 		}
-		note("RoleBinding", b.Namespace+"/"+b.Name, op, protected, err)
 	}
 	return errors.Join(errs...)
 }
 
-func resultOf(res *reconciliation.ReconcileClusterRoleResult) (reconciliation.ReconcileOperation, bool) {
+// reconcileStep reconciles one object of the policy.
+type reconcileStep struct {
+	kind, name string
+	run        func() (op reconciliation.ReconcileOperation, protected bool, err error)
+}
+
+func ofRole(res *reconciliation.ReconcileClusterRoleResult, err error) (reconciliation.ReconcileOperation, bool, error) {
 	if res == nil {
-		return reconciliation.ReconcileNone, false
+		return reconciliation.ReconcileNone, false, err
 	}
-	return res.Operation, res.Protected
+	return res.Operation, res.Protected, err
+}
+
+func ofBinding(res *reconciliation.ReconcileClusterRoleBindingResult, err error) (reconciliation.ReconcileOperation, bool, error) {
+	if res == nil {
+		return reconciliation.ReconcileNone, false, err
+	}
+	return res.Operation, res.Protected, err
 }

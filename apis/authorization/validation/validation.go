@@ -38,12 +38,23 @@ func validateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizati
 // empty metadata.
 func ValidateSubjectAccessReview(sar *authorizationv1.SubjectAccessReview) field.ErrorList {
 	allErrs := ValidateSubjectAccessReviewSpec(sar.Spec, field.NewPath("spec"))
-	m := sar.ObjectMeta
+	return append(allErrs, emptyMetadata(sar.ObjectMeta, false)...)
+}
+
+// emptyMetadata refuses metadata beyond managed fields (and the
+// namespace, when keepNamespace), as upstream.
+func emptyMetadata(meta metav1.ObjectMeta, keepNamespace bool) field.ErrorList {
+	m := meta
 	m.ManagedFields = nil
-	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata"), sar.ObjectMeta, `must be empty`))
+	msg := `must be empty`
+	if keepNamespace {
+		m.Namespace = ""
+		msg = `must be empty except for namespace`
 	}
-	return allErrs
+	if equality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata"), meta, msg)}
 }
 
 // ValidateSelfSubjectAccessReview checks a SelfSubjectAccessReview: one
@@ -51,24 +62,14 @@ func ValidateSubjectAccessReview(sar *authorizationv1.SubjectAccessReview) field
 func ValidateSelfSubjectAccessReview(sar *authorizationv1.SelfSubjectAccessReview) field.ErrorList {
 	allErrs := validateAttributes(sar.Spec.ResourceAttributes, sar.Spec.NonResourceAttributes, field.NewPath("spec"))
 	allErrs = append(allErrs, validateResourceAttributes(sar.Spec.ResourceAttributes, field.NewPath("spec.resourceAttributes"))...)
-	m := sar.ObjectMeta
-	m.ManagedFields = nil
-	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata"), sar.ObjectMeta, `must be empty`))
-	}
-	return allErrs
+	return append(allErrs, emptyMetadata(sar.ObjectMeta, false)...)
 }
 
 // ValidateLocalSubjectAccessReview checks a LocalSubjectAccessReview:
 // as a SubjectAccessReview, in its own namespace, resources only.
 func ValidateLocalSubjectAccessReview(sar *authorizationv1.LocalSubjectAccessReview) field.ErrorList {
 	allErrs := ValidateSubjectAccessReviewSpec(sar.Spec, field.NewPath("spec"))
-	m := sar.ObjectMeta
-	m.Namespace = ""
-	m.ManagedFields = nil
-	if !equality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
-		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata"), sar.ObjectMeta, `must be empty except for namespace`))
-	}
+	allErrs = append(allErrs, emptyMetadata(sar.ObjectMeta, true)...)
 	if sar.Spec.ResourceAttributes != nil && sar.Spec.ResourceAttributes.Namespace != sar.Namespace {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("spec.resourceAttributes.namespace"), sar.Spec.ResourceAttributes.Namespace, `must match metadata.namespace`))
 	}
