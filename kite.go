@@ -17,12 +17,16 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/apis/rbac/bootstrappolicy"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authn"
+	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
@@ -30,6 +34,7 @@ import (
 	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/crdserving"
 	"github.com/kite-project/kite/kubeconfig"
+	"github.com/kite-project/kite/listwatch"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry/builtin"
 	"github.com/kite-project/kite/resourceset"
@@ -75,7 +80,11 @@ type Server struct {
 	// services allocates Services' cluster IPs and node ports.
 	services *builtin.ServiceAllocation
 	bundle   *pki.Bundle
-	token    string // the admin's
+	// authz authorizes every request; policy is the bootstrap policy it
+	// starts from.
+	authz  *authz.Authorizer
+	policy *bootstrappolicy.Policy
+	token  string // the admin's
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -116,6 +125,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.ensureKubernetesService(ctx, opts) },
 		func() error { return s.writeKubeconfig(opts) },
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
+		func() error { return s.ensureAuthorization(ctx, opts) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
@@ -211,8 +221,11 @@ func (s *Server) ensureCertificates(opts Options) (err error) {
 // newAPI makes the API server of the resources, with its OpenAPI
 // documents and its proxy to agents, and starts following the CRDs.
 func (s *Server) newAPI(opts Options) error {
-	authenticator, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(s.token)}})
+	authenticator, err := authn.New(authn.Options{Tokens: append([]authn.Token{authn.Admin(s.token)}, opts.StaticTokens...)})
 	if err != nil {
+		return err
+	}
+	if err := s.newAuthorizer(opts); err != nil {
 		return err
 	}
 	v := opts.Version
@@ -244,6 +257,7 @@ func (s *Server) newAPI(opts Options) error {
 		Scheme:        s.resources.Scheme(),
 		Version:       v,
 		Authenticator: authenticator,
+		Authorizer:    s.authz,
 		Connect:       s.nodeProxy,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
@@ -261,6 +275,59 @@ func (s *Server) newAPI(opts Options) error {
 	s.resources.Serve(s.api, oa)
 	// Only now: what the follower installs must reach the API server.
 	s.wg.Go(func() { s.crds.Run(s.runCtx) })
+	return nil
+}
+
+// newAuthorizer builds the authorizer of opts.AuthorizationMode over the
+// served RBAC objects and pods, and starts filling its caches.
+func (s *Server) newAuthorizer(opts Options) (err error) {
+	modes, err := authz.ParseModes(opts.AuthorizationMode)
+	if err != nil {
+		return fmt.Errorf("AuthorizationMode: %w", err)
+	}
+	if s.policy, err = bootstrappolicy.Load(); err != nil {
+		return err
+	}
+	var nodeRules []rbacv1.PolicyRule
+	if r, ok := s.policy.ClusterRole(bootstrappolicy.NodeName); ok {
+		nodeRules = r.Rules
+	}
+	lw := func(gr string) listwatch.ListerWatcher { return resourceset.StoreListerWatcher(s.resources.Store(gr)) }
+	s.authz, err = authz.New(authz.Options{
+		Modes: modes,
+		Sources: authz.Sources{
+			Roles:               lw("roles.rbac.authorization.k8s.io"),
+			ClusterRoles:        lw("clusterroles.rbac.authorization.k8s.io"),
+			RoleBindings:        lw("rolebindings.rbac.authorization.k8s.io"),
+			ClusterRoleBindings: lw("clusterrolebindings.rbac.authorization.k8s.io"),
+			Pods:                lw("pods"),
+		},
+		NodeRules: nodeRules,
+	})
+	if err != nil {
+		return err
+	}
+	s.wg.Go(func() { s.authz.Run(s.runCtx) })
+	return nil
+}
+
+// ensureAuthorization waits for the authorizer's caches and reconciles
+// the bootstrap policy, as kube-apiserver's rbac/bootstrap-roles
+// PostStartHook, before Start returns: clients then find the default
+// roles and bindings, and are authorized by them.
+func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
+	defer cancel()
+	if err := s.authz.WaitSynced(ctx); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(s.RESTConfig())
+	if err != nil {
+		return err
+	}
+	if err := authz.EnsureBootstrapPolicy(ctx, cs, s.policy); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	}
 	return nil
 }
 

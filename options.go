@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/etcd/backend"
 	"github.com/kite-project/kite/storage/watchcache"
@@ -87,7 +88,8 @@ type Options struct {
 	// controllers.All). Nil means controllers.EmbeddedDefault(): the
 	// namespace and serviceaccount controllers, as embedders have always
 	// had, and the root CA publisher (every namespace's kube-root-ca.crt,
-	// which pods' service account volumes mount); the scheduler, node lifecycle, taint eviction, pod GC, garbage
+	// which pods' service account volumes mount) and the ClusterRole
+	// aggregation controller (the rules of admin, edit and view); the scheduler, node lifecycle, taint eviction, pod GC, garbage
 	// collector, ReplicaSet, Deployment, Job and CronJob controllers run
 	// only when named, so that a test's objects are not placed, tainted,
 	// collected or given pods behind its back (envtest's behaviour). An
@@ -146,6 +148,17 @@ type Options struct {
 	// request's headers; 0 means DefaultReadHeaderTimeout. A body is read
 	// within its request's timeout.
 	ReadHeaderTimeout time.Duration
+	// AuthorizationMode is kube-apiserver's --authorization-mode: the
+	// authorizers in order, comma-separated, of AlwaysAllow, AlwaysDeny,
+	// Node and RBAC. "" means "Node,RBAC" (upstream's bootstrap policy is
+	// reconciled at start; the admin is in system:masters, which every
+	// mode allows); "AlwaysAllow" lets every authenticated request
+	// through, as Kite did before it had RBAC.
+	AuthorizationMode string
+	// StaticTokens are bearer tokens accepted besides the admin's, each
+	// with its user (kube-apiserver's --token-auth-file): for tests and
+	// embedders that want users other than the admin.
+	StaticTokens []authn.Token
 	// WriteTimeout bounds each write to a client (a watch's, or the
 	// HTTP/2 connection's) and how long a response may take beyond its
 	// request timeout; a client that does not take its bytes in time

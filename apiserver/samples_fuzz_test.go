@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +71,25 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		obj = &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: fuzzNamespace}}
 	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "SelfSubjectReview"}:
 		obj = &authenticationv1.SelfSubjectReview{}
+	case schema.GroupKind{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}:
+		obj = &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: "alice", Groups: []string{"devs"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: fuzzNamespace, Verb: "list", Resource: "pods"}}}
+	case schema.GroupKind{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview"}:
+		obj = &authorizationv1.LocalSubjectAccessReview{ObjectMeta: metav1.ObjectMeta{Namespace: fuzzNamespace}, Spec: authorizationv1.SubjectAccessReviewSpec{User: "alice",
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: fuzzNamespace, Verb: "get", Resource: "pods", Name: "web"}}}
+	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "Role"}:
+		obj = &rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:
+		meta.Namespace = ""
+		obj = &rbacv1.ClusterRole{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}}},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"example.com/aggregate": "true"}}}}}
+	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:
+		obj = &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}, {Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: fuzzNamespace}}}
+	case schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:
+		meta.Namespace = ""
+		obj = &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "devs"}}}
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		obj = &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}
 	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:

@@ -45,6 +45,12 @@ type Options struct {
 	Authenticator interface {
 		Wrap(next http.Handler) http.Handler
 	}
+	// Authorizer, if set, lets through only the authenticated requests it
+	// allows (it runs after the Authenticator, which must then be set);
+	// the others get 403.
+	Authorizer interface {
+		Wrap(next http.Handler) http.Handler
+	}
 	// Checks are health checks for /healthz, /livez and /readyz;
 	// ReadyChecks only for /readyz (e.g. watch caches synced).
 	Checks      []HealthCheck
@@ -149,6 +155,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics != nil {
 		h = opts.Metrics.TrackInflight(h, isLongRunning)
 	}
+	if opts.Authorizer != nil {
+		h = opts.Authorizer.Wrap(h)
+	}
 	if opts.Authenticator != nil {
 		h = opts.Authenticator.Wrap(h)
 	}
@@ -161,7 +170,7 @@ func New(opts Options) (*Server, error) {
 func (s *Server) ShutDown() { s.shuttingDown.Store(true) }
 
 // ServeHTTP is the whole request pipeline: recover from panics, then
-// authenticate (if configured), then serve: the in-flight limit, the
+// authenticate and authorize (if configured), then serve: the in-flight limit, the
 // bound on writing the response, routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {

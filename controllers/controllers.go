@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/clusterroleaggregation"
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
@@ -83,6 +84,8 @@ const (
 	StatefulSet = "statefulset-controller"
 	// DaemonSet runs a DaemonSet's pod on every eligible node.
 	DaemonSet = "daemonset-controller"
+	// ClusterRoleAggregation fills aggregated ClusterRoles' rules.
+	ClusterRoleAggregation = "clusterrole-aggregation-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -176,6 +179,9 @@ func table() []entry {
 		{DaemonSet, func(b builder) (Controller, error) {
 			return built(daemonset.New(daemonset.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{ClusterRoleAggregation, func(b builder) (Controller, error) {
+			return built(clusterroleaggregation.New(clusterroleaggregation.Options{Client: b.client, Informers: b.informers}))
+		}},
 	}
 }
 
@@ -209,12 +215,15 @@ func built[C Controller](c C, err error) (Controller, error) {
 }
 
 // EmbeddedDefault names what an embedded kite.Start runs unless told
-// otherwise: the controllers that make namespaces usable, and none that
+// otherwise: the controllers that make namespaces usable, the one that
+// fills the aggregated bootstrap roles (admin, edit, view), and none that
 // place, taint or remove pods or collect objects behind a test's back
 // (name GarbageCollector to have owner references acted on; without it a
 // foreground or orphan delete leaves the object with its finalizer, as in
 // envtest).
-func EmbeddedDefault() []string { return []string{Namespace, ServiceAccount, RootCACertPublisher} }
+func EmbeddedDefault() []string {
+	return []string{Namespace, ServiceAccount, RootCACertPublisher, ClusterRoleAggregation}
+}
 
 // Controller is what each controller package provides.
 type Controller interface {

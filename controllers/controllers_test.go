@@ -77,8 +77,8 @@ func TestRootCAPublisherTakesItsConfigsCA(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDefaultRunsNamespaceServiceAccountAndRootCAControllers(t *testing.T) {
-	want := []string{controllers.Namespace, controllers.ServiceAccount, controllers.RootCACertPublisher}
+func TestEmbeddedDefaultRunsNamespaceServiceAccountRootCAAndAggregationControllers(t *testing.T) {
+	want := []string{controllers.Namespace, controllers.ServiceAccount, controllers.RootCACertPublisher, controllers.ClusterRoleAggregation}
 	if !slices.Equal(controllers.EmbeddedDefault(), want) {
 		t.Fatalf("EmbeddedDefault = %v, want %v", controllers.EmbeddedDefault(), want)
 	}

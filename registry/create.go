@@ -48,6 +48,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err := s.prepareCreate(ctx, obj, m, opts, false); err != nil {
 		return nil, err
 	}
+	if err := s.authorizeWrite(ctx, obj, nil); err != nil {
+		return nil, err
+	}
 	if isDryRun(opts.DryRun) {
 		finish, err := s.allocate(ctx, obj, nil, true)
 		if err != nil {
@@ -272,4 +275,12 @@ func (s *Store) released(ctx context.Context, obj runtime.Object) {
 	if s.strategy.Release != nil {
 		s.strategy.Release(ctx, obj)
 	}
+}
+
+// authorizeWrite runs the strategy's AuthorizeWrite, if any.
+func (s *Store) authorizeWrite(ctx context.Context, obj, old runtime.Object) error {
+	if s.strategy.AuthorizeWrite == nil {
+		return nil
+	}
+	return s.strategy.AuthorizeWrite(ctx, obj, old)
 }

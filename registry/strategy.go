@@ -147,6 +147,13 @@ type Strategy struct {
 	// Release, when set, gives back what a deleted object held, once the
 	// object is gone from storage (upstream's AfterDelete).
 	Release func(ctx context.Context, obj runtime.Object)
+	// AuthorizeWrite, when set, is asked on every create and update with
+	// the request's context, the object about to be written and, on
+	// update, the stored one (nil on create): checks of the request's user
+	// against the object's content, beyond the authorization of the
+	// request itself (RBAC's escalation prevention: a role may grant only
+	// what its author holds). Its error is returned as it is (403).
+	AuthorizeWrite func(ctx context.Context, obj, old runtime.Object) error
 
 	// AllowCreateOnUpdate lets PUT create a missing object.
 	AllowCreateOnUpdate bool

@@ -83,6 +83,9 @@ func (s *Store) Update(ctx context.Context, req *UpdateRequest) (runtime.Object,
 			return nil, err
 		}
 		obj, err = s.prepareUpdate(ctx, obj, existing, req, sub)
+		if err == nil && sub == nil {
+			err = s.authorizeWrite(ctx, obj, existing)
+		}
 		deleteAfter = err == nil && s.shouldDeleteDuringUpdate(obj, existing)
 		return obj, err
 	}
@@ -249,6 +252,9 @@ func (s *Store) createOnUpdate(ctx context.Context, req *UpdateRequest) (runtime
 	}
 	m.SetResourceVersion("")
 	if err := s.prepareCreate(ctx, obj, m, updateToCreateOptions(&req.Options), req.Applied); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeWrite(ctx, obj, nil); err != nil {
 		return nil, err
 	}
 	return obj, nil

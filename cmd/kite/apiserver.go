@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/apiserver"
+	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/pki"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
@@ -28,6 +30,7 @@ type apiFlags struct {
 	maxInflight           int
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
+	authorizationModes    []string
 	controllers           controllerFlags
 	serviceNet            serviceNetFlags
 	admission             admissionFlags
@@ -45,6 +48,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
 	f.serviceNet.add(fs)
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
+	fs.StringSliceVar(&f.authorizationModes, "authorization-mode", []string{authz.ModeNode, authz.ModeRBAC}, "ordered list of authorizers of requests: AlwaysAllow, AlwaysDeny, Node, RBAC (system:masters is always allowed)")
 	f.controllers.add(fs)
 	f.admission.add(fs)
 }
@@ -108,6 +112,10 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	}
 	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, ExtraSANs: f.tlsSANs, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
 		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
+	if _, err := authz.ParseModes(strings.Join(f.authorizationModes, ",")); err != nil {
+		return kite.Options{}, fmt.Errorf("--authorization-mode: %w", err)
+	}
+	opts.AuthorizationMode = strings.Join(f.authorizationModes, ",")
 	for name, v := range map[string]int{"max-requests-inflight": f.maxInflight, "max-mutating-requests-inflight": f.maxMutatingInflight} {
 		if v < 0 {
 			return kite.Options{}, fmt.Errorf("--%s can not be negative value", name)

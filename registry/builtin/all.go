@@ -34,8 +34,10 @@ func All(now func() time.Time) []*registry.Strategy {
 		CronJobs(),
 		PodDisruptionBudgets(),
 	}, admissionRegistrationStrategies(), []*registry.Strategy{
+		LocalSubjectAccessReviews(),
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
+		SubjectAccessReviews(),
 		SelfSubjectReviews(),
-	}, workloadStorageStrategies(now), coverageStrategies())
+	}, workloadStorageStrategies(now), coverageStrategies(), rbacStrategies())
 }

@@ -81,6 +81,7 @@ func New(opts Options) *Convertor {
 	registerServiceNet(c)
 	registerWorkloadStorage(c)
 	registerCoverage(c)
+	registerRBAC(c)
 	return c
 }
 
