@@ -22,7 +22,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/apiserver"
-	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
@@ -72,6 +71,9 @@ type Server struct {
 	ctrl   *controllers.Manager
 	bundle *pki.Bundle
 	token  string // the admin's
+	// auth authenticates requests and issues ServiceAccount tokens
+	// (authn.go).
+	auth authentication
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -102,9 +104,10 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	for _, step := range []func() error{
 		func() error { return s.openDataDir(opts) },
 		func() error { return s.openEtcd(ctx, opts) },
+		func() error { return s.ensureCertificates(opts) },
+		func() error { return s.newAuthentication(opts) },
 		func() error { return s.buildResources(opts) },
 		func() error { return s.resources.EnsureNamespaces(ctx) },
-		func() error { return s.ensureCertificates(opts) },
 		func() error { return s.newAPI(opts) },
 		func() error { return s.serveHTTPS(ctx, opts) },
 		func() error { return s.writeKubeconfig(opts) },
@@ -178,6 +181,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		WatchCacheSizes:   opts.WatchCacheSizes,
 		DisableWatchCache: opts.DisableWatchCache,
 		WrapStorage:       opts.WrapStorage,
+		Authentication:    s.auth.hooks(),
 	})
 	if err != nil {
 		return err
@@ -202,10 +206,6 @@ func (s *Server) ensureCertificates(opts Options) (err error) {
 // newAPI makes the API server of the resources, with its OpenAPI
 // documents and its proxy to agents, and starts following the CRDs.
 func (s *Server) newAPI(opts Options) error {
-	authenticator, err := authn.New(authn.Options{Tokens: []authn.Token{authn.Admin(s.token)}})
-	if err != nil {
-		return err
-	}
 	v := opts.Version
 	if v == (version.Info{}) {
 		v = DefaultVersion()
@@ -226,6 +226,9 @@ func (s *Server) newAPI(opts Options) error {
 		return err
 	}
 	extra := map[string]http.Handler{"/openapi/": oa}
+	for path, h := range s.auth.handlers {
+		extra[path] = h
+	}
 	if opts.Profiling {
 		extra["/debug/pprof/"] = apiserver.Profiles()
 	}
@@ -234,7 +237,7 @@ func (s *Server) newAPI(opts Options) error {
 		Stores:        s.resources.Stores(),
 		Scheme:        s.resources.Scheme(),
 		Version:       v,
-		Authenticator: authenticator,
+		Authenticator: s.auth.authenticator,
 		Connect:       s.nodeProxy,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
@@ -272,7 +275,7 @@ func (s *Server) serveHTTPS(ctx context.Context, opts Options) error {
 		maxStreams = DefaultHTTP2MaxStreamsPerConnection
 	}
 	s.http = apiserver.NewHTTPSServer(s.api, apiserver.HTTPSOptions{
-		TLSConfig:               s.bundle.TLSConfig,
+		TLSConfig:               s.auth.serving(s.bundle.TLSConfig),
 		ReadHeaderTimeout:       readHeaderTimeout,
 		WriteTimeout:            opts.WriteTimeout,
 		MaxStreamsPerConnection: maxStreams,

@@ -35,6 +35,9 @@ type Options struct {
 	WatchCacheSizes   *watchcache.Sizes
 	DisableWatchCache bool
 	WrapStorage       func(gr schema.GroupResource, store storage.Interface) (wrapped storage.Interface, stop func(), err error)
+	// Authentication issues and reviews tokens for serviceaccounts/token
+	// and tokenreviews.
+	Authentication builtin.Authentication
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -215,7 +218,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		}
 	}()
 	built := map[schema.GroupResource]*Stack{}
-	for _, strat := range append(builtin.All(time.Now), apiextensions.Strategy(time.Now)) {
+	for _, strat := range append(builtin.All(time.Now, builtin.WithAuthentication(opts.Authentication)), apiextensions.Strategy(time.Now)) {
 		var so StackOptions
 		if strat.Conversion != nil {
 			if inner := built[strat.StoredWith]; inner != nil {

@@ -8,9 +8,13 @@ import (
 
 // All returns the strategies of every resource Kite serves, in the order
 // discovery lists them.
-func All(now func() time.Time) []*registry.Strategy {
+func All(now func() time.Time, opts ...Option) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	return []*registry.Strategy{
 		Pods(),
@@ -19,7 +23,7 @@ func All(now func() time.Time) []*registry.Strategy {
 		ConfigMaps(),
 		Secrets(),
 		Services(),
-		ServiceAccounts(),
+		withTokenRequest(ServiceAccounts(), o.auth.Tokens),
 		Events(),
 		EventsV1(),
 		Leases(),
@@ -31,5 +35,6 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectAccessReviews(),
 		SelfSubjectRulesReviews(),
 		SelfSubjectReviews(),
+		TokenReviews(o.auth.Reviewer),
 	}
 }
