@@ -85,10 +85,10 @@ type Options struct {
 type Authenticator struct {
 	request authenticator.Request
 	// tokens are the bearer token authenticators, for TokenReview.
-	tokens       authenticator.Token
-	apiAuds      authenticator.Audiences
-	anonymousAll bool
-	authz        authorizer.Authorizer
+	tokens    authenticator.Token
+	apiAuds   authenticator.Audiences
+	anonymous func(path string) bool
+	authz     authorizer.Authorizer
 }
 
 // New builds an Authenticator from opts.
@@ -123,11 +123,11 @@ func New(opts Options) (*Authenticator, error) {
 	}
 	requests = append(requests, bearertoken.New(tokenAuth))
 	return &Authenticator{
-		request:      group.NewAuthenticatedGroupAdder(union.New(requests...)),
-		tokens:       tokenAuth,
-		apiAuds:      opts.APIAudiences,
-		anonymousAll: opts.Anonymous && opts.Authorizer != nil,
-		authz:        opts.Authorizer,
+		request:   group.NewAuthenticatedGroupAdder(union.New(requests...)),
+		tokens:    tokenAuth,
+		apiAuds:   opts.APIAudiences,
+		anonymous: anonymousPaths(opts.Anonymous, opts.Authorizer != nil),
+		authz:     opts.Authorizer,
 	}, nil
 }
 
@@ -142,7 +142,7 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 		switch {
 		case ok && audiencesAcceptable(a.apiAuds, resp.Audiences):
 			r = r.WithContext(genericapirequest.WithUser(r.Context(), resp.User))
-		case !ok && err == nil && (a.anonymousAll || IsPublicPath(r.URL.Path)):
+		case !ok && err == nil && a.anonymous(r.URL.Path):
 			// No credential at all: upstream's anonymous authenticator
 			// comes last and only when the others found nothing (a bad
 			// credential is an error, never anonymous).
@@ -153,6 +153,21 @@ func (a *Authenticator) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// anonymousPaths says where a request without credentials goes on as
+// system:anonymous: with an authorizer to judge it, everywhere when
+// anonymous authentication is on and nowhere when off (upstream's
+// --anonymous-auth); without one, only on the public paths, whatever
+// anonymous says, since nothing would stop it elsewhere.
+func anonymousPaths(anonymous, authorizer bool) func(path string) bool {
+	switch {
+	case authorizer && anonymous:
+		return func(string) bool { return true }
+	case authorizer:
+		return func(string) bool { return false }
+	}
+	return IsPublicPath
 }
 
 // audiencesAcceptable is upstream's check in its authentication filter: a
