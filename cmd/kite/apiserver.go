@@ -29,6 +29,7 @@ type apiFlags struct {
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
 	controllers           controllerFlags
+	authn                 authnFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 	f.controllers.add(fs)
+	f.authn.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -103,7 +105,7 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 		return kite.Options{}, fmt.Errorf("--tls-san: %w", err)
 	}
 	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, ExtraSANs: f.tlsSANs, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
-		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
+		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc, Authentication: f.authn.options()}
 	for name, v := range map[string]int{"max-requests-inflight": f.maxInflight, "max-mutating-requests-inflight": f.maxMutatingInflight} {
 		if v < 0 {
 			return kite.Options{}, fmt.Errorf("--%s can not be negative value", name)
