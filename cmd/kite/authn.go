@@ -108,4 +108,3 @@ the authorizer lets it; --group system:masters makes an administrator.`,
 	fs.StringVarP(&output, "output", "o", "", "file to write (0600); default standard output")
 	return cmd
 }
-

@@ -39,7 +39,11 @@ func TestBootstrapTokens(t *testing.T) {
 		{"expired", secret("cdefab", "0123456789abcdef", map[string]string{"expiration": past}), "cdefab.0123456789abcdef", nil},
 		{"wrong secret", secret("defabc", "0123456789abcdef", nil), "defabc.fedcba9876543210", nil},
 		{"not for authentication", secret("efabcd", "0123456789abcdef", map[string]string{"usage-bootstrap-authentication": "false"}), "efabcd.0123456789abcdef", nil},
-		{"wrong type", func() *v1.Secret { s := secret("fabcde", "0123456789abcdef", nil); s.Type = v1.SecretTypeOpaque; return s }(), "fabcde.0123456789abcdef", nil},
+		{"wrong type", func() *v1.Secret {
+			s := secret("fabcde", "0123456789abcdef", nil)
+			s.Type = v1.SecretTypeOpaque
+			return s
+		}(), "fabcde.0123456789abcdef", nil},
 		{"no secret", nil, "aaaaaa.0123456789abcdef", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
