@@ -42,6 +42,7 @@ import (
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
+	"github.com/kite-project/kite/controllers/serviceaccounttoken"
 	"github.com/kite-project/kite/controllers/tainteviction"
 )
 
@@ -69,6 +70,8 @@ const (
 	Job = "job-controller"
 	// CronJob creates Jobs on CronJobs' schedules.
 	CronJob = "cronjob-controller"
+	// ServiceAccountToken fills the legacy token Secrets users create.
+	ServiceAccountToken = "serviceaccount-token-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -146,6 +149,7 @@ func table() []entry {
 		{CronJob, func(b builder) (Controller, error) {
 			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{ServiceAccountToken, buildServiceAccountToken},
 	}
 }
 
@@ -274,4 +278,14 @@ func (m *Manager) WaitIdle(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// buildServiceAccountToken builds the tokens controller: ca.crt is the
+// root CA publisher's bundle.
+func buildServiceAccountToken(b builder) (Controller, error) {
+	ca, err := rootCA(b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return built(serviceaccounttoken.New(serviceaccounttoken.Options{Client: b.client, RootCA: ca, Informers: b.informers}))
 }
