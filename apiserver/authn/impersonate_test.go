@@ -2,14 +2,10 @@ package authn_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -56,19 +52,11 @@ func TestImpersonation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serverWith(t, authn.Options{Authorizer: tc.authz})
-			req, _ := http.NewRequest("GET", srv.URL+"/api/v1/pods", nil)
-			req.Header.Set("Authorization", "Bearer "+token)
+			headers := map[string][]string{"Authorization": {"Bearer " + token}}
 			for k, vs := range tc.headers {
-				for _, v := range vs {
-					req.Header.Add(k, v)
-				}
+				headers[k] = vs
 			}
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			resp, body := roundTrip(t, srv, "/api/v1/pods", headers)
 			if resp.StatusCode != tc.wantCode {
 				t.Fatalf("code %d, want %d: %s", resp.StatusCode, tc.wantCode, body)
 			}
@@ -78,11 +66,7 @@ func TestImpersonation(t *testing.T) {
 				}
 				return
 			}
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				t.Fatalf("not a Status: %s", body)
-			}
-			if st.Message != tc.wantMessage || st.Code != int32(tc.wantCode) {
+			if st := status(t, body); st.Message != tc.wantMessage || st.Code != int32(tc.wantCode) {
 				t.Errorf("status %+v, want message %q", st, tc.wantMessage)
 			}
 		})
@@ -124,12 +108,7 @@ func TestAnonymous(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serverWith(t, tc.opts)
-			resp, err := srv.Client().Get(srv.URL + tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			resp, body := roundTrip(t, srv, tc.path, nil)
 			if resp.StatusCode != tc.wantCode {
 				t.Fatalf("code %d, want %d: %s", resp.StatusCode, tc.wantCode, body)
 			}

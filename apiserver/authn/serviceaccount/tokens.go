@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -279,9 +280,6 @@ func (t *Tokens) validate(ctx context.Context, public *jwt.Claims, private *priv
 		return nil, fmt.Errorf("service account token claims could not be validated: %w", err)
 	}
 	deletedBefore := now.Add(-jwt.DefaultLeeway)
-	gone := func(m metav1.Object) bool {
-		return m.GetDeletionTimestamp() != nil && m.GetDeletionTimestamp().Time.Before(deletedBefore)
-	}
 	k := private.Kubernetes
 	ns := k.Namespace
 	sa, err := getAs[*v1.ServiceAccount](ctx, t.opts.Get, "serviceaccounts", ns, k.Svcacct.Name)
@@ -292,49 +290,57 @@ func (t *Tokens) validate(ctx context.Context, public *jwt.Claims, private *priv
 	if string(sa.UID) != k.Svcacct.UID {
 		return nil, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, k.Svcacct.UID)
 	}
-	if gone(sa) {
+	if gone(sa, deletedBefore) {
 		return nil, fmt.Errorf("service account %s/%s has been deleted", ns, k.Svcacct.Name)
 	}
 	if s := k.Secret; s != nil {
-		secret, err := getAs[*v1.Secret](ctx, t.opts.Get, "secrets", ns, s.Name)
-		if err != nil {
-			return nil, errors.New("service account token has been invalidated")
-		}
-		if string(secret.UID) != s.UID {
-			return nil, fmt.Errorf("secret UID (%s) does not match service account secret ref claim (%s)", secret.UID, s.UID)
-		}
-		if gone(secret) {
-			return nil, errors.New("service account token has been invalidated")
+		if err := t.checkBound(ctx, "secrets", "secret", ns, s, deletedBefore); err != nil {
+			return nil, err
 		}
 	}
 	info := &apiserverserviceaccount.ServiceAccountInfo{Namespace: ns, Name: k.Svcacct.Name, UID: k.Svcacct.UID, CredentialID: authenticationtokenjwt.CredentialIDForJTI(public.ID)}
 	if p := k.Pod; p != nil {
-		pod, err := getAs[*v1.Pod](ctx, t.opts.Get, "pods", ns, p.Name)
-		if err != nil {
-			return nil, errors.New("service account token has been invalidated")
-		}
-		if string(pod.UID) != p.UID {
-			return nil, fmt.Errorf("pod UID (%s) does not match service account pod ref claim (%s)", pod.UID, p.UID)
-		}
-		if gone(pod) {
-			return nil, errors.New("service account token has been invalidated")
+		if err := t.checkBound(ctx, "pods", "pod", ns, p, deletedBefore); err != nil {
+			return nil, err
 		}
 		info.PodName, info.PodUID = p.Name, p.UID
 	}
 	if n := k.Node; n != nil {
+		// A pod's node is information only; a token bound to a node
+		// alone dies with it.
 		if k.Pod == nil {
-			node, err := getAs[*v1.Node](ctx, t.opts.Get, "nodes", "", n.Name)
-			if err != nil {
-				return nil, errors.New("service account token has been invalidated")
-			}
-			if string(node.UID) != n.UID {
-				return nil, fmt.Errorf("node UID (%s) does not match service account node ref claim (%s)", node.UID, n.UID)
-			}
-			if gone(node) {
-				return nil, errors.New("service account token has been invalidated")
+			if err := t.checkBound(ctx, "nodes", "node", "", n, deletedBefore); err != nil {
+				return nil, err
 			}
 		}
 		info.NodeName, info.NodeUID = n.Name, n.UID
 	}
 	return info, nil
+}
+
+// checkBound is upstream's check of a bound object: it must exist with the
+// UID of the claim and not have been deleted before deletedBefore (the
+// messages are upstream's: the token's holder learns no more than that).
+func (t *Tokens) checkBound(ctx context.Context, resource, kind, namespace string, claim *ref, deletedBefore time.Time) error {
+	obj, err := t.opts.Get(ctx, resource, namespace, claim.Name)
+	if err != nil {
+		return errors.New("service account token has been invalidated")
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("serviceaccount: %s %s: %w", resource, claim.Name, err)
+	}
+	if string(m.GetUID()) != claim.UID {
+		return fmt.Errorf("%s UID (%s) does not match service account %s ref claim (%s)", kind, m.GetUID(), kind, claim.UID)
+	}
+	if gone(m, deletedBefore) {
+		return errors.New("service account token has been invalidated")
+	}
+	return nil
+}
+
+// gone reports an object deleted before deletedBefore (upstream allows a
+// leeway's worth of graceful deletion).
+func gone(m metav1.Object, deletedBefore time.Time) bool {
+	return m.GetDeletionTimestamp() != nil && m.GetDeletionTimestamp().Time.Before(deletedBefore)
 }
