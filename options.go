@@ -25,7 +25,8 @@ const DefaultSecurePort = 6443
 // data directory, embedded etcd, HTTPS on a free port of 127.0.0.1.
 type Options struct {
 	// DataDir holds etcd's data (when embedded), the CA, serving
-	// certificate and admin token (DataDir/pki) and the admin kubeconfig.
+	// certificate, admin token and ServiceAccount signing key
+	// (DataDir/pki) and the admin kubeconfig.
 	// Empty means a temporary directory that Close removes.
 	DataDir string
 	// BindAddress is the address the API listens on; "" means 127.0.0.1.
@@ -139,7 +140,8 @@ type Options struct {
 	Authentication AuthenticationOptions
 }
 
-// The authentication options (see authn.go and docs/auth.md).
+// AuthenticationOptions say how requests are authenticated (see authn.go
+// and docs/auth.md).
 type AuthenticationOptions struct {
 	// ServiceAccountIssuer is the iss of ServiceAccount tokens and the
 	// only one accepted (--service-account-issuer); "" means

@@ -68,6 +68,8 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		obj = &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: fuzzNamespace}}
 	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "SelfSubjectReview"}:
 		obj = &authenticationv1.SelfSubjectReview{}
+	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenReview"}:
+		obj = &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "a-token"}}
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		obj = &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}
 	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
