@@ -25,7 +25,6 @@ import (
 
 	"github.com/kite-project/kite/apis/rbac/bootstrappolicy"
 	"github.com/kite-project/kite/apiserver"
-	"github.com/kite-project/kite/apiserver/authn"
 	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
@@ -85,6 +84,9 @@ type Server struct {
 	authz  *authz.Authorizer
 	policy *bootstrappolicy.Policy
 	token  string // the admin's
+	// auth authenticates requests and issues ServiceAccount tokens
+	// (authn.go).
+	auth authentication
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -115,11 +117,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	for _, step := range []func() error{
 		func() error { return s.openDataDir(opts) },
 		func() error { return s.openEtcd(ctx, opts) },
+		func() error { return s.ensureCertificates(opts) },
+		func() error { return s.newAuthentication(opts) },
 		func() error { return s.buildResources(opts) },
 		func() error { return s.allocateServices(ctx, opts) },
 		func() error { return s.resources.EnsureNamespaces(ctx) },
 		func() error { return s.resources.EnsureStartupObjects(ctx) },
-		func() error { return s.ensureCertificates(opts) },
 		func() error { return s.newAPI(opts) },
 		func() error { return s.serveHTTPS(ctx, opts) },
 		func() error { return s.ensureKubernetesService(ctx, opts) },
@@ -197,6 +200,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		DisableWatchCache: opts.DisableWatchCache,
 		WrapStorage:       opts.WrapStorage,
 		Admission:         builtin.AdmissionConfig{Enable: opts.EnableAdmissionPlugins, Disable: opts.DisableAdmissionPlugins},
+		Authentication:    s.auth.hooks(),
 	})
 	if err != nil {
 		return err
@@ -221,11 +225,10 @@ func (s *Server) ensureCertificates(opts Options) (err error) {
 // newAPI makes the API server of the resources, with its OpenAPI
 // documents and its proxy to agents, and starts following the CRDs.
 func (s *Server) newAPI(opts Options) error {
-	authenticator, err := authn.New(authn.Options{Tokens: append([]authn.Token{authn.Admin(s.token)}, opts.StaticTokens...)})
-	if err != nil {
+	if err := s.newAuthorizer(opts); err != nil {
 		return err
 	}
-	if err := s.newAuthorizer(opts); err != nil {
+	if err := s.newAuthenticator(opts); err != nil {
 		return err
 	}
 	v := opts.Version
@@ -248,6 +251,9 @@ func (s *Server) newAPI(opts Options) error {
 		return err
 	}
 	extra := map[string]http.Handler{"/openapi/": oa}
+	for path, h := range s.auth.handlers {
+		extra[path] = h
+	}
 	if opts.Profiling {
 		extra["/debug/pprof/"] = apiserver.Profiles()
 	}
@@ -256,7 +262,7 @@ func (s *Server) newAPI(opts Options) error {
 		Stores:        s.resources.Stores(),
 		Scheme:        s.resources.Scheme(),
 		Version:       v,
-		Authenticator: authenticator,
+		Authenticator: s.auth.authenticator,
 		Authorizer:    s.authz,
 		Connect:       s.nodeProxy,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
@@ -348,7 +354,7 @@ func (s *Server) serveHTTPS(ctx context.Context, opts Options) error {
 		maxStreams = DefaultHTTP2MaxStreamsPerConnection
 	}
 	s.http = apiserver.NewHTTPSServer(s.api, apiserver.HTTPSOptions{
-		TLSConfig:               s.bundle.TLSConfig,
+		TLSConfig:               s.auth.serving(s.bundle.TLSConfig),
 		ReadHeaderTimeout:       readHeaderTimeout,
 		WriteTimeout:            opts.WriteTimeout,
 		MaxStreamsPerConnection: maxStreams,

@@ -26,7 +26,8 @@ const DefaultSecurePort = 6443
 // data directory, embedded etcd, HTTPS on a free port of 127.0.0.1.
 type Options struct {
 	// DataDir holds etcd's data (when embedded), the CA, serving
-	// certificate and admin token (DataDir/pki) and the admin kubeconfig.
+	// certificate, admin token and ServiceAccount signing key
+	// (DataDir/pki) and the admin kubeconfig.
 	// Empty means a temporary directory that Close removes.
 	DataDir string
 	// BindAddress is the address the API listens on; "" means 127.0.0.1.
@@ -165,6 +166,32 @@ type Options struct {
 	// loses its stream (HTTP/2) or connection (HTTP/1.1). 0 means
 	// apiserver.DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Authentication: the ServiceAccount token issuer and keys, anonymous
+	// requests.
+	Authentication AuthenticationOptions
+}
+
+// AuthenticationOptions say how requests are authenticated (see authn.go
+// and docs/auth.md).
+type AuthenticationOptions struct {
+	// ServiceAccountIssuer is the iss of ServiceAccount tokens and the
+	// only one accepted (--service-account-issuer); "" means
+	// https://kubernetes.default.svc.cluster.local. It is also the API's
+	// audience, a TokenRequest's default.
+	ServiceAccountIssuer string
+	// ServiceAccountSigningKeyFile signs ServiceAccount tokens
+	// (--service-account-signing-key-file, a PEM RSA or ECDSA private
+	// key); "" means DataDir/pki/sa.key, generated on first start and kept.
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountKeyFiles are more keys that verify tokens
+	// (--service-account-key-file: PEM public or private keys), e.g. the
+	// previous signing key during a rotation.
+	ServiceAccountKeyFiles []string
+	// DisableAnonymousAuth is --anonymous-auth=false. Anonymous requests
+	// reach all paths, for the authorizer to judge, only once an
+	// authorizer is configured; until then they reach the health
+	// endpoints and the issuer discovery only, whatever this says.
+	DisableAnonymousAuth bool
 }
 
 // DefaultReadHeaderTimeout is kube-apiserver's: just shy of its upper

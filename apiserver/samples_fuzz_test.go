@@ -90,6 +90,8 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 		meta.Namespace = ""
 		obj = &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "devs"}}}
+	case schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenReview"}:
+		obj = &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "a-token"}}
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		obj = &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}
 	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:

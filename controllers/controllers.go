@@ -48,6 +48,7 @@ import (
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
 	"github.com/kite-project/kite/controllers/statefulset"
+	"github.com/kite-project/kite/controllers/serviceaccounttoken"
 	"github.com/kite-project/kite/controllers/tainteviction"
 )
 
@@ -86,6 +87,8 @@ const (
 	DaemonSet = "daemonset-controller"
 	// ClusterRoleAggregation fills aggregated ClusterRoles' rules.
 	ClusterRoleAggregation = "clusterrole-aggregation-controller"
+	// ServiceAccountToken fills the legacy token Secrets users create.
+	ServiceAccountToken = "serviceaccount-token-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -182,6 +185,7 @@ func table() []entry {
 		{ClusterRoleAggregation, func(b builder) (Controller, error) {
 			return built(clusterroleaggregation.New(clusterroleaggregation.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{ServiceAccountToken, buildServiceAccountToken},
 	}
 }
 
@@ -313,4 +317,14 @@ func (m *Manager) WaitIdle(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// buildServiceAccountToken builds the tokens controller: ca.crt is the
+// root CA publisher's bundle.
+func buildServiceAccountToken(b builder) (Controller, error) {
+	ca, err := rootCA(b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return built(serviceaccounttoken.New(serviceaccounttoken.Options{Client: b.client, RootCA: ca, Informers: b.informers}))
 }

@@ -34,8 +34,12 @@ type Options struct {
 	Server string
 	// CAData is the PEM CA that signed the serving certificate. Required.
 	CAData []byte
-	// Token is the admin bearer token. Required.
+	// Token is the user's bearer token (the admin's). Required unless
+	// ClientCertData and ClientKeyData are set.
 	Token string
+	// ClientCertData and ClientKeyData are a client certificate and its
+	// key in PEM (a user of "kite kubeconfig --user").
+	ClientCertData, ClientKeyData []byte
 	// Cluster, User and Context name the entries; DefaultCluster,
 	// DefaultUser and DefaultContext when empty.
 	Cluster, User, Context string
@@ -66,8 +70,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("kubeconfig: Server is required")
 	case len(o.CAData) == 0:
 		return fmt.Errorf("kubeconfig: CAData is required for server %s", o.Server)
-	case o.Token == "":
-		return fmt.Errorf("kubeconfig: Token is required for server %s", o.Server)
+	case o.Token == "" && (len(o.ClientCertData) == 0 || len(o.ClientKeyData) == 0):
+		return fmt.Errorf("kubeconfig: Token or a client certificate and key is required for server %s", o.Server)
 	}
 	// YAML carries text only: invalid UTF-8 would be written as U+FFFD and
 	// read back as something else.
@@ -94,6 +98,7 @@ func Build(opts Options) (*clientcmdapi.Config, error) {
 	cfg.Clusters[opts.Cluster] = cluster
 	user := clientcmdapi.NewAuthInfo()
 	user.Token = opts.Token
+	user.ClientCertificateData, user.ClientKeyData = opts.ClientCertData, opts.ClientKeyData
 	cfg.AuthInfos[opts.User] = user
 	kctx := clientcmdapi.NewContext()
 	kctx.Cluster = opts.Cluster

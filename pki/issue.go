@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -34,7 +35,9 @@ type IssueOptions struct {
 // server's client certificate for agents, and the serving certificate of
 // the agent that runs in the same process. Peers check them against the
 // CA, which outlives any one of them.
-func (b *Bundle) Issue(o IssueOptions) (tls.Certificate, error) {
+func (b *Bundle) Issue(o IssueOptions) (tls.Certificate, error) { return b.issue(o, nil) }
+
+func (b *Bundle) issue(o IssueOptions, organizations []string) (tls.Certificate, error) {
 	if b.ca == nil {
 		return tls.Certificate{}, errors.New("pki: no CA to issue from")
 	}
@@ -52,7 +55,7 @@ func (b *Bundle) Issue(o IssueOptions) (tls.Certificate, error) {
 	now := b.now()
 	tmpl := &x509.Certificate{
 		SerialNumber: serial.Add(serial, big.NewInt(1)),
-		Subject:      pkix.Name{CommonName: o.CommonName},
+		Subject:      pkix.Name{CommonName: o.CommonName, Organization: organizations},
 		NotBefore:    now.Add(-time.Hour).UTC(), // as the serving certificate
 		NotAfter:     now.Add(o.Validity).UTC(),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -77,4 +80,24 @@ func (b *Bundle) Issue(o IssueOptions) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("pki: parsing certificate for %s: %w", o.CommonName, err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// IssueUser signs a client certificate for a user: CommonName the user,
+// Organization its groups, as kube-apiserver's client certificate
+// authentication reads them (and envtest's AddUser writes them).
+func (b *Bundle) IssueUser(name string, groups []string, validity time.Duration) (tls.Certificate, error) {
+	if name == "" {
+		return tls.Certificate{}, errors.New("pki: a user certificate needs a user name")
+	}
+	return b.issue(IssueOptions{CommonName: name, Client: true, Validity: validity}, groups)
+}
+
+// PEM encodes a certificate from Issue or IssueUser and its key, for a
+// kubeconfig's client-certificate-data and client-key-data.
+func PEM(c tls.Certificate) (certPEM, keyPEM []byte, err error) {
+	key, ok := c.PrivateKey.(crypto.Signer)
+	if !ok || c.Leaf == nil {
+		return nil, nil, errors.New("pki: certificate without a parsed leaf or a signing key")
+	}
+	return encode(c.Leaf, key)
 }

@@ -388,3 +388,18 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	return nil
 }
+
+// LoadCA reads the CA that Ensure keeps in dir, without creating or
+// reissuing anything: for a tool that issues certificates from it ("kite
+// kubeconfig --user") beside a running server.
+func LoadCA(dir string) (*Bundle, error) {
+	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
+	ca, err := loadPair(certPath, keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("pki: loading the CA from %s: %w", dir, err)
+	}
+	if !ca.cert.IsCA {
+		return nil, fmt.Errorf("pki: %s is not a CA certificate", certPath)
+	}
+	return &Bundle{CAPEM: ca.certPEM, CACertPath: certPath, ca: ca, now: time.Now}, nil
+}

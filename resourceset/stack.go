@@ -39,6 +39,9 @@ type Options struct {
 	// Admission says which admission plugins every write of every stack
 	// goes through (builtin.Admission); its Namespaces is filled in here.
 	Admission builtin.AdmissionConfig
+	// Authentication issues and reviews tokens for serviceaccounts/token
+	// and tokenreviews.
+	Authentication builtin.Authentication
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -241,7 +244,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		}
 	}()
 	built := map[schema.GroupResource]*Stack{}
-	for _, strat := range append(builtin.All(time.Now), apiextensions.Strategy(time.Now)) {
+	for _, strat := range append(builtin.All(time.Now, builtin.WithAuthentication(opts.Authentication)), apiextensions.Strategy(time.Now)) {
 		var so StackOptions
 		if strat.Conversion != nil {
 			if inner := built[strat.StoredWith]; inner != nil {

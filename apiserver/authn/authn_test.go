@@ -70,16 +70,11 @@ func TestWhoGetsThrough(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
+			var headers map[string][]string
 			if tc.authorization != "" {
-				req.Header.Set("Authorization", tc.authorization)
+				headers = map[string][]string{"Authorization": {tc.authorization}}
 			}
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
+			resp, body := roundTrip(t, srv, tc.path, headers)
 			if resp.StatusCode != tc.wantCode {
 				t.Fatalf("code %d, want %d; body %s", resp.StatusCode, tc.wantCode, body)
 			}
@@ -89,10 +84,7 @@ func TestWhoGetsThrough(t *testing.T) {
 				}
 				return
 			}
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				t.Fatalf("401 body is not a Status: %v: %s", err, body)
-			}
+			st := status(t, body)
 			want := metav1.Status{
 				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 				Status:   metav1.StatusFailure, Message: "Unauthorized",
@@ -151,4 +143,33 @@ func TestNewRefusesBadOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// roundTrip GETs path from srv with headers and returns the response and
+// its body.
+func roundTrip(t *testing.T, srv *httptest.Server, path string, headers map[string][]string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", srv.URL+path, nil)
+	for k, vs := range headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+// status decodes an error body.
+func status(t *testing.T, body []byte) metav1.Status {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("not a Status: %v: %s", err, body)
+	}
+	return st
 }

@@ -34,6 +34,7 @@ type apiFlags struct {
 	controllers           controllerFlags
 	serviceNet            serviceNetFlags
 	admission             admissionFlags
+	authn                 authnFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -51,6 +52,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.authorizationModes, "authorization-mode", []string{authz.ModeNode, authz.ModeRBAC}, "ordered list of authorizers of requests: AlwaysAllow, AlwaysDeny, Node, RBAC (system:masters is always allowed)")
 	f.controllers.add(fs)
 	f.admission.add(fs)
+	f.authn.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -111,7 +113,7 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 		return kite.Options{}, fmt.Errorf("--tls-san: %w", err)
 	}
 	opts := kite.Options{DataDir: dataDir, BindAddress: f.bindAddress, ExtraSANs: f.tlsSANs, SecurePort: f.securePort, Profiling: f.profiling, HTTP2MaxStreamsPerConnection: f.http2MaxStreams,
-		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc}
+		Controllers: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc, Authentication: f.authn.options()}
 	if _, err := authz.ParseModes(strings.Join(f.authorizationModes, ",")); err != nil {
 		return kite.Options{}, fmt.Errorf("--authorization-mode: %w", err)
 	}

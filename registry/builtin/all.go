@@ -9,9 +9,13 @@ import (
 
 // All returns the strategies of every resource Kite serves, in the order
 // discovery lists them.
-func All(now func() time.Time) []*registry.Strategy {
+func All(now func() time.Time, opts ...Option) []*registry.Strategy {
 	if now == nil {
 		now = time.Now
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	return slices.Concat([]*registry.Strategy{
 		Pods(),
@@ -21,7 +25,7 @@ func All(now func() time.Time) []*registry.Strategy {
 		Secrets(),
 		Services(),
 	}, serviceNetStrategies(), []*registry.Strategy{
-		ServiceAccounts(),
+		withTokenRequest(ServiceAccounts(), o.auth.Tokens),
 		Events(),
 		ReplicationControllers(),
 		PodTemplates(),
@@ -39,5 +43,6 @@ func All(now func() time.Time) []*registry.Strategy {
 		SelfSubjectRulesReviews(),
 		SubjectAccessReviews(),
 		SelfSubjectReviews(),
+		TokenReviews(o.auth.Reviewer),
 	}, workloadStorageStrategies(now), coverageStrategies(), rbacStrategies())
 }

@@ -297,14 +297,9 @@ func SelfSubjectReviews() *registry.Strategy {
 			if !ok {
 				return nil, apierrors.NewInternalError(fmt.Errorf("no user in the request"))
 			}
-			info := authenticationv1.UserInfo{Username: user.GetName(), UID: user.GetUID(), Groups: user.GetGroups()}
-			for k, v := range user.GetExtra() {
-				if info.Extra == nil {
-					info.Extra = map[string]authenticationv1.ExtraValue{}
-				}
-				info.Extra[k] = v
+			review.Status = authenticationv1.SelfSubjectReviewStatus{
+				UserInfo: userInfo(user.GetName(), user.GetUID(), user.GetGroups(), user.GetExtra()),
 			}
-			review.Status = authenticationv1.SelfSubjectReviewStatus{UserInfo: info}
 			return review, nil
 		},
 	}
