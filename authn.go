@@ -18,8 +18,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/kite-project/kite/apiserver/authn"
-	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/authn/serviceaccount"
+	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/registry/builtin"
 )
