@@ -47,8 +47,8 @@ import (
 	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
 	"github.com/kite-project/kite/controllers/serviceaccount"
-	"github.com/kite-project/kite/controllers/statefulset"
 	"github.com/kite-project/kite/controllers/serviceaccounttoken"
+	"github.com/kite-project/kite/controllers/statefulset"
 	"github.com/kite-project/kite/controllers/tainteviction"
 )
 
