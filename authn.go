@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 
@@ -128,8 +129,18 @@ func (s *Server) getObject(ctx context.Context, resource, namespace, name string
 // hooks connect serviceaccounts/token and tokenreviews to the
 // authenticator.
 func (a *authentication) hooks() builtin.Authentication {
-	return builtin.Authentication{Tokens: a.tokens, Reviewer: a.authenticator}
+	return builtin.Authentication{Tokens: a.tokens, Reviewer: a}
 }
+
+// ReviewToken and APIAudiences make a the tokenreviews' reviewer: the
+// authenticator's, which newAuthenticator makes after the resources are
+// built (and before any request is served).
+func (a *authentication) ReviewToken(ctx context.Context, token string, audiences []string) (*authenticator.Response, bool, error) {
+	return a.authenticator.ReviewToken(ctx, token, audiences)
+}
+
+// APIAudiences are the authenticator's.
+func (a *authentication) APIAudiences() []string { return a.authenticator.APIAudiences() }
 
 // serving is the API's TLS configuration: the serving certificate, and
 // client certificates asked for (not required, so that token clients

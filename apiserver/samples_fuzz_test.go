@@ -122,6 +122,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 			obj = coverageSample(kind, meta)
 		}
 		if obj == nil {
+			obj = serviceNetSample(kind.GroupKind(), meta)
+		}
+		if obj == nil {
 			return nil
 		}
 	}
