@@ -80,11 +80,10 @@ func TestKubectlAuthWhoami(t *testing.T) {
 		{"client certificate user", userKubeconfig(t, "carol", []string{"ops"}), nil, "carol", []string{"ops", "system:authenticated"}},
 		{"service account token", shared.KubeconfigPath(), []string{"--token", tr.Status.Token}, "system:serviceaccount:" + ns + ":sa",
 			[]string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
-		// Impersonation, allowed to everyone until an authorizer judges it.
+		// Impersonation: the admin (system:masters) may impersonate anyone.
 		{"admin as a user and group", shared.KubeconfigPath(), []string{"--as", "dave", "--as-group", "testers"}, "dave", []string{"testers", "system:authenticated"}},
 		{"admin as a service account", shared.KubeconfigPath(), []string{"--as", "system:serviceaccount:" + ns + ":sa"}, "system:serviceaccount:" + ns + ":sa",
 			[]string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
-		{"admin as anonymous", shared.KubeconfigPath(), []string{"--as", "system:anonymous"}, "system:anonymous", []string{"system:unauthenticated"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := kubectlWhoami(t, tc.kubeconfig, tc.args...)
@@ -92,6 +91,17 @@ func TestKubectlAuthWhoami(t *testing.T) {
 				t.Errorf("user %q groups %q, want %q %q", got.Username, got.Groups, tc.wantUser, tc.wantGroups)
 			}
 		})
+	}
+}
+
+// TestKubectlAuthWhoamiAsAnonymousIsForbidden: system:anonymous may not
+// create selfsubjectreviews (system:basic-user is bound to
+// system:authenticated only), so kubectl says what it says against
+// kube-apiserver.
+func TestKubectlAuthWhoamiAsAnonymousIsForbidden(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "kubectl", "--kubeconfig", shared.KubeconfigPath(), "auth", "whoami", "--as", "system:anonymous").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "you do not have permission to call it") {
+		t.Errorf("kubectl auth whoami --as system:anonymous: %v: %s; want a refusal", err, out)
 	}
 }
 
@@ -111,22 +121,41 @@ func TestImpersonationExtrasAndUID(t *testing.T) {
 	}
 }
 
-// TestServiceAccountIssuerDiscovery: the OIDC documents are served
-// without credentials, name the issuer, and list the key that signs
-// TokenRequest tokens.
+// TestServiceAccountIssuerDiscovery: the OIDC documents are served to
+// ServiceAccounts (system:service-account-issuer-discovery is bound to
+// system:serviceaccounts, as upstream) and refused to anonymous requests,
+// name the issuer, and list the key that signs TokenRequest tokens.
 func TestServiceAccountIssuerDiscovery(t *testing.T) {
 	cfg := shared.RESTConfig()
 	client := &http.Client{Transport: transportTrusting(t, cfg.CAData)}
+	readerNS, _ := namespace(t, "issuer-discovery-reader")
+	reader, err := requestToken(t, readerNS, "sa", authenticationv1.TokenRequestSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := client.Get(shared.URL() + serviceaccount.OpenIDConfigPath); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s without credentials: %d, want 403", serviceaccount.OpenIDConfigPath, resp.StatusCode)
+		}
+	}
 	get := func(path string) (map[string]any, http.Header) {
 		t.Helper()
-		resp, err := client.Get(shared.URL() + path)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, shared.URL()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+reader.Status.Token)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s without credentials: %d %s", path, resp.StatusCode, body)
+			t.Fatalf("GET %s as a ServiceAccount: %d %s", path, resp.StatusCode, body)
 		}
 		var m map[string]any
 		if err := json.Unmarshal(body, &m); err != nil {
