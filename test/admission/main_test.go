@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
@@ -26,7 +27,7 @@ var shared *kite.Server
 // TestMain starts it without controllers: the tests count the objects and
 // events of their namespaces, which no controller may add to.
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { shared = s })
 }
 
 func config(t testing.TB) *rest.Config {
