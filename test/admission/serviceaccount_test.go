@@ -82,3 +82,26 @@ func TestServiceAccountAdmissionThroughTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorPodsGetNoServiceAccount: a mirror pod (the node's copy of a
+// static pod) is left without a ServiceAccount and token volume, as
+// upstream, and one naming a ServiceAccount is refused.
+func TestMirrorPodsGetNoServiceAccount(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := newNamespace(t, client)
+	mirror := func(name, sa string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{v1.MirrorPodAnnotationKey: "hash"}},
+			Spec: v1.PodSpec{NodeName: "n", ServiceAccountName: sa, Containers: []v1.Container{{Name: "a", Image: "busybox"}}}}
+	}
+	pod, err := client.CoreV1().Pods(ns).Create(t.Context(), mirror("plain", ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.ServiceAccountName != "" || len(pod.Spec.Volumes) != 0 {
+		t.Errorf("mirror pod got service account %q, volumes %v", pod.Spec.ServiceAccountName, pod.Spec.Volumes)
+	}
+	_, err = client.CoreV1().Pods(ns).Create(t.Context(), mirror("named", "default"), metav1.CreateOptions{})
+	if want := `pods "named" is forbidden: a mirror pod may not reference service accounts`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
