@@ -200,10 +200,11 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var namespaces *registry.Store
+	var namespaces, serviceAccounts *registry.Store
 	var set *Set
 	ac := opts.Admission
 	ac.Namespaces = func() *registry.Store { return namespaces }
+	ac.ServiceAccounts = func() *registry.Store { return serviceAccounts }
 	// Webhooks read their configurations, namespaces and services from
 	// the set's own stores, once it serves them.
 	hooks, err := webhook.New(webhook.Options{Stores: func(gr string) *registry.Store {
@@ -264,5 +265,6 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		}
 	}
 	namespaces = set.Store("namespaces")
+	serviceAccounts = set.Store("serviceaccounts")
 	return set, nil
 }

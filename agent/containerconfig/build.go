@@ -74,6 +74,10 @@ type Inputs struct {
 	// exist (NotFound); one whose read failed has its error.
 	ConfigMaps map[string]Lookup[*v1.ConfigMap]
 	Secrets    map[string]Lookup[*v1.Secret]
+	// ServiceAccountToken returns the token a projected
+	// serviceAccountToken source asks for the pod (the runner asks the
+	// API, TokenRequest); nil (standalone) makes such a source an error.
+	ServiceAccountToken func(src *v1.ServiceAccountTokenProjection) ([]byte, error)
 }
 
 // Lookup is one object as the runner found it: the object, or why there

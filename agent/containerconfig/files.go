@@ -68,7 +68,14 @@ func Files(pod *v1.Pod, vol *v1.Volume, in Inputs) (map[string]File, error) {
 			case src.DownwardAPI != nil:
 				part, err = downwardFiles(pod, src.DownwardAPI.Items, def, in)
 			case src.ServiceAccountToken != nil:
-				err = errors.New("serviceAccountToken projections are not supported by this agent")
+				if in.ServiceAccountToken == nil {
+					err = errors.New("serviceAccountToken projections need an API client")
+					break
+				}
+				var tok []byte
+				if tok, err = in.ServiceAccountToken(src.ServiceAccountToken); err == nil {
+					part = map[string]File{src.ServiceAccountToken.Path: {Data: tok, Mode: def}}
+				}
 			default:
 				err = errors.New("unsupported projected volume source")
 			}

@@ -30,10 +30,12 @@ import (
 	"github.com/kite-project/kite/listwatch"
 )
 
-// Client lists and watches the configMaps and secrets that pods refer to.
+// Client lists and watches the configMaps and secrets that pods refer
+// to, and asks for the ServiceAccount tokens of their projected volumes.
 type Client interface {
 	corev1client.ConfigMapsGetter
 	corev1client.SecretsGetter
+	corev1client.ServiceAccountsGetter
 }
 
 // Options configures a Manager.
@@ -70,6 +72,7 @@ type Manager struct {
 	logDir     string
 	configMaps *objectcache.Cache[*v1.ConfigMap] // nil without a client
 	secrets    *objectcache.Cache[*v1.Secret]
+	tokens     *tokens // nil without a client
 }
 
 // DirMode is the mode of the root directory and of its pods directory,
@@ -102,6 +105,7 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	if c := opts.Client; c != nil {
+		m.tokens = &tokens{client: c, now: time.Now, byKey: map[tokenKey]boundToken{}}
 		var err error
 		m.configMaps, err = objectcache.New(objectcache.Options[*v1.ConfigMap]{
 			Resource: schema.GroupResource{Resource: "configmaps"},
@@ -146,6 +150,7 @@ func (m *Manager) Forget(uid types.UID) {
 	if m.configMaps != nil {
 		m.configMaps.Forget(uid)
 		m.secrets.Forget(uid)
+		m.tokens.forget(uid)
 	}
 }
 
@@ -216,6 +221,11 @@ func (m *Manager) inputs(ctx context.Context, pod *v1.Pod) containerconfig.Input
 	configMaps, secrets := containerconfig.References(pod)
 	in.ConfigMaps = lookups(ctx, m.configMaps, pod, configMaps, "configMap")
 	in.Secrets = lookups(ctx, m.secrets, pod, secrets, "secret")
+	if m.tokens != nil {
+		in.ServiceAccountToken = func(src *v1.ServiceAccountTokenProjection) ([]byte, error) {
+			return m.tokens.get(ctx, pod, src)
+		}
+	}
 	return in
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
@@ -14,5 +15,5 @@ import (
 var srv *kite.Server
 
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{}}, func(s *kite.Server) { srv = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { srv = s })
 }

@@ -28,7 +28,7 @@ const (
 // --enable-admission-plugins and --disable-admission-plugins accept.
 var AdmissionPluginOrder = []string{
 	"AlwaysAdmit", "NamespaceAutoProvision", PluginNamespaceLifecycle, "NamespaceExists",
-	"LimitPodHardAntiAffinityTopology", "LimitRanger", "ServiceAccount", "NodeRestriction",
+	"LimitPodHardAntiAffinityTopology", "LimitRanger", PluginServiceAccount, "NodeRestriction",
 	"TaintNodesByCondition", "AlwaysPullImages", "ImagePolicyWebhook", "PodSecurity",
 	"PodNodeSelector", "Priority", PluginDefaultTolerationSeconds, "PodTolerationRestriction",
 	"EventRateLimit", "ExtendedResourceToleration", "DefaultStorageClass",
@@ -44,7 +44,7 @@ var AdmissionPluginOrder = []string{
 // when the flags do not say otherwise (its DefaultOffAdmissionPlugins'
 // complement).
 var DefaultAdmissionPlugins = []string{
-	PluginNamespaceLifecycle, "LimitRanger", "ServiceAccount", "TaintNodesByCondition",
+	PluginNamespaceLifecycle, "LimitRanger", PluginServiceAccount, "TaintNodesByCondition",
 	"PodSecurity", "Priority", PluginDefaultTolerationSeconds, "DefaultStorageClass",
 	"StorageObjectInUseProtection", "PersistentVolumeClaimResize", "RuntimeClass",
 	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
@@ -65,6 +65,10 @@ type AdmissionConfig struct {
 	// it); it is called per request, so it may be filled in after the
 	// chain is built.
 	Namespaces func() *registry.Store
+	// ServiceAccounts returns the ServiceAccounts' Store (the
+	// ServiceAccount plugin reads it), called per request like
+	// Namespaces. Without it the plugin does not run.
+	ServiceAccounts func() *registry.Store
 	// Plugins are plugins built elsewhere (webhooks, policies), by their
 	// upstream name; they run at their place in AdmissionPluginOrder when
 	// enabled.
@@ -109,6 +113,8 @@ func Admission(cfg AdmissionConfig) (registry.Chain, error) {
 			chain = append(chain, p)
 		case name == PluginNamespaceLifecycle && cfg.Namespaces != nil:
 			chain = append(chain, NamespaceLifecyclePlugin(cfg.Namespaces))
+		case name == PluginServiceAccount && cfg.ServiceAccounts != nil:
+			chain = append(chain, ServiceAccountPlugin(cfg.ServiceAccounts))
 		case name == PluginDefaultTolerationSeconds:
 			chain = append(chain, DefaultTolerationSecondsPlugin())
 		case name == "AlwaysDeny":

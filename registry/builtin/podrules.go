@@ -6,12 +6,9 @@ import (
 	"github.com/kite-project/kite/apis/core/defaults"
 )
 
-// defaultPod applies upstream's v1 pod defaults and what the
-// ServiceAccount admission plugin fills in: the "default" service account.
+// defaultPod applies upstream's v1 pod defaults. The "default" service
+// account is the ServiceAccount admission plugin's (it leaves mirror pods
+// without one).
 func defaultPod(pod *v1.Pod) {
 	defaults.Pod(pod)
-	if pod.Spec.ServiceAccountName == "" {
-		pod.Spec.ServiceAccountName = "default"
-		pod.Spec.DeprecatedServiceAccount = "default"
-	}
 }

@@ -17,16 +17,19 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
 // shared is the control plane every test of this package talks to.
 var shared *kite.Server
 
-// TestMain starts it without controllers: the tests count the objects and
-// events of their namespaces, which no controller may add to.
+// TestMain starts it with only the serviceaccount controller: the tests
+// count the objects and events of their namespaces, which no other
+// controller may add to, and pods need their namespace's default
+// ServiceAccount (the ServiceAccount plugin).
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { shared = s })
 }
 
 func config(t testing.TB) *rest.Config {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
@@ -19,7 +20,7 @@ import (
 var shared *kite.Server
 
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { shared = s })
 }
 
 // config returns a client config for the shared server.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/controllers"
 	"github.com/kite-project/kite/kitetest"
 )
 
@@ -24,7 +25,7 @@ var shared *kite.Server
 // TestMain runs no controllers: the tests make the ServiceAccounts,
 // pods and Secrets they need themselves.
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { shared = s })
 }
 
 func admin(t *testing.T) kubernetes.Interface {

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	}
 	kitetest.MainWith(m, kite.Options{
 		StaticTokens: tokens,
-		Controllers:  []string{controllers.Namespace, controllers.ClusterRoleAggregation},
+		Controllers:  []string{controllers.Namespace, controllers.ServiceAccount, controllers.ClusterRoleAggregation},
 	}, func(s *kite.Server) { shared = s })
 }
 
