@@ -138,7 +138,9 @@ func (s *Server) ensureKubernetesService(ctx context.Context, opts Options) erro
 	}
 	advertise, err := utilnet.ResolveBindAddress(bind)
 	if err != nil {
-		klog.FromContext(ctx).Info("No address to advertise in the kubernetes Service's endpoints", "err", err)
+		// A host without a default route (a network namespace of tests,
+		// an isolated machine): said only at -v=1, since nothing is wrong.
+		klog.FromContext(ctx).V(1).Info("No address to advertise in the kubernetes Service's endpoints", "err", err)
 		return nil
 	}
 	ep, slice := kubernetesEndpoints(advertise.String(), int32(port))

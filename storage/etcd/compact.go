@@ -94,6 +94,9 @@ func (c *Compactor) compactLoop(ctx context.Context) {
 		var compacted int64
 		var err error
 		version, rev, compacted, err = Compact(ctx, c.client, version, rev)
+		if err != nil && ctx.Err() != nil {
+			return // stopped in the middle of a compaction: not a failure
+		}
 		if err != nil {
 			klog.Errorf("etcd: compaction at endpoints %v failed: %v", c.client.Endpoints(), err)
 			continue

@@ -130,7 +130,9 @@ spec:
 }
 
 // checkAnonymous sends requests without credentials, trusting the CA of
-// kubeconfig: the API refuses them with 401, the health checks answer.
+// kubeconfig: the API refuses them with 403 (they are system:anonymous,
+// whom RBAC allows the health checks and /version only, as upstream), the
+// health checks answer.
 func checkAnonymous(t *testing.T, kubeconfig string) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -144,7 +146,7 @@ func checkAnonymous(t *testing.T, kubeconfig string) {
 	// client-go wraps the transport: close through the wrappers, so that
 	// the server's graceful stop does not wait for this connection.
 	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
-	for path, want := range map[string]int{"/api/v1/pods": http.StatusUnauthorized, "/readyz": http.StatusOK} {
+	for path, want := range map[string]int{"/api/v1/pods": http.StatusForbidden, "/readyz": http.StatusOK} {
 		resp, err := hc.Get(cfg.Host + path)
 		if err != nil {
 			t.Fatalf("GET %s without credentials: %v", path, err)
