@@ -41,7 +41,9 @@ func TestValidateHorizontalPodAutoscaler(t *testing.T) {
 		{"replication controller in the core group", valid(func(s *autoscalingv2.HorizontalPodAutoscalerSpec) {
 			s.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "ReplicationController", Name: "rc"}
 		}), nil},
-		{"target without kind and name", valid(func(s *autoscalingv2.HorizontalPodAutoscalerSpec) { s.ScaleTargetRef.Kind, s.ScaleTargetRef.Name = "", "" }),
+		{"target without kind and name", valid(func(s *autoscalingv2.HorizontalPodAutoscalerSpec) {
+			s.ScaleTargetRef.Kind, s.ScaleTargetRef.Name = "", ""
+		}),
 			[]string{"spec.scaleTargetRef.kind: Required value", "spec.scaleTargetRef.name: Required value"}},
 		{"utilization and value both", valid(func(s *autoscalingv2.HorizontalPodAutoscalerSpec) {
 			s.Metrics[0].Resource.Target.AverageValue = ptr.To(resource.MustParse("100m"))
