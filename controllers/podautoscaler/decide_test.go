@@ -68,7 +68,7 @@ func TestDecide(t *testing.T) {
 				StabilizationWindowSeconds: ptr.To[int32](0), Policies: []autoscalingv2.HPAScalingPolicy{pods(1, 60)}}}},
 			5, "ReadyForNewScale", "ScaleDownLimit"},
 		{"scale up stabilized by an up window", Input{CurrentReplicas: 2, Proposed: 6, MinReplicas: 1, MaxReplicas: 10,
-			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}},
+			Behavior:        &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}},
 			Recommendations: []Recommendation{{At: ago(30), Replicas: 3}}}, 3, "ScaleUpStabilized", "DesiredWithinRange"},
 		{"disabled scale down keeps the replicas", Input{CurrentReplicas: 6, Proposed: 2, MinReplicas: 1, MaxReplicas: 10,
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{
