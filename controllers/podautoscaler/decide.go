@@ -203,40 +203,46 @@ func changeInPeriod(now time.Time, periodSeconds int32, events []ScaleEvent) int
 
 // scaleUpLimit is upstream's calculateScaleUpLimitWithScalingRules: per
 // policy, the replicas at the period's start plus what it allows; the
-// select policy picks among them.
+// select policy picks among them (Max the largest change).
 func scaleUpLimit(now time.Time, current int32, upEvents, downEvents []ScaleEvent, r *autoscalingv2.HPAScalingRules) int32 {
-	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	pick, result := larger, int32(math.MinInt32)
-	if *r.SelectPolicy == autoscalingv2.MinChangePolicySelect {
-		pick, result = smaller, math.MaxInt32
-	}
-	for _, p := range r.Policies {
-		start := current - changeInPeriod(now, p.PeriodSeconds, upEvents) + changeInPeriod(now, p.PeriodSeconds, downEvents)
-		proposed := start + p.Value
+	return rateLimit(now, current, upEvents, downEvents, r, func(start int32, p autoscalingv2.HPAScalingPolicy) int32 {
 		if p.Type == autoscalingv2.PercentScalingPolicy {
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+			return int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
 		}
-		result = pick(result, proposed)
-	}
-	return result
+		return start + p.Value
+	}, larger)
 }
 
-// scaleDownLimit is upstream's calculateScaleDownLimitWithBehaviors.
+// scaleDownLimit is upstream's calculateScaleDownLimitWithBehaviors: as
+// scaleUpLimit, downwards (Max the lowest count).
 func scaleDownLimit(now time.Time, current int32, upEvents, downEvents []ScaleEvent, r *autoscalingv2.HPAScalingRules) int32 {
+	return rateLimit(now, current, upEvents, downEvents, r, func(start int32, p autoscalingv2.HPAScalingPolicy) int32 {
+		if p.Type == autoscalingv2.PercentScalingPolicy {
+			return int32(float64(start) * (1 - float64(p.Value)/100))
+		}
+		return start - p.Value
+	}, smaller)
+}
+
+// rateLimit applies each policy (allow: the count it allows from the
+// period's start) and picks among them: mostChange under Max, the other
+// way under Min; Disabled allows no change.
+func rateLimit(now time.Time, current int32, upEvents, downEvents []ScaleEvent, r *autoscalingv2.HPAScalingRules,
+	allow func(start int32, p autoscalingv2.HPAScalingPolicy) int32, mostChange func(a, b int32) int32) int32 {
 	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	pick, result := smaller, int32(math.MaxInt32)
+	pick := mostChange
 	if *r.SelectPolicy == autoscalingv2.MinChangePolicySelect {
-		pick, result = larger, math.MinInt32
+		pick = func(a, b int32) int32 { return a + b - mostChange(a, b) }
 	}
-	for _, p := range r.Policies {
+	var result int32
+	for i, p := range r.Policies {
 		start := current - changeInPeriod(now, p.PeriodSeconds, upEvents) + changeInPeriod(now, p.PeriodSeconds, downEvents)
-		proposed := start - p.Value
-		if p.Type == autoscalingv2.PercentScalingPolicy {
-			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
+		proposed := allow(start, p)
+		if i == 0 {
+			result = proposed
+			continue
 		}
 		result = pick(result, proposed)
 	}
