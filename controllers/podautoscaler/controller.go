@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
@@ -123,11 +124,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	defer c.queue.AddAfter(key, c.opts.SyncPeriod)
 	h = h.DeepCopy()
-	err := c.reconcile(ctx, key, h)
-	if _, uerr := c.opts.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).UpdateStatus(ctx, h, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); uerr != nil && !apierrors.IsNotFound(uerr) {
-		err = errors.Join(err, fmt.Errorf("status of horizontalpodautoscaler %s: %w", key, uerr))
+	// A failed reconcile is in the status' conditions and is tried again
+	// after the sync period, as upstream's fixed-interval rate limiter
+	// does: a missing metric must not retry at the queue's fast backoff.
+	if err := c.reconcile(ctx, key, h); err != nil {
+		klog.FromContext(ctx).Info("Cannot autoscale", "horizontalpodautoscaler", key, "err", err)
 	}
-	return err
+	if _, err := c.opts.Client.AutoscalingV2().HorizontalPodAutoscalers(h.Namespace).UpdateStatus(ctx, h, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("status of horizontalpodautoscaler %s: %w", key, err)
+	}
+	return nil
 }
 
 func (c *Controller) reconcile(ctx context.Context, key string, h *autoscalingv2.HorizontalPodAutoscaler) error {
