@@ -43,33 +43,11 @@ func (s *cpuSource) Measure(ctx context.Context, h *autoscalingv2.HorizontalPodA
 // back down once the load is gone, and the autoscaler's status says so.
 func TestAutoscalerScalesADeploymentUpAndDown(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
-	scales, err := scaleclient.New(srv.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	source := &cpuSource{utilization: 100, client: cs}
-	c, err := podautoscaler.New(podautoscaler.Options{Client: cs, Scales: scales, Metrics: source, SyncPeriod: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { c.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hpa-"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
-	labels := map[string]string{"app": "web"}
-	_, err = cs.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns.Name).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+	ns := start(t, cs, source)
+	ctx := t.Context()
+	var err error
+	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			MaxReplicas:    6,
@@ -85,7 +63,7 @@ func TestAutoscalerScalesADeploymentUpAndDown(t *testing.T) {
 	waitReplicas := func(want int32) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-			d, err := cs.AppsV1().Deployments(ns.Name).Get(ctx, "web", metav1.GetOptions{})
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 			return err == nil && *d.Spec.Replicas == want, err
 		})
 		if err != nil {
@@ -98,7 +76,7 @@ func TestAutoscalerScalesADeploymentUpAndDown(t *testing.T) {
 	waitReplicas(1) // 10% of 50%: down to minReplicas (defaulted 1)
 
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns.Name).Get(ctx, "web", metav1.GetOptions{})
+		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -121,11 +99,49 @@ func TestAutoscalerScalesADeploymentUpAndDown(t *testing.T) {
 // and the status says why, as upstream's FailedGetResourceMetric.
 func TestAutoscalerWithoutMetricsReportsScalingInactive(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := start(t, cs, nil)
+	ctx := t.Context()
+	var err error
+	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 6}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range h.Status.Conditions {
+			if c.Type == autoscalingv2.ScalingActive {
+				return c.Status == corev1.ConditionFalse && c.Reason == "FailedGetResourceMetric", nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("ScalingActive never became False/FailedGetResourceMetric: %v", err)
+	}
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || *d.Spec.Replicas != 2 {
+		t.Errorf("deployment replicas %v (%v), want 2 untouched", d.Spec.Replicas, err)
+	}
+}
+
+// start runs a controller with metrics (nil: none) and makes a namespace
+// with a Deployment "web" of 2 replicas for it to scale.
+func start(t *testing.T, cs kubernetes.Interface, metrics podautoscaler.Metrics) string {
+	t.Helper()
 	scales, err := scaleclient.New(srv.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := podautoscaler.New(podautoscaler.Options{Client: cs, Scales: scales})
+	opts := podautoscaler.Options{Client: cs, Scales: scales, SyncPeriod: 50 * time.Millisecond}
+	if metrics != nil {
+		opts.Metrics = metrics
+	}
+	c, err := podautoscaler.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,29 +161,5 @@ func TestAutoscalerWithoutMetricsReportsScalingInactive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns.Name).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}, MaxReplicas: 6}},
-		metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns.Name).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range h.Status.Conditions {
-			if c.Type == autoscalingv2.ScalingActive {
-				return c.Status == corev1.ConditionFalse && c.Reason == "FailedGetResourceMetric", nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("ScalingActive never became False/FailedGetResourceMetric: %v", err)
-	}
-	d, err := cs.AppsV1().Deployments(ns.Name).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil || *d.Spec.Replicas != 2 {
-		t.Errorf("deployment replicas %v (%v), want 2 untouched", d.Spec.Replicas, err)
-	}
+	return ns.Name
 }
