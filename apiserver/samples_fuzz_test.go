@@ -125,6 +125,9 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 			obj = serviceNetSample(kind.GroupKind(), meta)
 		}
 		if obj == nil {
+			obj = autoscalingSample(kind.GroupKind(), meta)
+		}
+		if obj == nil {
 			return nil
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/kite-project/kite/controllers/job"
 	"github.com/kite-project/kite/controllers/namespace"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
+	"github.com/kite-project/kite/controllers/podautoscaler"
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/replication"
@@ -89,6 +90,8 @@ const (
 	ClusterRoleAggregation = "clusterrole-aggregation-controller"
 	// ServiceAccountToken fills the legacy token Secrets users create.
 	ServiceAccountToken = "serviceaccount-token-controller"
+	// HorizontalPodAutoscaler scales HPAs' targets on their metrics.
+	HorizontalPodAutoscaler = "horizontal-pod-autoscaler"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -186,6 +189,15 @@ func table() []entry {
 			return built(clusterroleaggregation.New(clusterroleaggregation.Options{Client: b.client, Informers: b.informers}))
 		}},
 		{ServiceAccountToken, buildServiceAccountToken},
+		{HorizontalPodAutoscaler, func(b builder) (Controller, error) {
+			scales, err := scaleclient.New(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: %s: %w", HorizontalPodAutoscaler, err)
+			}
+			// No metrics API is served yet: autoscalers report
+			// ScalingActive False until an embedder supplies metrics.
+			return built(podautoscaler.New(podautoscaler.Options{Client: b.client, Scales: scales, Informers: b.informers}))
+		}},
 	}
 }
 

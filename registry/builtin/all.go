@@ -37,6 +37,7 @@ func All(now func() time.Time, opts ...Option) []*registry.Strategy {
 		Jobs(),
 		CronJobs(),
 		PodDisruptionBudgets(),
+		HorizontalPodAutoscalers(),
 	}, admissionRegistrationStrategies(), []*registry.Strategy{
 		LocalSubjectAccessReviews(),
 		SelfSubjectAccessReviews(),

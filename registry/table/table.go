@@ -78,6 +78,7 @@ func New(opts Options) *Convertor {
 	registerEvents(c)
 	registerWorkloads(c)
 	registerDisruption(c)
+	registerAutoscaling(c)
 	registerServiceNet(c)
 	registerWorkloadStorage(c)
 	registerCoverage(c)
