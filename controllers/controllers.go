@@ -35,6 +35,7 @@ import (
 	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/disruption"
+	"github.com/kite-project/kite/controllers/endpointslice"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
@@ -89,6 +90,8 @@ const (
 	ClusterRoleAggregation = "clusterrole-aggregation-controller"
 	// ServiceAccountToken fills the legacy token Secrets users create.
 	ServiceAccountToken = "serviceaccount-token-controller"
+	// EndpointSlice fills Services' EndpointSlices from their pods.
+	EndpointSlice = "endpointslice-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -186,6 +189,9 @@ func table() []entry {
 			return built(clusterroleaggregation.New(clusterroleaggregation.Options{Client: b.client, Informers: b.informers}))
 		}},
 		{ServiceAccountToken, buildServiceAccountToken},
+		{EndpointSlice, func(b builder) (Controller, error) {
+			return built(endpointslice.New(endpointslice.Options{Client: b.client, Informers: b.informers}))
+		}},
 	}
 }
 
