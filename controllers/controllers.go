@@ -35,6 +35,7 @@ import (
 	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/disruption"
+	"github.com/kite-project/kite/controllers/endpoint"
 	"github.com/kite-project/kite/controllers/endpointslice"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
@@ -92,6 +93,8 @@ const (
 	ServiceAccountToken = "serviceaccount-token-controller"
 	// EndpointSlice fills Services' EndpointSlices from their pods.
 	EndpointSlice = "endpointslice-controller"
+	// Endpoint fills Services' core/v1 Endpoints from their pods.
+	Endpoint = "endpoint-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -191,6 +194,9 @@ func table() []entry {
 		{ServiceAccountToken, buildServiceAccountToken},
 		{EndpointSlice, func(b builder) (Controller, error) {
 			return built(endpointslice.New(endpointslice.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Endpoint, func(b builder) (Controller, error) {
+			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }
