@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kite-project/kite/controllers/controller"
+	"github.com/kite-project/kite/controllers/endpointslice"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
@@ -102,11 +102,7 @@ func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdl
 func (c *Controller) podChanged(old, p *corev1.Pod) {
 	all, _ := c.services.Store().ByIndex(namespaceIndex, p.Namespace)
 	for _, s := range all {
-		if s.Spec.Selector == nil {
-			continue
-		}
-		sel := labels.SelectorFromValidatedSet(s.Spec.Selector)
-		if sel.Matches(labels.Set(p.Labels)) || (old != nil && sel.Matches(labels.Set(old.Labels))) {
+		if endpointslice.Selects(s, old, p) {
 			c.queue.Add(controller.Key(s))
 		}
 	}
@@ -128,17 +124,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	if svc.Spec.Selector == nil || svc.Spec.Type == corev1.ServiceTypeExternalName || !Mine(current) {
+	if !endpointslice.Managed(svc) || !Mine(current) {
 		return nil
 	}
-	sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
 	all, _ := c.pods.Store().ByIndex(namespaceIndex, svc.Namespace)
-	var pods []*corev1.Pod
-	for _, p := range all {
-		if sel.Matches(labels.Set(p.Labels)) {
-			pods = append(pods, p)
-		}
-	}
+	pods := endpointslice.Selected(svc, all)
 	want := Desired(svc, current, pods)
 	if current == nil {
 		if _, err := api(svc.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: ManagedBy}); err != nil && !apierrors.IsAlreadyExists(err) {

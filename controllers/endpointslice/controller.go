@@ -21,7 +21,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -154,11 +153,7 @@ func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdl
 func (c *Controller) podChanged(old, p *corev1.Pod) {
 	all, _ := c.services.Store().ByIndex(namespaceIndex, p.Namespace)
 	for _, s := range all {
-		if !Managed(s) {
-			continue
-		}
-		sel := labels.SelectorFromValidatedSet(s.Spec.Selector)
-		if sel.Matches(labels.Set(p.Labels)) || (old != nil && sel.Matches(labels.Set(old.Labels))) {
+		if Selects(s, old, p) {
 			c.queue.Add(controller.Key(s))
 		}
 	}
@@ -179,14 +174,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.queue.AddAfter(key, c.expect.Expiry(key))
 		return nil
 	}
-	sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
 	all, _ := c.pods.Store().ByIndex(namespaceIndex, svc.Namespace)
-	var pods []*corev1.Pod
-	for _, p := range all {
-		if sel.Matches(labels.Set(p.Labels)) {
-			pods = append(pods, p)
-		}
-	}
+	pods := Selected(svc, all)
 	existing, _ := c.slices.Store().ByIndex(serviceIndex, key)
 	var owned []*discoveryv1.EndpointSlice
 	for _, s := range existing {

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kite-project/kite/controllers/controller"
@@ -345,4 +346,27 @@ func metav1ObjectMeta(generateName string, svc *corev1.Service) metav1.ObjectMet
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID,
 			Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
 	}
+}
+
+// Selects reports whether a pod change concerns the Service: it is
+// managed and its selector matches the pod now or before (old, nil for
+// an added or deleted pod).
+func Selects(svc *corev1.Service, old, p *corev1.Pod) bool {
+	if !Managed(svc) {
+		return false
+	}
+	sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
+	return sel.Matches(labels.Set(p.Labels)) || (old != nil && sel.Matches(labels.Set(old.Labels)))
+}
+
+// Selected are the pods the Service's selector matches.
+func Selected(svc *corev1.Service, pods []*corev1.Pod) []*corev1.Pod {
+	sel := labels.SelectorFromValidatedSet(svc.Spec.Selector)
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
