@@ -35,6 +35,8 @@ import (
 	"github.com/kite-project/kite/controllers/daemonset"
 	"github.com/kite-project/kite/controllers/deployment"
 	"github.com/kite-project/kite/controllers/disruption"
+	"github.com/kite-project/kite/controllers/endpoint"
+	"github.com/kite-project/kite/controllers/endpointslice"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
@@ -92,6 +94,10 @@ const (
 	ServiceAccountToken = "serviceaccount-token-controller"
 	// HorizontalPodAutoscaler scales HPAs' targets on their metrics.
 	HorizontalPodAutoscaler = "horizontal-pod-autoscaler"
+	// EndpointSlice fills Services' EndpointSlices from their pods.
+	EndpointSlice = "endpointslice-controller"
+	// Endpoint fills Services' core/v1 Endpoints from their pods.
+	Endpoint = "endpoint-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -197,6 +203,12 @@ func table() []entry {
 			// No metrics API is served yet: autoscalers report
 			// ScalingActive False until an embedder supplies metrics.
 			return built(podautoscaler.New(podautoscaler.Options{Client: b.client, Scales: scales, Informers: b.informers}))
+		}},
+		{EndpointSlice, func(b builder) (Controller, error) {
+			return built(endpointslice.New(endpointslice.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{Endpoint, func(b builder) (Controller, error) {
+			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
 		}},
 	}
 }

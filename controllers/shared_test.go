@@ -101,6 +101,8 @@ func TestControllersShareOneListAndWatchPerResource(t *testing.T) {
 		"list /api/v1/namespaces":        1,
 		"list /apis/apps/v1/replicasets": 1,
 		"list /apis/batch/v1/jobs":       1,
+		// The EndpointSlice and Endpoints controllers share Services.
+		"list /api/v1/services": 1,
 	} {
 		if got := s.get(key); got != want {
 			t.Errorf("%s: %d requests, want %d", key, got, want)
