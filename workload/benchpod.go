@@ -82,6 +82,7 @@ func benchPodCRD() *apiextensionsv1.CustomResourceDefinition {
 		"schedulerName":                 str,
 		"tolerations":                   {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &toleration}},
 		"enableServiceLinks":            {Type: "boolean"},
+		"automountServiceAccountToken":  {Type: "boolean"},
 	}, "containers")
 	status := object(map[string]apiextensionsv1.JSONSchemaProps{"phase": str, "qosClass": str})
 	return &apiextensionsv1.CustomResourceDefinition{
