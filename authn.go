@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -75,7 +76,9 @@ func (s *Server) newAuthentication(opts Options) error {
 		Tokens:          []authn.Token{authn.Admin(s.token)},
 		ClientCA:        pool,
 		ServiceAccounts: tokens,
-		BootstrapTokens: authn.NewBootstrapTokens(s.getObject, nil),
+		// Upstream's bootstrap authenticator reads its Secret lister only:
+		// a made-up token id costs no etcd read.
+		BootstrapTokens: authn.NewBootstrapTokens(s.getCachedObject, nil),
 		APIAudiences:    tokens.Audiences(),
 		Anonymous:       !ao.DisableAnonymousAuth,
 	}}
@@ -118,7 +121,24 @@ func hostOf(serverURL string) string {
 
 // getObject reads an object of the built-in resources from its store at
 // resourceVersion 0: from the watch cache, without a round trip to etcd.
+// What the cache does not have yet is read again from etcd, as upstream's
+// token getter falls back from its informers to a live read: a pod
+// created a moment ago (its create acknowledged, its event not yet in
+// the cache) can have a token bound to it at once.
 func (s *Server) getObject(ctx context.Context, resource, namespace, name string) (runtime.Object, error) {
+	store := s.resources.Store(resource)
+	if store == nil {
+		return nil, fmt.Errorf("no store of %s", resource)
+	}
+	obj, err := store.Get(ctx, namespace, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		return store.Get(ctx, namespace, name, &metav1.GetOptions{})
+	}
+	return obj, err
+}
+
+// getCachedObject reads an object from the watch cache only.
+func (s *Server) getCachedObject(ctx context.Context, resource, namespace, name string) (runtime.Object, error) {
 	store := s.resources.Store(resource)
 	if store == nil {
 		return nil, fmt.Errorf("no store of %s", resource)

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -252,5 +253,24 @@ func TestTokenRequestRefusals(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.message)
 			}
 		})
+	}
+}
+
+// TestTokenBindsToAPodCreatedAMomentAgo: a token bound to a pod can be
+// requested as soon as the pod's create is acknowledged, before the watch
+// cache has heard of it (upstream reads the bound object from etcd). CI
+// once lost this race on TestTokenDiesWithItsObjects.
+func TestTokenBindsToAPodCreatedAMomentAgo(t *testing.T) {
+	ns, _ := namespace(t, "token-fresh-pod")
+	for i := range 50 {
+		p := pod(t, ns, fmt.Sprintf("p%d", i), "sa")
+		tr, err := requestToken(t, ns, "sa", authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}})
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		if _, err := whoami(t.Context(), withToken(tr.Status.Token)); err != nil {
+			t.Fatalf("pod %d: the token does not authenticate: %v", i, err)
+		}
 	}
 }
