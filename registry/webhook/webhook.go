@@ -336,7 +336,10 @@ func (d *Dispatcher) namespaceMatches(ctx context.Context, sel *metav1.LabelSele
 		}
 		ns, err := store.Get(ctx, "", a.GetNamespace(), &metav1.GetOptions{ResourceVersion: "0"})
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			// As upstream's matcher: the cache may lag a namespace just
+			// created, so ask etcd; a namespace that truly does not exist
+			// is the request's 404.
+			ns, err = store.Get(ctx, "", a.GetNamespace(), &metav1.GetOptions{})
 		}
 		if err != nil {
 			return false, err
