@@ -25,6 +25,7 @@ import (
 
 	"github.com/kite-project/kite/apis/rbac/bootstrappolicy"
 	"github.com/kite-project/kite/apiserver"
+	"github.com/kite-project/kite/apiserver/aggregator"
 	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
@@ -87,6 +88,10 @@ type Server struct {
 	// auth authenticates requests and issues ServiceAccount tokens
 	// (authn.go).
 	auth authentication
+	// aggregator proxies the group versions of extension API servers;
+	// frontProxyCA vouches for its client certificate (aggregation.go).
+	aggregator   *aggregator.Aggregator
+	frontProxyCA []byte
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -129,6 +134,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.writeKubeconfig(opts) },
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.ensureAuthorization(ctx, opts) },
+		func() error { return s.ensureExtensionAuthentication(ctx) },
 		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
@@ -250,6 +256,9 @@ func (s *Server) newAPI(opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := s.newAggregator(); err != nil {
+		return err
+	}
 	extra := map[string]http.Handler{"/openapi/": oa}
 	for path, h := range s.auth.handlers {
 		extra[path] = h
@@ -265,6 +274,7 @@ func (s *Server) newAPI(opts Options) error {
 		Authenticator: s.auth.authenticator,
 		Authorizer:    s.authz,
 		Connect:       s.nodeProxy,
+		Remote:        s.aggregator,
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
 		Tables:        s.crds.Tables(),

@@ -165,6 +165,7 @@ func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 			list.Groups = append(list.Groups, g.apiGroup(r))
 		}
 	}
+	list.Groups = mergeGroups(list.Groups, s.remoteGroups(), r)
 	s.writeObject(w, r, http.StatusOK, out, schema.GroupVersion{Version: "v1"}, list)
 }
 
@@ -195,6 +196,9 @@ func (s *Server) writeAggregated(w http.ResponseWriter, r *http.Request, out out
 		}
 		list.Items = append(list.Items, item)
 	}
+	if !legacy && s.opts.Remote != nil {
+		list.Items = mergeDiscovery(list.Items, s.opts.Remote.Discovery())
+	}
 	s.writeObject(w, r, http.StatusOK, out, apidiscoveryv2.SchemeGroupVersion, list)
 }
 
@@ -208,6 +212,26 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, info req
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if info.GroupOnly && info.GroupVersion.Group != "" {
+		// The local group with the remote versions of the same name, or a
+		// remote group alone.
+		var local []metav1.APIGroup
+		for _, g := range s.set.Load().groups {
+			if g.name == info.GroupVersion.Group {
+				local = append(local, g.apiGroup(r))
+			}
+		}
+		var remote []metav1.APIGroup
+		for _, g := range s.remoteGroups() {
+			if g.Name == info.GroupVersion.Group {
+				remote = append(remote, g)
+			}
+		}
+		if merged := mergeGroups(local, remote, r); len(merged) > 0 {
+			s.writeObject(w, r, http.StatusOK, out, schema.GroupVersion{Version: "v1"}, &merged[0])
+			return
+		}
 	}
 	for _, g := range s.set.Load().groups {
 		if g.name != info.GroupVersion.Group {

@@ -65,6 +65,10 @@ type Options struct {
 	// (nodeproxy: pods/log, exec, attach, portforward); an error it
 	// returns was not written yet and goes out as a Status.
 	Connect Connecter
+	// Remote, if set, is the aggregation layer: the group versions that
+	// APIServices hand to extension API servers are served by its
+	// proxies, and their groups are part of discovery.
+	Remote Remote
 	// Extra handlers by path prefix (e.g. "/openapi/", "/metrics").
 	Extra map[string]http.Handler
 	// MaxRequestBodyBytes bounds request bodies; 0 means 3 MiB.
@@ -226,6 +230,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			h.ServeHTTP(w, r)
 			return
 		}
+	}
+	if h := s.remoteHandler(path); h != nil {
+		h.ServeHTTP(w, r)
+		return
 	}
 	info, err := parsePath(path)
 	if err != nil {

@@ -186,7 +186,11 @@ type keyPair struct {
 // ensureCA loads the CA, or creates one when either file is missing or
 // they do not belong together.
 func ensureCA(dir string) (*keyPair, error) {
-	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
+	return ensureCAFiles(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile), "kite-ca")
+}
+
+// ensureCAFiles is ensureCA for any pair of files and common name.
+func ensureCAFiles(certPath, keyPath, commonName string) (*keyPair, error) {
 	ca, err := loadPair(certPath, keyPath)
 	if err == nil && ca.cert.IsCA {
 		return ca, nil
@@ -198,7 +202,7 @@ func ensureCA(dir string) (*keyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pki: generating CA key: %w", err)
 	}
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "kite-ca"}, key)
+	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: commonName}, key)
 	if err != nil {
 		return nil, fmt.Errorf("pki: self-signing CA: %w", err)
 	}

@@ -12,11 +12,11 @@ import (
 )
 
 // APIServices returns the strategy of apiregistration.k8s.io/v1
-// apiservices. Kite proxies to no extension API server (the aggregation
-// layer is not built yet): a local APIService (no spec.service), as those
-// Kite makes for its own group versions, is Available from its creation,
-// which upstream's availability controller says of it at once; one with a
-// service stays without conditions.
+// apiservices. A local APIService (no spec.service), as those Kite makes
+// for its own group versions, is Available from its creation, which
+// upstream's local availability controller says of it at once; one with a
+// service starts without conditions, and the aggregation layer
+// (apiserver/aggregator) checks its server and writes them.
 func APIServices() *registry.Strategy {
 	s := declared[*apiregistrationv1.APIService]{
 		kind: apiregistrationv1.SchemeGroupVersion.WithKind("APIService"), resource: "apiservices", categories: []string{"api-extensions"},
