@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,11 +11,17 @@ import (
 )
 
 // autoscalingSample is the sample of a HorizontalPodAutoscaler: one that
-// scales a Deployment on CPU, with a scale-down behavior; nil for other
-// kinds.
-func autoscalingSample(gk schema.GroupKind, meta metav1.ObjectMeta) runtime.Object {
-	if gk != (schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}) {
+// scales a Deployment on CPU, with a scale-down behavior (in v1: a CPU
+// target only); nil for other kinds.
+func autoscalingSample(kind schema.GroupVersionKind, meta metav1.ObjectMeta) runtime.Object {
+	if kind.GroupKind() != (schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}) {
 		return nil
+	}
+	if kind.Version == "v1" {
+		return &autoscalingv1.HorizontalPodAutoscaler{ObjectMeta: meta, Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 5, TargetCPUUtilizationPercentage: ptr.To[int32](60),
+		}}
 	}
 	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: meta, Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},

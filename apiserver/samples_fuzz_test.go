@@ -125,7 +125,7 @@ func sample(kind schema.GroupVersionKind, name string) runtime.Object {
 			obj = serviceNetSample(kind.GroupKind(), meta)
 		}
 		if obj == nil {
-			obj = autoscalingSample(kind.GroupKind(), meta)
+			obj = autoscalingSample(kind, meta)
 		}
 		if obj == nil {
 			return nil

@@ -38,6 +38,7 @@ func All(now func() time.Time, opts ...Option) []*registry.Strategy {
 		CronJobs(),
 		PodDisruptionBudgets(),
 		HorizontalPodAutoscalers(),
+		HorizontalPodAutoscalersV1(),
 	}, admissionRegistrationStrategies(), []*registry.Strategy{
 		LocalSubjectAccessReviews(),
 		SelfSubjectAccessReviews(),

@@ -5,16 +5,34 @@ import (
 	"strings"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	autoscalingconversion "github.com/kite-project/kite/apis/autoscaling/conversion"
 )
 
 // registerAutoscaling adds the HorizontalPodAutoscaler printer (upstream's
 // printHorizontalPodAutoscaler).
 func registerAutoscaling(c *Convertor) {
 	c.register(horizontalPodAutoscalerPrinter, &autoscalingv2.HorizontalPodAutoscaler{}, &autoscalingv2.HorizontalPodAutoscalerList{})
+	c.register(horizontalPodAutoscalerV1Printer, &autoscalingv1.HorizontalPodAutoscaler{}, &autoscalingv1.HorizontalPodAutoscalerList{})
+}
+
+// horizontalPodAutoscalerV1Printer prints autoscaling/v1 HPAs as the v2
+// ones they convert to: upstream prints its internal type, the same for
+// both versions.
+var horizontalPodAutoscalerV1Printer = &printer{
+	columns: horizontalPodAutoscalerPrinter.columns,
+	row: func(obj runtime.Object, now time.Time) ([]any, []metav1.TableRowCondition) {
+		v2, err := autoscalingconversion.ToV2(obj.(*autoscalingv1.HorizontalPodAutoscaler))
+		if err != nil {
+			return nil, nil
+		}
+		return horizontalPodAutoscalerPrinter.row(v2, now)
+	},
 }
 
 var horizontalPodAutoscalerPrinter = &printer{

@@ -24,11 +24,6 @@ import (
 // test fails on an entry that no longer matches a difference, so none
 // outlives its reason.
 var knownDifferences = map[string]string{
-	// Issue 25: HorizontalPodAutoscalers are served as autoscaling/v2
-	// only; autoscaling/v1 (a conversion through upstream's annotations)
-	// is not served yet.
-	"autoscaling/horizontalpodautoscalers": "autoscaling/v1 HorizontalPodAutoscalers are not served yet (issue 25)",
-	"group autoscaling":                    "autoscaling/v1 is not served yet, v2 is (issue 25)",
 	// Issue 23: CertificateSigningRequests are not served yet.
 	"certificates.k8s.io/certificatesigningrequests": "not served yet (issue 23)",
 	// The streaming subresources are served by apiserver/nodeproxy
