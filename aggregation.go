@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/aggregator"
+	"github.com/kite-project/kite/apiserver/metricsapi"
 	"github.com/kite-project/kite/pki"
 	"github.com/kite-project/kite/resourceset"
 )
@@ -35,6 +40,51 @@ func (s *Server) newAggregator() error {
 	}
 	s.wg.Go(func() { s.aggregator.Run(s.runCtx) })
 	return nil
+}
+
+// newMetricsAPI makes the metrics API over the agents' summaries (through
+// the node proxy's client certificate) and starts it.
+func (s *Server) newMetricsAPI(opts Options) (err error) {
+	s.metricsAPI, err = metricsapi.New(metricsapi.Options{
+		Nodes: s.resources.Store("nodes"), Pods: s.resources.Store("pods"),
+		Scrape: s.nodeProxy.Get, Resolution: opts.MetricResolution,
+	})
+	if err != nil {
+		return err
+	}
+	s.wg.Go(func() { s.metricsAPI.Run(s.runCtx) })
+	return nil
+}
+
+// remotes are the group versions the API server does not serve from its
+// stores: the extension servers' first (a metrics-server installed by
+// its APIService wins over the built-in metrics API), then the metrics
+// API's.
+type remotes []apiserver.Remote
+
+func (rs remotes) Proxy(gv schema.GroupVersion) http.Handler {
+	for _, r := range rs {
+		if h := r.Proxy(gv); h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+func (rs remotes) Groups() []metav1.APIGroup {
+	var out []metav1.APIGroup
+	for _, r := range rs {
+		out = append(out, r.Groups()...)
+	}
+	return out
+}
+
+func (rs remotes) Discovery() []apidiscoveryv2.APIGroupDiscovery {
+	var out []apidiscoveryv2.APIGroupDiscovery
+	for _, r := range rs {
+		out = append(out, r.Discovery()...)
+	}
+	return out
 }
 
 // ExtensionAuthenticationConfigMap is the ConfigMap in kube-system that

@@ -28,6 +28,7 @@ import (
 	"github.com/kite-project/kite/apiserver/aggregator"
 	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/apiserver/metricsapi"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
 	"github.com/kite-project/kite/apiserver/openapi"
 	"github.com/kite-project/kite/batchconn"
@@ -92,6 +93,8 @@ type Server struct {
 	// frontProxyCA vouches for its client certificate (aggregation.go).
 	aggregator   *aggregator.Aggregator
 	frontProxyCA []byte
+	// metricsAPI serves metrics.k8s.io from the agents' summaries.
+	metricsAPI *metricsapi.API
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -259,6 +262,9 @@ func (s *Server) newAPI(opts Options) error {
 	if err := s.newAggregator(); err != nil {
 		return err
 	}
+	if err := s.newMetricsAPI(opts); err != nil {
+		return err
+	}
 	extra := map[string]http.Handler{"/openapi/": oa}
 	for path, h := range s.auth.handlers {
 		extra[path] = h
@@ -274,7 +280,7 @@ func (s *Server) newAPI(opts Options) error {
 		Authenticator: s.auth.authenticator,
 		Authorizer:    s.authz,
 		Connect:       s.nodeProxy,
-		Remote:        s.aggregator,
+		Remote:        remotes{s.aggregator, s.metricsAPI},
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
 		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
 		Tables:        s.crds.Tables(),

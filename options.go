@@ -141,6 +141,10 @@ type Options struct {
 	// system:masters are not counted. 0 means 400 and 200, negative no
 	// limit.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// MetricResolution is how often the metrics API (metrics.k8s.io,
+	// kubectl top) reads the agents (--metric-resolution); 0 means
+	// metrics-server's 15 s.
+	MetricResolution time.Duration
 	// MinRequestTimeout is how long a watch without timeoutSeconds lasts
 	// at least (--min-request-timeout; it lasts up to twice as long); 0
 	// means 30 minutes.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -9,13 +10,17 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	certutil "k8s.io/client-go/util/cert"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/server"
+	"github.com/kite-project/kite/agent/stats"
 )
 
 // newServer builds the agent's HTTPS server and binds its port, so that a
@@ -25,6 +30,20 @@ import (
 // was given).
 func (a *Agent) newServer(opts *Options) error {
 	so := server.Options{Runtime: a.rt, Pods: a.served.pods}
+	if st, ok := a.rt.(runtime.Stats); ok {
+		nodeName := opts.NodeName
+		so.Summary = func(ctx context.Context) (*statsapi.Summary, error) {
+			node, err := stats.Node("/proc", time.Now())
+			if err != nil {
+				return nil, err
+			}
+			cs, err := st.ListContainerStats(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			return stats.Build(nodeName, node, cs), nil
+		}
+	}
 	if c := opts.RESTConfig; c != nil {
 		so.AdminToken = c.BearerToken
 		caPEM := c.CAData

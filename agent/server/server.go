@@ -22,6 +22,7 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kite-project/kite/agent/runtime"
@@ -61,6 +62,9 @@ type Options struct {
 	AdminToken string
 	// Certificate serves TLS. Required for ListenAndServe.
 	Certificate tls.Certificate
+	// Summary, if set, answers /stats/summary (the kubelet's Summary API:
+	// the node's and its pods' CPU and memory, agent/stats).
+	Summary func(ctx context.Context) (*statsapi.Summary, error)
 	// StreamIdleTimeout and StreamCreationTimeout bound exec, attach and
 	// port-forward sessions (the kubelet's 4 h and 30 s when zero).
 	StreamIdleTimeout, StreamCreationTimeout time.Duration
@@ -86,6 +90,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	s.mux.HandleFunc("GET /pods", s.pods)
+	s.mux.HandleFunc("GET /stats/summary", s.summary)
 	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
 	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {
 		s.mux.HandleFunc(p, s.exec)
@@ -540,4 +545,19 @@ func (hostForwarder) PortForward(ctx context.Context, _, _ string, port int32, s
 	<-done
 	<-done
 	return nil
+}
+
+// summary serves the Summary API; 404 when the runtime measures nothing.
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Summary == nil {
+		http.NotFound(w, r)
+		return
+	}
+	sum, err := s.opts.Summary(r.Context())
+	if err != nil {
+		http.Error(w, fmt.Sprintf("failed to get summary stats: %v", err), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(sum)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authz"
+	"github.com/kite-project/kite/apiserver/metricsapi"
 	"github.com/kite-project/kite/pki"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
 	"github.com/kite-project/kite/storage/watchcache"
@@ -30,6 +31,7 @@ type apiFlags struct {
 	maxInflight           int
 	maxMutatingInflight   int
 	minRequestTimeout     int // seconds
+	metricResolution      time.Duration
 	authorizationModes    []string
 	controllers           controllerFlags
 	serviceNet            serviceNetFlags
@@ -49,6 +51,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
 	f.serviceNet.add(fs)
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
+	fs.DurationVar(&f.metricResolution, "metric-resolution", metricsapi.DefaultResolution, "how often the metrics API (metrics.k8s.io, kubectl top) reads every agent's summary, as metrics-server's flag")
 	fs.StringSliceVar(&f.authorizationModes, "authorization-mode", []string{authz.ModeNode, authz.ModeRBAC}, "ordered list of authorizers of requests: AlwaysAllow, AlwaysDeny, Node, RBAC (system:masters is always allowed)")
 	f.controllers.add(fs)
 	f.admission.add(fs)
@@ -132,6 +135,10 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	// The flags' 0 is upstream's "no limit", the options' negative.
 	opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight = noLimitIfZero(f.maxInflight), noLimitIfZero(f.maxMutatingInflight)
 	opts.MinRequestTimeout = time.Duration(f.minRequestTimeout) * time.Second
+	if f.metricResolution <= 0 {
+		return kite.Options{}, fmt.Errorf("--metric-resolution must be positive, got %s", f.metricResolution)
+	}
+	opts.MetricResolution = f.metricResolution
 	if err := f.admission.apply(&opts); err != nil {
 		return kite.Options{}, err
 	}
