@@ -442,7 +442,8 @@ func (t *Table) addServicePort(svc *v1.Service, sp *v1.ServicePort, clusterIP ne
 		return
 	}
 	epChain := func(e endpoint) string {
-		return "endpoint-" + shortHash(base+"/"+e.hostPort()) + "-" + base + "__" + strings.ReplaceAll(e.hostPort(), ":", "/")
+		// nft names take no ':' (nor IPv6's brackets).
+		return "endpoint-" + shortHash(base+"/"+e.hostPort()) + "-" + base + "__" + strings.ReplaceAll(e.addr.String(), ":", ".") + "/" + strconv.Itoa(int(e.port))
 	}
 	affinitySet := func(e endpoint) string { return "affinity-" + strings.TrimPrefix(epChain(e), "endpoint-") }
 	jumps := func(name string, eps []endpoint) Chain {
