@@ -240,15 +240,19 @@ func primaryIPs(n *v1.Node) []netip.Addr {
 	return out
 }
 
-// nft runs the nft command with script on its standard input.
-func (p *Proxy) nft(ctx context.Context, script string) error {
-	args := append(append([]string{}, p.opts.NFT[1:]...), "-f", "-")
-	cmd := exec.CommandContext(ctx, p.opts.NFT[0], args...)
+func (p *Proxy) nft(ctx context.Context, script string) error { return Apply(ctx, p.opts.NFT, script) }
+
+// Apply runs nft (the command and its first arguments, e.g. {"nft"}) with
+// script on its standard input: one transaction, applied whole or not at
+// all.
+func Apply(ctx context.Context, nft []string, script string) error {
+	args := append(append([]string{}, nft[1:]...), "-f", "-")
+	cmd := exec.CommandContext(ctx, nft[0], args...)
 	cmd.Stdin = strings.NewReader(script)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s -f -: %w: %s", strings.Join(p.opts.NFT, " "), err, bytes.TrimSpace(out.Bytes()))
+		return fmt.Errorf("%s -f -: %w: %s", strings.Join(nft, " "), err, bytes.TrimSpace(out.Bytes()))
 	}
 	return nil
 }

@@ -325,7 +325,9 @@ func TestRenderedRulesLoad(t *testing.T) {
 	affinity := func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }
 	etpLocal := func(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
 	named := func(name, ip string, port int32) func(*v1.Service) {
-		return func(s *v1.Service) { s.Name, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports[0].NodePort = name, ip, []string{ip}, port }
+		return func(s *v1.Service) {
+			s.Name, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports[0].NodePort = name, ip, []string{ip}, port
+		}
 	}
 	svcs := []*v1.Service{
 		service("10.43.0.5", v1.ServiceTypeNodePort),
