@@ -251,12 +251,7 @@ func endpointsOf(eps []*discovery.EndpointSlice, sp *v1.ServicePort, family, nod
 			out = append(out, ep)
 		}
 	}
-	slices.SortFunc(out, func(a, b endpoint) int {
-		if c := a.addr.Compare(b.addr); c != 0 {
-			return c
-		}
-		return int(a.port - b.port)
-	})
+	slices.SortFunc(out, compareEndpoints)
 	return out
 }
 
@@ -487,17 +482,20 @@ func (t *Table) dnatRule(proto string, eps []endpoint) string {
 	return fmt.Sprintf("meta l4proto %s dnat %s addr . port to numgen random mod %d map { %s }", proto, t.Family, len(eps), strings.Join(elems, ", "))
 }
 
+// compareEndpoints orders endpoints by address, then port.
+func compareEndpoints(a, b endpoint) int {
+	if c := a.addr.Compare(b.addr); c != 0 {
+		return c
+	}
+	return int(a.port - b.port)
+}
+
 func sortedEndpoints(m map[netip.AddrPort]endpoint) []endpoint {
 	out := make([]endpoint, 0, len(m))
 	for _, e := range m {
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b endpoint) int {
-		if c := a.addr.Compare(b.addr); c != 0 {
-			return c
-		}
-		return int(a.port - b.port)
-	})
+	slices.SortFunc(out, compareEndpoints)
 	return out
 }
 
