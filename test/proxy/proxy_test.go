@@ -33,8 +33,9 @@ type node struct {
 }
 
 const (
-	b1IP = "10.99.1.2"
-	b2IP = "10.99.2.2"
+	proxyNode = "proxy-node"
+	b1IP      = "10.99.1.2"
+	b2IP      = "10.99.2.2"
 )
 
 func newNode(t *testing.T) *node {
@@ -111,10 +112,12 @@ func startProxy(t *testing.T, n *node, s *syncs) (stop func()) {
 	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
 	p, err := proxy.New(proxy.Options{
-		Client:        cs,
-		NodeName:      "proxy-node",
-		NodePortIPs:   []netip.Addr{netip.MustParseAddr(n.ip)},
-		ClusterCIDRs:  []netip.Prefix{netip.MustParsePrefix("10.42.0.0/16")},
+		Client:      cs,
+		NodeName:    proxyNode,
+		NodePortIPs: []netip.Addr{netip.MustParseAddr(n.ip)},
+		// The backends stand for this node's pods: their range is the
+		// cluster's, and their endpoints are local.
+		ClusterCIDRs:  []netip.Prefix{netip.MustParsePrefix("10.99.0.0/16")},
 		MinSyncPeriod: 10 * time.Millisecond,
 		NFT:           []string{"ip", "netns", "exec", n.ns, "nft"},
 		OnSync:        s.observe,
@@ -136,7 +139,8 @@ func startProxy(t *testing.T, n *node, s *syncs) (stop func()) {
 // readiness given.
 func endpoints(ns, svc string, b1Ready, b2Ready bool) *discovery.EndpointSlice {
 	ep := func(ip string, ready bool) discovery.Endpoint {
-		return discovery.Endpoint{Addresses: []string{ip}, Conditions: discovery.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
+		return discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(proxyNode),
+			Conditions: discovery.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
 	}
 	return &discovery.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: svc + "-1", Labels: map[string]string{discovery.LabelServiceName: svc}},
@@ -202,6 +206,13 @@ func TestServiceProxyRoutesToReadyEndpoints(t *testing.T) {
 	t.Run("a node port reaches every ready endpoint from another host", func(t *testing.T) {
 		if got := answers(t, n.b2, nodePort, 24); got["b1"] == 0 || got["b2"] == 0 {
 			t.Errorf("answers over 24 connections = %v, want both backends", got)
+		}
+	})
+	t.Run("a pod reaches itself and the others through its Service", func(t *testing.T) {
+		// b1's own connections that land on b1 come back only if they are
+		// masqueraded (hairpin): b1 drops a packet from its own address.
+		if got := answers(t, n.b1, clusterIP, 24); got["b1"] == 0 || got["b2"] == 0 {
+			t.Errorf("answers over 24 connections from b1 = %v, want both backends", got)
 		}
 	})
 	t.Run("a port the cluster IP does not serve is refused", func(t *testing.T) {
