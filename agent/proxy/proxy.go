@@ -60,11 +60,21 @@ type Options struct {
 	OnSync func(SyncResult)
 }
 
+// FullSyncPeriod is how often the tables are written whole even when an
+// update would do (upstream's full sync, hourly): it puts back what
+// someone else changed in them, and resets the affinity sets.
+const FullSyncPeriod = time.Hour
+
 // SyncResult tells what one apply did.
 type SyncResult struct {
 	// Took is the time to decide, render and apply.
 	Took time.Duration
-	// Script is the script given to nft.
+	// Rules is the ruleset decided (and, without Err, applied).
+	Rules Ruleset
+	// Full says whether the tables were written whole (Render) rather
+	// than updated (RenderUpdate).
+	Full bool
+	// Script is the script given to nft; empty when nothing changed.
 	Script string
 	// Err is nft's error, if any.
 	Err error
@@ -77,6 +87,13 @@ type Proxy struct {
 	slices   *notifyingStore[*discovery.EndpointSlice]
 	nodes    *notifyingStore[*v1.Node]
 	changed  chan struct{}
+
+	// Owned by Run's goroutine: what the tables hold (nil: unknown, so
+	// the next sync writes them whole), the chains emptied by the last
+	// update, and when they were last written whole.
+	applied  *Ruleset
+	stale    Stale
+	lastFull time.Time
 }
 
 // New checks opts and builds a Proxy; Run starts it.
@@ -172,7 +189,7 @@ func (p *Proxy) Run(ctx context.Context) {
 		default:
 		}
 		last = time.Now()
-		err := p.Sync(ctx)
+		err := p.sync(ctx)
 		next := p.opts.SyncPeriod
 		if err != nil {
 			logger.Error(err, "Applying the service rules failed; retrying")
@@ -182,18 +199,39 @@ func (p *Proxy) Run(ctx context.Context) {
 	}
 }
 
-// Sync decides the rules from what the proxy holds and applies them.
-func (p *Proxy) Sync(ctx context.Context) error {
+// sync decides the rules from what the proxy holds and applies them: as
+// an update of what the tables hold, or whole when that is unknown (the
+// first sync, after a failure), when an update cannot express the change,
+// or once per FullSyncPeriod.
+func (p *Proxy) sync(ctx context.Context) error {
 	start := time.Now()
-	cfg := p.config()
-	script := Render(Rules(p.services.list(), p.slices.list(), cfg))
-	err := p.nft(ctx, script)
-	res := SyncResult{Took: time.Since(start), Script: script, Err: err}
-	klog.FromContext(ctx).V(4).Info("Applied service rules", "took", res.Took, "bytes", len(script), "err", err)
+	next := Rules(p.services.list(), p.slices.list(), p.config())
+	res := SyncResult{Rules: next}
+	var emptied Stale
+	ok := false
+	if p.applied != nil && time.Since(p.lastFull) < FullSyncPeriod {
+		res.Script, emptied, ok = RenderUpdate(*p.applied, next, p.stale)
+	}
+	if !ok {
+		res.Script, emptied, res.Full = Render(next), nil, true
+	}
+	if res.Script != "" {
+		res.Err = p.nft(ctx, res.Script)
+	}
+	if res.Err != nil {
+		p.applied = nil
+	} else {
+		p.applied, p.stale = &next, emptied
+		if res.Full {
+			p.lastFull = start
+		}
+	}
+	res.Took = time.Since(start)
+	klog.FromContext(ctx).V(4).Info("Applied service rules", "took", res.Took, "full", res.Full, "bytes", len(res.Script), "err", res.Err)
 	if p.opts.OnSync != nil {
 		p.opts.OnSync(res)
 	}
-	return err
+	return res.Err
 }
 
 // config is the node's part of the decision: options, else the Node.

@@ -49,10 +49,7 @@ func DeleteScript() string {
 func (t *Table) render(b *strings.Builder) {
 	f := t.Family
 	tbl := f + " " + TableName
-	addr := "ipv4_addr"
-	if f == "ip6" {
-		addr = "ipv6_addr"
-	}
+	addr := addrType(f)
 	fmt.Fprintf(b, "add table %s\ndelete table %s\nadd table %s { comment \"service proxy of the kite agent\"; }\n", tbl, tbl, tbl)
 
 	// Every chain first, so that rules and verdict maps may name any.
@@ -128,4 +125,12 @@ func mapElements(b *strings.Builder, tbl, m string, elems []Element) {
 		parts[i] = e.Key + " : " + e.Value
 	}
 	fmt.Fprintf(b, "add element %s %s { %s }\n", tbl, m, strings.Join(parts, ", "))
+}
+
+// addrType is the nft type of family's addresses.
+func addrType(family string) string {
+	if family == "ip6" {
+		return "ipv6_addr"
+	}
+	return "ipv4_addr"
 }

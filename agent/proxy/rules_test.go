@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -314,14 +316,7 @@ func TestIPv6ServicesGoToTheIP6Table(t *testing.T) {
 // network namespace of its own (unshare), so that the kernel and nft
 // check the syntax and the references (nft -c changes nothing).
 func TestRenderedRulesLoad(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("not root: cannot make a network namespace to check the rules in")
-	}
-	for _, tool := range []string{"nft", "unshare"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("no %s: cannot check the rules", tool)
-		}
-	}
+	needNft(t)
 	affinity := func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }
 	etpLocal := func(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
 	named := func(name, ip string, port int32) func(*v1.Service) {
@@ -357,4 +352,111 @@ func writeTemp(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestUpdatesEndWhereAWholeRenderEnds applies a sequence of rulesets with
+// RenderUpdate, each after the previous, and checks that the kernel then
+// holds what a whole Render of the same ruleset gives (chains left empty
+// for the next update aside), in namespaces of their own.
+func TestUpdatesEndWhereAWholeRenderEnds(t *testing.T) {
+	needNft(t)
+	affinity := func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }
+	web := service("10.43.0.5", v1.ServiceTypeNodePort)
+	aff := service("10.43.0.6", v1.ServiceTypeClusterIP, affinity, func(s *v1.Service) { s.Name = "aff" })
+	affSlice := func(eps ...ep) *discovery.EndpointSlice {
+		s := slice(eps...)
+		s.Name, s.Labels[discovery.LabelServiceName] = "aff-1", "aff"
+		return s
+	}
+	steps := []struct {
+		name     string
+		services []*v1.Service
+		slices   []*discovery.EndpointSlice
+	}{
+		{"one Service", []*v1.Service{web}, []*discovery.EndpointSlice{slice(ready("10.42.0.2"), ready("10.42.0.3"))}},
+		{"an endpoint goes not ready", []*v1.Service{web}, []*discovery.EndpointSlice{slice(ready("10.42.0.2"), notReady("10.42.0.3"))}},
+		{"a Service with affinity comes", []*v1.Service{web, aff}, []*discovery.EndpointSlice{slice(ready("10.42.0.2")), affSlice(ready("10.42.0.7"), ready("10.42.0.8"))}},
+		{"no endpoint is ready", []*v1.Service{web, aff}, []*discovery.EndpointSlice{slice(notReady("10.42.0.2")), affSlice(ready("10.42.0.7"))}},
+		{"a Service goes", []*v1.Service{aff}, []*discovery.EndpointSlice{affSlice(ready("10.42.0.8"), readyOn("10.42.0.9", node))}},
+		{"nothing", nil, nil},
+	}
+	prev := Rules(nil, nil, cfg)
+	scripts := []string{Render(prev)}
+	var stale Stale
+	for _, s := range steps {
+		next := Rules(s.services, s.slices, cfg)
+		script, emptied, ok := RenderUpdate(prev, next, stale)
+		if !ok {
+			t.Fatalf("%s: no update from the previous ruleset", s.name)
+		}
+		scripts = append(scripts, script)
+		// What the same ruleset gives written whole.
+		want := canonicalRuleset(t, Render(next))
+		got := canonicalRuleset(t, scripts...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: after the updates the kernel holds\n%s\nwant, as a whole render gives,\n%s\nupdate script:\n%s", s.name, strings.Join(got, "\n"), strings.Join(want, "\n"), script)
+		}
+		prev, stale = next, emptied
+	}
+	if script, _, _ := RenderUpdate(prev, prev, stale); strings.Contains(script, "add ") || strings.Contains(script, "flush ") {
+		t.Errorf("an update to the same ruleset writes %q", script)
+	}
+}
+
+func needNft(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: cannot make a network namespace to check the rules in")
+	}
+	for _, tool := range []string{"nft", "unshare"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: cannot check the rules", tool)
+		}
+	}
+}
+
+// canonicalRuleset applies scripts in order in a new network namespace
+// and returns what the kernel then holds, as sorted JSON objects without
+// handles, element lists sorted, and chains without rules left out.
+func canonicalRuleset(t *testing.T, scripts ...string) []string {
+	t.Helper()
+	var sh strings.Builder
+	var args []string
+	for i, s := range scripts {
+		fmt.Fprintf(&sh, `nft -f "$%d" && `, i)
+		args = append(args, writeTemp(t, s))
+	}
+	sh.WriteString("nft -j list ruleset")
+	out, err := exec.Command("unshare", append([]string{"--net", "sh", "-c", sh.String()}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("nft: %v", err)
+	}
+	var listing struct {
+		Nftables []map[string]map[string]any `json:"nftables"`
+	}
+	if err := json.Unmarshal(out, &listing); err != nil {
+		t.Fatalf("nft -j: %v: %s", err, out)
+	}
+	withRules := map[string]bool{}
+	for _, o := range listing.Nftables {
+		if r, ok := o["rule"]; ok {
+			withRules[fmt.Sprint(r["family"], r["chain"])] = true
+		}
+	}
+	var objs []string
+	for _, o := range listing.Nftables {
+		for kind, v := range o {
+			if kind == "metainfo" || (kind == "chain" && !withRules[fmt.Sprint(v["family"], v["name"])]) {
+				continue
+			}
+			delete(v, "handle")
+			if elems, ok := v["elem"].([]any); ok {
+				slices.SortFunc(elems, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+			}
+			b, _ := json.Marshal(map[string]any{kind: v})
+			objs = append(objs, string(b))
+		}
+	}
+	slices.Sort(objs)
+	return objs
 }

@@ -72,7 +72,8 @@ func newSyncs() *syncs { return &syncs{more: make(chan struct{}, 1)} }
 
 func (s *syncs) observe(r proxy.SyncResult) {
 	s.mu.Lock()
-	s.last = append(s.last, applied{time.Now(), r.Script, r.Err})
+	// The whole state the tables hold, whatever the sync wrote.
+	s.last = append(s.last, applied{time.Now(), proxy.Render(r.Rules), r.Err})
 	s.mu.Unlock()
 	select {
 	case s.more <- struct{}{}:
@@ -80,7 +81,8 @@ func (s *syncs) observe(r proxy.SyncResult) {
 	}
 }
 
-// after waits for the first apply after since whose script satisfies ok,
+// after waits for the first apply after since whose rules (as a whole
+// script) satisfy ok,
 // and returns when it was done.
 func (s *syncs) after(t *testing.T, since time.Time, ok func(script string) bool) time.Time {
 	t.Helper()
