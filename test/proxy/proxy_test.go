@@ -295,29 +295,65 @@ func TestServiceProxyRoutesToReadyEndpoints(t *testing.T) {
 	})
 }
 
-// BenchmarkSync1000ServicesX10Endpoints is one whole sync of 1 000
-// NodePort Services of 10 ready endpoints each: the decision, the script
-// and nft applying it in a namespace of its own. Beside the wall time
-// (which a loaded machine stretches) it reports the CPU time of the
-// decision and of nft.
+// BenchmarkSync1000ServicesX10Endpoints is a sync of 1 000 NodePort
+// Services of 10 ready endpoints each, with nft applying it in a
+// namespace of its own: "whole" writes every table (the first sync),
+// "one-endpoint" is the update after one endpoint of one Service went not
+// ready (and back, every other op). Beside the wall time (which a loaded
+// machine stretches) it reports the CPU time of the decision and of nft.
 func BenchmarkSync1000ServicesX10Endpoints(b *testing.B) {
 	needNetns(b)
 	ns := newNetns(b, "bench")
 	svcs, eps := proxy.Fixture(1000, 10)
 	cfg := proxy.Config{NodeName: "n", NodePortIPs: []netip.Addr{netip.MustParseAddr("192.168.0.2")}, LocalCIDRs: []netip.Prefix{netip.MustParsePrefix("10.42.0.0/16")}}
 	nft := []string{"ip", "netns", "exec", ns, "nft"}
-	var decide time.Duration
-	before := childrenCPU(b)
-	for b.Loop() {
-		t0 := time.Now()
-		script := proxy.Render(proxy.Rules(svcs, eps, cfg))
-		decide += time.Since(t0)
+	apply := func(script string) {
 		if err := proxy.Apply(context.Background(), nft, script); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(decide.Microseconds())/float64(b.N)/1000, "ms-decide/op")
-	b.ReportMetric(float64((childrenCPU(b)-before).Microseconds())/float64(b.N)/1000, "ms-nft-cpu/op")
+	report := func(b *testing.B, decide, cpu time.Duration) {
+		b.ReportMetric(float64(decide.Microseconds())/float64(b.N)/1000, "ms-decide/op")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N)/1000, "ms-nft-cpu/op")
+	}
+	b.Run("whole", func(b *testing.B) {
+		var decide time.Duration
+		before := childrenCPU(b)
+		for b.Loop() {
+			t0 := time.Now()
+			script := proxy.Render(proxy.Rules(svcs, eps, cfg))
+			decide += time.Since(t0)
+			apply(script)
+		}
+		report(b, decide, childrenCPU(b)-before)
+	})
+	b.Run("one-endpoint", func(b *testing.B) {
+		prev := proxy.Rules(svcs, eps, cfg)
+		apply(proxy.Render(prev))
+		var stale proxy.Stale
+		changed := eps[500].DeepCopy()
+		changed.Endpoints[3].Conditions.Ready = ptr.To(false)
+		var decide time.Duration
+		before := childrenCPU(b)
+		i := 0
+		for b.Loop() {
+			i++
+			cur := slices.Clone(eps)
+			if i%2 == 1 {
+				cur[500] = changed
+			}
+			t0 := time.Now()
+			next := proxy.Rules(svcs, cur, cfg)
+			script, emptied, ok := proxy.RenderUpdate(prev, next, stale)
+			decide += time.Since(t0)
+			if !ok || script == "" {
+				b.Fatalf("no update: ok %v, script %q", ok, script)
+			}
+			apply(script)
+			prev, stale = next, emptied
+		}
+		report(b, decide, childrenCPU(b)-before)
+	})
 }
 
 // childrenCPU is the user and system time of the process's waited-for
