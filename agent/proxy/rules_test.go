@@ -380,8 +380,14 @@ func TestUpdatesEndWhereAWholeRenderEnds(t *testing.T) {
 		{"a Service goes", []*v1.Service{aff}, []*discovery.EndpointSlice{affSlice(ready("10.42.0.8"), readyOn("10.42.0.9", node))}},
 		{"nothing", nil, nil},
 	}
+	// The updates go to one namespace; each whole render to a new one.
+	ns := fmt.Sprintf("kite-proxy-test-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "delete", ns).Run() })
 	prev := Rules(nil, nil, cfg)
-	scripts := []string{Render(prev)}
+	canonicalRuleset(t, ns, Render(prev))
 	var stale Stale
 	for _, s := range steps {
 		next := Rules(s.services, s.slices, cfg)
@@ -389,10 +395,8 @@ func TestUpdatesEndWhereAWholeRenderEnds(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no update from the previous ruleset", s.name)
 		}
-		scripts = append(scripts, script)
-		// What the same ruleset gives written whole.
-		want := canonicalRuleset(t, Render(next))
-		got := canonicalRuleset(t, scripts...)
+		got := canonicalRuleset(t, ns, script)
+		want := canonicalRuleset(t, "", Render(next))
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: after the updates the kernel holds\n%s\nwant, as a whole render gives,\n%s\nupdate script:\n%s", s.name, strings.Join(got, "\n"), strings.Join(want, "\n"), script)
 		}
@@ -415,19 +419,18 @@ func needNft(t *testing.T) {
 	}
 }
 
-// canonicalRuleset applies scripts in order in a new network namespace
-// and returns what the kernel then holds, as sorted JSON objects without
-// handles, element lists sorted, and chains without rules left out.
-func canonicalRuleset(t *testing.T, scripts ...string) []string {
+// canonicalRuleset applies script in network namespace ns (a new one
+// when ns is empty) and returns what the kernel then holds, as sorted
+// JSON objects without handles, element lists sorted, and chains without
+// rules left out.
+func canonicalRuleset(t *testing.T, ns, script string) []string {
 	t.Helper()
-	var sh strings.Builder
-	var args []string
-	for i, s := range scripts {
-		fmt.Fprintf(&sh, `nft -f "$%d" && `, i)
-		args = append(args, writeTemp(t, s))
+	sh := []string{"unshare", "--net"}
+	if ns != "" {
+		sh = []string{"ip", "netns", "exec", ns}
 	}
-	sh.WriteString("nft -j list ruleset")
-	out, err := exec.Command("unshare", append([]string{"--net", "sh", "-c", sh.String()}, args...)...).Output()
+	sh = append(sh, "sh", "-c", `nft -f "$0" && nft -j list ruleset`, writeTemp(t, script))
+	out, err := exec.Command(sh[0], sh[1:]...).Output()
 	if err != nil {
 		t.Fatalf("nft: %v", err)
 	}
