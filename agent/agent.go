@@ -44,6 +44,7 @@ import (
 	"github.com/kite-project/kite/agent/nodeevents"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/podsync"
+	"github.com/kite-project/kite/agent/proxy"
 	"github.com/kite-project/kite/agent/runtime"
 	"github.com/kite-project/kite/agent/server"
 	"github.com/kite-project/kite/agent/source/api"
@@ -129,6 +130,12 @@ type Options struct {
 	// Node configures the Node's registration, status and Lease (with a
 	// REST config); its Client and NodeName are filled in by New.
 	Node node.Options
+	// ProxyMode is the service proxy: ProxyNFTables runs agent/proxy
+	// (with a REST config), ProxyNone or empty runs none.
+	ProxyMode string
+	// Proxy configures the service proxy; its Client and NodeName are
+	// filled in by New.
+	Proxy proxy.Options
 }
 
 // SyncLoop is the sync loop: it consumes the merge's operations (mirror
@@ -172,6 +179,7 @@ func FromOptions(o *options.Options) (Options, error) {
 
 		ContainerRuntime:         o.ContainerRuntime,
 		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
+		ProxyMode:                ProxyModeFor(o),
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),
 			Port:    o.Config.Port,
@@ -224,6 +232,7 @@ type Agent struct {
 	// containerd child, if any; nil for none.
 	closeRuntime func()
 	server       *server.Server // nil when it runs no pods
+	proxy        *proxy.Proxy   // nil without a service proxy
 	serverLn     net.Listener
 	served       podSet // the pods handed to the sync loop, for /pods
 	// running guards against a second Run, which would start every part
@@ -325,6 +334,9 @@ func New(opts Options) (_ *Agent, err error) {
 			return nil, err
 		}
 	}
+	if a.proxy, err = newProxy(opts, cs); err != nil {
+		return nil, err
+	}
 	if cs != nil {
 		nodeOpts := opts.Node
 		nodeOpts.Client, nodeOpts.NodeName = cs, opts.NodeName
@@ -423,6 +435,9 @@ func (a *Agent) Run(ctx context.Context) {
 	}
 	if a.events != nil {
 		wg.Go(func() { a.events.Run(ctx) })
+	}
+	if a.proxy != nil {
+		wg.Go(func() { a.proxy.Run(ctx) })
 	}
 	a.forward(ctx)
 }

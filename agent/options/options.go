@@ -64,6 +64,9 @@ type Options struct {
 	// already, unix:///... (--container-runtime-endpoint); it wins over
 	// ContainerRuntime.
 	ContainerRuntimeEndpoint string
+	// ProxyMode is the service proxy (--proxy-mode): "nftables", "none",
+	// or empty for nftables where it can run (docs/proxy.md).
+	ProxyMode string
 	// Config holds what the file and the flags set.
 	Config AgentConfiguration
 }
@@ -105,6 +108,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels added to the Node at registration, key=value pairs separated by ','.")
 	fs.StringVar(&o.ContainerRuntime, "container-runtime", o.ContainerRuntime, "The container runtime: 'process' (the default: containers as host processes, no images) or 'containerd' (pods from OCI images through the CRI; Kite runs containerd with its own configuration, socket and state under <root-dir>/containerd; needs containerd and runc installed, see docs/runtime.md).")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The socket of a CRI runtime that runs already (unix:///run/containerd/containerd.sock); overrides --container-runtime.")
+	fs.StringVar(&o.ProxyMode, "proxy-mode", o.ProxyMode, "The service proxy: 'nftables' (Services' cluster IPs and node ports routed to their endpoints by rules in the nftables tables ip and ip6 kite-proxy, as kube-proxy's nftables mode), 'none', or empty: nftables when running as root with nft installed and the containerd runtime (pods with their own network), none otherwise (docs/proxy.md).")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Number of pods the node can run (its capacity.pods).")
 	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")

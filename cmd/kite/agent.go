@@ -16,6 +16,7 @@ import (
 	"github.com/kite-project/kite/agent"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
+	"github.com/kite-project/kite/agent/proxy"
 )
 
 func newAgentCommand() *cobra.Command {
@@ -89,6 +90,9 @@ func startAgent(ctx context.Context, out io.Writer, log logr.Logger, opts agent.
 		return nil, nil, err
 	}
 	fmt.Fprintf(out, "kite: agent for node %s, pod sources: %s\n", opts.NodeName, strings.Join(sourceNames(opts), ", "))
+	if opts.ProxyMode == agent.ProxyNFTables {
+		fmt.Fprintf(out, "kite: service proxy: nftables, tables ip and ip6 %s\n", proxy.TableName)
+	}
 	ctx, cancel := context.WithCancel(klog.NewContext(ctx, log))
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Run(ctx) })
