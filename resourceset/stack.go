@@ -116,7 +116,11 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 		if err != nil {
 			return nil, err
 		}
-		return &Stack{Store: store, OpenAPI: Describe(strat), Stop: noStop}, nil
+		describe := Describe(strat)
+		if so.OpenAPI != nil {
+			describe = *so.OpenAPI
+		}
+		return &Stack{Store: store, OpenAPI: describe, Stop: noStop}, nil
 	}
 	codec := so.Codec
 	if codec == nil {
