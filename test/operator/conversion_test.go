@@ -2,10 +2,12 @@ package operator_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
@@ -93,6 +96,8 @@ type conversionServer struct {
 	mu       sync.Mutex
 	fault    string
 	requests []apiextensionsv1.ConversionRequest
+	reviews  []string // the reviews' apiVersions
+	caBundle []byte
 }
 
 func newConversionServer(t *testing.T) *conversionServer {
@@ -106,7 +111,7 @@ func newConversionServer(t *testing.T) *conversionServer {
 	}
 	handler := conversion.NewWebhookHandler(scheme, reg)
 	s := &conversionServer{}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		review := &apiextensionsv1.ConversionReview{}
 		if err := json.Unmarshal(body, review); err != nil || review.Request == nil {
@@ -115,6 +120,7 @@ func newConversionServer(t *testing.T) *conversionServer {
 		}
 		s.mu.Lock()
 		s.requests = append(s.requests, *review.Request)
+		s.reviews = append(s.reviews, review.APIVersion)
 		fault := s.fault
 		s.mu.Unlock()
 		resp := &apiextensionsv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
@@ -148,6 +154,20 @@ func newConversionServer(t *testing.T) *conversionServer {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(&apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Response: resp})
 	}))
+	// Its own CA, which the CRD's caBundle carries.
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// certPEM is the serving certificate, then its CA.
+	_, rest := pem.Decode(certPEM)
+	s.caBundle = rest
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	s.StartTLS()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -228,7 +248,7 @@ func TestCRDConversionWebhook(t *testing.T) {
 	}
 	defer srv.Close()
 	hook := newConversionServer(t)
-	caBundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+	caBundle := hook.caBundle
 
 	crds, err := apiextensionsclient.NewForConfig(srv.RESTConfig())
 	if err != nil {
@@ -403,4 +423,29 @@ func TestCRDConversionWebhook(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("v1beta1 reviews after a CRD change", func(t *testing.T) {
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "gadgets.operator.example.com", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd.Spec.Conversion.Webhook.ConversionReviewVersions = []string{"v1beta1"}
+		if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update the CRD: %v", err)
+		}
+		// Served anew once the new generation is installed: reviews
+		// turn v1beta1.
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := v2.Get(ctx, "two", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			check("v2", got)
+			hook.mu.Lock()
+			defer hook.mu.Unlock()
+			return hook.reviews[len(hook.reviews)-1] == "apiextensions.k8s.io/v1beta1", nil
+		}); err != nil {
+			t.Fatalf("no v1beta1 review: %v", err)
+		}
+	})
 }
