@@ -487,9 +487,7 @@ func (c versionCodec) Decode(data []byte, defaults *schema.GroupVersionKind, int
 		return obj, gvk, err
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		// Whatever version it was stored in: objects written before
-		// the storage version changed keep their old apiVersion in etcd.
-		if u.GetAPIVersion() != c.served.String() {
+		if c.served != c.storedAs {
 			u.SetAPIVersion(c.served.String())
 		}
 		if c.defaults != nil {
