@@ -43,6 +43,18 @@ type BatchConverter interface {
 	FromStored(ctx context.Context, stored []runtime.Object) ([]runtime.Object, error)
 }
 
+// ConvertToStored converts obj, an object of the resource, into the
+// stored kind (a new object).
+func (c *Conversion) ConvertToStored(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	return c.toStored(ctx, obj)
+}
+
+// ConvertFromStored converts a stored object into the resource's (a new
+// object).
+func (c *Conversion) ConvertFromStored(ctx context.Context, stored runtime.Object) (runtime.Object, error) {
+	return c.fromStoredOne(ctx, stored)
+}
+
 // toStored converts one object of the resource into the stored kind.
 func (c *Conversion) toStored(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
 	if c.Batch != nil {

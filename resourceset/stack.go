@@ -216,6 +216,11 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 			return nil
 		}
 		return set.Store(gr)
+	}, Equivalents: func(gvr schema.GroupVersionResource, subresource string) []webhook.Equivalent {
+		if set == nil {
+			return nil
+		}
+		return set.Equivalents(gvr, subresource)
 	}})
 	if err != nil {
 		return nil, err
