@@ -212,6 +212,9 @@ func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *bui
 		if err != nil {
 			return nil, err
 		}
+		if converter != nil && v.Name == storageVersion {
+			st.Etcd = s.raw.Etcd // its objects are counted as the resource's
+		}
 		b.stacks = append(b.stacks, st)
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
 		if v.Name == storageVersion {

@@ -424,6 +424,32 @@ func TestCRDConversionWebhook(t *testing.T) {
 		})
 	}
 
+	t.Run("watch with a failing webhook", func(t *testing.T) {
+		list, err := v2.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := v2.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		hook.setFault("failure")
+		defer hook.setFault("")
+		if _, err := v1.Create(ctx, gadget("v1", "unconvertible", map[string]any{"hostPort": "a:1"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-w.ResultChan():
+			status, ok := ev.Object.(*metav1.Status)
+			if ev.Type != watch.Error || !ok || status.Code != http.StatusInternalServerError || !strings.Contains(status.Message, "gadget conversion is off") {
+				t.Errorf("watch in v2 got %s %v, want a 500 error event with the webhook's message", ev.Type, ev.Object)
+			}
+		case <-ctx.Done():
+			t.Fatal("watch in v2: no event")
+		}
+	})
+
 	t.Run("v1beta1 reviews after a CRD change", func(t *testing.T) {
 		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "gadgets.operator.example.com", metav1.GetOptions{})
 		if err != nil {
