@@ -139,6 +139,16 @@ func (c *convertingStorage) toStored(ctx context.Context, obj runtime.Object) (r
 	return c.conv.toStored(ctx, obj)
 }
 
+// cached converts the caller's cached copy of the object, a hint that
+// saves the inner storage a read. A batch converter (a webhook) is not
+// called for a hint: the inner storage reads the object itself.
+func (c *convertingStorage) cached(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	if c.conv.Batch != nil {
+		return nil, nil
+	}
+	return c.toStored(ctx, obj)
+}
+
 func (c *convertingStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	stored, err := c.toStored(ctx, obj)
 	if err != nil {
@@ -152,7 +162,7 @@ func (c *convertingStorage) Create(ctx context.Context, key string, obj, out run
 }
 
 func (c *convertingStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, cachedExistingObject runtime.Object, opts storage.DeleteOptions) error {
-	cached, err := c.toStored(ctx, cachedExistingObject)
+	cached, err := c.cached(ctx, cachedExistingObject)
 	if err != nil {
 		return err
 	}
@@ -226,7 +236,7 @@ func (c *convertingStorage) GetList(ctx context.Context, key string, opts storag
 }
 
 func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cachedExistingObject runtime.Object) error {
-	cached, err := c.toStored(ctx, cachedExistingObject)
+	cached, err := c.cached(ctx, cachedExistingObject)
 	if err != nil {
 		return err
 	}
