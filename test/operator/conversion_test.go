@@ -100,7 +100,7 @@ type conversionServer struct {
 	caBundle []byte
 }
 
-func newConversionServer(t *testing.T) *conversionServer {
+func newConversionServer(t testing.TB) *conversionServer {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypeWithName(gadgetsV1.GroupVersion().WithKind("Gadget"), &gadgetV1{})
@@ -474,4 +474,39 @@ func TestCRDConversionWebhook(t *testing.T) {
 			t.Fatalf("no v1beta1 review: %v", err)
 		}
 	})
+}
+
+// BenchmarkListThroughConversionWebhook lists 100 gadgets stored as v1
+// in v1 (no conversion) and in v2 (one ConversionReview of 100 objects
+// to the webhook over a kept-alive TLS connection).
+func BenchmarkListThroughConversionWebhook(b *testing.B) {
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
+	defer cancel()
+	hook := newConversionServer(b)
+	srv, err := kite.Start(ctx, kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal",
+		CRDs: []*apiextensionsv1.CustomResourceDefinition{gadgetCRD(hook.URL+"/convert", hook.caBundle)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	dyn, err := dynamic.NewForConfig(srv.RESTConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		if _, err := dyn.Resource(gadgetsV1).Namespace("default").Create(ctx, gadget("v1", fmt.Sprintf("g%d", i), map[string]any{"hostPort": "h:1"}), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{gadgetsV1, gadgetsV2} {
+		b.Run(gvr.Version, func(b *testing.B) {
+			client := dyn.Resource(gvr).Namespace("default")
+			for b.Loop() {
+				list, err := client.List(ctx, metav1.ListOptions{})
+				if err != nil || len(list.Items) != 100 {
+					b.Fatalf("list: %d items, %v", len(list.Items), err)
+				}
+			}
+		})
+	}
 }
