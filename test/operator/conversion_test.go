@@ -474,6 +474,48 @@ func TestCRDConversionWebhook(t *testing.T) {
 			t.Fatalf("no v1beta1 review: %v", err)
 		}
 	})
+
+	t.Run("storage version changes", func(t *testing.T) {
+		crd, err := crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "gadgets.operator.example.com", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd.Spec.Versions[0].Storage, crd.Spec.Versions[1].Storage = false, true
+		crd, err = crds.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("make v2 the storage version: %v", err)
+		}
+		if err := srv.CustomResources().Ensure(ctx, []*apiextensionsv1.CustomResourceDefinition{crd}); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := hook.calls()
+		if _, err := v2.Create(ctx, gadget("v2", "four", map[string]any{"host": "four", "port": "4"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := hook.calls(); after != before {
+			t.Errorf("a create in the storage version v2 made %d reviews, want none", after-before)
+		}
+		want["v1"]["four"], want["v2"]["four"] = map[string]any{"hostPort": "four:4"}, map[string]any{"host": "four", "port": "4"}
+		// Objects stored in v1 and in v2 side by side: a list sends each
+		// version only what is not in it already.
+		for version, client := range map[string]dynamic.ResourceInterface{"v1": v1, "v2": v2} {
+			before, _ := hook.calls()
+			list, err := client.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("list in %s: %v", version, err)
+			}
+			if len(list.Items) != 5 {
+				t.Fatalf("list in %s: %d items, want 5", version, len(list.Items))
+			}
+			for i := range list.Items {
+				check(version, &list.Items[i])
+			}
+			after, req := hook.calls()
+			if wantSent := map[string]int{"v1": 1, "v2": 4}[version]; after != before+1 || len(req.Objects) != wantSent {
+				t.Errorf("a list in %s made %d reviews (the last of %d objects), want one of %d", version, after-before, len(req.Objects), wantSent)
+			}
+		}
+	})
 }
 
 // BenchmarkListThroughConversionWebhook lists 100 gadgets stored as v1
