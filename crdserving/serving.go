@@ -40,11 +40,12 @@ type Serving struct {
 func New(ctx context.Context, set *resourceset.Set) (*Serving, error) {
 	// Conversion webhooks behind a Service are reached as admission
 	// webhooks are: through the Service's EndpointSlices.
-	conversions, err := apiextensions.NewConversions(&webhook.ServiceResolver{Stores: set.Store})
+	gvs, schemes := apiextensions.ConversionReviewGroupVersions()
+	clients, err := webhook.NewClientManager(&webhook.ServiceResolver{Stores: set.Store}, gvs, schemes...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("conversion webhooks: %w", err)
 	}
-	s := &Serving{resources: set, installer: &installer{ctx: ctx, resources: set, conversions: conversions, served: map[string]*servedCRD{}}}
+	s := &Serving{resources: set, installer: &installer{ctx: ctx, resources: set, conversions: apiextensions.NewConversions(clients), served: map[string]*servedCRD{}}}
 	s.follower, err = newFollower(set.Store("customresourcedefinitions.apiextensions.k8s.io"), s.installer)
 	if err != nil {
 		return nil, err

@@ -32,25 +32,18 @@ type Conversions struct {
 	clients webhookutil.ClientManager
 }
 
-// NewConversions returns the converters' factory; resolver turns a
-// webhook's Service reference into an address (registry/webhook's
-// ServiceResolver reads the Service's EndpointSlices).
-func NewConversions(resolver webhookutil.ServiceResolver) (*Conversions, error) {
-	cm, err := webhookutil.NewClientManager([]schema.GroupVersion{apiextensionsv1.SchemeGroupVersion, apiextensionsv1beta1.SchemeGroupVersion},
-		apiextensionsv1.AddToScheme, apiextensionsv1beta1.AddToScheme)
-	if err != nil {
-		return nil, fmt.Errorf("conversion webhook client manager: %w", err)
-	}
-	auth, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
-	if err != nil {
-		return nil, fmt.Errorf("conversion webhook authentication: %w", err)
-	}
-	cm.SetAuthenticationInfoResolver(auth)
-	cm.SetServiceResolver(resolver)
-	if err := cm.Validate(); err != nil {
-		return nil, err
-	}
-	return &Conversions{clients: cm}, nil
+// NewConversions returns the converters' factory over a webhook client
+// manager for ConversionReviews (registry/webhook.NewClientManager with
+// ConversionReviewGroupVersions).
+func NewConversions(clients webhookutil.ClientManager) *Conversions {
+	return &Conversions{clients: clients}
+}
+
+// ConversionReviewGroupVersions are the ConversionReview versions and
+// their schemes, for the client manager.
+func ConversionReviewGroupVersions() ([]schema.GroupVersion, []func(*runtime.Scheme) error) {
+	return []schema.GroupVersion{apiextensionsv1.SchemeGroupVersion, apiextensionsv1beta1.SchemeGroupVersion},
+		[]func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, apiextensionsv1beta1.AddToScheme}
 }
 
 // Converter returns the converter of crd's conversion webhook.

@@ -81,22 +81,13 @@ type Dispatcher struct {
 
 // New returns a Dispatcher.
 func New(opts Options) (*Dispatcher, error) {
-	cm, err := webhookutil.NewClientManager([]schema.GroupVersion{admissionv1.SchemeGroupVersion, admissionv1beta1.SchemeGroupVersion},
-		admissionv1.AddToScheme, admissionv1beta1.AddToScheme)
-	if err != nil {
-		return nil, fmt.Errorf("webhook client manager: %w", err)
-	}
-	auth, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
-	if err != nil {
-		return nil, fmt.Errorf("webhook authentication: %w", err)
-	}
-	cm.SetAuthenticationInfoResolver(auth)
 	resolver := opts.Resolver
 	if resolver == nil {
 		resolver = &ServiceResolver{Stores: opts.Stores}
 	}
-	cm.SetServiceResolver(resolver)
-	if err := cm.Validate(); err != nil {
+	cm, err := NewClientManager(resolver, []schema.GroupVersion{admissionv1.SchemeGroupVersion, admissionv1beta1.SchemeGroupVersion},
+		admissionv1.AddToScheme, admissionv1beta1.AddToScheme)
+	if err != nil {
 		return nil, err
 	}
 	return &Dispatcher{
@@ -106,6 +97,27 @@ func New(opts Options) (*Dispatcher, error) {
 		compiler:    plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
 		matchers:    map[string]matchconditions.Matcher{},
 	}, nil
+}
+
+// NewClientManager returns upstream's webhook ClientManager for reviews
+// of gvs (AdmissionReview, ConversionReview): one REST client per client
+// configuration, kept and reused; no credentials of the server's; Service
+// references resolved by resolver.
+func NewClientManager(resolver webhookutil.ServiceResolver, gvs []schema.GroupVersion, addToScheme ...func(*runtime.Scheme) error) (webhookutil.ClientManager, error) {
+	cm, err := webhookutil.NewClientManager(gvs, addToScheme...)
+	if err != nil {
+		return webhookutil.ClientManager{}, fmt.Errorf("webhook client manager: %w", err)
+	}
+	auth, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
+	if err != nil {
+		return webhookutil.ClientManager{}, fmt.Errorf("webhook authentication: %w", err)
+	}
+	cm.SetAuthenticationInfoResolver(auth)
+	cm.SetServiceResolver(resolver)
+	if err := cm.Validate(); err != nil {
+		return webhookutil.ClientManager{}, err
+	}
+	return cm, nil
 }
 
 // MutatingPlugin is the MutatingAdmissionWebhook plugin.
