@@ -38,6 +38,9 @@ import (
 type installer struct {
 	ctx       context.Context // stacks run under it
 	resources *resourceset.Set
+	// conversions makes the converters of CRDs with a conversion
+	// webhook.
+	conversions *apiextensions.Conversions
 
 	// mu guards served and orders installs.
 	mu     sync.Mutex
@@ -82,6 +85,18 @@ type servedCRD struct {
 	// terminating is set once the CRD's deletion began.
 	terminating atomic.Bool
 	storage     *registry.Store
+	// raw, for a CRD with a conversion webhook, is the stack that holds
+	// its objects as they are stored (in any of its versions), which
+	// every served version converts through; it is not routed.
+	raw *resourceset.Stack
+}
+
+// stop stops the stack that is not routed (the routed ones are the
+// set's to stop).
+func (s *servedCRD) stop() {
+	if s != nil && s.raw != nil {
+		s.raw.Stop()
+	}
 }
 
 // Install serves the resources of Established CRDs from now on, or
@@ -157,6 +172,12 @@ func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *bui
 			c.discard(b)
 		}
 	}()
+	var converter *apiextensions.WebhookConverter
+	if conv := crd.Spec.Conversion; conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
+		if converter, err = c.buildRaw(s, crd, storageVersion); err != nil {
+			return nil, err
+		}
+	}
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
@@ -178,9 +199,21 @@ func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *bui
 		if err != nil {
 			return nil, err
 		}
-		st, err := c.resources.Builder().Build(c.ctx, strat, resourceset.StackOptions{Codec: codec, OpenAPI: oa})
+		so := resourceset.StackOptions{Codec: codec, OpenAPI: oa}
+		if converter != nil {
+			// Every version, the storage version too (objects written
+			// before the storage version changed are in another),
+			// converts through the one stack of stored objects.
+			strat.StoredWith = strat.GroupResource()
+			strat.Conversion = apiextensions.WebhookConversion(crd, v.Name, strat, converter)
+			so.StoredWith = s.raw.Store.Storage()
+		}
+		st, err := c.resources.Builder().Build(c.ctx, strat, so)
 		if err != nil {
 			return nil, err
+		}
+		if converter != nil && v.Name == storageVersion {
+			st.Etcd = s.raw.Etcd // its objects are counted as the resource's
 		}
 		b.stacks = append(b.stacks, st)
 		s.gvrs = append(s.gvrs, strat.GroupVersionResource())
@@ -189,6 +222,31 @@ func (c *installer) build(crd *apiextensionsv1.CustomResourceDefinition) (_ *bui
 		}
 	}
 	return b, nil
+}
+
+// buildRaw builds the stack of a CRD's stored objects as they are, for
+// the CRD's conversion webhook to convert (s.raw), and returns the
+// webhook's converter.
+func (c *installer) buildRaw(s *servedCRD, crd *apiextensionsv1.CustomResourceDefinition, storageVersion string) (*apiextensions.WebhookConverter, error) {
+	if c.conversions == nil {
+		return nil, fmt.Errorf("conversion webhooks are not served")
+	}
+	converter, err := c.conversions.Converter(crd)
+	if err != nil {
+		return nil, err
+	}
+	strat, err := apiextensions.CustomResourceStrategy(crd, storageVersion)
+	if err != nil {
+		return nil, err
+	}
+	// Stored objects are read as they were written: pruning and
+	// defaults are each served version's, after conversion.
+	strat.Default = nil
+	s.raw, err = c.resources.Builder().Build(c.ctx, strat, resourceset.StackOptions{Codec: unstructured.UnstructuredJSONScheme})
+	if err != nil {
+		return nil, fmt.Errorf("storage of %s: %w", crd.Name, err)
+	}
+	return converter, nil
 }
 
 // serve routes the built CRDs' resources as one change, in place of
@@ -220,6 +278,7 @@ func (c *installer) serve(batch []*builtCRD) error {
 			// The new serving set its own columns and schemas over the
 			// old one's; only the kinds it no longer has are dropped.
 			c.forget(b.replaces, b.served.kinds)
+			b.replaces.stop()
 		}
 		c.served[b.name] = b.served
 	}
@@ -231,6 +290,7 @@ func (c *installer) discard(b *builtCRD) {
 	for _, st := range b.stacks {
 		st.Stop()
 	}
+	b.served.stop()
 	c.forget(b.served, nil)
 }
 
@@ -262,6 +322,7 @@ func (c *installer) uninstallLocked(name string) {
 			klog.ErrorS(err, "Custom resources still served", "crd", name)
 		}
 		c.forget(s, nil)
+		s.stop()
 		delete(c.served, name)
 	}
 }

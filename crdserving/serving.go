@@ -17,7 +17,9 @@ import (
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/controllers/crd"
 	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/table"
+	"github.com/kite-project/kite/registry/webhook"
 	"github.com/kite-project/kite/resourceset"
 )
 
@@ -36,8 +38,14 @@ type Serving struct {
 // New returns what serves the custom resources of set's CRDs; their
 // stacks run under ctx.
 func New(ctx context.Context, set *resourceset.Set) (*Serving, error) {
-	s := &Serving{resources: set, installer: &installer{ctx: ctx, resources: set, served: map[string]*servedCRD{}}}
-	var err error
+	// Conversion webhooks behind a Service are reached as admission
+	// webhooks are: through the Service's EndpointSlices.
+	gvs, schemes := apiextensions.ConversionReviewGroupVersions()
+	clients, err := webhook.NewClientManager(&webhook.ServiceResolver{Stores: set.Store}, gvs, schemes...)
+	if err != nil {
+		return nil, fmt.Errorf("conversion webhooks: %w", err)
+	}
+	s := &Serving{resources: set, installer: &installer{ctx: ctx, resources: set, conversions: apiextensions.NewConversions(clients), served: map[string]*servedCRD{}}}
 	s.follower, err = newFollower(set.Store("customresourcedefinitions.apiextensions.k8s.io"), s.installer)
 	if err != nil {
 		return nil, err

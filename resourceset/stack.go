@@ -116,7 +116,11 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 		if err != nil {
 			return nil, err
 		}
-		return &Stack{Store: store, OpenAPI: Describe(strat), Stop: noStop}, nil
+		describe := Describe(strat)
+		if so.OpenAPI != nil {
+			describe = *so.OpenAPI
+		}
+		return &Stack{Store: store, OpenAPI: describe, Stop: noStop}, nil
 	}
 	codec := so.Codec
 	if codec == nil {
@@ -212,6 +216,11 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 			return nil
 		}
 		return set.Store(gr)
+	}, Equivalents: func(gvr schema.GroupVersionResource, subresource string) []webhook.Equivalent {
+		if set == nil {
+			return nil
+		}
+		return set.Equivalents(gvr, subresource)
 	}})
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			if in == nil {
 				return errs
 			}
-			return append(validation.ValidateCustomResourceDefinition(context.Background(), in), refuseWebhook(obj)...)
+			return validation.ValidateCustomResourceDefinition(context.Background(), in)
 		},
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			in, errs := toInternal(obj)
@@ -71,7 +71,7 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			if in == nil || oldIn == nil {
 				return append(errs, oldErrs...)
 			}
-			return append(validation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn), refuseWebhook(obj)...)
+			return validation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn)
 		},
 		MarkForDeletion: markForDeletion(now),
 		Subresources: map[string]*registry.Subresource{
@@ -95,17 +95,6 @@ func Strategy(now func() time.Time) *registry.Strategy {
 			},
 		},
 	}
-}
-
-// refuseWebhook refuses the Webhook conversion strategy, which Kite does
-// not run yet: a CRD that needs it would otherwise be served with objects
-// in the wrong version.
-func refuseWebhook(obj runtime.Object) field.ErrorList {
-	c := obj.(*apiextensionsv1.CustomResourceDefinition).Spec.Conversion
-	if c == nil || c.Strategy != apiextensionsv1.WebhookConverter {
-		return nil
-	}
-	return field.ErrorList{field.NotSupported(field.NewPath("spec", "conversion", "strategy"), c.Strategy, []string{string(apiextensionsv1.NoneConverter)})}
 }
 
 // recordStorageVersion adds the storage version to status.storedVersions

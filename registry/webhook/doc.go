@@ -31,8 +31,9 @@
 //     endpoints when that resource is served, else to its clusterIP
 //     (Resolver).
 //
-// matchPolicy Equivalent is treated as Exact: Kite serves one version of
-// each built-in resource, so the only requests it would change are those
-// of custom resources with several versions, which would need the object
-// converted for the webhook.
+// Under matchPolicy Equivalent (v1's default) a webhook whose rules miss
+// the request's resource is called when they match an equivalent one
+// (Options.Equivalents: served over the same storage), with the objects
+// converted to that resource's kind and a mutating webhook's patch
+// converted back.
 package webhook

@@ -46,12 +46,33 @@ type Options struct {
 	// Resolver turns a Service reference into an address; nil means
 	// through the Stores (ServiceResolver).
 	Resolver webhookutil.ServiceResolver
+	// Equivalents finds the resources equivalent to a request's, for
+	// webhooks whose matchPolicy is Equivalent; nil means none.
+	Equivalents Equivalents
+}
+
+// Equivalents returns the resources served over the same storage as
+// resource (its subresource, if any), as upstream's
+// EquivalentResourceMapper: the other versions of a CRD, events.k8s.io
+// events and core events.
+type Equivalents func(resource schema.GroupVersionResource, subresource string) []Equivalent
+
+// Equivalent is one resource equivalent to a request's.
+type Equivalent struct {
+	Resource schema.GroupVersionResource
+	// Kind is the kind of its objects (of the subresource's, for a
+	// subresource).
+	Kind schema.GroupVersionKind
+	// Convert converts an object of the request's resource into Kind;
+	// ConvertBack converts one of Kind back. Both return new objects.
+	Convert, ConvertBack func(ctx context.Context, obj runtime.Object) (runtime.Object, error)
 }
 
 // Dispatcher calls the webhooks of the configurations in its stores.
 type Dispatcher struct {
-	stores  Stores
-	clients webhookutil.ClientManager
+	stores      Stores
+	equivalents Equivalents
+	clients     webhookutil.ClientManager
 	// compiler compiles matchConditions once per webhook version.
 	compiler plugincel.ConditionCompiler
 	mu       sync.Mutex
@@ -60,30 +81,43 @@ type Dispatcher struct {
 
 // New returns a Dispatcher.
 func New(opts Options) (*Dispatcher, error) {
-	cm, err := webhookutil.NewClientManager([]schema.GroupVersion{admissionv1.SchemeGroupVersion, admissionv1beta1.SchemeGroupVersion},
-		admissionv1.AddToScheme, admissionv1beta1.AddToScheme)
-	if err != nil {
-		return nil, fmt.Errorf("webhook client manager: %w", err)
-	}
-	auth, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
-	if err != nil {
-		return nil, fmt.Errorf("webhook authentication: %w", err)
-	}
-	cm.SetAuthenticationInfoResolver(auth)
 	resolver := opts.Resolver
 	if resolver == nil {
 		resolver = &ServiceResolver{Stores: opts.Stores}
 	}
-	cm.SetServiceResolver(resolver)
-	if err := cm.Validate(); err != nil {
+	cm, err := NewClientManager(resolver, []schema.GroupVersion{admissionv1.SchemeGroupVersion, admissionv1beta1.SchemeGroupVersion},
+		admissionv1.AddToScheme, admissionv1beta1.AddToScheme)
+	if err != nil {
 		return nil, err
 	}
 	return &Dispatcher{
-		stores:   opts.Stores,
-		clients:  cm,
-		compiler: plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
-		matchers: map[string]matchconditions.Matcher{},
+		stores:      opts.Stores,
+		equivalents: opts.Equivalents,
+		clients:     cm,
+		compiler:    plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
+		matchers:    map[string]matchconditions.Matcher{},
 	}, nil
+}
+
+// NewClientManager returns upstream's webhook ClientManager for reviews
+// of gvs (AdmissionReview, ConversionReview): one REST client per client
+// configuration, kept and reused; no credentials of the server's; Service
+// references resolved by resolver.
+func NewClientManager(resolver webhookutil.ServiceResolver, gvs []schema.GroupVersion, addToScheme ...func(*runtime.Scheme) error) (webhookutil.ClientManager, error) {
+	cm, err := webhookutil.NewClientManager(gvs, addToScheme...)
+	if err != nil {
+		return webhookutil.ClientManager{}, fmt.Errorf("webhook client manager: %w", err)
+	}
+	auth, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
+	if err != nil {
+		return webhookutil.ClientManager{}, fmt.Errorf("webhook authentication: %w", err)
+	}
+	cm.SetAuthenticationInfoResolver(auth)
+	cm.SetServiceResolver(resolver)
+	if err := cm.Validate(); err != nil {
+		return webhookutil.ClientManager{}, err
+	}
+	return cm, nil
 }
 
 // MutatingPlugin is the MutatingAdmissionWebhook plugin.
@@ -110,14 +144,16 @@ type hook struct {
 	matchConditions                   []admissionregistrationv1.MatchCondition
 	reviewVersions                    []string
 	reinvoke                          bool
+	// equivalent: matchPolicy Equivalent (v1's default).
+	equivalent bool
 }
 
 func newHook(cfg metav1.ObjectMeta, i int, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
-	fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass, timeout *int32, ns, obj *metav1.LabelSelector,
+	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass, timeout *int32, ns, obj *metav1.LabelSelector,
 	mc []admissionregistrationv1.MatchCondition, versions []string) hook {
 	h := hook{config: cfg.Name, key: fmt.Sprintf("%s/%s/%d", cfg.UID, cfg.ResourceVersion, i), name: name, clientConfig: cc, rules: rules,
 		failurePolicy: admissionregistrationv1.Fail, sideEffects: se, timeout: 10 * time.Second, namespaceSelector: ns, objectSelector: obj,
-		matchConditions: mc, reviewVersions: versions}
+		matchConditions: mc, reviewVersions: versions, equivalent: mp == nil || *mp == admissionregistrationv1.Equivalent}
 	if fp != nil {
 		h.failurePolicy = *fp
 	}
@@ -149,7 +185,7 @@ func (d *Dispatcher) hooks(ctx context.Context, mutating bool) ([]hook, error) {
 		sortByName(l.Items, func(c admissionregistrationv1.MutatingWebhookConfiguration) string { return c.Name })
 		for _, c := range l.Items {
 			for i, w := range c.Webhooks {
-				h := newHook(c.ObjectMeta, i, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.AdmissionReviewVersions)
+				h := newHook(c.ObjectMeta, i, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.AdmissionReviewVersions)
 				h.reinvoke = w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
 				out = append(out, h)
 			}
@@ -158,7 +194,7 @@ func (d *Dispatcher) hooks(ctx context.Context, mutating bool) ([]hook, error) {
 		sortByName(l.Items, func(c admissionregistrationv1.ValidatingWebhookConfiguration) string { return c.Name })
 		for _, c := range l.Items {
 			for i, w := range c.Webhooks {
-				out = append(out, newHook(c.ObjectMeta, i, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.AdmissionReviewVersions))
+				out = append(out, newHook(c.ObjectMeta, i, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions, w.AdmissionReviewVersions))
 			}
 		}
 	}
@@ -234,14 +270,14 @@ func (d *Dispatcher) validate(ctx context.Context, a admission.Attributes) error
 // callIfMatches calls h when it matches the request and returns whether
 // it changed the object and whether it was called.
 func (d *Dispatcher) callIfMatches(ctx context.Context, h hook, a admission.Attributes, mutating bool) (changed, called bool, err error) {
-	matches, err := d.matches(ctx, h, a)
-	if err != nil || !matches {
+	inv, err := d.matches(ctx, h, a)
+	if err != nil || inv == nil {
 		return false, false, err
 	}
 	if a.IsDryRun() && (h.sideEffects == nil || (*h.sideEffects != admissionregistrationv1.SideEffectClassNone && *h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun)) {
 		return false, false, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
 	}
-	changed, err = d.call(ctx, h, a, mutating)
+	changed, err = d.call(ctx, h, a, inv, mutating)
 	var callErr *webhookutil.ErrCallingWebhook
 	if errors.As(err, &callErr) {
 		if h.failurePolicy == admissionregistrationv1.Ignore {
@@ -256,37 +292,96 @@ func (d *Dispatcher) callIfMatches(ctx context.Context, h hook, a admission.Attr
 	return changed, true, err
 }
 
-// matches is upstream's ShouldCallHook without the equivalent-resource
-// search: rules, namespaceSelector, objectSelector, matchConditions.
-func (d *Dispatcher) matches(ctx context.Context, h hook, a admission.Attributes) (bool, error) {
-	ruleMatch := false
-	for _, r := range h.rules {
-		if (&rules.Matcher{Rule: r, Attr: a}).Matches() {
-			ruleMatch = true
-			break
-		}
-	}
-	if !ruleMatch {
-		return false, nil
+// invocation is how a webhook is called for a request: with the
+// request's resource and objects, or (matchPolicy Equivalent) an
+// equivalent resource's, the objects converted to its kind.
+type invocation struct {
+	resource          schema.GroupVersionResource
+	kind              schema.GroupVersionKind
+	object, oldObject runtime.Object
+	// convertBack converts a patched object back to the request's
+	// kind; nil when nothing was converted.
+	convertBack func(ctx context.Context, obj runtime.Object) (runtime.Object, error)
+}
+
+// matches is upstream's ShouldCallHook: rules (for matchPolicy
+// Equivalent, on the request's resource first, then on its equivalents),
+// namespaceSelector, objectSelector, matchConditions. It returns nil when
+// h is not to be called.
+func (d *Dispatcher) matches(ctx context.Context, h hook, a admission.Attributes) (*invocation, error) {
+	inv, err := d.matchRules(ctx, h, a)
+	if err != nil || inv == nil {
+		return nil, err
 	}
 	ok, err := d.namespaceMatches(ctx, h.namespaceSelector, a)
 	if err != nil || !ok {
-		return false, err
+		return nil, err
 	}
 	if ok, err := objectMatches(h.objectSelector, a); err != nil || !ok {
-		return false, err
+		return nil, err
 	}
 	if len(h.matchConditions) == 0 {
-		return true, nil
+		return inv, nil
 	}
 	m := d.matcher(h)
-	res := m.Match(ctx, &admission.VersionedAttributes{Attributes: a, VersionedKind: a.GetKind(),
-		VersionedObject: admission.NewLazyObject(a.GetObject()), VersionedOldObject: admission.NewLazyObject(a.GetOldObject())}, nil, nil)
+	res := m.Match(ctx, &admission.VersionedAttributes{Attributes: a, VersionedKind: inv.kind,
+		VersionedObject: admission.NewLazyObject(inv.object), VersionedOldObject: admission.NewLazyObject(inv.oldObject)}, nil, nil)
 	if res.Error != nil {
-		return false, apierrors.NewInternalError(&webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("failed to evaluate match conditions: %w", res.Error)})
+		return nil, apierrors.NewInternalError(&webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("failed to evaluate match conditions: %w", res.Error)})
 	}
-	return res.Matches, nil
+	if !res.Matches {
+		return nil, nil
+	}
+	return inv, nil
 }
+
+// matchRules matches h's rules against the request, then, under
+// matchPolicy Equivalent, against each equivalent resource in turn, and
+// says how to call h for the first that matches.
+func (d *Dispatcher) matchRules(ctx context.Context, h hook, a admission.Attributes) (*invocation, error) {
+	for _, r := range h.rules {
+		if (&rules.Matcher{Rule: r, Attr: a}).Matches() {
+			return &invocation{resource: a.GetResource(), kind: a.GetKind(), object: a.GetObject(), oldObject: a.GetOldObject()}, nil
+		}
+	}
+	if !h.equivalent || d.equivalents == nil {
+		return nil, nil
+	}
+	equivalents := d.equivalents(a.GetResource(), a.GetSubresource())
+	for _, r := range h.rules {
+		for _, eq := range equivalents {
+			if !(&rules.Matcher{Rule: r, Attr: withResource{a, eq.Resource}}).Matches() {
+				continue
+			}
+			inv := &invocation{resource: eq.Resource, kind: eq.Kind, convertBack: eq.ConvertBack}
+			var err error
+			if inv.object, err = convertIfAny(ctx, eq.Convert, a.GetObject()); err != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object for webhook %q to %v: %w", h.name, eq.Kind, err))
+			}
+			if inv.oldObject, err = convertIfAny(ctx, eq.Convert, a.GetOldObject()); err != nil {
+				return nil, apierrors.NewInternalError(fmt.Errorf("failed to convert old object for webhook %q to %v: %w", h.name, eq.Kind, err))
+			}
+			return inv, nil
+		}
+	}
+	return nil, nil
+}
+
+func convertIfAny(ctx context.Context, convert func(context.Context, runtime.Object) (runtime.Object, error), obj runtime.Object) (runtime.Object, error) {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return nil, nil
+	}
+	return convert(ctx, obj)
+}
+
+// withResource is a request's attributes seen as on another resource,
+// for rule matching (upstream's attrWithResourceOverride).
+type withResource struct {
+	admission.Attributes
+	resource schema.GroupVersionResource
+}
+
+func (w withResource) GetResource() schema.GroupVersionResource { return w.resource }
 
 // matcher compiles h's matchConditions once per version of its
 // configuration.
@@ -366,7 +461,7 @@ func objectMatches(sel *metav1.LabelSelector, a admission.Attributes) (bool, err
 }
 
 // call sends one AdmissionReview and applies its answer.
-func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, mutating bool) (bool, error) {
+func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, inv *invocation, mutating bool) (bool, error) {
 	version := ""
 	for _, v := range h.reviewVersions {
 		if v == "v1" || v == "v1beta1" {
@@ -378,7 +473,7 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, m
 		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("webhook does not accept known AdmissionReview versions (v1, v1beta1)")}
 	}
 	uid := types.UID(uuid.NewUUID())
-	req, err := admissionRequest(a, uid)
+	req, err := admissionRequest(a, inv, uid)
 	if err != nil {
 		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("could not create admission objects: %w", err)}
 	}
@@ -448,7 +543,7 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, m
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		return false, &webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("unsupported patch type %v", resp.PatchType)}
 	}
-	changed, err := applyPatch(a, req.Object.Raw, resp.Patch)
+	changed, err := applyPatch(ctx, a, inv, req.Object.Raw, resp.Patch)
 	if err != nil {
 		return false, apierrors.NewInternalError(fmt.Errorf("admission webhook %q returned a patch that cannot be applied: %w", h.name, err))
 	}
@@ -490,15 +585,19 @@ func toStatusErr(name string, result *metav1.Status) *apierrors.StatusError {
 
 // admissionRequest is upstream's request: the attributes, with the
 // objects and options as JSON of their kinds.
-func admissionRequest(a admission.Attributes, uid types.UID) (*admissionv1.AdmissionRequest, error) {
-	gvr := a.GetResource()
-	req := plugincel.CreateAdmissionRequest(a, metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, metav1.GroupVersionKind{Group: a.GetKind().Group, Version: a.GetKind().Version, Kind: a.GetKind().Kind})
+func admissionRequest(a admission.Attributes, inv *invocation, uid types.UID) (*admissionv1.AdmissionRequest, error) {
+	gvr, gvk := inv.resource, inv.kind
+	// kind and resource are the webhook's (an equivalent one's under
+	// matchPolicy Equivalent), requestKind and requestResource the
+	// request's.
+	req := plugincel.CreateAdmissionRequest(a, metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource}, metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
 	req.UID = uid
+	req.Object.Object, req.OldObject.Object = nil, nil
 	var err error
-	if req.Object.Raw, err = encode(a.GetObject(), a.GetKind()); err != nil {
+	if req.Object.Raw, err = encode(inv.object, gvk); err != nil {
 		return nil, err
 	}
-	if req.OldObject.Raw, err = encode(a.GetOldObject(), a.GetKind()); err != nil {
+	if req.OldObject.Raw, err = encode(inv.oldObject, gvk); err != nil {
 		return nil, err
 	}
 	if opts := a.GetOperationOptions(); opts != nil {
@@ -524,8 +623,9 @@ func encode(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, error) {
 }
 
 // applyPatch applies a JSON patch to the object as sent and puts the
-// result in the attributes' object, in place.
-func applyPatch(a admission.Attributes, sent, patch []byte) (bool, error) {
+// result in the attributes' object, in place (converted back to the
+// request's kind when the webhook got an equivalent one).
+func applyPatch(ctx context.Context, a admission.Attributes, inv *invocation, sent, patch []byte) (bool, error) {
 	p, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
 		return false, err
@@ -534,24 +634,41 @@ func applyPatch(a admission.Attributes, sent, patch []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	obj := a.GetObject()
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		next := map[string]any{}
-		if err := json.Unmarshal(patched, &next); err != nil {
+	var next runtime.Object
+	if _, ok := inv.object.(*unstructured.Unstructured); ok {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(patched, &u.Object); err != nil {
 			return false, err
 		}
-		changed := !reflect.DeepEqual(u.Object, next)
-		u.Object = next
+		next = u
+	} else {
+		next = reflect.New(reflect.TypeOf(inv.object).Elem()).Interface().(runtime.Object)
+		if err := json.Unmarshal(patched, next); err != nil {
+			return false, err
+		}
+	}
+	if inv.convertBack != nil {
+		if next, err = inv.convertBack(ctx, next); err != nil {
+			return false, fmt.Errorf("convert back to %v: %w", a.GetKind(), err)
+		}
+	}
+	obj := a.GetObject()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		n, ok := next.(*unstructured.Unstructured)
+		if !ok {
+			return false, fmt.Errorf("patched %T is not a custom resource", next)
+		}
+		changed := !reflect.DeepEqual(u.Object, n.Object)
+		u.Object = n.Object
 		return changed, nil
 	}
-	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
-	if err := json.Unmarshal(patched, fresh); err != nil {
-		return false, err
+	if reflect.TypeOf(next) != reflect.TypeOf(obj) {
+		return false, fmt.Errorf("patched %T is not %T", next, obj)
 	}
 	// The request's own kind fields stay as they were.
-	fresh.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	changed := !reflect.DeepEqual(obj, fresh)
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+	next.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	changed := !reflect.DeepEqual(obj, next)
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(next).Elem())
 	return changed, nil
 }
 

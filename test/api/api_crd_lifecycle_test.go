@@ -223,6 +223,18 @@ func TestCRDVersionsShareObjects(t *testing.T) {
 	if !slices.Equal(updated.Status.StoredVersions, []string{"v1", "v2"}) || updated.Generation != 2 {
 		t.Errorf("storedVersions %v generation %d, want [v1 v2] and 2", updated.Status.StoredVersions, updated.Generation)
 	}
+	// The object written before stays v1 in etcd; the new storage
+	// version reads it as v2, as every served version does.
+	// (Ensure writes the same spec and waits until it is served.)
+	if err := shared.CustomResources().Ensure(ctx, []*apiextensionsv1.CustomResourceDefinition{updated}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = v2c.Get(ctx, "shared", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetAPIVersion() != group+"/v2" {
+		t.Errorf("an object stored as v1 read through the storage version v2 as %s", got.GetAPIVersion())
+	}
 }
 
 // TestNamespaceDeletionRemovesCustomResources deletes a namespace that

@@ -227,12 +227,6 @@ func TestBadCRDsRefused(t *testing.T) {
 		{"webhook conversion", func(c *apiextensionsv1.CustomResourceDefinition) {
 			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
 		}, "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"},
-		{"valid webhook conversion, not supported yet", func(c *apiextensionsv1.CustomResourceDefinition) {
-			url := "https://webhook.example.com/convert"
-			c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &url}, ConversionReviewVersions: []string{"v1"},
-			}}
-		}, `spec.conversion.strategy: Unsupported value: "Webhook": supported values: "None"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := crontabs("bad.example.com")
