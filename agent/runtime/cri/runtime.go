@@ -343,10 +343,13 @@ func (r *Runtime) ImageStatus(ctx context.Context, image string) (*runtimeapi.Im
 	return resp.Image, nil
 }
 
+// PullImage returns the runtime's error as it is, as the kubelet's
+// remote image service does: its text is the ErrImagePull message and the
+// Failed event's, word for word as on a kubelet's node.
 func (r *Runtime) PullImage(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth, SandboxConfig: sandboxConfig})
 	if err != nil {
-		return "", wrap(err, "PullImage", image)
+		return "", err
 	}
 	return resp.ImageRef, nil
 }

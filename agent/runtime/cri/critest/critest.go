@@ -198,11 +198,18 @@ func RemoveAll(ctx context.Context, rt *cri.Runtime) error {
 		return err
 	}
 	for _, c := range cs {
-		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		// A container listed as created may be started meanwhile (an
+		// agent stopped in the middle of a start: the runtime finishes
+		// it): stop whatever is not known to have exited, and once more
+		// if the removal finds it running.
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			rt.StopContainer(ctx, c.Id, 0)
 		}
 		if err := rt.RemoveContainer(ctx, c.Id); err != nil {
-			return err
+			serr := rt.StopContainer(ctx, c.Id, 0)
+			if err := rt.RemoveContainer(ctx, c.Id); err != nil {
+				return fmt.Errorf("critest: remove container %s (listed %v; stop: %v): %w", c.Id, c.State, serr, err)
+			}
 		}
 	}
 	sbs, err := rt.ListPodSandbox(ctx, nil)
