@@ -3,6 +3,7 @@ package cri
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -23,23 +24,79 @@ import (
 )
 
 // registry is a read-only OCI distribution registry on 127.0.0.1 with
-// basic authentication: every repository serves the one image of an OCI
-// layout archive (scripts/images' busybox.tar), by any tag or by its
-// manifest's digest.
+// basic authentication: each repository serves the image of an OCI layout
+// archive of scripts/images (by any tag or by its manifest's digest), a
+// repository it was not given the one of "".
 type registry struct {
 	host           string
 	user, password string
-	manifest       string // its digest
+	manifests      map[string]string // repository: its manifest's digest
 	blobs          map[string][]byte
 	// authorized counts the requests that carried the right credentials.
 	authorized atomic.Int64
 }
 
-// startRegistry serves archive on a free port until the test ends, and
-// tells the package's containerd to reach it over plain HTTP.
-func startRegistry(t *testing.T, archive, user, password string) *registry {
+// startRegistry serves archives (repository: file) on a free port until
+// the test ends, and tells the package's containerd to reach it over
+// plain HTTP.
+func startRegistry(t *testing.T, user, password string, archives map[string]string) *registry {
 	t.Helper()
-	r := &registry{user: user, password: password, blobs: map[string][]byte{}}
+	r := &registry{user: user, password: password, blobs: map[string][]byte{}, manifests: map[string]string{}}
+	for repo, archive := range archives {
+		r.manifests[repo] = r.load(t, archive)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.host = l.Addr().String()
+	srv := &http.Server{Handler: r}
+	go srv.Serve(l) // ends with Close below
+	t.Cleanup(func() { srv.Close() })
+	if err := containerd.AddPlainHTTPRegistry(filepath.Join(critest.Dir(), "containerd"), r.host); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// variant serves under repo an image of its own: base's (a repository
+// served already) with the label kite.test=repo in its configuration, so
+// that its image ID differs from every other's (containerd removes an
+// image by ID with all its names).
+func (r *registry) variant(t *testing.T, repo, base string) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.blobs[r.manifests[base]], &m); err != nil {
+		t.Fatal(err)
+	}
+	cfgDesc := m["config"].(map[string]any)
+	var cfg map[string]any
+	if err := json.Unmarshal(r.blobs[cfgDesc["digest"].(string)], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	inner, _ := cfg["config"].(map[string]any)
+	if inner == nil {
+		inner = map[string]any{}
+	}
+	inner["Labels"] = map[string]string{"kite.test": repo}
+	cfg["config"] = inner
+	put := func(v any) (string, int) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := fmt.Sprintf("sha256:%x", sha256.Sum256(b))
+		r.blobs[d] = b
+		return d, len(b)
+	}
+	cfgDesc["digest"], cfgDesc["size"] = put(cfg)
+	r.manifests[repo], _ = put(m)
+}
+
+// load reads an OCI layout archive's blobs and returns its manifest's
+// digest.
+func (r *registry) load(t *testing.T, archive string) string {
+	t.Helper()
 	f, err := os.Open(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -72,20 +129,7 @@ func startRegistry(t *testing.T, archive, user, password string) *registry {
 	if err := json.Unmarshal(index, &idx); err != nil || len(idx.Manifests) == 0 {
 		t.Fatalf("%s: index.json %q: %v", archive, index, err)
 	}
-	r.manifest = idx.Manifests[0].Digest
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.host = l.Addr().String()
-	srv := &http.Server{Handler: r}
-	go srv.Serve(l) // ends with Close below
-	t.Cleanup(func() { srv.Close() })
-	if err := containerd.AddPlainHTTPRegistry(filepath.Join(critest.Dir(), "containerd"), r.host); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return idx.Manifests[0].Digest
 }
 
 // ServeHTTP answers /v2/ (the version check), manifests and blobs, each
@@ -107,11 +151,15 @@ func (r *registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	var digest, mediaType string
 	if i := strings.LastIndex(path, "/manifests/"); i >= 0 {
 		ref := path[i+len("/manifests/"):]
-		if strings.HasPrefix(ref, "sha256:") && ref != r.manifest {
+		manifest, ok := r.manifests[path[:i]]
+		if !ok {
+			manifest = r.manifests[""]
+		}
+		if strings.HasPrefix(ref, "sha256:") && ref != manifest {
 			writeRegistryError(w, http.StatusNotFound, "MANIFEST_UNKNOWN", "manifest unknown")
 			return
 		}
-		digest, mediaType = r.manifest, "application/vnd.oci.image.manifest.v1+json"
+		digest, mediaType = manifest, "application/vnd.oci.image.manifest.v1+json"
 	} else if i := strings.LastIndex(path, "/blobs/"); i >= 0 {
 		digest, mediaType = path[i+len("/blobs/"):], "application/octet-stream"
 	}
@@ -144,8 +192,7 @@ func writeRegistryError(w http.ResponseWriter, code int, errCode, msg string) {
 // authorized request for its image.
 func TestImagePullSecretsAuthenticateThePull(t *testing.T) {
 	critest.Runtime(t)
-	archive := filepath.Join(repoRootDir(t), ".cache", "images", "busybox.tar")
-	reg := startRegistry(t, archive, "kite", "s3cret")
+	reg := startRegistry(t, "kite", "s3cret", map[string]string{"": testArchive(t, "busybox")})
 	a := startAgent(t, "cri-pullsecrets", t.TempDir())
 	ctx := context.Background()
 
@@ -192,6 +239,12 @@ func TestImagePullSecretsAuthenticateThePull(t *testing.T) {
 		t.Errorf("ErrImagePull message = %q, want the runtime's error: the image, 401 Unauthorized", msg)
 	}
 	a.waitEvent(t, none, "Failed", fmt.Sprintf("Failed to pull image %q: rpc error: code = ", reg.host+"/kite/none:1"))
+}
+
+// testArchive is the archive of scripts/images named name (critest built
+// them).
+func testArchive(t *testing.T, name string) string {
+	return filepath.Join(repoRootDir(t), ".cache", "images", name+".tar")
 }
 
 // repoRootDir is the repository's root (go.mod beside scripts/images).

@@ -361,3 +361,22 @@ func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
 	}
 	return resp.Images, nil
 }
+
+// RemoveImage removes an image (by ID or name); one the runtime does not
+// have is removed already, as the CRI says.
+func (r *Runtime) RemoveImage(ctx context.Context, image string) error {
+	_, err := r.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if notFound(err) {
+		return nil
+	}
+	return wrap(err, "RemoveImage", image)
+}
+
+// ImageFsInfo is the runtime's use of the file systems holding its images.
+func (r *Runtime) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error) {
+	resp, err := r.is.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, wrap(err, "ImageFsInfo", "")
+	}
+	return resp.ImageFilesystems, nil
+}
