@@ -36,8 +36,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/agent/config"
+	"github.com/kite-project/kite/agent/imagegc"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/mirror"
 	"github.com/kite-project/kite/agent/node"
@@ -114,6 +116,9 @@ type Options struct {
 	// process runtime's log rotation; zero means its defaults.
 	ContainerLogMaxSize  int64
 	ContainerLogMaxFiles int
+	// ImageGC is the image garbage collection policy of a CRI runtime
+	// (agent/imagegc); nil is the kubelet's default.
+	ImageGC *imagegc.Policy
 	// SyncLoop consumes the operations; nil means the pod manager
 	// (agent/podsync) that runs them on Runtime. LogSyncLoop runs no pods.
 	SyncLoop SyncLoop
@@ -176,6 +181,8 @@ func FromOptions(o *options.Options) (Options, error) {
 		HTTPCheckFrequency:   o.Config.HTTPCheckFrequency.Duration,
 		RootDir:              o.RootDir,
 		ContainerLogMaxFiles: int(o.Config.ContainerLogMaxFiles),
+		ImageGC: &imagegc.Policy{HighThresholdPercent: int(ptr.Deref(o.Config.ImageGCHighThresholdPercent, 85)),
+			LowThresholdPercent: int(ptr.Deref(o.Config.ImageGCLowThresholdPercent, 80)), MinAge: o.Config.ImageMinimumGCAge.Duration},
 
 		ContainerRuntime:         o.ContainerRuntime,
 		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
@@ -228,6 +235,8 @@ type Agent struct {
 	observer mirrorObserver
 	node     *node.Manager   // nil when standalone
 	rt       runtime.Service // nil when it runs no pods
+	// imageGC removes unused images of a CRI runtime; nil otherwise.
+	imageGC *imagegc.Manager
 	// closeRuntime closes the connection to a CRI runtime and stops the
 	// containerd child, if any; nil for none.
 	closeRuntime func()
@@ -438,6 +447,9 @@ func (a *Agent) Run(ctx context.Context) {
 	}
 	if a.proxy != nil {
 		wg.Go(func() { a.proxy.Run(ctx) })
+	}
+	if a.imageGC != nil {
+		wg.Go(func() { a.imageGC.Run(ctx) })
 	}
 	a.forward(ctx)
 }

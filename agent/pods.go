@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/kite-project/kite/agent/imagegc"
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/podsync"
 	"github.com/kite-project/kite/agent/runtime"
@@ -47,6 +48,18 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 				return nil
 			}
 			return node.NodeImages(imgs)
+		}
+	}
+	if gr, ok := rt.(imagegc.Runtime); ok {
+		policy := imagegc.DefaultPolicy
+		if opts.ImageGC != nil {
+			policy = *opts.ImageGC
+		}
+		// The sandbox image of the containerd Kite runs is never removed
+		// (a runtime of the host's pins its own, which the collector
+		// keeps as well).
+		if a.imageGC, err = imagegc.New(imagegc.Options{Runtime: gr, Policy: policy, SandboxImage: containerd.PauseImage}); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
 		}
 	}
 	ip := opts.Node.NodeIP

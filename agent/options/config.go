@@ -42,6 +42,15 @@ type AgentConfiguration struct {
 	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
 	// ContainerLogMaxFiles: --container-log-max-files, at least 2.
 	ContainerLogMaxFiles int32 `json:"containerLogMaxFiles,omitempty"`
+	// ImageGCHighThresholdPercent: --image-gc-high-threshold, the percent
+	// of the image file system in use that starts an image collection.
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent: --image-gc-low-threshold, the percent a
+	// collection frees down to.
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// ImageMinimumGCAge: --minimum-image-ttl-duration, the least age of an
+	// unused image before it is collected.
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
 	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
 	// renews it every quarter of that, as the kubelet does. File only, as
 	// the kubelet's.

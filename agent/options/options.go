@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/staticpod"
@@ -80,15 +81,18 @@ func New() *Options {
 // the copy of that field, so that Complete can put flags over the file.
 func flagFields() map[string]func(dst, src *AgentConfiguration) {
 	return map[string]func(dst, src *AgentConfiguration){
-		"pod-manifest-path":       func(d, s *AgentConfiguration) { d.StaticPodPath = s.StaticPodPath },
-		"manifest-url":            func(d, s *AgentConfiguration) { d.StaticPodURL = s.StaticPodURL },
-		"manifest-url-header":     func(d, s *AgentConfiguration) { d.StaticPodURLHeader = s.StaticPodURLHeader },
-		"file-check-frequency":    func(d, s *AgentConfiguration) { d.FileCheckFrequency = s.FileCheckFrequency },
-		"http-check-frequency":    func(d, s *AgentConfiguration) { d.HTTPCheckFrequency = s.HTTPCheckFrequency },
-		"max-pods":                func(d, s *AgentConfiguration) { d.MaxPods = s.MaxPods },
-		"port":                    func(d, s *AgentConfiguration) { d.Port = s.Port },
-		"container-log-max-size":  func(d, s *AgentConfiguration) { d.ContainerLogMaxSize = s.ContainerLogMaxSize },
-		"container-log-max-files": func(d, s *AgentConfiguration) { d.ContainerLogMaxFiles = s.ContainerLogMaxFiles },
+		"pod-manifest-path":          func(d, s *AgentConfiguration) { d.StaticPodPath = s.StaticPodPath },
+		"manifest-url":               func(d, s *AgentConfiguration) { d.StaticPodURL = s.StaticPodURL },
+		"manifest-url-header":        func(d, s *AgentConfiguration) { d.StaticPodURLHeader = s.StaticPodURLHeader },
+		"file-check-frequency":       func(d, s *AgentConfiguration) { d.FileCheckFrequency = s.FileCheckFrequency },
+		"http-check-frequency":       func(d, s *AgentConfiguration) { d.HTTPCheckFrequency = s.HTTPCheckFrequency },
+		"max-pods":                   func(d, s *AgentConfiguration) { d.MaxPods = s.MaxPods },
+		"port":                       func(d, s *AgentConfiguration) { d.Port = s.Port },
+		"container-log-max-size":     func(d, s *AgentConfiguration) { d.ContainerLogMaxSize = s.ContainerLogMaxSize },
+		"container-log-max-files":    func(d, s *AgentConfiguration) { d.ContainerLogMaxFiles = s.ContainerLogMaxFiles },
+		"image-gc-high-threshold":    func(d, s *AgentConfiguration) { d.ImageGCHighThresholdPercent = s.ImageGCHighThresholdPercent },
+		"image-gc-low-threshold":     func(d, s *AgentConfiguration) { d.ImageGCLowThresholdPercent = s.ImageGCLowThresholdPercent },
+		"minimum-image-ttl-duration": func(d, s *AgentConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge },
 	}
 }
 
@@ -113,6 +117,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")
 	fs.Int32Var(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "Log files kept per container, the current one included (at least 2).")
+	if c.ImageGCHighThresholdPercent == nil {
+		c.ImageGCHighThresholdPercent = new(int32)
+	}
+	if c.ImageGCLowThresholdPercent == nil {
+		c.ImageGCLowThresholdPercent = new(int32)
+	}
+	fs.Int32Var(c.ImageGCHighThresholdPercent, "image-gc-high-threshold", *c.ImageGCHighThresholdPercent, "The percent of the image file system in use at which unused images are removed (containerd runtime; 100 disables it).")
+	fs.Int32Var(c.ImageGCLowThresholdPercent, "image-gc-low-threshold", *c.ImageGCLowThresholdPercent, "The percent of the image file system in use an image collection frees down to; not above --image-gc-high-threshold.")
+	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
 }
 
 // Complete reads the configuration file, if --config was given, and puts
@@ -177,6 +190,16 @@ func (o *Options) Validate() error {
 	}
 	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
 		errs = append(errs, fmt.Errorf("containerLogMaxSize (--container-log-max-size) %q: want a positive quantity such as 10Mi", c.ContainerLogMaxSize))
+	}
+	if h, l := c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent; h != nil && l != nil {
+		switch {
+		case *h < 0 || *h > 100:
+			errs = append(errs, fmt.Errorf("imageGCHighThresholdPercent (--image-gc-high-threshold) %d must be between 0 and 100, inclusive", *h))
+		case *l < 0 || *l > 100:
+			errs = append(errs, fmt.Errorf("imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be between 0 and 100, inclusive", *l))
+		case *l >= *h:
+			errs = append(errs, fmt.Errorf("imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %d", *l, *h))
+		}
 	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))
@@ -247,6 +270,10 @@ func DefaultConfiguration() AgentConfiguration {
 		Port:                 DefaultPort,
 		ContainerLogMaxSize:  DefaultContainerLogMaxSize,
 		ContainerLogMaxFiles: DefaultContainerLogMaxFiles,
+		// The kubelet's defaults.
+		ImageGCHighThresholdPercent: ptr.To[int32](85),
+		ImageGCLowThresholdPercent:  ptr.To[int32](80),
+		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
 		// The kubelet's default.
 		NodeLeaseDurationSeconds: 40,
 	}

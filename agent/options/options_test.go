@@ -117,6 +117,9 @@ func TestFlagsOverrideFile(t *testing.T) {
 		{"http-check-frequency", []string{"--http-check-frequency=7s"}, func(c AgentConfiguration) bool {
 			return c.HTTPCheckFrequency.Duration == 7*time.Second && c.FileCheckFrequency.Duration == 30*time.Second
 		}},
+		{"image GC flags over the kubelet's defaults", []string{"--image-gc-high-threshold=90", "--minimum-image-ttl-duration=1m"}, func(c AgentConfiguration) bool {
+			return *c.ImageGCHighThresholdPercent == 90 && *c.ImageGCLowThresholdPercent == 80 && c.ImageMinimumGCAge.Duration == time.Minute
+		}},
 		{"flag before --config", []string{"--file-check-frequency=5s", "--config=" + path}, func(c AgentConfiguration) bool {
 			return c.FileCheckFrequency.Duration == 5*time.Second
 		}},
@@ -164,6 +167,8 @@ func TestRefused(t *testing.T) {
 		{"missing config file", []string{"--config=/does/not/exist"}, "", "/does/not/exist"},
 		{"wrong kind", nil, "apiVersion: v1\nkind: Pod\n", "want kubelet.config.k8s.io/v1beta1 KubeletConfiguration"},
 		{"zero lease duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds -1: must be positive"},
+		{"image GC low threshold not below the high one", []string{"--image-gc-low-threshold=85"}, "", "imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
+		{"image GC threshold above 100 in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 101\n", "imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive"},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
 	}
 	for _, tc := range tests {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/kite-project/kite/agent"
+	"github.com/kite-project/kite/agent/imagegc"
 	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/runtime/cri/critest"
 )
@@ -46,6 +47,9 @@ func startAgentWith(t testing.TB, nodeName, root string, runtime func(*agent.Opt
 		RootDir:       root,
 		ServerAddress: "127.0.0.1",
 		Node:          node.Options{NodeIP: net.ParseIP("127.0.0.1"), UpdateInterval: 500 * time.Millisecond},
+		// The package's containerd is shared: no agent's collector may
+		// take another test's images, whatever the disk's use.
+		ImageGC: &imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 100},
 	}
 	runtime(&opts)
 	a, err := agent.New(opts)

@@ -128,9 +128,35 @@ oom_score = %d
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %s
     conf_dir = %s
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %s
 `, q(filepath.Join(dir, "root")), q(filepath.Join(dir, "state")), oomScore, q(Socket(dir)), q(Socket(dir)+".ttrpc"),
 		q(sandboxImage), q(strconv.Itoa(streamPort)), restrictOOM, q(snapshotter), systemdCgroup,
-		q(filepath.Join(dir, "cni", "bin")), q(filepath.Join(dir, "cni", "net.d")))
+		q(filepath.Join(dir, "cni", "bin")), q(filepath.Join(dir, "cni", "net.d")), q(HostsDir(dir)))
+}
+
+// HostsDir is the registry hosts directory (config_path) of a containerd
+// Kite runs in dir: one <host[:port]>/hosts.toml per registry that needs
+// more than containerd's defaults. containerd reads it at every pull, so
+// a registry added while it runs is used from the next pull on.
+func HostsDir(dir string) string { return filepath.Join(dir, "certs.d") }
+
+// AddPlainHTTPRegistry makes the containerd in dir reach the registry at
+// host (host:port) over plain HTTP, as a registry on 127.0.0.1 without
+// TLS needs (containerd would speak HTTPS to it), through a hosts.toml.
+func AddPlainHTTPRegistry(dir, host string) error {
+	if host == "" || strings.ContainsAny(host, "/\"\n") {
+		return fmt.Errorf("containerd: registry host %q: want host or host:port", host)
+	}
+	d := filepath.Join(HostsDir(dir), host)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("containerd: registry %s: %w", host, err)
+	}
+	toml := fmt.Sprintf("# Written by Kite: %[1]s is reached over plain HTTP.\nserver = \"http://%[1]s\"\n\n[host.\"http://%[1]s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", host)
+	if err := os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(toml), 0o644); err != nil {
+		return fmt.Errorf("containerd: registry %s: %w", host, err)
+	}
+	return nil
 }
 
 // Start writes the configuration and starts containerd, and returns once

@@ -343,10 +343,13 @@ func (r *Runtime) ImageStatus(ctx context.Context, image string) (*runtimeapi.Im
 	return resp.Image, nil
 }
 
+// PullImage returns the runtime's error as it is, as the kubelet's
+// remote image service does: its text is the ErrImagePull message and the
+// Failed event's, word for word as on a kubelet's node.
 func (r *Runtime) PullImage(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
 	resp, err := r.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth, SandboxConfig: sandboxConfig})
 	if err != nil {
-		return "", wrap(err, "PullImage", image)
+		return "", err
 	}
 	return resp.ImageRef, nil
 }
@@ -357,4 +360,23 @@ func (r *Runtime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
 		return nil, wrap(err, "ListImages", "")
 	}
 	return resp.Images, nil
+}
+
+// RemoveImage removes an image (by ID or name); one the runtime does not
+// have is removed already, as the CRI says.
+func (r *Runtime) RemoveImage(ctx context.Context, image string) error {
+	_, err := r.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: image}})
+	if notFound(err) {
+		return nil
+	}
+	return wrap(err, "RemoveImage", image)
+}
+
+// ImageFsInfo is the runtime's use of the file systems holding its images.
+func (r *Runtime) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsage, error) {
+	resp, err := r.is.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, wrap(err, "ImageFsInfo", "")
+	}
+	return resp.ImageFilesystems, nil
 }

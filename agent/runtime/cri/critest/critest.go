@@ -12,6 +12,7 @@ package critest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -193,29 +194,36 @@ func (s *shared) stop() error {
 
 // RemoveAll stops and removes every container and sandbox of rt.
 func RemoveAll(ctx context.Context, rt *cri.Runtime) error {
-	cs, err := rt.ListContainers(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			rt.StopContainer(ctx, c.Id, 0)
-		}
-		if err := rt.RemoveContainer(ctx, c.Id); err != nil {
-			return err
-		}
-	}
+	// Sandboxes first: stopping one stops its containers too, even one
+	// that an agent stopped in the middle of its start left to start
+	// after it was listed. Every step is tried whatever failed before it,
+	// so that an error leaves as little running as it can (a shim left
+	// behind outlives the test binary).
+	var errs []error
 	sbs, err := rt.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return err
 	}
 	for _, sb := range sbs {
-		if err := rt.StopPodSandbox(ctx, sb.Id); err != nil {
-			return err
+		errs = append(errs, rt.StopPodSandbox(ctx, sb.Id))
+	}
+	cs, err := rt.ListContainers(ctx, nil)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, c := range cs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			rt.StopContainer(ctx, c.Id, 0)
 		}
-		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil {
-			return err
+		if err := rt.RemoveContainer(ctx, c.Id); err != nil {
+			errs = append(errs, fmt.Errorf("critest: remove container %s (listed %v): %w", c.Id, c.State, err))
 		}
 	}
-	return nil
+	if sbs, err = rt.ListPodSandbox(ctx, nil); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, sb := range sbs {
+		errs = append(errs, rt.StopPodSandbox(ctx, sb.Id), rt.RemovePodSandbox(ctx, sb.Id))
+	}
+	return errors.Join(errs...)
 }
