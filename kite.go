@@ -78,6 +78,8 @@ type Server struct {
 	ctrl *controllers.Manager
 	// services allocates Services' cluster IPs and node ports.
 	services *builtin.ServiceAllocation
+	// clusterDNS is the cluster DNS server (clusterdns.go), if it runs.
+	clusterDNS clusterDNS
 	bundle   *pki.Bundle
 	// authz authorizes every request; policy is the bootstrap policy it
 	// starts from.
@@ -133,6 +135,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
+		func() error { return s.startClusterDNS(ctx, opts) },
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -497,6 +500,7 @@ func (s *Server) Close() error {
 		if s.stopControllers != nil {
 			s.stopControllers()
 		}
+		s.stopClusterDNS()
 		if s.crds != nil {
 			s.crds.StopController()
 		}
