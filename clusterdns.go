@@ -87,7 +87,14 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 		}
 	}
 	advertise := ""
-	if ip != nil {
+	switch {
+	case ip == nil:
+	case ip.IsLoopback():
+		// Endpoints may not be loopback addresses (upstream's
+		// validation), and pods in their own network namespace could not
+		// reach one: a DNS server on 127.0.0.1 serves this host alone.
+		klog.FromContext(ctx).V(1).Info("The cluster DNS listens on a loopback address: the kube-dns Service gets no endpoint", "address", d.Addr())
+	default:
 		advertise = ip.String()
 	}
 	return s.ensureKubeDNSService(ctx, advertise, int32(port))
@@ -186,7 +193,7 @@ func kubeDNSEndpoints(ip string, port int32) (*v1.Endpoints, *discoveryv1.Endpoi
 		family = discoveryv1.AddressTypeIPv6
 	}
 	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: meta(map[string]string{discoveryv1.LabelServiceName: KubeDNSServiceName, discoveryv1.LabelManagedBy: "kite", "k8s-app": "kube-dns"}),
+		ObjectMeta:  meta(map[string]string{discoveryv1.LabelServiceName: KubeDNSServiceName, discoveryv1.LabelManagedBy: "kite", "k8s-app": "kube-dns"}),
 		AddressType: family,
 		Endpoints:   []discoveryv1.Endpoint{},
 		Ports: []discoveryv1.EndpointPort{

@@ -78,8 +78,6 @@ type Server struct {
 	ctrl *controllers.Manager
 	// services allocates Services' cluster IPs and node ports.
 	services *builtin.ServiceAllocation
-	// clusterDNS is the cluster DNS server (clusterdns.go), if it runs.
-	clusterDNS clusterDNS
 	bundle   *pki.Bundle
 	// authz authorizes every request; policy is the bootstrap policy it
 	// starts from.
@@ -92,6 +90,8 @@ type Server struct {
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
+	// clusterDNS is the cluster DNS server (clusterdns.go), if it runs.
+	clusterDNS clusterDNS
 	// nodeProxy carries pods/log, exec, attach and portforward to agents;
 	// Close closes its connections.
 	nodeProxy *nodeproxy.Proxy

@@ -171,4 +171,3 @@ func ServiceIP(cidr string) (string, error) {
 	}
 	return out.String(), nil
 }
-

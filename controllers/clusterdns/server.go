@@ -109,15 +109,18 @@ func (h *handler) forward(r *dns.Msg, network string) *dns.Msg {
 	if len(h.upstreams) == 0 {
 		return fail(dns.RcodeRefused)
 	}
-	c := &dns.Client{Net: network, Timeout: forwardTimeout}
-	if network != "tcp" {
-		c.Net = "udp"
-	}
+	// UDP first whatever the client used; TCP when the answer did not
+	// fit and the client can take a large one.
+	udp := &dns.Client{Net: "udp", Timeout: forwardTimeout}
+	tcp := &dns.Client{Net: "tcp", Timeout: forwardTimeout}
 	for _, up := range h.upstreams {
 		if h.ownAddrs[up] {
 			continue
 		}
-		resp, _, err := c.Exchange(r, up)
+		resp, _, err := udp.Exchange(r, up)
+		if err == nil && resp.Truncated && network == "tcp" {
+			resp, _, err = tcp.Exchange(r, up)
+		}
 		if err != nil {
 			h.logger.V(4).Info("Forwarding a DNS query", "upstream", up, "name", r.Question[0].Name, "err", err)
 			continue
