@@ -42,6 +42,10 @@ type AgentConfiguration struct {
 	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
 	// ContainerLogMaxFiles: --container-log-max-files, at least 2.
 	ContainerLogMaxFiles int32 `json:"containerLogMaxFiles,omitempty"`
+	// ClusterDNS: --cluster-dns, the nameservers of ClusterFirst pods.
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain: --cluster-domain.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
 	// renews it every quarter of that, as the kubelet does. File only, as
 	// the kubelet's.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/staticpod"
@@ -37,6 +38,14 @@ const (
 	// (the kubelet's is /var/lib/kubelet); `kite server` uses
 	// <data-dir>/agent.
 	DefaultRootDir = "kite-agent"
+)
+
+// The cluster DNS of ClusterFirst pods, Kite's server's: the kube-dns
+// Service at the tenth address of the default service range, and the
+// default cluster domain (the kubelet has none by default).
+const (
+	DefaultClusterDNS    = "10.43.0.10"
+	DefaultClusterDomain = "cluster.local"
 )
 
 // Options are the agent's settings.
@@ -86,6 +95,8 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"port":                    func(d, s *AgentConfiguration) { d.Port = s.Port },
 		"container-log-max-size":  func(d, s *AgentConfiguration) { d.ContainerLogMaxSize = s.ContainerLogMaxSize },
 		"container-log-max-files": func(d, s *AgentConfiguration) { d.ContainerLogMaxFiles = s.ContainerLogMaxFiles },
+		"cluster-dns":             func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
+		"cluster-domain":          func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
 	}
 }
 
@@ -109,6 +120,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, a quantity such as 10Mi.")
 	fs.Int32Var(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "Log files kept per container, the current one included (at least 2).")
+	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "The cluster's domain: pods with dnsPolicy ClusterFirst search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains.")
 }
 
 // Complete reads the configuration file, if --config was given, and puts
@@ -173,6 +186,14 @@ func (o *Options) Validate() error {
 	}
 	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
 		errs = append(errs, fmt.Errorf("containerLogMaxSize (--container-log-max-size) %q: want a positive quantity such as 10Mi", c.ContainerLogMaxSize))
+	}
+	for _, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, fmt.Errorf("clusterDNS (--cluster-dns) %q: not an IP address", ip))
+		}
+	}
+	if d := c.ClusterDomain; d != "" && len(validation.IsDNS1123Subdomain(strings.TrimSuffix(d, "."))) > 0 {
+		errs = append(errs, fmt.Errorf("clusterDomain (--cluster-domain) %q: not a domain name", d))
 	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))
@@ -243,6 +264,8 @@ func DefaultConfiguration() AgentConfiguration {
 		Port:                 DefaultPort,
 		ContainerLogMaxSize:  DefaultContainerLogMaxSize,
 		ContainerLogMaxFiles: DefaultContainerLogMaxFiles,
+		ClusterDNS:           []string{DefaultClusterDNS},
+		ClusterDomain:        DefaultClusterDomain,
 		// The kubelet's default.
 		NodeLeaseDurationSeconds: 40,
 	}
