@@ -83,11 +83,7 @@ func (x *Index) DeleteService(svc *v1.Service) {
 func (x *Index) SetSlice(s *discoveryv1.EndpointSlice) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	sk := key{s.Namespace, s.Name}
-	if old, ok := x.sliceService[sk]; ok {
-		x.removeSliceLocked(old, s.Name)
-		delete(x.sliceService, sk)
-	}
+	sk := x.unfileSliceLocked(s)
 	name := s.Labels[discoveryv1.LabelServiceName]
 	if name == "" {
 		return
@@ -105,19 +101,24 @@ func (x *Index) SetSlice(s *discoveryv1.EndpointSlice) {
 func (x *Index) DeleteSlice(s *discoveryv1.EndpointSlice) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	sk := key{s.Namespace, s.Name}
-	if k, ok := x.sliceService[sk]; ok {
-		x.removeSliceLocked(k, s.Name)
-		delete(x.sliceService, sk)
-	}
+	x.unfileSliceLocked(s)
 }
 
-func (x *Index) removeSliceLocked(k key, name string) {
-	delete(x.slices[k], name)
+// unfileSliceLocked takes slice s from the Service it was filed under,
+// and returns its key.
+func (x *Index) unfileSliceLocked(s *discoveryv1.EndpointSlice) key {
+	sk := key{s.Namespace, s.Name}
+	k, ok := x.sliceService[sk]
+	if !ok {
+		return sk
+	}
+	delete(x.sliceService, sk)
+	delete(x.slices[k], s.Name)
 	if len(x.slices[k]) == 0 {
 		delete(x.slices, k)
 	}
 	x.changedLocked(k)
+	return sk
 }
 
 // changedLocked puts the reverse names of Service k right and moves the

@@ -23,6 +23,7 @@ import (
 	"github.com/miekg/dns"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -79,34 +80,29 @@ func New(opts Options) (*DNS, error) {
 	}
 	d := &DNS{index: NewIndex(domain)}
 	var err error
-	d.services, err = informer.New(informer.Options[*v1.Service]{
-		Name:          "services",
-		ListerWatcher: listwatch.FromTypedClient[*v1.ServiceList](opts.Client.CoreV1().Services(""), nil),
-		Handlers: informer.Handlers[*v1.Service]{
-			OnAdd:    d.index.SetService,
-			OnUpdate: func(_, s *v1.Service) { d.index.SetService(s) },
-			OnDelete: d.index.DeleteService,
-		},
-	})
+	d.services, err = indexing("services", listwatch.FromTypedClient[*v1.ServiceList](opts.Client.CoreV1().Services(""), nil), d.index.SetService, d.index.DeleteService)
 	if err != nil {
-		return nil, fmt.Errorf("clusterdns: %w", err)
+		return nil, err
 	}
-	d.slices, err = informer.New(informer.Options[*discoveryv1.EndpointSlice]{
-		Name:          "endpointslices",
-		ListerWatcher: listwatch.FromTypedClient[*discoveryv1.EndpointSliceList](opts.Client.DiscoveryV1().EndpointSlices(""), nil),
-		Handlers: informer.Handlers[*discoveryv1.EndpointSlice]{
-			OnAdd:    d.index.SetSlice,
-			OnUpdate: func(_, s *discoveryv1.EndpointSlice) { d.index.SetSlice(s) },
-			OnDelete: d.index.DeleteSlice,
-		},
-	})
+	d.slices, err = indexing("endpointslices", listwatch.FromTypedClient[*discoveryv1.EndpointSliceList](opts.Client.DiscoveryV1().EndpointSlices(""), nil), d.index.SetSlice, d.index.DeleteSlice)
 	if err != nil {
-		return nil, fmt.Errorf("clusterdns: %w", err)
+		return nil, err
 	}
 	if d.server, err = Listen(opts.Addr, d.index, upstreams); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// indexing is an informer of every object of lw that puts each change
+// into the index.
+func indexing[T runtime.Object](name string, lw listwatch.ListerWatcher, set, del func(T)) (*informer.Informer[T], error) {
+	i, err := informer.New(informer.Options[T]{Name: name, ListerWatcher: lw,
+		Handlers: informer.Handlers[T]{OnAdd: set, OnUpdate: func(_, obj T) { set(obj) }, OnDelete: del}})
+	if err != nil {
+		return nil, fmt.Errorf("clusterdns: %w", err)
+	}
+	return i, nil
 }
 
 // Addr is the address served (host:port).
