@@ -47,6 +47,8 @@ type ClusterDNSOptions struct {
 type clusterDNS struct {
 	dns  *clusterdns.DNS
 	stop func()
+	// err is why an optional DNS does not run.
+	err error
 }
 
 // KubeDNSServiceName is the cluster DNS's Service in kube-system, named
@@ -70,7 +72,8 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 		if !o.Optional {
 			return err
 		}
-		klog.FromContext(ctx).Info("Running without cluster DNS", "err", err)
+		s.clusterDNS.err = err
+		klog.FromContext(ctx).V(1).Info("Running without cluster DNS", "err", err)
 		return s.ensureKubeDNSService(ctx, "", 0)
 	}
 	dctx, cancel := context.WithCancel(s.runCtx)
@@ -82,7 +85,7 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 	ip := net.ParseIP(host)
 	if ip == nil || ip.IsUnspecified() {
 		if ip, err = utilnet.ResolveBindAddress(ip); err != nil {
-			klog.FromContext(ctx).Info("No address to advertise in the kube-dns Service's endpoints", "err", err)
+			klog.FromContext(ctx).V(1).Info("No address to advertise in the kube-dns Service's endpoints", "err", err)
 			ip = nil
 		}
 	}
@@ -108,6 +111,10 @@ func (s *Server) ClusterDNSAddr() string {
 	}
 	return s.clusterDNS.dns.Addr()
 }
+
+// ClusterDNSErr is why the cluster DNS does not run although asked to
+// (ClusterDNSOptions.Optional: its address was taken), nil otherwise.
+func (s *Server) ClusterDNSErr() error { return s.clusterDNS.err }
 
 // stopClusterDNS stops the DNS server and waits for it.
 func (s *Server) stopClusterDNS() {

@@ -129,6 +129,8 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	printAPI(out, srv)
 	if addr := srv.ClusterDNSAddr(); addr != "" {
 		fmt.Fprintf(out, "kite: cluster DNS on %s (udp, tcp)\n", addr)
+	} else if err := srv.ClusterDNSErr(); err != nil {
+		fmt.Fprintf(out, "kite: running without cluster DNS: %v\n", err)
 	}
 
 	if opts.agent != nil {
