@@ -98,6 +98,8 @@ type Server struct {
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
+	// clusterDNS is the cluster DNS server (clusterdns.go), if it runs.
+	clusterDNS clusterDNS
 	// nodeProxy carries pods/log, exec, attach and portforward to agents;
 	// Close closes its connections.
 	nodeProxy *nodeproxy.Proxy
@@ -142,6 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
+		func() error { return s.startClusterDNS(ctx, opts) },
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -513,6 +516,7 @@ func (s *Server) Close() error {
 		if s.stopControllers != nil {
 			s.stopControllers()
 		}
+		s.stopClusterDNS()
 		if s.crds != nil {
 			s.crds.StopController()
 		}

@@ -173,6 +173,9 @@ type Options struct {
 	// Authentication: the ServiceAccount token issuer and keys, anonymous
 	// requests.
 	Authentication AuthenticationOptions
+	// ClusterDNS runs the cluster DNS server beside the controllers and
+	// makes its kube-dns Service (clusterdns.go, docs/dns.md); zero runs none.
+	ClusterDNS ClusterDNSOptions
 }
 
 // AuthenticationOptions say how requests are authenticated (see authn.go

@@ -132,6 +132,10 @@ type Options struct {
 	// for the node's names (the API server does not verify it, as
 	// kube-apiserver without --kubelet-certificate-authority).
 	ServerCertificate *tls.Certificate
+	// ClusterDNS (--cluster-dns) and ClusterDomain (--cluster-domain)
+	// configure the resolver of ClusterFirst pods (docs/dns.md).
+	ClusterDNS    []string
+	ClusterDomain string
 	// Node configures the Node's registration, status and Lease (with a
 	// REST config); its Client and NodeName are filled in by New.
 	Node node.Options
@@ -184,6 +188,8 @@ func FromOptions(o *options.Options) (Options, error) {
 		ImageGC: &imagegc.Policy{HighThresholdPercent: int(ptr.Deref(o.Config.ImageGCHighThresholdPercent, 85)),
 			LowThresholdPercent: int(ptr.Deref(o.Config.ImageGCLowThresholdPercent, 80)), MinAge: o.Config.ImageMinimumGCAge.Duration},
 
+		ClusterDNS:               o.Config.ClusterDNS,
+		ClusterDomain:            o.Config.ClusterDomain,
 		ContainerRuntime:         o.ContainerRuntime,
 		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
 		ProxyMode:                ProxyModeFor(o),

@@ -78,6 +78,8 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 		HostIPs:        []string{ip.String()},
 		Allocatable:    node.Build(node.HostInfo(opts.Node.Host, opts.RootDir, maxPods), nil, metav1.Now()).Allocatable,
 		MaxPods:        int(maxPods),
+		ClusterDNS:     opts.ClusterDNS,
+		ClusterDomain:  opts.ClusterDomain,
 		SeenAllSources: a.SeenAllSources,
 	}
 	if cs != nil {

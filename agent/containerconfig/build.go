@@ -54,6 +54,15 @@ type Inputs struct {
 	// HostDNS is the node's resolv.conf (ParseResolvConf), the base of
 	// a pod's dnsConfig; nil is none.
 	HostDNS *runtimeapi.DNSConfig
+	// ClusterDNS are the cluster DNS's addresses (--cluster-dns) and
+	// ClusterDomain the cluster's domain (--cluster-domain), of the
+	// ClusterFirst policies (PodDNS); none means ClusterFirst falls back
+	// to Default.
+	ClusterDNS    []string
+	ClusterDomain string
+	// Services are the Services whose variables containers get (the
+	// pod's namespace's and default's; ServiceEnv picks); nil is none.
+	Services []*v1.Service
 	// RunsImages says that the runtime runs containers from their images
 	// (a CRI runtime): a container without command runs its image's
 	// entrypoint, and ImageUser is the user its image runs as.

@@ -418,7 +418,7 @@ func TestSandboxDNSConfig(t *testing.T) {
 		pod    *v1.PodDNSConfig
 		want   *runtimeapi.DNSConfig
 	}{
-		{name: "ClusterFirst without dnsConfig: the node's as it is", policy: v1.DNSClusterFirst},
+		{name: "Default without dnsConfig: the node's as it is", policy: v1.DNSDefault, want: host},
 		{name: "Default merges the pod's", policy: v1.DNSDefault,
 			pod:  &v1.PodDNSConfig{Nameservers: []string{"10.0.0.3", "1.1.1.1"}, Searches: []string{"c.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: &three}}},
 			want: &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3", "1.1.1.1"}, Searches: []string{"a.example", "b.example", "c.example"}, Options: []string{"edns0", "ndots:3"}}},

@@ -17,9 +17,25 @@ import (
 // then env in order, each value expanding $(VAR) of the variables before
 // it. A missing configMap, secret or key that is not optional is an error
 // with upstream's message; the container must not start. The configMaps
-// and secrets are in's.
+// and secrets are in's. The Services' variables (ServiceEnv of
+// in.Services) come last, but those the container sets itself, and
+// $(VAR) expands them too, as upstream's.
 func Env(pod *v1.Pod, c *v1.Container, in Inputs) ([]EnvVar, error) {
 	vars := map[string]string{}
+	services := ServiceEnv(pod.Namespace, enableServiceLinks(pod), in.Services)
+	serviceVars := make(map[string]string, len(services))
+	for _, e := range services {
+		serviceVars[e.Name] = e.Value
+	}
+	mapping := func(name string) string {
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		if v, ok := serviceVars[name]; ok {
+			return v
+		}
+		return "$(" + name + ")"
+	}
 	var order []string
 	set := func(k, v string) {
 		if _, ok := vars[k]; !ok {
@@ -64,7 +80,7 @@ func Env(pod *v1.Pod, c *v1.Container, in Inputs) ([]EnvVar, error) {
 		val := e.Value
 		switch {
 		case val != "":
-			val = Expand(val, mappingFor(vars))
+			val = Expand(val, mapping)
 		case e.ValueFrom == nil:
 		case e.ValueFrom.FieldRef != nil:
 			v, err := fieldValue(e.ValueFrom.FieldRef.FieldPath, pod, in.HostIPs, false)
@@ -119,9 +135,14 @@ func Env(pod *v1.Pod, c *v1.Container, in Inputs) ([]EnvVar, error) {
 		}
 		set(e.Name, val)
 	}
-	out := make([]EnvVar, 0, len(order))
+	out := make([]EnvVar, 0, len(order)+len(services))
 	for _, k := range order {
 		out = append(out, EnvVar{Name: k, Value: vars[k]})
+	}
+	for _, e := range services {
+		if _, ok := vars[e.Name]; !ok {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }

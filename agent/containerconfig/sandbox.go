@@ -3,7 +3,6 @@ package containerconfig
 import (
 	"bufio"
 	"bytes"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,10 +37,11 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 			sc.Privileged = true
 		}
 	}
+	dnsConfig, _ := PodDNS(pod, in)
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		LogDirectory: in.LogDirectory,
-		DnsConfig:    DNSConfig(pod, in.HostDNS),
+		DnsConfig:    dnsConfig,
 		PortMappings: portMappings(pod),
 		Labels:       podLabels(pod),
 		Annotations:  annotations,
@@ -86,61 +86,6 @@ func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
 	return out
 }
 
-// DNSConfig is the pod's resolver configuration, as the kubelet's
-// GetPodDNS where there is no cluster DNS (so ClusterFirst falls back to
-// Default, as it does for a hostNetwork pod): policy None takes the pod's
-// dnsConfig alone; otherwise host, the node's resolv.conf, with the pod's
-// dnsConfig merged in (nameservers and searches appended without
-// duplicates, options by name, the pod's winning). Nil means the node's
-// resolv.conf as it is, which the runtime copies.
-func DNSConfig(pod *v1.Pod, host *runtimeapi.DNSConfig) *runtimeapi.DNSConfig {
-	pc := pod.Spec.DNSConfig
-	if pod.Spec.DNSPolicy == v1.DNSNone {
-		out := &runtimeapi.DNSConfig{}
-		if pc != nil {
-			out.Servers = slices.Clone(pc.Nameservers)
-			out.Searches = slices.Clone(pc.Searches)
-			out.Options = dnsOptions(nil, pc.Options)
-		}
-		return out
-	}
-	if pc == nil {
-		return nil
-	}
-	out := &runtimeapi.DNSConfig{}
-	if host != nil {
-		out.Servers, out.Searches, out.Options = slices.Clone(host.Servers), slices.Clone(host.Searches), slices.Clone(host.Options)
-	}
-	out.Servers = appendNew(out.Servers, pc.Nameservers)
-	out.Searches = appendNew(out.Searches, pc.Searches)
-	out.Options = dnsOptions(out.Options, pc.Options)
-	return out
-}
-
-func appendNew(to, from []string) []string {
-	for _, s := range from {
-		if !slices.Contains(to, s) {
-			to = append(to, s)
-		}
-	}
-	return to
-}
-
-// dnsOptions merges the pod's options into existing ("name" or
-// "name:value"), a pod option replacing one of its name.
-func dnsOptions(existing []string, pod []v1.PodDNSConfigOption) []string {
-	out := slices.Clone(existing)
-	for _, o := range pod {
-		s := o.Name
-		if o.Value != nil {
-			s += ":" + *o.Value
-		}
-		out = slices.DeleteFunc(out, func(e string) bool { n, _, _ := strings.Cut(e, ":"); return n == o.Name })
-		out = append(out, s)
-	}
-	return out
-}
-
 // ParseResolvConf reads a resolv.conf: nameservers, the last search (or
 // domain) line, and options, as the kubelet's parseResolvConf.
 func ParseResolvConf(b []byte) *runtimeapi.DNSConfig {
@@ -159,7 +104,14 @@ func ParseResolvConf(b []byte) *runtimeapi.DNSConfig {
 		case "nameserver":
 			out.Servers = append(out.Servers, f[1])
 		case "search", "domain":
-			out.Searches = slices.Clone(f[1:])
+			// The same domain with and without its trailing dot counts
+			// once, "." not at all, as the kubelet's parseResolvConf.
+			out.Searches = nil
+			for _, d := range f[1:] {
+				if d != "." {
+					out.Searches = append(out.Searches, strings.TrimSuffix(d, "."))
+				}
+			}
 		case "options":
 			out.Options = dnsOptions(out.Options, optionsOf(f[1:]))
 		}

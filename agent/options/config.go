@@ -51,6 +51,10 @@ type AgentConfiguration struct {
 	// ImageMinimumGCAge: --minimum-image-ttl-duration, the least age of an
 	// unused image before it is collected.
 	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
+	// ClusterDNS: --cluster-dns, the nameservers of ClusterFirst pods.
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ClusterDomain: --cluster-domain.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
 	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
 	// renews it every quarter of that, as the kubelet does. File only, as
 	// the kubelet's.

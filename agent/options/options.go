@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/agent/kubetypes"
@@ -38,6 +39,14 @@ const (
 	// (the kubelet's is /var/lib/kubelet); `kite server` uses
 	// <data-dir>/agent.
 	DefaultRootDir = "kite-agent"
+)
+
+// The cluster DNS of ClusterFirst pods, Kite's server's: the kube-dns
+// Service at the tenth address of the default service range, and the
+// default cluster domain (the kubelet has none by default).
+const (
+	DefaultClusterDNS    = "10.43.0.10"
+	DefaultClusterDomain = "cluster.local"
 )
 
 // Options are the agent's settings.
@@ -93,6 +102,8 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"image-gc-high-threshold":    func(d, s *AgentConfiguration) { d.ImageGCHighThresholdPercent = s.ImageGCHighThresholdPercent },
 		"image-gc-low-threshold":     func(d, s *AgentConfiguration) { d.ImageGCLowThresholdPercent = s.ImageGCLowThresholdPercent },
 		"minimum-image-ttl-duration": func(d, s *AgentConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge },
+		"cluster-dns":                func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
+		"cluster-domain":             func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
 	}
 }
 
@@ -126,6 +137,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.ImageGCHighThresholdPercent, "image-gc-high-threshold", *c.ImageGCHighThresholdPercent, "The percent of the image file system in use at which unused images are removed (containerd runtime; 100 disables it).")
 	fs.Int32Var(c.ImageGCLowThresholdPercent, "image-gc-low-threshold", *c.ImageGCLowThresholdPercent, "The percent of the image file system in use an image collection frees down to; not above --image-gc-high-threshold.")
 	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
+	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "The cluster's domain: pods with dnsPolicy ClusterFirst search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains.")
 }
 
 // Complete reads the configuration file, if --config was given, and puts
@@ -201,6 +214,14 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("imageGCLowThresholdPercent (--image-gc-low-threshold) %d must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) %d", *l, *h))
 		}
 	}
+	for _, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			errs = append(errs, fmt.Errorf("clusterDNS (--cluster-dns) %q: not an IP address", ip))
+		}
+	}
+	if d := c.ClusterDomain; d != "" && len(validation.IsDNS1123Subdomain(strings.TrimSuffix(d, "."))) > 0 {
+		errs = append(errs, fmt.Errorf("clusterDomain (--cluster-domain) %q: not a domain name", d))
+	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))
 	}
@@ -274,6 +295,8 @@ func DefaultConfiguration() AgentConfiguration {
 		ImageGCHighThresholdPercent: ptr.To[int32](85),
 		ImageGCLowThresholdPercent:  ptr.To[int32](80),
 		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
+		ClusterDNS:                  []string{DefaultClusterDNS},
+		ClusterDomain:               DefaultClusterDomain,
 		// The kubelet's default.
 		NodeLeaseDurationSeconds: 40,
 	}

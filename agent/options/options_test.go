@@ -80,16 +80,16 @@ func TestConfigFile(t *testing.T) {
 
 func TestConfigFileJSONWithKubeletFields(t *testing.T) {
 	path := writeConfig(t, `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration",
-	  "staticPodPath":"/m","clusterDNS":["10.0.0.10"],"authentication":{}}`)
+	  "staticPodPath":"/m","clusterDNS":["10.0.0.10"],"authentication":{},"cgroupDriver":"systemd"}`)
 	o, warnings, err := parse(t, "--config", path)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if o.Config.StaticPodPath != "/m" || o.Config.FileCheckFrequency.Duration != DefaultFileCheckFrequency {
+	if o.Config.StaticPodPath != "/m" || o.Config.FileCheckFrequency.Duration != DefaultFileCheckFrequency || strings.Join(o.Config.ClusterDNS, ",") != "10.0.0.10" {
 		t.Errorf("config %+v", o.Config)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "authentication, clusterDNS") {
-		t.Errorf("warnings %q, want one naming authentication, clusterDNS", warnings)
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "authentication, cgroupDriver") {
+		t.Errorf("warnings %q, want one naming authentication, cgroupDriver", warnings)
 	}
 }
 

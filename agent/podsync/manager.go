@@ -81,6 +81,10 @@ type Options struct {
 	// Allocatable is the node's allocatable resources (admission,
 	// resourceFieldRef defaults, OOM score).
 	Allocatable v1.ResourceList
+	// ClusterDNS (--cluster-dns) and ClusterDomain (--cluster-domain)
+	// configure the resolver of ClusterFirst pods (containerconfig.PodDNS).
+	ClusterDNS    []string
+	ClusterDomain string
 	// MaxPods is --max-pods, the most pods admitted at once; zero is 110.
 	MaxPods int
 	// SeenAllSources says whether every source has sent its first
@@ -148,7 +152,7 @@ func New(opts Options) (*Manager, error) {
 		hostDNS = containerconfig.ParseResolvConf(b)
 	}
 	vm, err := volumes.New(volumes.Options{RootDir: opts.RootDir, Client: vc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable,
-		RunsImages: runsImages, HostDNS: hostDNS})
+		RunsImages: runsImages, HostDNS: hostDNS, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain})
 	if err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}

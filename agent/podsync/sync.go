@@ -113,6 +113,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	sandboxID := actions.SandboxID
 	sbConfig := m.volumes.SandboxConfig(pod, actions.Attempt)
 	if actions.CreateSandbox {
+		for _, w := range m.volumes.DNSWarnings(pod) {
+			m.events.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
+		}
 		if sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig); err != nil {
 			m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)

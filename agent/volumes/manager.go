@@ -9,6 +9,7 @@
 package volumes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type Client interface {
 	corev1client.ConfigMapsGetter
 	corev1client.SecretsGetter
 	corev1client.ServiceAccountsGetter
+	corev1client.ServicesGetter
 }
 
 // Options configures a Manager.
@@ -59,6 +61,10 @@ type Options struct {
 	RunsImages bool
 	// HostDNS is the node's resolv.conf, the base of pods' dnsConfig.
 	HostDNS *runtimeapi.DNSConfig
+	// ClusterDNS and ClusterDomain are the cluster DNS's addresses and
+	// the cluster's domain (containerconfig.Inputs, PodDNS).
+	ClusterDNS    []string
+	ClusterDomain string
 	// SyncTimeout bounds the wait for a configMap's or secret's first
 	// list; zero is objectcache's default.
 	SyncTimeout time.Duration
@@ -73,6 +79,7 @@ type Manager struct {
 	configMaps *objectcache.Cache[*v1.ConfigMap] // nil without a client
 	secrets    *objectcache.Cache[*v1.Secret]
 	tokens     *tokens // nil without a client
+	services   *services
 }
 
 // DirMode is the mode of the root directory and of its pods directory,
@@ -107,6 +114,9 @@ func New(opts Options) (*Manager, error) {
 	if c := opts.Client; c != nil {
 		m.tokens = &tokens{client: c, now: time.Now, byKey: map[tokenKey]boundToken{}}
 		var err error
+		if m.services, err = newServices(c, cmp.Or(opts.SyncTimeout, objectcache.DefaultSyncTimeout)); err != nil {
+			return nil, fmt.Errorf("volumes: %w", err)
+		}
 		m.configMaps, err = objectcache.New(objectcache.Options[*v1.ConfigMap]{
 			Resource: schema.GroupResource{Resource: "configmaps"},
 			ListerWatcher: func(ns string) listwatch.ListerWatcher {
@@ -133,12 +143,14 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Run watches the configMaps and secrets pods refer to until ctx ends.
+// Run watches the configMaps and secrets pods refer to, and the
+// Services, until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
 	if m.configMaps == nil {
 		return
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { m.services.reflector.Run(ctx) })
 	wg.Go(func() { m.configMaps.Run(ctx) })
 	wg.Go(func() { m.secrets.Run(ctx) })
 	wg.Wait()
@@ -208,10 +220,21 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 	return containerconfig.SandboxConfig(pod, m.node(pod), attempt)
 }
 
+// DNSWarnings are the events the pod's resolver configuration calls for
+// (containerconfig.PodDNS), for a runtime that runs images: the process
+// runtime's containers use the host's resolver whatever the policy.
+func (m *Manager) DNSWarnings(pod *v1.Pod) []containerconfig.DNSWarning {
+	if !m.opts.RunsImages {
+		return nil
+	}
+	_, w := containerconfig.PodDNS(pod, m.node(pod))
+	return w
+}
+
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
 	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
-		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS}
+		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
@@ -258,6 +281,13 @@ func lookups[T interface {
 func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser) (*runtimeapi.ContainerConfig, error) {
 	in := m.inputs(ctx, pod)
 	in.RestartCount, in.Volumes, in.ImageUser = restartCount, volumes, imageUser
+	if m.services != nil {
+		svcs, err := m.services.of(ctx, pod)
+		if err != nil {
+			return nil, err
+		}
+		in.Services = svcs
+	}
 	cfg, err := containerconfig.Build(pod, c, in)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kite-project/kite"
+	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/authz"
 	"github.com/kite-project/kite/apiserver/metricsapi"
@@ -37,6 +38,7 @@ type apiFlags struct {
 	serviceNet            serviceNetFlags
 	admission             admissionFlags
 	authn                 authnFlags
+	clusterDNS            clusterDNSFlags
 }
 
 func (f *apiFlags) add(fs *pflag.FlagSet) {
@@ -56,6 +58,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	f.controllers.add(fs)
 	f.admission.add(fs)
 	f.authn.add(fs)
+	f.clusterDNS.add(fs)
 }
 
 // controlPlaneFlags are the flags kite server and kite apiserver share:
@@ -87,6 +90,7 @@ func (f *controlPlaneFlags) options(fs *pflag.FlagSet) (serverOptions, error) {
 
 func newAPIServerCommand() *cobra.Command {
 	var flags controlPlaneFlags
+	var clusterDomain string
 	cmd := &cobra.Command{
 		Use:   "apiserver",
 		Short: "Run etcd (embedded unless --etcd-servers) and the API server, without the node agent",
@@ -100,10 +104,14 @@ admin kubeconfig is written to --data-dir/kubeconfig.`,
 			if err != nil {
 				return err
 			}
+			if err := flags.api.clusterDNS.apply(&opts.api, clusterDomain); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), &syncWriter{w: cmd.OutOrStdout()}, opts)
 		},
 	}
 	flags.add(cmd.Flags())
+	cmd.Flags().StringVar(&clusterDomain, "cluster-domain", options.DefaultClusterDomain, "the cluster's domain, which the cluster DNS answers")
 	return cmd
 }
 

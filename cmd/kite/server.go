@@ -67,6 +67,12 @@ or from images through containerd with --container-runtime=containerd
 			if err != nil {
 				return err
 			}
+			if err := flags.api.clusterDNS.apply(&opts.api, agentOpts.ClusterDomain); err != nil {
+				return err
+			}
+			if agentOpts.ClusterDNS, err = agentClusterDNS(agentOpts.ClusterDNS, opts.api); err != nil {
+				return err
+			}
 			opts.agent, opts.log = &agentOpts, newLogger(out, verbosity)
 			return runServer(cmd.Context(), out, opts)
 		},
@@ -121,6 +127,11 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 	}
 	defer srv.Close()
 	printAPI(out, srv)
+	if addr := srv.ClusterDNSAddr(); addr != "" {
+		fmt.Fprintf(out, "kite: cluster DNS on %s (udp, tcp)\n", addr)
+	} else if err := srv.ClusterDNSErr(); err != nil {
+		fmt.Fprintf(out, "kite: running without cluster DNS: %v\n", err)
+	}
 
 	if opts.agent != nil {
 		agentOpts := *opts.agent
