@@ -5,8 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	helpers "k8s.io/component-helpers/storage/volume"
 	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
+	helpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/kite-project/kite/apis/storage/localpath"
 )
