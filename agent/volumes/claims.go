@@ -24,6 +24,13 @@ import (
 // PersistentVolume (pv.kubernetes.io/provisioned-by).
 const annProvisionedBy = "pv.kubernetes.io/provisioned-by"
 
+// claimWait is how long a pod's sync waits for its claim to be Bound,
+// polling every claimPoll, before it fails and backs off.
+const (
+	claimWait = 5 * time.Second
+	claimPoll = 250 * time.Millisecond
+)
+
 // sweepPeriod is how often the agent looks for local-path directories
 // whose PersistentVolume is gone.
 const sweepPeriod = 5 * time.Second
@@ -104,15 +111,32 @@ func (m *Manager) claimPath(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (s
 	if m.opts.Client == nil {
 		return "", processing("no kubeClient defined")
 	}
-	claim, err := m.opts.Client.PersistentVolumeClaims(pod.Namespace).Get(ctx, src.ClaimName, metav1.GetOptions{})
-	if err != nil {
-		return "", processing("failed to fetch PVC from API server: %v", err)
-	}
-	switch {
-	case claim.DeletionTimestamp != nil:
-		return "", processing("can't start pod because PVC %s is being deleted", key)
-	case claim.Status.Phase != v1.ClaimBound || claim.Spec.VolumeName == "":
-		return "", processing("PVC is not bound")
+	// A claim is usually bound a moment after its pod is scheduled (the
+	// provisioner makes the volume on the node the scheduler chose): it
+	// is waited for a while here, as the kubelet's volume manager polls,
+	// rather than after the pod worker's back-off of 10 s.
+	deadline := time.Now().Add(claimWait)
+	var claim *v1.PersistentVolumeClaim
+	for {
+		var err error
+		claim, err = m.opts.Client.PersistentVolumeClaims(pod.Namespace).Get(ctx, src.ClaimName, metav1.GetOptions{})
+		if err != nil {
+			return "", processing("failed to fetch PVC from API server: %v", err)
+		}
+		if claim.DeletionTimestamp != nil {
+			return "", processing("can't start pod because PVC %s is being deleted", key)
+		}
+		if claim.Status.Phase == v1.ClaimBound && claim.Spec.VolumeName != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return "", processing("PVC is not bound")
+		}
+		select {
+		case <-ctx.Done():
+			return "", processing("PVC is not bound")
+		case <-time.After(claimPoll):
+		}
 	}
 	pv, err := m.opts.Client.PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
