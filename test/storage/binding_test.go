@@ -46,7 +46,9 @@ func TestStaticBinding(t *testing.T) {
 			}, want: "fast"},
 		{name: "access modes", volumes: []*v1.PersistentVolume{vol("rwo", "1Gi"), vol("rwx", "3Gi", func(p *v1.PersistentVolume) {
 			p.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
-		})}, claim: func(c *v1.PersistentVolumeClaim) { c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany} }, want: "rwx"},
+		})}, claim: func(c *v1.PersistentVolumeClaim) {
+			c.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+		}, want: "rwx"},
 		{name: "claim names its volume", volumes: []*v1.PersistentVolume{vol("fit", "1Gi"), vol("named", "8Gi")},
 			claim: func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeName = "named" }, want: "named"},
 		{name: "volume names its claim", volumes: []*v1.PersistentVolume{vol("fit", "1Gi"), vol("prebound", "8Gi", func(p *v1.PersistentVolume) {
@@ -105,7 +107,9 @@ func TestStaticBinding(t *testing.T) {
 			}
 			eventually(t, "volume Released", func(ctx context.Context) (*v1.PersistentVolume, error) {
 				return cs.CoreV1().PersistentVolumes().Get(ctx, bound.Spec.VolumeName, metav1.GetOptions{})
-			}, func(pv *v1.PersistentVolume, err error) bool { return err == nil && pv.Status.Phase == v1.VolumeReleased })
+			}, func(pv *v1.PersistentVolume, err error) bool {
+				return err == nil && pv.Status.Phase == v1.VolumeReleased
+			})
 		})
 	}
 }
@@ -121,8 +125,8 @@ func TestStatefulSetClaimsAreBound(t *testing.T) {
 	tmpl.Spec.Volumes = nil
 	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.StatefulSetSpec{
 		Replicas: ptr.To(int32(2)), ServiceName: "web",
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: tmpl.Spec},
+		Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template:             v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: tmpl.Spec},
 		VolumeClaimTemplates: []v1.PersistentVolumeClaim{*claim("data", nil)},
 	}}
 	if _, err := cs.AppsV1().StatefulSets(ns).Create(t.Context(), set, metav1.CreateOptions{}); err != nil {

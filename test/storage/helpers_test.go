@@ -93,7 +93,9 @@ func waitClaim(t *testing.T, ns, name string) *v1.PersistentVolumeClaim {
 	t.Helper()
 	return eventually(t, "claim "+ns+"/"+name+" Bound", func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
 		return cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-	}, func(c *v1.PersistentVolumeClaim, err error) bool { return err == nil && c.Status.Phase == v1.ClaimBound })
+	}, func(c *v1.PersistentVolumeClaim, err error) bool {
+		return err == nil && c.Status.Phase == v1.ClaimBound
+	})
 }
 
 // events are the messages of the object's events of reason.
