@@ -126,7 +126,7 @@ type entry struct {
 // table is every controller, in start order. Adding a controller is a
 // line here.
 func table() []entry {
-	return []entry{
+	return append([]entry{
 		{Namespace, func(b builder) (Controller, error) {
 			dyn, err := dynamic.NewForConfig(b.cfg)
 			if err != nil {
@@ -210,7 +210,7 @@ func table() []entry {
 		{Endpoint, func(b builder) (Controller, error) {
 			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
 		}},
-	}
+	}, storageEntries()...)
 }
 
 // rootCA is the bundle the root CA publisher publishes: the CA the

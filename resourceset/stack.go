@@ -3,6 +3,7 @@ package resourceset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -229,6 +230,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		"MutatingAdmissionWebhook":   hooks.MutatingPlugin(),
 		"ValidatingAdmissionWebhook": hooks.ValidatingPlugin(),
 	}
+	maps.Copy(ac.Plugins, builtin.StorageAdmissionPlugins(func(gr string) *registry.Store { return set.Store(gr) }))
 	for name, p := range opts.Admission.Plugins {
 		ac.Plugins[name] = p
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/kite-project/kite/apis/storage/localpath"
 	kiteversion "github.com/kite-project/kite/version"
 )
 
@@ -208,6 +210,21 @@ func HostInfo(h Host, rootDir string, maxPods int64) Info {
 	return info
 }
 
+// annotations adds the agent's own annotations to a Node's: where its
+// local-path volumes live (<root>/storage), which the server's local
+// provisioner cannot know of a remote agent (docs/storage.md).
+func (m *Manager) annotations(have map[string]string) map[string]string {
+	if m.opts.RootDir == "" {
+		return have
+	}
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[localpath.DirAnnotation] = localpath.Dir(m.opts.RootDir)
+	return out
+}
+
 // register creates the Node or, when a previous run created it, sets its
 // default labels and status, as the kubelet's tryRegisterWithAPIServer.
 func (m *Manager) register(ctx context.Context) error {
@@ -218,7 +235,7 @@ func (m *Manager) register(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        m.opts.NodeName,
 			Labels:      m.labels(),
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+			Annotations: m.annotations(map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}),
 		},
 		Status: status,
 	}
@@ -244,7 +261,8 @@ func (m *Manager) register(ctx context.Context) error {
 			want.Labels[k] = v
 		}
 	}
-	if len(want.Labels) != len(old.Labels) {
+	want.Annotations = m.annotations(want.Annotations)
+	if len(want.Labels) != len(old.Labels) || !maps.Equal(want.Annotations, old.Annotations) {
 		if old, err = patch(ctx, m.opts.Client, old, want, ""); err != nil {
 			return fmt.Errorf("label node %s: %w", m.opts.NodeName, err)
 		}

@@ -32,12 +32,16 @@ import (
 )
 
 // Client lists and watches the configMaps and secrets that pods refer
-// to, and asks for the ServiceAccount tokens of their projected volumes.
+// to, asks for the ServiceAccount tokens of their projected volumes, and
+// reads the claims of their persistentVolumeClaim volumes and the
+// PersistentVolumes bound to them (claims.go).
 type Client interface {
 	corev1client.ConfigMapsGetter
 	corev1client.SecretsGetter
 	corev1client.ServiceAccountsGetter
 	corev1client.ServicesGetter
+	corev1client.PersistentVolumeClaimsGetter
+	corev1client.PersistentVolumesGetter
 }
 
 // Options configures a Manager.
@@ -80,6 +84,7 @@ type Manager struct {
 	secrets    *objectcache.Cache[*v1.Secret]
 	tokens     *tokens // nil without a client
 	services   *services
+	claims     *claimMounts
 }
 
 // DirMode is the mode of the root directory and of its pods directory,
@@ -99,7 +104,7 @@ func New(opts Options) (*Manager, error) {
 	if opts.RootDir == "" {
 		return nil, errors.New("volumes: no root directory given")
 	}
-	m := &Manager{opts: opts, logDir: opts.LogDir}
+	m := &Manager{opts: opts, logDir: opts.LogDir, claims: &claimMounts{byPod: map[types.UID]map[string]claimMount{}}}
 	if m.logDir == "" {
 		m.logDir = filepath.Join(opts.RootDir, "pods")
 	}
@@ -151,6 +156,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.services.reflector.Run(ctx) })
+	wg.Go(func() { m.sweepLocalPath(ctx) })
 	wg.Go(func() { m.configMaps.Run(ctx) })
 	wg.Go(func() { m.secrets.Run(ctx) })
 	wg.Wait()
@@ -159,6 +165,7 @@ func (m *Manager) Run(ctx context.Context) {
 // Forget stops watching what pod uid referred to (unless another pod
 // refers to it): its worker is gone.
 func (m *Manager) Forget(uid types.UID) {
+	m.claims.forget(uid)
 	if m.configMaps != nil {
 		m.configMaps.Forget(uid)
 		m.secrets.Forget(uid)
@@ -292,6 +299,7 @@ func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	if err != nil {
 		return nil, err
 	}
+	m.readOnlyClaims(pod, c, cfg)
 	if c.TerminationMessagePath != "" {
 		if err := createTerminationMessageFile(m.TerminationMessageFile(pod, c.Name, restartCount)); err != nil {
 			return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
@@ -332,6 +340,14 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 	paths := map[string]string{}
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
+		if vol.PersistentVolumeClaim != nil {
+			path, err := m.claimPath(ctx, pod, vol)
+			if err != nil {
+				return nil, fmt.Errorf("Unable to attach or mount volumes: unmounted volumes=[%s], unattached volumes=[], failed to process volumes=[%s]: %w", vol.Name, vol.Name, err)
+			}
+			paths[vol.Name] = path
+			continue
+		}
 		path, err := m.setUp(pod, vol, in)
 		if err != nil {
 			return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)

@@ -55,6 +55,9 @@ type FitError struct {
 	NumNodes int
 	// Reasons maps node name to reasons.
 	Reasons map[string][]string
+	// PreFilterMsg, when set, refused the pod before any node was
+	// looked at (VolumeBinding's PreFilter).
+	PreFilterMsg string
 	// unresolvable are the nodes refused by a filter whose reason no
 	// preemption can resolve.
 	unresolvable map[string]bool
@@ -73,6 +76,9 @@ func (e *FitError) Error() string {
 		}
 	}
 	msg := fmt.Sprintf("0/%d nodes are available: %s.", e.NumNodes, histogram(counts))
+	if e.PreFilterMsg != "" {
+		msg = fmt.Sprintf("0/%d nodes are available: %s.", e.NumNodes, e.PreFilterMsg)
+	}
 	msg += " no new claims to deallocate, preemption: "
 	if e.Pod.Spec.PreemptionPolicy != nil && *e.Pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return msg + "not eligible due to preemptionPolicy=Never."
@@ -105,10 +111,32 @@ func histogram(counts map[string]int) string {
 // one of the n (upstream chooses at random); nil takes the first. It
 // returns a *FitError when no node fits.
 func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, error) {
+	node, _, err := ScheduleWithVolumes(pod, nodes, pick, nil)
+	return node, err
+}
+
+// ScheduleWithVolumes is Schedule with VolumeBinding's PreFilter and
+// Filter (volumebinding.go) over vs, after the other filters as upstream
+// orders them; nil vs leaves volumes out. It returns the plan for the
+// pod's claims that wait for their first consumer on the chosen node.
+func ScheduleWithVolumes(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int, vs *Volumes) (string, *VolumePlan, error) {
 	fe := &FitError{Pod: pod, NumNodes: len(nodes), Reasons: map[string][]string{}, unresolvable: map[string]bool{}}
 	if len(nodes) == 0 {
-		return "", fe
+		return "", nil, fe
 	}
+	var claims *podVolumes
+	if vs != nil {
+		var msg string
+		if claims, msg = volumePreFilter(pod, vs); msg != "" {
+			fe.PreFilterMsg = msg
+			for _, ni := range nodes {
+				fe.Reasons[ni.Node.Name] = []string{msg}
+				fe.unresolvable[ni.Node.Name] = true
+			}
+			return "", nil, fe
+		}
+	}
+	plans := map[string]*VolumePlan{}
 	req := podRequests(pod)
 	best, bestScore, ties := "", int64(-1), 0
 	for _, ni := range nodes {
@@ -124,6 +152,15 @@ func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, err
 			}
 			continue
 		}
+		if claims != nil {
+			reasons, plan := volumeFilter(claims, ni.Node, vs)
+			if len(reasons) > 0 {
+				fe.Reasons[ni.Node.Name] = reasons
+				fe.unresolvable[ni.Node.Name] = true
+				continue
+			}
+			plans[ni.Node.Name] = plan
+		}
 		s := leastAllocated(pod, ni.Node, u)
 		switch {
 		case s > bestScore:
@@ -137,9 +174,9 @@ func Schedule(pod *v1.Pod, nodes []*NodeInfo, pick func(n int) int) (string, err
 		}
 	}
 	if best == "" {
-		return "", fe
+		return "", nil, fe
 	}
-	return best, nil
+	return best, plans[best], nil
 }
 
 // filter runs the filters in upstream's order and returns the first

@@ -73,6 +73,7 @@ type Scheduler struct {
 	nodes    *informer.Informer[*v1.Node]
 	recorder *events.Recorder
 	binds    chan *v1.Pod
+	volumes  *volumeCaches
 
 	// mu guards the maps below; never held across a request.
 	mu sync.Mutex
@@ -89,6 +90,10 @@ type Scheduler struct {
 	unschedulable map[string]time.Time
 	// inFlight counts bindings not yet answered.
 	inFlight int
+	// plans are the volume plans of assumed pods (by key), carried out
+	// before their binding; assumedVolumes the volumes they take.
+	plans          map[string]*VolumePlan
+	assumedVolumes map[string]*v1.PersistentVolume
 }
 
 // New returns a Scheduler.
@@ -112,6 +117,7 @@ func New(opts Options) (*Scheduler, error) {
 		binds:    make(chan *v1.Pod),
 		assumed:  map[string]*v1.Pod{}, unschedulable: map[string]time.Time{},
 		usage: map[string]*Usage{}, counted: map[string]*v1.Pod{},
+		plans: map[string]*VolumePlan{}, assumedVolumes: map[string]*v1.PersistentVolume{},
 	}
 	var err error
 	s.pods, err = informer.For(opts.Informers, informer.Options[*v1.Pod]{
@@ -141,13 +147,16 @@ func New(opts Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.volumes, err = newVolumeCaches(opts, s); err != nil {
+		return nil, err
+	}
 	// One worker decides, one pod at a time; binders bind beside it and
 	// retry a pod (AddRateLimited) or forget its failures themselves.
 	background := []func(context.Context){s.retryUnschedulableLoop}
 	for range s.binders {
 		background = append(background, s.bindLoop)
 	}
-	s.loop = &controller.Loop[string]{Name: opts.SchedulerName, Queue: s.queue, Informers: []controller.Informer{s.pods, s.nodes},
+	s.loop = &controller.Loop[string]{Name: opts.SchedulerName, Queue: s.queue, Informers: append([]controller.Informer{s.pods, s.nodes}, s.volumes.informers()...),
 		Recorder: s.recorder, Background: background, OwnRetries: true,
 		Sync: func(ctx context.Context, k string) error { s.scheduleOne(ctx, k); return nil }}
 	return s, nil
@@ -181,7 +190,7 @@ func (s *Scheduler) WaitIdle(ctx context.Context) error {
 		// The queue first: a pod being decided keeps it busy until its
 		// binding is in flight, so a binding is never missed between the
 		// two reads.
-		idle := s.pods.HasSynced() && s.nodes.HasSynced() && s.queue.Idle()
+		idle := s.pods.HasSynced() && s.nodes.HasSynced() && s.volumes.synced() && s.queue.Idle()
 		s.mu.Lock()
 		inFlight := s.inFlight
 		s.mu.Unlock()
@@ -340,7 +349,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 		}
 		infos[i] = &NodeInfo{Node: n, Usage: u}
 	}
-	node, err := Schedule(pod, infos, s.pick)
+	node, plan, err := ScheduleWithVolumes(pod, infos, s.pick, s.volumes.view(pod, s.assumedVolumes))
 	var fe *FitError
 	if errors.As(err, &fe) {
 		s.unschedulable[k] = time.Now()
@@ -351,6 +360,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, k string) {
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = node
 	s.assumed[k] = bound
+	s.assumeVolumesLocked(k, plan)
 	s.countLocked(k, bound)
 	delete(s.unschedulable, k)
 	s.inFlight++
@@ -379,36 +389,51 @@ func (s *Scheduler) bind(ctx context.Context, pod *v1.Pod) {
 		s.inFlight--
 		s.mu.Unlock()
 	}()
+	if err := s.carryOut(ctx, pod); err != nil {
+		// Not wrapped: a conflict on a claim or volume is no sign that
+		// the pod is gone or bound, it is tried again.
+		s.bindFailed(ctx, pod, fmt.Errorf("volume binding: %v", err))
+		return
+	}
 	b := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: pod.Spec.NodeName},
 	}
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{})
 	if err != nil {
-		gone := ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
-		s.mu.Lock()
-		if s.assumed[k] == pod {
-			delete(s.assumed, k)
-			// Gone or bound already: the watch tells where it counts (a
-			// delete uncounts it, a binding recounts it), and until then
-			// it counts where it was assumed, so that nothing is placed
-			// in its room meanwhile. Refused: it counts nowhere.
-			if s.counted[k] == pod && !gone {
-				s.uncountLocked(k)
-			}
-		}
-		s.mu.Unlock()
-		if gone {
-			return
-		}
-		klog.FromContext(ctx).V(2).Info("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
-		s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Binding rejected: %v", err))
-		s.queue.AddRateLimited(k)
+		s.bindFailed(ctx, pod, err)
 		return
 	}
+	s.forgetPlan(k, false)
 	s.queue.Forget(k)
 	s.recorder.Event(pod, "Pod", v1.EventTypeNormal, "Scheduled",
 		fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, pod.Spec.NodeName))
+}
+
+// bindFailed undoes the assumption of a pod whose binding (or volume
+// plan) failed, and tries it again unless it is gone or bound.
+func (s *Scheduler) bindFailed(ctx context.Context, pod *v1.Pod, err error) {
+	k := key(pod)
+	s.forgetPlan(k, true)
+	gone := ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+	s.mu.Lock()
+	if s.assumed[k] == pod {
+		delete(s.assumed, k)
+		// Gone or bound already: the watch tells where it counts (a
+		// delete uncounts it, a binding recounts it), and until then
+		// it counts where it was assumed, so that nothing is placed
+		// in its room meanwhile. Refused: it counts nowhere.
+		if s.counted[k] == pod && !gone {
+			s.uncountLocked(k)
+		}
+	}
+	s.mu.Unlock()
+	if gone {
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Binding failed", "pod", klog.KObj(pod), "node", pod.Spec.NodeName, "err", err)
+	s.recorder.Event(pod, "Pod", v1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Binding rejected: %v", err))
+	s.queue.AddRateLimited(k)
 }
 
 // unschedulableCondition writes PodScheduled=False/Unschedulable with the

@@ -2,12 +2,14 @@ package builtin
 
 import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	schedulingvalidation "github.com/kite-project/kite/apis/scheduling/validation"
+	"github.com/kite-project/kite/apis/storage/localpath"
 	"github.com/kite-project/kite/registry"
 )
 
@@ -22,7 +24,9 @@ type StartupObject struct {
 // StartupObjects are the objects kube-apiserver keeps from its start:
 // the system priority classes (scheduling's post-start hook) and API
 // priority and fairness' mandatory and suggested configuration
-// (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap), and the local
+// (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap), the default
+// StorageClass local-path of the built-in local provisioner (as k3s
+// ships one; docs/storage.md), and the local
 // APIServices of the group versions of All and of served (the strategies
 // served beside them, e.g. CustomResourceDefinitions). Each call returns
 // new copies.
@@ -41,6 +45,7 @@ func StartupObjects(served ...*registry.Strategy) []StartupObject {
 			out = append(out, StartupObject{flowcontrolv1.Resource("flowschemas"), fs.DeepCopy()})
 		}
 	}
+	out = append(out, StartupObject{storagev1.Resource("storageclasses"), localpath.StorageClass()})
 	seen := map[schema.GroupVersion]bool{}
 	var gvs []schema.GroupVersion
 	for _, s := range append(All(nil), served...) {
