@@ -37,7 +37,7 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 	}
 	m.mu.Unlock()
 	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
-		HostIPs: m.opts.HostIPs, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
+		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
 }
 
 // setStatus hands the status to the status manager and the prober.

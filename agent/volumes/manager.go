@@ -57,6 +57,8 @@ type Options struct {
 	// RunsImages says that the runtime runs containers from images
 	// (containerconfig.Inputs.RunsImages).
 	RunsImages bool
+	// PodNetwork is containerconfig.Inputs.PodNetwork.
+	PodNetwork bool
 	// HostDNS is the node's resolv.conf, the base of pods' dnsConfig.
 	HostDNS *runtimeapi.DNSConfig
 	// SyncTimeout bounds the wait for a configMap's or secret's first
@@ -211,7 +213,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
 	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
-		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS}
+		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, PodNetwork: m.opts.PodNetwork}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
