@@ -74,18 +74,12 @@ func Conflist(c Config) ([]byte, error) {
 		bridge = DefaultBridge
 	}
 	var ranges [][]map[string]string
-	var routes []map[string]string
 	for _, s := range c.PodCIDRs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return nil, fmt.Errorf("cni: podCIDR %q: %w", s, err)
 		}
 		ranges = append(ranges, []map[string]string{{"subnet": p.Masked().String()}})
-		dst := "0.0.0.0/0"
-		if p.Addr().Is6() {
-			dst = "::/0"
-		}
-		routes = append(routes, map[string]string{"dst": dst})
 	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
@@ -101,7 +95,6 @@ func Conflist(c Config) ([]byte, error) {
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"ranges":  ranges,
-					"routes":  routes,
 					"dataDir": c.DataDir,
 				},
 			},
