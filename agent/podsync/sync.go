@@ -118,6 +118,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		rt = &podruntime.Pod{UID: pod.UID} // a new sandbox starts afresh
+		if m.opts.PodNetwork {
+			// Its addresses, for the downward API (the kubelet's
+			// podIPs after createPodSandbox).
+			st, err := m.rt.PodSandboxStatus(ctx, sandboxID)
+			if err != nil {
+				return podworkers.SyncResult{}, fmt.Errorf("status of the new sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			rt.IPs = sandboxIPs(st)
+		}
 	}
 
 	var wait time.Duration

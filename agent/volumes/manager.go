@@ -257,9 +257,9 @@ func lookups[T interface {
 // host paths SetUp returned, imageUser the user of the container's image
 // (nil: unknown, or no image). A subPath missing in its volume is created,
 // as upstream's makeMounts does.
-func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	in := m.inputs(ctx, pod)
-	in.RestartCount, in.Volumes, in.ImageUser = restartCount, volumes, imageUser
+	in.RestartCount, in.Volumes, in.ImageUser, in.PodIPs = restartCount, volumes, imageUser, podIPs
 	cfg, err := containerconfig.Build(pod, c, in)
 	if err != nil {
 		return nil, err

@@ -92,7 +92,7 @@ func (a *testAgent) deletePod(t *testing.T, p *v1.Pod) {
 // agent and the node IPAM controller, the node gets a podCIDR and turns
 // Ready once the agent's CNI configuration is loaded; two pods get
 // distinct addresses of that podCIDR in status.podIP(s), with the node's
-// hostIP, and their own hostnames; one reaches the other's HTTP server
+// hostIP, their own hostnames, and status.podIP in the downward API; one reaches the other's HTTP server
 // over TCP; a hostNetwork pod has the node's address; a deleted pod's
 // address is released (host-local's record of it goes).
 func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
@@ -118,7 +118,10 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	server := a.pod(t, "server", func(p *v1.Pod) {
 		p.Spec.Containers[0].Args = []string{"sh", "-c", "mkdir -p /www && echo hello from $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"}
 	})
-	client := a.pod(t, "client", func(p *v1.Pod) { p.Spec.Containers[0].Args = []string{"sleep", "3600"} })
+	client := a.pod(t, "client", func(p *v1.Pod) {
+		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+		p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	})
 	hostNet := a.pod(t, "hostnet", func(p *v1.Pod) {
 		p.Spec.HostNetwork = true
 		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
@@ -152,8 +155,8 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	if !strings.HasPrefix(out, "HTTP/1.") || !strings.HasSuffix(out, "\r\n\r\nhello from server\n") {
 		t.Fatalf("client's GET of http://%s:8080/ over TCP = %q, %v; want the server pod's page", server.Status.PodIP, out, err)
 	}
-	if out, err := a.exec(t, client, "hostname"); err != nil || out != "client\n" {
-		t.Errorf("client's hostname = %q, %v; want its pod name", out, err)
+	if out, err := a.exec(t, client, "sh", "-c", "hostname; echo $POD_IP"); err != nil || out != "client\n"+client.Status.PodIP+"\n" {
+		t.Errorf("client's hostname and $POD_IP (status.podIP) = %q, %v; want its pod name and %s", out, err, client.Status.PodIP)
 	}
 
 	record := filepath.Join(root, "cni", "networks", cni.NetworkName, server.Status.PodIP)
