@@ -19,7 +19,7 @@
 //
 // The configuration is written once the node has its podCIDR (the node
 // IPAM controller sets it), into a directory of the agent's that
-// containerd watches. See docs/network.md.
+// containerd watches. See docs/pod-network.md.
 package cni
 
 import (

@@ -6,7 +6,7 @@
 // blocks in use are what the nodes hold, so a restart rebuilds them from
 // the nodes and a deleted node's block is free again. A full range is
 // upstream's CIDRNotAvailable event on the node. The node agent waits for
-// its podCIDR and gives its pods addresses from it (docs/network.md).
+// its podCIDR and gives its pods addresses from it (docs/pod-network.md).
 package nodeipam
 
 import (
