@@ -83,6 +83,7 @@ func cmpOr(a, b string) string {
 // reads; a node not registered yet is looked for again each second.
 func (p *podNetwork) waitPodCIDRs(ctx context.Context) ([]string, error) {
 	nodes := p.client.CoreV1().Nodes()
+	klog.FromContext(ctx).Info("Waiting for the node's podCIDR (the node IPAM controller's, kite server --allocate-node-cidrs) before pods get their own IPs")
 	for {
 		n, err := nodes.Get(ctx, p.nodeName, metav1.GetOptions{})
 		if err == nil {

@@ -2,6 +2,9 @@ package cri
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -117,6 +120,7 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 
 	server := a.pod(t, "server", func(p *v1.Pod) {
 		p.Spec.Containers[0].Args = []string{"sh", "-c", "mkdir -p /www && echo hello from $(hostname) > /www/index.html && exec httpd -f -p 8080 -h /www"}
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: 38080}}
 	})
 	client := a.pod(t, "client", func(p *v1.Pod) {
 		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
@@ -159,6 +163,20 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 		t.Errorf("client's hostname and $POD_IP (status.podIP) = %q, %v; want its pod name and %s", out, err, client.Status.PodIP)
 	}
 
+	// The hostPort (portmap) reaches the server from the node, at an
+	// address of the node's other than loopback.
+	if hostAddr := nodeAddress(t); hostAddr != "" {
+		var body string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if body = httpGet("http://" + net.JoinHostPort(hostAddr, "38080") + "/"); body == "hello from server\n" {
+				break
+			}
+		}
+		if body != "hello from server\n" {
+			t.Errorf("GET of the hostPort at %s:38080 = %q; want the server pod's page", hostAddr, body)
+		}
+	}
+
 	record := filepath.Join(root, "cni", "networks", cni.NetworkName, server.Status.PodIP)
 	if _, err := os.Stat(record); err != nil {
 		t.Fatalf("host-local's record of the server's address: %v", err)
@@ -174,4 +192,31 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	}
 	a.deletePod(t, client)
 	a.deletePod(t, hostNet)
+}
+
+// nodeAddress is an IPv4 address of the host's that is not loopback nor
+// a pod bridge's, or "" (then the hostPort check is left out).
+func nodeAddress(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !clusterCIDR.Contains(netip.MustParseAddr(n.IP.To4().String())) {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// httpGet is the body of a GET of url, or the error's text.
+func httpGet(url string) string {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
