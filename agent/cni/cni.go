@@ -6,7 +6,9 @@
 //
 //   - bridge: a Linux bridge per node (DefaultBridge, kite0) that every
 //     pod's veth joins; the bridge holds the gateway, the first address
-//     of the node's podCIDR (isGateway), which is the pods' default route;
+//     of the node's podCIDR (isGateway), which is the pods' default route
+//     (isDefaultGateway: the bridge plugin adds it, so host-local has no
+//     routes, which would add it twice and fail with "file exists");
 //     hairpinMode lets a pod reach itself through a Service address;
 //     ipMasq masquerades what pods send beyond the podCIDR (to the node's
 //     network and further), so that answers find their way back without
