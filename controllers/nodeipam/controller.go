@@ -62,8 +62,8 @@ type Controller struct {
 	nodes    *informer.Informer[*v1.Node]
 	recorder *events.Recorder
 
-	// mu guards pending and next (one worker syncs, but the delete
-	// handler drops pending entries from the cache's goroutine).
+	// mu guards pending and next: one worker syncs, but the delete
+	// handler drops pending entries from the cache's goroutine.
 	mu sync.Mutex
 	// pending are the blocks patched onto a node that the cache does not
 	// show yet, so that a node synced meanwhile never gets them too.
@@ -134,20 +134,25 @@ func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdl
 // sync gives the named node its blocks if it has none.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	node, ok := c.nodes.Store().Get(name)
+	// The lock is not held across the patch, so that the delete handler
+	// (the cache's goroutine) never waits on the API; one worker syncs,
+	// so nothing else chooses meanwhile.
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !ok || !NeedsCIDR(node) {
 		// Gone, or its podCIDRs show in the cache now: they count as
 		// used through the node itself.
 		if !ok || node.DeletionTimestamp == nil {
 			delete(c.pending, name)
 		}
+		c.mu.Unlock()
 		return nil
 	}
 	if _, ok := c.pending[name]; ok {
+		c.mu.Unlock()
 		return nil // patched; its update event comes
 	}
 	blocks, next, err := Choose(c.ranges, Used(c.nodes.Store().List(), c.pending), c.reserved, c.next)
+	c.mu.Unlock()
 	if errors.Is(err, ErrFull) {
 		c.recorder.Event(node, "Node", v1.EventTypeNormal, ReasonCIDRNotAvailable, fmt.Sprintf("Node %s status is now: %s", node.Name, ReasonCIDRNotAvailable))
 		return fmt.Errorf("node %s: %w", name, err)
@@ -176,7 +181,13 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	case err != nil:
 		return fmt.Errorf("set podCIDRs %v of node %s: %w", cidrs, name, err)
 	}
+	c.mu.Lock()
 	c.pending[name], c.next = blocks, next
+	c.mu.Unlock()
+	if _, ok := c.nodes.Store().Get(name); !ok {
+		// Deleted while it was patched: the next sync frees its blocks.
+		c.queue.Add(name)
+	}
 	klog.FromContext(ctx).Info("Set node PodCIDR", "node", name, "podCIDRs", cidrs)
 	return nil
 }
