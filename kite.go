@@ -447,6 +447,7 @@ func (s *Server) startControllers(opts Options) error {
 		Names:                    names,
 		NodeMonitorGracePeriod:   opts.NodeMonitorGracePeriod,
 		TerminatedPodGCThreshold: opts.TerminatedPodGCThreshold,
+		NodeIPAM:                 s.nodeIPAMOptions(opts),
 	})
 	if err != nil {
 		return err

@@ -119,6 +119,13 @@ type Options struct {
 	// 10.43.0.0/16 (k3s's). Its first address is the `kubernetes`
 	// Service's.
 	ServiceClusterIPRanges []string
+	// ClusterCIDRs is --cluster-cidr, the pod range the node IPAM
+	// controller (controllers.NodeIPAM, when run) cuts into each node's
+	// podCIDR: one CIDR, or an IPv4 and an IPv6 one; nil means
+	// 10.42.0.0/16 (k3s's). NodeCIDRMaskSize is --node-cidr-mask-size,
+	// the size of an IPv4 node block; 0 means 24.
+	ClusterCIDRs     []string
+	NodeCIDRMaskSize int
 	// ServiceNodePortRange is --service-node-port-range: where NodePort
 	// and LoadBalancer Services take their node ports from; "" means
 	// 30000-32767.

@@ -108,6 +108,10 @@ type Options struct {
 	// ContainerRuntimeEndpoint is the socket of a CRI runtime that runs
 	// already (unix:///...); it wins over ContainerRuntime.
 	ContainerRuntimeEndpoint string
+	// CNIBinDir and CNIBridge configure the pod network of a containerd
+	// the agent runs (podnetwork.go): where the CNI plugins are (empty:
+	// agent/cni.BinDirs) and the bridge pods join (empty: kite0).
+	CNIBinDir, CNIBridge string
 	// CgroupDriver is the CRI runtime's cgroup driver ("cgroupfs" or
 	// "systemd") for an endpoint; empty: systemd where systemd is the init.
 	// A containerd the agent runs gets the one it was configured with.
@@ -193,6 +197,7 @@ func FromOptions(o *options.Options) (Options, error) {
 		ContainerRuntime:         o.ContainerRuntime,
 		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
 		ProxyMode:                ProxyModeFor(o),
+		CNIBinDir:                o.CNIBinDir,
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),
 			Port:    o.Config.Port,
@@ -246,10 +251,13 @@ type Agent struct {
 	// closeRuntime closes the connection to a CRI runtime and stops the
 	// containerd child, if any; nil for none.
 	closeRuntime func()
-	server       *server.Server // nil when it runs no pods
-	proxy        *proxy.Proxy   // nil without a service proxy
-	serverLn     net.Listener
-	served       podSet // the pods handed to the sync loop, for /pods
+	// podNet writes the CNI configuration of a containerd the agent runs
+	// once the node has its podCIDR; nil for none.
+	podNet   *podNetwork
+	server   *server.Server // nil when it runs no pods
+	proxy    *proxy.Proxy   // nil without a service proxy
+	serverLn net.Listener
+	served   podSet // the pods handed to the sync loop, for /pods
 	// running guards against a second Run, which would start every part
 	// twice.
 	running atomic.Bool
@@ -435,6 +443,9 @@ func (a *Agent) Run(ctx context.Context) {
 		})
 	}
 	wg.Go(func() { a.pc.Run(ctx) })
+	if a.podNet != nil {
+		wg.Go(func() { a.podNet.run(ctx) })
+	}
 	for _, s := range a.sources {
 		wg.Go(func() { s.Run(ctx, a.pc.Input()) })
 	}

@@ -29,7 +29,7 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 	if opts.RootDir == "" {
 		return nil, fmt.Errorf("agent: a root directory (--root-dir) is required to run pods")
 	}
-	rt, err := a.newRuntime(opts)
+	rt, err := a.newRuntime(opts, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +81,7 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 		ClusterDNS:     opts.ClusterDNS,
 		ClusterDomain:  opts.ClusterDomain,
 		SeenAllSources: a.SeenAllSources,
+		PodNetwork:     a.podNet != nil,
 	}
 	if cs != nil {
 		po.Client = cs
@@ -99,7 +100,7 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 // at ContainerRuntimeEndpoint, a containerd child under
 // RootDir/containerd, or the process runtime under RootDir/runtime. A CRI
 // runtime's connection (and containerd) end with a.closeRuntime.
-func (a *Agent) newRuntime(opts *Options) (runtime.Service, error) {
+func (a *Agent) newRuntime(opts *Options, cs *kubernetes.Clientset) (runtime.Service, error) {
 	if opts.Runtime != nil {
 		return opts.Runtime, nil
 	}
@@ -120,7 +121,18 @@ func (a *Agent) newRuntime(opts *Options) (runtime.Service, error) {
 		a.closeRuntime = func() { r.Close() }
 		return r, nil
 	case opts.ContainerRuntime == "containerd":
-		p, err := containerd.Start(ctx, containerd.Options{Dir: filepath.Join(opts.RootDir, "containerd")})
+		co := containerd.Options{Dir: filepath.Join(opts.RootDir, "containerd")}
+		var client kubernetes.Interface
+		if cs != nil {
+			client = cs
+		}
+		podNet, err := newPodNetwork(opts, client)
+		if err != nil {
+			klog.FromContext(ctx).Info("Pods of containerd run in the node's network: no pod network", "reason", err.Error())
+		} else {
+			co.CNIConfDir, co.CNIBinDir = podNet.confDir, podNet.binDir
+		}
+		p, err := containerd.Start(ctx, co)
 		if err != nil {
 			return nil, fmt.Errorf("agent: --container-runtime=containerd: %w", err)
 		}
@@ -128,11 +140,12 @@ func (a *Agent) newRuntime(opts *Options) (runtime.Service, error) {
 		if p.SystemdCgroup() {
 			driver = cri.CgroupSystemd
 		}
-		r, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupDriver: driver})
+		r, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupDriver: driver, PodNetwork: podNet != nil})
 		if err != nil {
 			p.Stop()
 			return nil, fmt.Errorf("agent: --container-runtime=containerd: %w", err)
 		}
+		a.podNet = podNet
 		a.closeRuntime = func() {
 			r.Close()
 			p.Stop()

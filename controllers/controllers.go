@@ -41,6 +41,7 @@ import (
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
 	"github.com/kite-project/kite/controllers/namespace"
+	"github.com/kite-project/kite/controllers/nodeipam"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podautoscaler"
 	"github.com/kite-project/kite/controllers/podgc"
@@ -98,6 +99,8 @@ const (
 	EndpointSlice = "endpointslice-controller"
 	// Endpoint fills Services' core/v1 Endpoints from their pods.
 	Endpoint = "endpoint-controller"
+	// NodeIPAM gives each Node its podCIDRs from the cluster CIDRs.
+	NodeIPAM = "node-ipam-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -210,6 +213,11 @@ func table() []entry {
 		{Endpoint, func(b builder) (Controller, error) {
 			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{NodeIPAM, func(b builder) (Controller, error) {
+			o := b.opts.NodeIPAM
+			o.Client, o.Informers = b.client, b.informers
+			return built(nodeipam.New(o))
+		}},
 	}, storageEntries()...)
 }
 
@@ -274,6 +282,9 @@ type Options struct {
 	// before the oldest are deleted (--terminated-pod-gc-threshold); 0
 	// means 12500, negative never.
 	TerminatedPodGCThreshold int
+	// NodeIPAM are the node IPAM controller's ranges (--cluster-cidr,
+	// --node-cidr-mask-size); its Client and Informers are the Manager's.
+	NodeIPAM nodeipam.Options
 }
 
 // Manager runs a set of controllers.

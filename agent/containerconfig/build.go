@@ -49,6 +49,11 @@ type Inputs struct {
 	// limits a resourceFieldRef reads when the container sets none, and
 	// the base of the OOM score.
 	Allocatable v1.ResourceList
+	// PodNetwork says that the runtime gives a pod that is not
+	// hostNetwork a network namespace of its own (SandboxConfig), whose
+	// addresses, PodIPs, are then status.podIP(s) for the downward API.
+	PodNetwork bool
+	PodIPs     []string
 	// LogDirectory is the pod's log directory (LogDirectory).
 	LogDirectory string
 	// HostDNS is the node's resolv.conf (ParseResolvConf), the base of

@@ -83,7 +83,7 @@ func Env(pod *v1.Pod, c *v1.Container, in Inputs) ([]EnvVar, error) {
 			val = Expand(val, mapping)
 		case e.ValueFrom == nil:
 		case e.ValueFrom.FieldRef != nil:
-			v, err := fieldValue(e.ValueFrom.FieldRef.FieldPath, pod, in.HostIPs, false)
+			v, err := fieldValue(e.ValueFrom.FieldRef.FieldPath, pod, in.HostIPs, in.podIPs(pod), false)
 			if err != nil {
 				return nil, err
 			}
@@ -165,19 +165,20 @@ func sortedKeys[V any](m map[string]V) []string {
 // podFieldSelectorRuntimeValue and fieldpath.ExtractFieldPathAsString.
 // Whole label and annotation maps are only for downwardAPI volumes
 // (volume true); env takes single keys.
-func fieldValue(path string, pod *v1.Pod, hostIPs []string, volume bool) (string, error) {
+func fieldValue(path string, pod *v1.Pod, hostIPs, podIPs []string, volume bool) (string, error) {
 	switch path {
 	case "spec.nodeName":
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP", "status.podIP":
-		if len(hostIPs) == 0 {
-			return "", nil
-		}
-		return hostIPs[0], nil
-	case "status.hostIPs", "status.podIPs":
+	case "status.hostIP":
+		return firstOf(hostIPs), nil
+	case "status.podIP":
+		return firstOf(podIPs), nil
+	case "status.hostIPs":
 		return strings.Join(hostIPs, ","), nil
+	case "status.podIPs":
+		return strings.Join(podIPs, ","), nil
 	case "metadata.name":
 		return pod.Name, nil
 	case "metadata.namespace":
@@ -272,4 +273,20 @@ func resourceValue(ref *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, 
 		return bytes(request(v1.ResourceEphemeralStorage)), nil
 	}
 	return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
+}
+
+func firstOf(ips []string) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0]
+}
+
+// podIPs are the pod's addresses for the downward API: its sandbox's
+// (PodIPs) when it has a network of its own, else the node's.
+func (in Inputs) podIPs(pod *v1.Pod) []string {
+	if in.PodNetwork && !pod.Spec.HostNetwork {
+		return in.PodIPs
+	}
+	return in.HostIPs
 }

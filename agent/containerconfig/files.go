@@ -180,7 +180,7 @@ func downwardFiles(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.FileMod
 		var err error
 		switch {
 		case it.FieldRef != nil:
-			v, err = fieldValue(it.FieldRef.FieldPath, pod, in.HostIPs, true)
+			v, err = fieldValue(it.FieldRef.FieldPath, pod, in.HostIPs, in.podIPs(pod), true)
 		case it.ResourceFieldRef != nil:
 			c := &v1.Container{}
 			for i := range pod.Spec.Containers {

@@ -12,10 +12,12 @@ import (
 // SandboxConfig is the pod's sandbox configuration for attempt, as the
 // kubelet's generatePodSandboxConfig: metadata, labels and annotations,
 // the log directory, DNS, port mappings, and the Linux options (the
-// node's network namespace, the pod's users and groups, privileged when a
-// container is, sysctls, the pod cgroup's resources). Every pod uses the
-// node's network for now (pod networking comes later), so, as the kubelet
-// does for a hostNetwork pod, no hostname is set: the pod has the node's.
+// network namespace, the pod's users and groups, privileged when a
+// container is, sysctls, the pod cgroup's resources). With a pod network
+// (in.PodNetwork) a pod that is not hostNetwork has a network namespace
+// of its own (the runtime runs CNI for it) and its hostname (Hostname);
+// otherwise it is in the node's, and, as the kubelet does for a
+// hostNetwork pod, no hostname is set: the pod has the node's.
 func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandboxConfig {
 	annotations := map[string]string{}
 	for k, v := range pod.Annotations {
@@ -38,7 +40,13 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 		}
 	}
 	dnsConfig, _ := PodDNS(pod, in)
+	hostname := ""
+	if in.PodNetwork && !pod.Spec.HostNetwork {
+		sc.NamespaceOptions.Network = runtimeapi.NamespaceMode_POD
+		hostname = Hostname(pod)
+	}
 	return &runtimeapi.PodSandboxConfig{
+		Hostname:     hostname,
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		LogDirectory: in.LogDirectory,
 		DnsConfig:    dnsConfig,
@@ -51,6 +59,20 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 			Resources:       podResources(pod),
 		},
 	}
+}
+
+// Hostname is the hostname of a pod in a network namespace of its own, as
+// the kubelet's GeneratePodHostNameAndDomain: spec.hostname or the pod's
+// name, cut to 63 characters without a trailing '-' or '.'.
+func Hostname(pod *v1.Pod) string {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
 }
 
 func allContainers(pod *v1.Pod) []*v1.Container {

@@ -77,6 +77,9 @@ type Options struct {
 	// ProxyMode is the service proxy (--proxy-mode): "nftables", "none",
 	// or empty for nftables where it can run (docs/proxy.md).
 	ProxyMode string
+	// CNIBinDir is where the CNI plugins of the containerd runtime's pod
+	// network are (--cni-bin-dir); empty: /usr/lib/cni, then /opt/cni/bin.
+	CNIBinDir string
 	// Config holds what the file and the flags set.
 	Config AgentConfiguration
 }
@@ -121,6 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory of the agent's files: pod directories and volumes, container logs (pods/<namespace>_<pod>_<uid>/<container>/<restartCount>.log) and the runtime's records of its processes.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "The node's InternalIP. Empty: the address of the interface of the default route.")
 	fs.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "Labels added to the Node at registration, key=value pairs separated by ','.")
+	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", o.CNIBinDir, "Directory of the CNI plugins (bridge, host-local, portmap, loopback) that give pods of --container-runtime=containerd their own IPs from the node's podCIDR; empty: /usr/lib/cni, then /opt/cni/bin (docs/pod-network.md).")
 	fs.StringVar(&o.ContainerRuntime, "container-runtime", o.ContainerRuntime, "The container runtime: 'process' (the default: containers as host processes, no images) or 'containerd' (pods from OCI images through the CRI; Kite runs containerd with its own configuration, socket and state under <root-dir>/containerd; needs containerd and runc installed, see docs/runtime.md).")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The socket of a CRI runtime that runs already (unix:///run/containerd/containerd.sock); overrides --container-runtime.")
 	fs.StringVar(&o.ProxyMode, "proxy-mode", o.ProxyMode, "The service proxy: 'nftables' (Services' cluster IPs and node ports routed to their endpoints by rules in the nftables tables ip and ip6 kite-proxy, as kube-proxy's nftables mode), 'none', or empty: nftables when running as root with nft installed and the containerd runtime (pods with their own network), none otherwise (docs/proxy.md).")

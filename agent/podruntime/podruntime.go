@@ -74,6 +74,10 @@ type Pod struct {
 	Namespace  string
 	Sandboxes  []Sandbox
 	Containers []*Container
+	// IPs are the addresses of the newest sandbox while it is ready
+	// (the runtime's PodSandboxStatus network, primary first), as the
+	// kubelet's determinePodSandboxIPs; none in the node's network.
+	IPs []string
 }
 
 // Find is the newest instance of the named container, or nil.

@@ -77,9 +77,13 @@ type Input struct {
 	Waiting map[string]Waiting
 	// Probes are the readiness/startup results; nil is NoProbes.
 	Probes Probes
-	// HostIPs are the node's addresses; pods run in the host's network, so
-	// they are the pod's IPs too.
+	// HostIPs are the node's addresses: hostIPs, and the podIPs of a pod
+	// in the node's network.
 	HostIPs []string
+	// PodNetwork says that a pod that is not hostNetwork has addresses of
+	// its own, Runtime's IPs (none until its sandbox is ready); without it
+	// every pod is in the node's network.
+	PodNetwork bool
 	// RuntimeName prefixes container IDs ("kite-process" gives
 	// kite-process://<id>).
 	RuntimeName string
@@ -152,11 +156,23 @@ func Generate(in Input) v1.PodStatus {
 	}
 
 	if len(in.HostIPs) > 0 {
-		s.HostIP, s.PodIP = in.HostIPs[0], in.HostIPs[0]
+		s.HostIP = in.HostIPs[0]
 		for _, ip := range in.HostIPs {
 			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
-			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
+	}
+	podIPs := in.HostIPs
+	if in.PodNetwork && !pod.Spec.HostNetwork {
+		podIPs = nil
+		if in.Runtime != nil {
+			podIPs = in.Runtime.IPs
+		}
+	}
+	for _, ip := range podIPs {
+		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(podIPs) > 0 {
+		s.PodIP = podIPs[0]
 	}
 	switch {
 	case old.StartTime != nil:

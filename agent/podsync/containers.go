@@ -115,7 +115,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		m.setWaiting(pod, c.Name, reason, msg)
 		return fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
-	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes, imgUser)
+	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes, imgUser, rt.IPs)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}

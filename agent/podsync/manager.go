@@ -91,6 +91,12 @@ type Options struct {
 	// snapshot (the Agent's SeenAllSources): until then no runtime pod is
 	// stopped for being unknown. Nil means always.
 	SeenAllSources func() bool
+	// PodNetwork says that the runtime gives pods that are not
+	// hostNetwork a network namespace and addresses of their own (a
+	// containerd with the agent's CNI configuration): their sandboxes ask
+	// for one, and their podIPs are the sandbox's. Without it every pod
+	// is in the node's network and has its addresses.
+	PodNetwork bool
 	// Periods; zero takes the defaults.
 	RelistPeriod, HousekeepingPeriod, ResyncInterval time.Duration
 	// StatusSyncPeriod is the status manager's retry period.
@@ -152,7 +158,7 @@ func New(opts Options) (*Manager, error) {
 		hostDNS = containerconfig.ParseResolvConf(b)
 	}
 	vm, err := volumes.New(volumes.Options{RootDir: opts.RootDir, Client: vc, NodeName: opts.NodeName, HostIPs: opts.HostIPs, Allocatable: opts.Allocatable,
-		RunsImages: runsImages, HostDNS: hostDNS, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain})
+		RunsImages: runsImages, HostDNS: hostDNS, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain, PodNetwork: opts.PodNetwork})
 	if err != nil {
 		return nil, fmt.Errorf("podsync: %w", err)
 	}

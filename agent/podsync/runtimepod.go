@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -47,8 +48,40 @@ func (m *Manager) runtimePod(ctx context.Context, pod *v1.Pod) (*podruntime.Pod,
 		statuses = append(statuses, s)
 	}
 	rt := podruntime.FromCRI(pod.UID, pod.Name, pod.Namespace, sandboxes, statuses)
+	if m.opts.PodNetwork && len(rt.Sandboxes) > 0 && rt.Sandboxes[0].Ready {
+		st, err := m.rt.PodSandboxStatus(ctx, rt.Sandboxes[0].ID)
+		switch {
+		case errors.Is(err, runtime.ErrNotFound): // removed meanwhile
+		case err != nil:
+			return nil, fmt.Errorf("status of sandbox %s of pod %s/%s: %w", rt.Sandboxes[0].ID, pod.Namespace, pod.Name, err)
+		default:
+			rt.IPs = sandboxIPs(st)
+		}
+	}
 	m.terminationMessages(pod, rt)
 	return rt, nil
+}
+
+// sandboxIPs are the sandbox's addresses, the primary first, those that
+// do not parse left out, as the kubelet's determinePodSandboxIPs.
+func sandboxIPs(st *runtimeapi.PodSandboxStatus) []string {
+	var ips []string
+	if n := st.GetNetwork(); n != nil {
+		for _, ip := range append([]string{n.GetIp()}, additional(n)...) {
+			if _, err := netip.ParseAddr(ip); err == nil {
+				ips = append(ips, ip)
+			}
+		}
+	}
+	return ips
+}
+
+func additional(n *runtimeapi.PodSandboxNetworkStatus) []string {
+	var out []string
+	for _, a := range n.GetAdditionalIps() {
+		out = append(out, a.GetIp())
+	}
+	return out
 }
 
 // terminationMessages gives each exited container the kubelet's

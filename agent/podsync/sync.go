@@ -37,7 +37,7 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 	}
 	m.mu.Unlock()
 	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
-		HostIPs: m.opts.HostIPs, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
+		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
 }
 
 // setStatus hands the status to the status manager and the prober.
@@ -121,6 +121,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		rt = &podruntime.Pod{UID: pod.UID} // a new sandbox starts afresh
+		if m.opts.PodNetwork {
+			// Its addresses, for the downward API (the kubelet's
+			// podIPs after createPodSandbox).
+			st, err := m.rt.PodSandboxStatus(ctx, sandboxID)
+			if err != nil {
+				return podworkers.SyncResult{}, fmt.Errorf("status of the new sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			rt.IPs = sandboxIPs(st)
+		}
 	}
 
 	var wait time.Duration

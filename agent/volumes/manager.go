@@ -63,6 +63,8 @@ type Options struct {
 	// RunsImages says that the runtime runs containers from images
 	// (containerconfig.Inputs.RunsImages).
 	RunsImages bool
+	// PodNetwork is containerconfig.Inputs.PodNetwork.
+	PodNetwork bool
 	// HostDNS is the node's resolv.conf, the base of pods' dnsConfig.
 	HostDNS *runtimeapi.DNSConfig
 	// ClusterDNS and ClusterDomain are the cluster DNS's addresses and
@@ -241,7 +243,7 @@ func (m *Manager) DNSWarnings(pod *v1.Pod) []containerconfig.DNSWarning {
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
 	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
-		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain}
+		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain, PodNetwork: m.opts.PodNetwork}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
@@ -285,9 +287,9 @@ func lookups[T interface {
 // host paths SetUp returned, imageUser the user of the container's image
 // (nil: unknown, or no image). A subPath missing in its volume is created,
 // as upstream's makeMounts does.
-func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, volumes map[string]string, imageUser *containerconfig.ImageUser, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	in := m.inputs(ctx, pod)
-	in.RestartCount, in.Volumes, in.ImageUser = restartCount, volumes, imageUser
+	in.RestartCount, in.Volumes, in.ImageUser, in.PodIPs = restartCount, volumes, imageUser, podIPs
 	if m.services != nil {
 		svcs, err := m.services.of(ctx, pod)
 		if err != nil {

@@ -97,7 +97,7 @@ func TestSetUp(t *testing.T) {
 		t.Errorf("emptyDir %s: %v, %v", vols["scratch"], fi, err)
 	}
 	c := &v1.Container{Name: "c", Command: []string{"sh"}, VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/s", SubPath: "deep/er"}}}
-	cfg, err := m.ContainerConfig(ctx, pod, c, 0, vols, nil)
+	cfg, err := m.ContainerConfig(ctx, pod, c, 0, vols, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,6 +137,10 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	if err := f.serviceNet.apply(&opts); err != nil {
 		return kite.Options{}, err
 	}
+	if opts.Controllers, opts.ClusterCIDRs, err = f.controllers.nodeIPAM.options(opts.Controllers); err != nil {
+		return kite.Options{}, err
+	}
+	opts.NodeCIDRMaskSize = f.controllers.nodeIPAM.maskSize
 	if f.minRequestTimeout <= 0 {
 		return kite.Options{}, fmt.Errorf("--min-request-timeout must be positive, got %d", f.minRequestTimeout)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kite-project/kite/controllers"
+	"github.com/kite-project/kite/controllers/nodeipam"
 	"github.com/kite-project/kite/controllers/nodelifecycle"
 	"github.com/kite-project/kite/controllers/podgc"
 )
@@ -23,11 +24,13 @@ type controllerFlags struct {
 	names            []string
 	nodeMonitorGrace time.Duration
 	terminatedPodGC  int
+	nodeIPAM         nodeIPAMFlags
 }
 
 func (f *controllerFlags) add(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.names, "controllers", controllers.All(), "control loops to run beside the API server; none with --controllers=\"\"")
 	fs.DurationVar(&f.nodeMonitorGrace, "node-monitor-grace-period", nodelifecycle.DefaultGracePeriod, "how long a node may go without renewing its Lease or posting status before it is marked Unknown and tainted unreachable")
+	f.nodeIPAM.add(fs)
 	fs.IntVar(&f.terminatedPodGC, "terminated-pod-gc-threshold", podgc.DefaultTerminatedThreshold, "number of terminated pods kept before the pod garbage collector deletes the oldest; 0 or less keeps them all")
 }
 
@@ -76,7 +79,12 @@ run them in-process already.`,
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
-			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc})
+			names, clusterCIDRs, err := flags.nodeIPAM.options(names)
+			if err != nil {
+				return err
+			}
+			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc,
+				NodeIPAM: nodeipam.Options{ClusterCIDRs: clusterCIDRs, NodeCIDRMaskSize: flags.nodeIPAM.maskSize}})
 			if err != nil {
 				return err
 			}

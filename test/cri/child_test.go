@@ -15,50 +15,25 @@ import (
 
 	"github.com/kite-project/kite/agent"
 	"github.com/kite-project/kite/agent/runtime/containerd"
-	"github.com/kite-project/kite/agent/runtime/cri"
-	"github.com/kite-project/kite/agent/runtime/cri/critest"
 )
 
 // TestAgentRunsItsOwnContainerd: --container-runtime=containerd starts
 // containerd under <root-dir>/containerd with the configuration Kite
 // writes; a pod runs from an imported image; stopping the agent stops
 // that containerd but not the pod, and the next agent (a new containerd
-// on the same directories) adopts the pod's container.
+// on the same directories) adopts the pod's container, and its address.
 func TestAgentRunsItsOwnContainerd(t *testing.T) {
-	critest.Runtime(t) // skips where containerd cannot run
 	root := t.TempDir()
 	dir := filepath.Join(root, "containerd")
-	child := func(o *agent.Options) { o.ContainerRuntime = "containerd" }
+	child := func(o *agent.Options) { o.ContainerRuntime, o.CNIBridge = "containerd", "kitecri1" }
 	ctx := context.Background()
-	// Registered first, so it runs after the agents' cleanups: whatever
-	// the test left in that containerd's directories (it failed half
-	// way) is removed through a containerd started again on them.
-	t.Cleanup(func() {
-		p, err := containerd.Start(ctx, containerd.Options{Dir: dir})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		defer p.Stop()
-		rt, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint()})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		defer rt.Close()
-		if err := critest.RemoveAll(ctx, rt); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	a := startAgentWith(t, "cri-child", root, child)
-	if err := critest.ImportTestImages(ctx, "unix://"+containerd.Socket(dir)); err != nil {
-		t.Fatal(err)
-	}
+	a := startChild(t, "cri-child", root, "kitecri1")
 	if b, err := os.ReadFile(filepath.Join(dir, "config.toml")); err != nil || !strings.Contains(string(b), `sandbox_image = "`+containerd.PauseImage+`"`) {
 		t.Fatalf("config.toml: %v\n%s", err, b)
 	}
 	p := a.pod(t, "kept", func(p *v1.Pod) { p.Spec.Containers[0].Args = []string{"sleep", "3600"} })
-	before := a.wait(t, p, "Running", running).Status.ContainerStatuses[0]
+	beforePod := a.wait(t, p, "Running with an IP", func(p *v1.Pod) bool { return running(p) && p.Status.PodIP != "" })
+	before := beforePod.Status.ContainerStatuses[0]
 	pidBytes, err := os.ReadFile(filepath.Join(dir, "containerd.pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,9 +47,14 @@ func TestAgentRunsItsOwnContainerd(t *testing.T) {
 	}
 	b := startAgentWith(t, "cri-child", root, child)
 	<-timeAfter(3000)
-	after := b.wait(t, p, "Running", running).Status.ContainerStatuses[0]
+	afterPod := b.wait(t, p, "Running", running)
+	after := afterPod.Status.ContainerStatuses[0]
 	if after.ContainerID != before.ContainerID || after.RestartCount != 0 {
 		t.Errorf("after the restart: container %s restarts %d; before: %s", after.ContainerID, after.RestartCount, before.ContainerID)
+	}
+	// The new containerd finds the sandbox's network namespace again.
+	if afterPod.Status.PodIP != beforePod.Status.PodIP {
+		t.Errorf("after the restart: podIP %q; before: %q", afterPod.Status.PodIP, beforePod.Status.PodIP)
 	}
 	// The pod goes before the agent, which would start it again in the
 	// cleanup's containerd otherwise.

@@ -43,6 +43,12 @@ type Options struct {
 	SandboxImage string
 	// StartTimeout bounds the wait for the socket (30 s when zero).
 	StartTimeout time.Duration
+	// CNIConfDir and CNIBinDir are the CRI plugin's CNI configuration
+	// directory (which it watches: a configuration written there later is
+	// loaded then) and plugin directory (agent/cni). Empty: directories
+	// of its own under Dir that stay empty, so that it has no pod network
+	// (every sandbox must then be in the node's network).
+	CNIConfDir, CNIBinDir string
 }
 
 // Process is a running containerd child.
@@ -90,8 +96,18 @@ func Available(binary string) error {
 // Guaranteed container and every sandbox (-998): restrictOOM then keeps
 // containerd from asking for less than its own, as its
 // restrict_oom_score_adj option is for, and containerd keeps its own.
-func Config(dir, sandboxImage, snapshotter string, systemdCgroup, restrictOOM bool, streamPort int) string {
+//
+// The CRI plugin runs CNI itself for every sandbox with a network
+// namespace of its own (cniConfDir, cniBinDir: Options); those namespaces
+// are mounted under the state directory, not the host's /var/run/netns.
+func Config(dir, sandboxImage, snapshotter string, systemdCgroup, restrictOOM bool, streamPort int, cniConfDir, cniBinDir string) string {
 	q := strconv.Quote
+	if cniConfDir == "" {
+		cniConfDir = filepath.Join(dir, "cni", "net.d")
+	}
+	if cniBinDir == "" {
+		cniBinDir = filepath.Join(dir, "cni", "bin")
+	}
 	oomScore := -999
 	if restrictOOM {
 		oomScore = 0
@@ -118,6 +134,7 @@ oom_score = %d
   enable_tls_streaming = false
   restrict_oom_score_adj = %t
   max_container_log_line_size = 16384
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = %s
     default_runtime_name = "runc"
@@ -132,7 +149,7 @@ oom_score = %d
     config_path = %s
 `, q(filepath.Join(dir, "root")), q(filepath.Join(dir, "state")), oomScore, q(Socket(dir)), q(Socket(dir)+".ttrpc"),
 		q(sandboxImage), q(strconv.Itoa(streamPort)), restrictOOM, q(snapshotter), systemdCgroup,
-		q(filepath.Join(dir, "cni", "bin")), q(filepath.Join(dir, "cni", "net.d")), q(HostsDir(dir)))
+		q(cniBinDir), q(cniConfDir), q(HostsDir(dir)))
 }
 
 // HostsDir is the registry hosts directory (config_path) of a containerd
@@ -194,7 +211,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config(dir, image, snapshotter(dir), systemd, !hasCapSysResource(), port)
+	cfg := Config(dir, image, snapshotter(dir), systemd, !hasCapSysResource(), port, opts.CNIConfDir, opts.CNIBinDir)
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)

@@ -47,6 +47,11 @@ type Options struct {
 	// ConnectTimeout bounds the first Version call, which checks that the
 	// runtime answers (10 s when zero).
 	ConnectTimeout time.Duration
+	// PodNetwork says that the runtime gives sandboxes outside the node's
+	// network their own (a CNI configuration of the agent's): its
+	// NetworkReady is then the node's, as the kubelet takes it. Without
+	// it every sandbox is in the node's network.
+	PodNetwork bool
 }
 
 // Runtime talks to a CRI runtime. It is safe for concurrent use.
@@ -136,16 +141,19 @@ func (r *Runtime) Version(ctx context.Context) (*runtimeapi.VersionResponse, err
 	return v, wrap(err, "Version", "")
 }
 
-// Status is the runtime's, but NetworkReady: every sandbox the agent
-// runs uses the node's network namespace (pod networking comes later), so
-// a runtime without a CNI configuration runs them all the same; its
-// reason is kept in the message.
+// Status is the runtime's, but NetworkReady without PodNetwork: every
+// sandbox the agent runs then uses the node's network namespace, so a
+// runtime without a CNI configuration runs them all the same; its reason
+// is kept in the message.
 func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error) {
 	s, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {
 		return nil, wrap(err, "Status", "")
 	}
 	st := s.GetStatus()
+	if r.opts.PodNetwork {
+		return st, nil
+	}
 	for _, c := range st.GetConditions() {
 		if c.Type == runtimeapi.NetworkReady && !c.Status {
 			c.Message = "every pod uses the node's network; the runtime's own network is not used (" + c.Reason + ": " + c.Message + ")"
