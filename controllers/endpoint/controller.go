@@ -79,9 +79,20 @@ func New(opts Options) (*Controller, error) {
 		Name: "endpoints", Shape: informer.Shape{Resource: "endpoints"},
 		ListerWatcher: listwatch.FromTypedClient(opts.Client.CoreV1().Endpoints(""), nil),
 		Handlers: informer.Handlers[*corev1.Endpoints]{
-			// An Endpoints object changed or deleted behind the
-			// controller's back is put back.
-			OnUpdate: func(_, e *corev1.Endpoints) { queue(e) }, OnDelete: func(e *corev1.Endpoints) { queue(e) },
+			// A Service's Endpoints changed or deleted behind the
+			// controller's back are put back. Endpoints without a
+			// Service are someone's own (a Service without a selector
+			// fills them by hand, the conformance Endpoints lifecycle
+			// test writes some with no Service at all): upstream's
+			// controller only deletes those when their Service goes,
+			// so a change to them must not queue them, or the sync
+			// below would delete them as a gone Service's.
+			OnUpdate: func(_, e *corev1.Endpoints) {
+				if _, ok := c.services.Store().Get(controller.Key(e)); ok {
+					queue(e)
+				}
+			},
+			OnDelete: func(e *corev1.Endpoints) { queue(e) },
 		},
 	})
 	if err != nil {

@@ -148,3 +148,50 @@ func TestEndpointsFollowTheServicesPods(t *testing.T) {
 		t.Errorf("another manager's Endpoints were changed: %+v", got.Subsets)
 	}
 }
+
+// Endpoints written by hand with no Service of their name are the
+// writer's own: updating them must not make the controller delete them as
+// a gone Service's (the conformance "lifecycle of an Endpoint" test
+// creates, updates, then patches such an object). A Service's own
+// Endpoints changed by hand are still put back.
+func TestEndpointsWithoutAServiceSurviveAnUpdate(t *testing.T) {
+	cs, ns := start(t)
+	ctx := context.Background()
+	own := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "testservice", Labels: map[string]string{"test-endpoint-static": "true"}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.24"}}, Ports: []corev1.EndpointPort{{Name: "http", Port: 80}}}}}
+	own, err := cs.CoreV1().Endpoints(ns).Create(ctx, own, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, cs, ns, "a", "10.1.0.1", true)
+	waitAddresses(t, cs, ns, "web", false, []string{"10.1.0.1:8080"}, nil)
+
+	own.Labels["test-service"] = "updated"
+	if _, err := cs.CoreV1().Endpoints(ns).Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// After the update, on the same watch, the Service's Endpoints are
+	// emptied by hand; once the controller has put them back it has
+	// handled the update before.
+	web, err := cs.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Subsets = nil
+	if _, err := cs.CoreV1().Endpoints(ns).Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAddresses(t, cs, ns, "web", false, []string{"10.1.0.1:8080"}, nil)
+	got, err := cs.CoreV1().Endpoints(ns).Get(ctx, "testservice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Endpoints without a Service after an update: %v", err)
+	}
+	if got.Labels["test-service"] != "updated" || len(got.Subsets) != 1 {
+		t.Errorf("the Endpoints without a Service were changed: %+v", got)
+	}
+}
