@@ -46,6 +46,7 @@ import (
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/replication"
+	"github.com/kite-project/kite/controllers/resourcequota"
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
@@ -98,6 +99,8 @@ const (
 	EndpointSlice = "endpointslice-controller"
 	// Endpoint fills Services' core/v1 Endpoints from their pods.
 	Endpoint = "endpoint-controller"
+	// ResourceQuota keeps ResourceQuotas' status.hard and status.used.
+	ResourceQuota = "resourcequota-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -155,6 +158,13 @@ func table() []entry {
 		}},
 		{PodGC, func(b builder) (Controller, error) {
 			return built(podgc.New(podgc.Options{Client: b.client, Informers: b.informers, TerminatedThreshold: b.opts.TerminatedPodGCThreshold}))
+		}},
+		{ResourceQuota, func(b builder) (Controller, error) {
+			meta, err := metadata.NewForConfig(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: metadata client: %w", err)
+			}
+			return built(resourcequota.New(resourcequota.Options{Client: b.client, Metadata: meta, Informers: b.informers}))
 		}},
 		{GarbageCollector, func(b builder) (Controller, error) {
 			meta, err := metadata.NewForConfig(b.cfg)
