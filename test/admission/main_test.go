@@ -29,7 +29,7 @@ var shared *kite.Server
 // controller may add to, and pods need their namespace's default
 // ServiceAccount (the ServiceAccount plugin).
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount, controllers.ResourceQuota}}, func(s *kite.Server) { shared = s })
 }
 
 func config(t testing.TB) *rest.Config {
