@@ -108,7 +108,7 @@ func TestResourceQuotaCapturesTheLifeOfAPod(t *testing.T) {
 
 // TestResourceQuotaHoldsUnderConcurrentCreates: creates racing for the
 // last places of a quota never pass its limit together (admission charges
-// the quota with optimistic concurrency).
+// the quota with optimistic concurrency), and a deletion frees a place.
 func TestResourceQuotaHoldsUnderConcurrentCreates(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(config(t))
 	ns := newNamespace(t, client)
@@ -142,7 +142,16 @@ func TestResourceQuotaHoldsUnderConcurrentCreates(t *testing.T) {
 	// The namespace's kube-root-ca.crt is not published here (no
 	// publisher runs): every configmap is one of ours.
 	if created != 5 || len(list.Items) != 5 {
-		t.Errorf("%d creates passed, %d configmaps stored; the quota allows 5", created, len(list.Items))
+		t.Fatalf("%d creates passed, %d configmaps stored; the quota allows 5", created, len(list.Items))
+	}
+	// A deletion gives its place back (the controller watches what its
+	// quotas count).
+	if err := client.CoreV1().ConfigMaps(ns).Delete(ctx, list.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitQuota(t, client, ns, "q", rl("configmaps", "4"))
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "again"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create after a deletion: %v", err)
 	}
 }
 
