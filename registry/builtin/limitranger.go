@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kite-project/kite/registry"
@@ -52,7 +51,7 @@ func LimitRangerPlugin(limitRanges func() *registry.Store) registry.AdmissionPlu
 		if store == nil {
 			return nil
 		}
-		obj, err := store.List(ctx, a.GetNamespace(), &metainternalversion.ListOptions{})
+		obj, err := cachedList(ctx, store, a.GetNamespace())
 		if err != nil {
 			return admission.NewForbidden(a, fmt.Errorf("unable to %s %v at this time because there was an error enforcing limit ranges", a.GetOperation(), a.GetResource()))
 		}

@@ -9,8 +9,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -159,7 +157,7 @@ func (g storeNamespaceGetter) GetNamespace(ctx context.Context, name string) (*v
 	if store == nil {
 		return nil, fmt.Errorf("namespaces are not served yet")
 	}
-	obj, err := store.Get(ctx, "", name, &metav1.GetOptions{})
+	obj, err := cachedGet(ctx, store, "", name)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +175,7 @@ func (l storePodLister) ListPods(ctx context.Context, namespace string) ([]*v1.P
 	if store == nil {
 		return nil, fmt.Errorf("pods are not served yet")
 	}
-	obj, err := store.List(ctx, namespace, &metainternalversion.ListOptions{ResourceVersion: "0"})
+	obj, err := cachedList(ctx, store, namespace)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kite-project/kite/registry"
@@ -36,7 +34,7 @@ func PriorityPlugin(priorityClasses func() *registry.Store) registry.AdmissionPl
 		if store == nil {
 			return nil, fmt.Errorf("priorityclasses are not served yet")
 		}
-		obj, err := store.List(ctx, "", &metainternalversion.ListOptions{})
+		obj, err := cachedList(ctx, store, "")
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +44,7 @@ func PriorityPlugin(priorityClasses func() *registry.Store) registry.AdmissionPl
 		if store == nil {
 			return nil, fmt.Errorf("priorityclasses are not served yet")
 		}
-		obj, err := store.Get(ctx, "", name, &metav1.GetOptions{})
+		obj, err := cachedGet(ctx, store, "", name)
 		if err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
@@ -68,7 +67,7 @@ func ResourceQuotaPlugin(stores func(groupResource string) *registry.Store) regi
 // chargeQuotas checks req against the namespace's quotas and, unless
 // dryRun, writes each changed quota's status.used.
 func chargeQuotas(ctx context.Context, store *registry.Store, ev *quota.Evaluator, req quota.Request, dryRun bool) error {
-	obj, err := store.List(ctx, req.Namespace, &metainternalversion.ListOptions{})
+	obj, err := cachedList(ctx, store, req.Namespace)
 	if err != nil {
 		return fmt.Errorf("listing resource quotas of %s: %w", req.Namespace, err)
 	}

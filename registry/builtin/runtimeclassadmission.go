@@ -8,7 +8,6 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kite-project/kite/registry"
@@ -41,7 +40,7 @@ func RuntimeClassPlugin(runtimeClasses func() *registry.Store) registry.Admissio
 		if store == nil {
 			return nil, nil, fmt.Errorf("runtimeclasses are not served yet")
 		}
-		obj, err := store.Get(ctx, "", *pod.Spec.RuntimeClassName, &metav1.GetOptions{})
+		obj, err := cachedGet(ctx, store, "", *pod.Spec.RuntimeClassName)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, admission.NewForbidden(a, fmt.Errorf("pod rejected: RuntimeClass %q not found", *pod.Spec.RuntimeClassName))
 		}
