@@ -9,6 +9,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -591,12 +592,7 @@ func Mask(a corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceLis
 
 // ResourceNames returns the names of a, sorted.
 func ResourceNames(a corev1.ResourceList) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(a))
-	for n := range a {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(a))
 }
 
 // LessThanOrEqual says whether every value of a is at most b's (names b
