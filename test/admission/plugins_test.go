@@ -117,6 +117,17 @@ func TestResourceQuotaHoldsUnderConcurrentCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQuota(t, client, ns, "q", nil)
+	// A dry-run create is checked and charges nothing.
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := client.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := q.Status.Used[v1.ResourceConfigMaps]; !used.IsZero() {
+		t.Fatalf("a dry-run create charged the quota: used %s", used.String())
+	}
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make([]error, n)
