@@ -47,6 +47,7 @@ import (
 	"github.com/kite-project/kite/controllers/podgc"
 	"github.com/kite-project/kite/controllers/replicaset"
 	"github.com/kite-project/kite/controllers/replication"
+	"github.com/kite-project/kite/controllers/resourcequota"
 	"github.com/kite-project/kite/controllers/rootcacertpublisher"
 	"github.com/kite-project/kite/controllers/scaleclient"
 	"github.com/kite-project/kite/controllers/scheduler"
@@ -101,6 +102,8 @@ const (
 	Endpoint = "endpoint-controller"
 	// NodeIPAM gives each Node its podCIDRs from the cluster CIDRs.
 	NodeIPAM = "node-ipam-controller"
+	// ResourceQuota keeps ResourceQuotas' status.hard and status.used.
+	ResourceQuota = "resourcequota-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -158,6 +161,13 @@ func table() []entry {
 		}},
 		{PodGC, func(b builder) (Controller, error) {
 			return built(podgc.New(podgc.Options{Client: b.client, Informers: b.informers, TerminatedThreshold: b.opts.TerminatedPodGCThreshold}))
+		}},
+		{ResourceQuota, func(b builder) (Controller, error) {
+			meta, err := metadata.NewForConfig(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: metadata client: %w", err)
+			}
+			return built(resourcequota.New(resourcequota.Options{Client: b.client, Metadata: meta, Informers: b.informers}))
 		}},
 		{GarbageCollector, func(b builder) (Controller, error) {
 			meta, err := metadata.NewForConfig(b.cfg)

@@ -210,6 +210,12 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 	ac := opts.Admission
 	ac.Namespaces = func() *registry.Store { return namespaces }
 	ac.ServiceAccounts = func() *registry.Store { return serviceAccounts }
+	ac.Stores = func(gr string) *registry.Store {
+		if set == nil {
+			return nil
+		}
+		return set.Store(gr)
+	}
 	// Webhooks read their configurations, namespaces and services from
 	// the set's own stores, once it serves them.
 	hooks, err := webhook.New(webhook.Options{Stores: func(gr string) *registry.Store {

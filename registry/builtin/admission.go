@@ -28,29 +28,29 @@ const (
 // --enable-admission-plugins and --disable-admission-plugins accept.
 var AdmissionPluginOrder = []string{
 	"AlwaysAdmit", "NamespaceAutoProvision", PluginNamespaceLifecycle, "NamespaceExists",
-	"LimitPodHardAntiAffinityTopology", "LimitRanger", PluginServiceAccount, "NodeRestriction",
-	"TaintNodesByCondition", "AlwaysPullImages", "ImagePolicyWebhook", "PodSecurity",
-	"PodNodeSelector", "Priority", PluginDefaultTolerationSeconds, "PodTolerationRestriction",
+	"LimitPodHardAntiAffinityTopology", PluginLimitRanger, PluginServiceAccount, "NodeRestriction",
+	"TaintNodesByCondition", "AlwaysPullImages", "ImagePolicyWebhook", PluginPodSecurity,
+	"PodNodeSelector", PluginPriority, PluginDefaultTolerationSeconds, "PodTolerationRestriction",
 	"EventRateLimit", "ExtendedResourceToleration", "DefaultStorageClass",
 	"StorageObjectInUseProtection", "OwnerReferencesPermissionEnforcement",
-	"PersistentVolumeClaimResize", "RuntimeClass", "CertificateApproval", "CertificateSigning",
+	"PersistentVolumeClaimResize", PluginRuntimeClass, "CertificateApproval", "CertificateSigning",
 	"ClusterTrustBundleAttest", "CertificateSubjectRestriction", "DefaultIngressClass",
 	"DenyServiceExternalIPs", "PodTopologyLabels",
 	"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
-	"ValidatingAdmissionWebhook", "ResourceQuota", "AlwaysDeny",
+	"ValidatingAdmissionWebhook", PluginResourceQuota, "AlwaysDeny",
 }
 
 // DefaultAdmissionPlugins are the plugins kube-apiserver 1.37 enables
 // when the flags do not say otherwise (its DefaultOffAdmissionPlugins'
 // complement).
 var DefaultAdmissionPlugins = []string{
-	PluginNamespaceLifecycle, "LimitRanger", PluginServiceAccount, "TaintNodesByCondition",
-	"PodSecurity", "Priority", PluginDefaultTolerationSeconds, "DefaultStorageClass",
-	"StorageObjectInUseProtection", "PersistentVolumeClaimResize", "RuntimeClass",
+	PluginNamespaceLifecycle, PluginLimitRanger, PluginServiceAccount, "TaintNodesByCondition",
+	PluginPodSecurity, PluginPriority, PluginDefaultTolerationSeconds, "DefaultStorageClass",
+	"StorageObjectInUseProtection", "PersistentVolumeClaimResize", PluginRuntimeClass,
 	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
 	"CertificateSubjectRestriction", "DefaultIngressClass", "PodTopologyLabels",
 	"MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy",
-	"ValidatingAdmissionWebhook", "ResourceQuota",
+	"ValidatingAdmissionWebhook", PluginResourceQuota,
 }
 
 // AdmissionConfig says which admission plugins run and gives them what
@@ -69,6 +69,11 @@ type AdmissionConfig struct {
 	// ServiceAccount plugin reads it), called per request like
 	// Namespaces. Without it the plugin does not run.
 	ServiceAccounts func() *registry.Store
+	// Stores returns the served Store of a group resource
+	// ("limitranges", "priorityclasses.scheduling.k8s.io") or nil, called
+	// per request like Namespaces: LimitRanger, ResourceQuota, Priority,
+	// RuntimeClass and PodSecurity read it. Without it they do not run.
+	Stores func(groupResource string) *registry.Store
 	// Plugins are plugins built elsewhere (webhooks, policies), by their
 	// upstream name; they run at their place in AdmissionPluginOrder when
 	// enabled.
@@ -115,6 +120,8 @@ func Admission(cfg AdmissionConfig) (registry.Chain, error) {
 			chain = append(chain, NamespaceLifecyclePlugin(cfg.Namespaces))
 		case name == PluginServiceAccount && cfg.ServiceAccounts != nil:
 			chain = append(chain, ServiceAccountPlugin(cfg.ServiceAccounts))
+		case cfg.Stores != nil && builtinStorePlugin(name):
+			chain = append(chain, storePlugin(name, cfg.Stores))
 		case name == PluginDefaultTolerationSeconds:
 			chain = append(chain, DefaultTolerationSecondsPlugin())
 		case name == "AlwaysDeny":

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kite-project/kite/apis/core/defaults"
 	corevalidation "github.com/kite-project/kite/apis/core/validation"
 	nodevalidation "github.com/kite-project/kite/apis/node/validation"
 	schedulingdefaults "github.com/kite-project/kite/apis/scheduling/defaults"
@@ -25,7 +26,7 @@ func coverageStrategies() []*registry.Strategy {
 		APIServices(),
 		declared[*corev1.LimitRange]{
 			kind: corev1.SchemeGroupVersion.WithKind("LimitRange"), resource: "limitranges", short: []string{"limits"}, namespaced: true,
-			newList:  func() runtime.Object { return &corev1.LimitRangeList{} },
+			newList: func() runtime.Object { return &corev1.LimitRangeList{} }, defaults: defaults.LimitRange,
 			validate: corevalidation.ValidateLimitRange, update: corevalidation.ValidateLimitRangeUpdate,
 		}.strategy(),
 		declared[*corev1.ResourceQuota]{
