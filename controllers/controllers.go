@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"github.com/kite-project/kite/controllers/clusterroleaggregation"
 	"github.com/kite-project/kite/controllers/cronjob"
@@ -213,9 +214,14 @@ func table() []entry {
 			if err != nil {
 				return nil, fmt.Errorf("controllers: %s: %w", HorizontalPodAutoscaler, err)
 			}
-			// No metrics API is served yet: autoscalers report
-			// ScalingActive False until an embedder supplies metrics.
-			return built(podautoscaler.New(podautoscaler.Options{Client: b.client, Scales: scales, Informers: b.informers}))
+			// Resource metrics from metrics.k8s.io: Kite's built-in API,
+			// or a metrics-server's.
+			mc, err := metricsclient.NewForConfig(b.cfg)
+			if err != nil {
+				return nil, fmt.Errorf("controllers: %s: %w", HorizontalPodAutoscaler, err)
+			}
+			metrics := podautoscaler.ResourceMetrics{Client: b.client, Metrics: mc}
+			return built(podautoscaler.New(podautoscaler.Options{Client: b.client, Scales: scales, Informers: b.informers, Metrics: metrics}))
 		}},
 		{EndpointSlice, func(b builder) (Controller, error) {
 			return built(endpointslice.New(endpointslice.Options{Client: b.client, Informers: b.informers}))

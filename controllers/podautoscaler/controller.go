@@ -24,7 +24,7 @@ import (
 // Metrics measures one metric of an autoscaler's target: the current
 // value (utilization in percent, or an average or total value, as the
 // metric's target type asks) and the ready pods it was measured over.
-// Kite serves no metrics.k8s.io API yet; embedders and tests supply one.
+// ResourceMetrics reads metrics.k8s.io; tests supply their own.
 type Metrics interface {
 	Measure(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, metric autoscalingv2.MetricSpec, selector string) (autoscalingv2.MetricValueStatus, int32, error)
 }

@@ -5,12 +5,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestKubectlTopShowsWhatPodsUse: kite server serves the metrics API from
 // its agent's summary, so kubectl top works with no metrics-server to
 // install: a pod that burns CPU shows CPU, an idle one next to nothing,
-// the node its own usage.
+// the node its own usage; and a CPU HPA scales a burning Deployment up.
 func TestKubectlTopShowsWhatPodsUse(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
@@ -21,14 +22,21 @@ func TestKubectlTopShowsWhatPodsUse(t *testing.T) {
 	waitNodeReady(t, "", kc, "top-a", "True")
 	kubectl(t, kc, "run", "burn", "--image=busybox", "--command", "--", "sh", "-c", "while :; do :; done")
 	kubectl(t, kc, "run", "idle", "--image=busybox", "--command", "--", "sleep", "3600")
-	kubectl(t, kc, "wait", "--for=condition=Ready", "pod/burn", "pod/idle", "--timeout=60s")
 
+	// Pods first start, then two readings of their usage: a loaded
+	// machine takes its time.
 	var out string
-	eventually(t, "kubectl top pods lists both pods", func() bool {
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		var err error
 		out, err = tryKubectl(t, kc, "top", "pods", "--no-headers")
-		return err == nil && strings.Contains(out, "burn") && strings.Contains(out, "idle")
-	})
+		if err == nil && strings.Contains(out, "burn") && strings.Contains(out, "idle") {
+			break
+		}
+		if time.Now().After(deadline) {
+			pods, _ := tryKubectl(t, kc, "get", "pods", "-o", "wide")
+			t.Fatalf("kubectl top pods never listed both pods: %v %s\npods:\n%s", err, out, pods)
+		}
+	}
 	cpu := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
@@ -47,5 +55,33 @@ func TestKubectlTopShowsWhatPodsUse(t *testing.T) {
 	}
 	if f := strings.Fields(kubectl(t, kc, "top", "pod", "burn", "--containers", "--no-headers")); len(f) < 4 || f[0] != "burn" || f[1] != "burn" {
 		t.Errorf("kubectl top pod --containers: %q, want the pod's container", f)
+	}
+
+	// An HPA on a Deployment whose pod burns far more than its request
+	// scales it up to its maximum.
+	applyIn(t, "", kc, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hot}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: hot}}
+  template:
+    metadata: {labels: {app: hot}}
+    spec:
+      containers:
+      - name: hot
+        image: busybox
+        command: [sh, -c, "while :; do :; done"]
+        resources: {requests: {cpu: 5m}}
+`))
+	kubectl(t, kc, "autoscale", "deployment", "hot", "--cpu-percent=50", "--min=1", "--max=3")
+	for deadline := time.Now().Add(3 * time.Minute); getIn(t, "", kc, "{.spec.replicas}", "deployment", "hot") != "3"; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			hpa, _ := tryKubectl(t, kc, "describe", "hpa", "hot")
+			t.Fatalf("the HPA did not scale the Deployment to 3:\n%s", hpa)
+		}
+	}
+	if got := getIn(t, "", kc, `{.status.conditions[?(@.type=="ScalingActive")].status}`, "hpa", "hot"); got != "True" {
+		t.Errorf("ScalingActive %q, want True", got)
 	}
 }
