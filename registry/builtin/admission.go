@@ -115,6 +115,8 @@ func Admission(cfg AdmissionConfig) (registry.Chain, error) {
 			chain = append(chain, NamespaceLifecyclePlugin(cfg.Namespaces))
 		case name == PluginServiceAccount && cfg.ServiceAccounts != nil:
 			chain = append(chain, ServiceAccountPlugin(cfg.ServiceAccounts))
+		case isCertificatesPlugin(name):
+			chain = append(chain, certificatesPlugin(name))
 		case name == PluginDefaultTolerationSeconds:
 			chain = append(chain, DefaultTolerationSecondsPlugin())
 		case name == "AlwaysDeny":

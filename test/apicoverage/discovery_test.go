@@ -29,8 +29,6 @@ var knownDifferences = map[string]string{
 	// is not served yet.
 	"autoscaling/horizontalpodautoscalers": "autoscaling/v1 HorizontalPodAutoscalers are not served yet (issue 25)",
 	"group autoscaling":                    "autoscaling/v1 is not served yet, v2 is (issue 25)",
-	// Issue 23: CertificateSigningRequests are not served yet.
-	"certificates.k8s.io/certificatesigningrequests": "not served yet (issue 23)",
 	// The streaming subresources are served by apiserver/nodeproxy
 	// outside the registry, so discovery does not list them; proxy,
 	// ephemeralcontainers and resize are not served at all.
