@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/kite-project/kite/controllers/certificates/approver"
+	"github.com/kite-project/kite/controllers/certificates/cleaner"
 	"github.com/kite-project/kite/controllers/clusterroleaggregation"
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/daemonset"
@@ -98,6 +100,11 @@ const (
 	EndpointSlice = "endpointslice-controller"
 	// Endpoint fills Services' core/v1 Endpoints from their pods.
 	Endpoint = "endpoint-controller"
+	// CSRSigning, CSRApproving and CSRCleaner sign, approve and delete
+	// CertificateSigningRequests (certificates.go).
+	CSRSigning   = "certificatesigningrequest-signing-controller"
+	CSRApproving = "certificatesigningrequest-approving-controller"
+	CSRCleaner   = "certificatesigningrequest-cleaner-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -210,6 +217,13 @@ func table() []entry {
 		{Endpoint, func(b builder) (Controller, error) {
 			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
 		}},
+		{CSRSigning, buildCSRSigning},
+		{CSRApproving, func(b builder) (Controller, error) {
+			return built(approver.New(approver.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{CSRCleaner, func(b builder) (Controller, error) {
+			return built(cleaner.New(cleaner.Options{Client: b.client, Informers: b.informers}))
+		}},
 	}
 }
 
@@ -274,6 +288,14 @@ type Options struct {
 	// before the oldest are deleted (--terminated-pod-gc-threshold); 0
 	// means 12500, negative never.
 	TerminatedPodGCThreshold int
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA the CSR
+	// signer signs with (kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file): the
+	// cluster CA in kite server. Without them the signer signs nothing.
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	// ClusterSigningDuration is the longest certificate the signer
+	// issues (--cluster-signing-duration); 0 means a year.
+	ClusterSigningDuration time.Duration
 }
 
 // Manager runs a set of controllers.
