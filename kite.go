@@ -428,6 +428,10 @@ func (s *Server) startControllers(opts Options) error {
 		Names:                    names,
 		NodeMonitorGracePeriod:   opts.NodeMonitorGracePeriod,
 		TerminatedPodGCThreshold: opts.TerminatedPodGCThreshold,
+		// The CSR signer signs with the cluster CA, as kubeadm points
+		// kube-controller-manager's --cluster-signing-* at it.
+		ClusterSigningCertFile: filepath.Join(s.dataDir, "pki", pki.CACertFile),
+		ClusterSigningKeyFile:  filepath.Join(s.dataDir, "pki", pki.CAKeyFile),
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 func newAgentCommand() *cobra.Command {
 	o := options.New()
 	var verbosity int
+	var join joinFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent alone: static pods from files and URLs, and the pods bound to its node through --kubeconfig",
@@ -42,6 +43,9 @@ agent on the same --root-dir adopts them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := &syncWriter{w: cmd.OutOrStdout()}
+			if err := join.join(cmd.Context(), out, o); err != nil {
+				return err
+			}
 			opts, err := completeAgent(cmd.Flags(), out, o)
 			if err != nil {
 				return err
@@ -50,6 +54,7 @@ agent on the same --root-dir adopts them.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	join.add(cmd.Flags())
 	addVerbosityFlag(cmd.Flags(), &verbosity)
 	return cmd
 }
