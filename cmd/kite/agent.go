@@ -43,7 +43,7 @@ agent on the same --root-dir adopts them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := &syncWriter{w: cmd.OutOrStdout()}
-			if err := join.join(cmd.Context(), out, o); err != nil {
+			if err := join.join(klog.NewContext(cmd.Context(), newLogger(out, verbosity)), out, o); err != nil {
 				return err
 			}
 			opts, err := completeAgent(cmd.Flags(), out, o)
