@@ -318,4 +318,3 @@ func TestCleanerDeletesSettledRequests(t *testing.T) {
 		t.Errorf("the pending csr, 2 hours old: %v, want it kept a day", err)
 	}
 }
-
