@@ -205,6 +205,12 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 	ac := opts.Admission
 	ac.Namespaces = func() *registry.Store { return namespaces }
 	ac.ServiceAccounts = func() *registry.Store { return serviceAccounts }
+	ac.Stores = func(resource string) *registry.Store {
+		if set == nil {
+			return nil
+		}
+		return set.Store(resource)
+	}
 	// Webhooks read their configurations, namespaces and services from
 	// the set's own stores, once it serves them.
 	hooks, err := webhook.New(webhook.Options{Stores: func(gr string) *registry.Store {

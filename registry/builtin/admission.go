@@ -42,9 +42,10 @@ var AdmissionPluginOrder = []string{
 
 // DefaultAdmissionPlugins are the plugins kube-apiserver 1.37 enables
 // when the flags do not say otherwise (its DefaultOffAdmissionPlugins'
-// complement).
+// complement), and NodeRestriction, which kubeadm enables: Kite's nodes
+// join with their own identities.
 var DefaultAdmissionPlugins = []string{
-	PluginNamespaceLifecycle, "LimitRanger", PluginServiceAccount, "TaintNodesByCondition",
+	PluginNamespaceLifecycle, "LimitRanger", PluginServiceAccount, PluginNodeRestriction, "TaintNodesByCondition",
 	"PodSecurity", "Priority", PluginDefaultTolerationSeconds, "DefaultStorageClass",
 	"StorageObjectInUseProtection", "PersistentVolumeClaimResize", "RuntimeClass",
 	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
@@ -69,6 +70,10 @@ type AdmissionConfig struct {
 	// ServiceAccount plugin reads it), called per request like
 	// Namespaces. Without it the plugin does not run.
 	ServiceAccounts func() *registry.Store
+	// Stores returns the Store of a resource ("pods", "nodes"), called
+	// per request like Namespaces (NodeRestriction reads pods and nodes).
+	// Without it NodeRestriction does not run.
+	Stores func(resource string) *registry.Store
 	// Plugins are plugins built elsewhere (webhooks, policies), by their
 	// upstream name; they run at their place in AdmissionPluginOrder when
 	// enabled.
@@ -115,6 +120,8 @@ func Admission(cfg AdmissionConfig) (registry.Chain, error) {
 			chain = append(chain, NamespaceLifecyclePlugin(cfg.Namespaces))
 		case name == PluginServiceAccount && cfg.ServiceAccounts != nil:
 			chain = append(chain, ServiceAccountPlugin(cfg.ServiceAccounts))
+		case name == PluginNodeRestriction && cfg.Stores != nil:
+			chain = append(chain, NodeRestrictionPlugin(cfg.Stores))
 		case isCertificatesPlugin(name):
 			chain = append(chain, certificatesPlugin(name))
 		case name == PluginDefaultTolerationSeconds:

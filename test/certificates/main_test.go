@@ -2,7 +2,8 @@
 // see them, against one shared server that runs the CSR signer and
 // approver: the requestor taken from the request's user, approval and
 // denial with kubectl, the approve permission, the certificates the
-// signer issues authenticating as their subjects, and the cleaner.
+// signer issues authenticating as their subjects, and the cleaner; and
+// NodeRestriction, which keeps node identities to their own objects.
 package certificates_test
 
 import (
@@ -38,6 +39,8 @@ var shared *kite.Server
 var users = map[string][]string{
 	"alice": {user.AllAuthenticated, "team-a"},
 	"bob":   {user.AllAuthenticated},
+	// A node identity, for NodeRestriction.
+	"system:node:nr-node": {user.AllAuthenticated, user.NodesGroup},
 }
 
 func TestMain(m *testing.M) {
