@@ -21,9 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/controllers/certificates"
-	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
-	"github.com/kite-project/kite/controllers/workqueue"
 )
 
 // Options configure a Controller.
@@ -38,9 +36,7 @@ type Options struct {
 // Controller approves node client requests. Run drives it.
 type Controller struct {
 	client kubernetes.Interface
-	loop   *controller.Loop[string]
-	queue  *workqueue.Queue[string]
-	csrs   *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	loop   *certificates.Loop
 }
 
 // New returns a Controller.
@@ -48,12 +44,11 @@ func New(opts Options) (*Controller, error) {
 	if opts.Client == nil {
 		return nil, fmt.Errorf("certificatesigningrequest-approving-controller: Client is required")
 	}
-	c := &Controller{client: opts.Client, queue: workqueue.New[string](workqueue.Options{})}
+	c := &Controller{client: opts.Client}
 	var err error
-	if c.csrs, err = certificates.CSRInformer(opts.Client, opts.Informers, c.queue); err != nil {
+	if c.loop, err = certificates.NewLoop("certificatesigningrequest-approving-controller", opts.Client, opts.Informers, c.sync); err != nil {
 		return nil, err
 	}
-	c.loop = &controller.Loop[string]{Name: "certificatesigningrequest-approving-controller", Queue: c.queue, Informers: []controller.Informer{c.csrs}, Sync: c.sync}
 	return c, nil
 }
 
@@ -64,7 +59,7 @@ func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
-	csr, _ := c.csrs.Store().Get(name)
+	csr := c.loop.Get(name)
 	if csr == nil {
 		return nil
 	}

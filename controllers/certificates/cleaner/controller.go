@@ -10,16 +10,13 @@ import (
 	"fmt"
 	"time"
 
-	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/controllers/certificates"
-	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
-	"github.com/kite-project/kite/controllers/workqueue"
 )
 
 // Options configure a Controller.
@@ -36,9 +33,7 @@ type Options struct {
 type Controller struct {
 	client kubernetes.Interface
 	now    func() time.Time
-	loop   *controller.Loop[string]
-	queue  *workqueue.Queue[string]
-	csrs   *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	loop   *certificates.Loop
 }
 
 // New returns a Controller.
@@ -49,24 +44,22 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{client: opts.Client, now: opts.Now, queue: workqueue.New[string](workqueue.Options{})}
+	c := &Controller{client: opts.Client, now: opts.Now}
 	var err error
-	if c.csrs, err = certificates.CSRInformer(opts.Client, opts.Informers, c.queue); err != nil {
+	if c.loop, err = certificates.NewLoop("certificatesigningrequest-cleaner-controller", opts.Client, opts.Informers, c.sync); err != nil {
 		return nil, err
 	}
-	c.loop = &controller.Loop[string]{Name: "certificatesigningrequest-cleaner-controller", Queue: c.queue, Informers: []controller.Informer{c.csrs}, Sync: c.sync}
 	return c, nil
 }
 
 // Run works until ctx ends.
 func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 
-// WaitIdle returns once the cache is listed and nothing is queued (a
-// request waiting to fall due is not queued).
+// WaitIdle returns once the cache is listed and nothing is queued.
 func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
-	csr, _ := c.csrs.Store().Get(name)
+	csr := c.loop.Get(name)
 	if csr == nil {
 		return nil
 	}
@@ -75,7 +68,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	if wait := due.Sub(c.now()); wait > 0 {
-		c.queue.AddAfter(name, wait)
+		c.loop.Queue.AddAfter(name, wait)
 		return nil
 	}
 	klog.FromContext(ctx).Info("Cleaning CSR", "csr", name)

@@ -19,9 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kite-project/kite/controllers/certificates"
-	"github.com/kite-project/kite/controllers/controller"
 	"github.com/kite-project/kite/controllers/informer"
-	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/pki"
 )
 
@@ -42,10 +40,8 @@ type Options struct {
 
 // Controller signs requests. Run drives it.
 type Controller struct {
-	opts  Options
-	loop  *controller.Loop[string]
-	queue *workqueue.Queue[string]
-	csrs  *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	opts Options
+	loop *certificates.Loop
 }
 
 // New returns a Controller.
@@ -56,13 +52,11 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	c := &Controller{opts: opts, queue: workqueue.New[string](workqueue.Options{})}
+	c := &Controller{opts: opts}
 	var err error
-	c.csrs, err = certificates.CSRInformer(opts.Client, opts.Informers, c.queue)
-	if err != nil {
+	if c.loop, err = certificates.NewLoop("certificatesigningrequest-signing-controller", opts.Client, opts.Informers, c.sync); err != nil {
 		return nil, err
 	}
-	c.loop = &controller.Loop[string]{Name: "certificatesigningrequest-signing-controller", Queue: c.queue, Informers: []controller.Informer{c.csrs}, Sync: c.sync}
 	return c, nil
 }
 
@@ -73,7 +67,7 @@ func (c *Controller) Run(ctx context.Context) { c.loop.Run(ctx) }
 func (c *Controller) WaitIdle(ctx context.Context) error { return c.loop.WaitIdle(ctx) }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
-	csr, _ := c.csrs.Store().Get(name)
+	csr := c.loop.Get(name)
 	if csr == nil {
 		return nil
 	}
