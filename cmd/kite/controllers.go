@@ -54,6 +54,7 @@ func (f *controllerFlags) options() (names []string, grace time.Duration, gcThre
 func newControllersCommand() *cobra.Command {
 	var flags controllerFlags
 	var kubeconfig string
+	var signing signingFlags
 	cmd := &cobra.Command{
 		Use:   "controllers",
 		Short: "Run the control loops alone, against the API server --kubeconfig names",
@@ -76,7 +77,8 @@ run them in-process already.`,
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 			}
-			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc})
+			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc,
+				ClusterSigningCertFile: signing.certFile, ClusterSigningKeyFile: signing.keyFile, ClusterSigningDuration: signing.duration})
 			if err != nil {
 				return err
 			}
@@ -84,6 +86,7 @@ run them in-process already.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to work against")
+	signing.add(cmd.Flags())
 	flags.add(cmd.Flags())
 	return cmd
 }

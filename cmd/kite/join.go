@@ -17,6 +17,19 @@ import (
 	"github.com/kite-project/kite/pki"
 )
 
+// signingFlags are kite controllers' flags for the CSR signer, named as
+// kube-controller-manager's.
+type signingFlags struct {
+	certFile, keyFile string
+	duration          time.Duration
+}
+
+func (f *signingFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.certFile, "cluster-signing-cert-file", "", "CA certificate (PEM) the CertificateSigningRequest signer signs with, e.g. <data-dir>/pki/ca.crt; without it requests are not signed")
+	fs.StringVar(&f.keyFile, "cluster-signing-key-file", "", "the key of --cluster-signing-cert-file")
+	fs.DurationVar(&f.duration, "cluster-signing-duration", 365*24*time.Hour, "the longest certificate the signer issues")
+}
+
 // joinFlags are kite agent's flags for joining with a bootstrap token
 // (kubeadm join's, in one command with the agent).
 type joinFlags struct {
