@@ -448,6 +448,10 @@ func (s *Server) startControllers(opts Options) error {
 		NodeMonitorGracePeriod:   opts.NodeMonitorGracePeriod,
 		TerminatedPodGCThreshold: opts.TerminatedPodGCThreshold,
 		NodeIPAM:                 s.nodeIPAMOptions(opts),
+		// The CSR signer signs with the cluster CA, as kubeadm points
+		// kube-controller-manager's --cluster-signing-* at it.
+		ClusterSigningCertFile: filepath.Join(s.dataDir, "pki", pki.CACertFile),
+		ClusterSigningKeyFile:  filepath.Join(s.dataDir, "pki", pki.CAKeyFile),
 	})
 	if err != nil {
 		return err

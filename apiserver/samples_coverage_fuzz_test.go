@@ -74,6 +74,9 @@ func coverageSample(kind schema.GroupVersionKind, meta metav1.ObjectMeta) runtim
 		return &storagev1.VolumeAttributesClass{ObjectMeta: cluster, DriverName: "csi.example.com", Parameters: map[string]string{"iops": "100"}}
 	case schema.GroupKind{Group: "certificates.k8s.io", Kind: "ClusterTrustBundle"}:
 		return &certificatesv1.ClusterTrustBundle{ObjectMeta: cluster, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: sampleCA()}}
+	case schema.GroupKind{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:
+		return &certificatesv1.CertificateSigningRequest{ObjectMeta: cluster, Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: "example.com/signer",
+			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: sampleCSR()}), Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}}}
 	case schema.GroupKind{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:
 		return &certificatesv1.PodCertificateRequest{ObjectMeta: meta, Spec: certificatesv1.PodCertificateRequestSpec{SignerName: "example.com/signer",
 			PodName: "web", PodUID: "1", ServiceAccountName: "default", ServiceAccountUID: "2", NodeName: "node-1", NodeUID: "3", StubPKCS10Request: sampleCSR()}}

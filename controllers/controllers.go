@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
+	"github.com/kite-project/kite/controllers/certificates/approver"
+	"github.com/kite-project/kite/controllers/certificates/cleaner"
 	"github.com/kite-project/kite/controllers/clusterroleaggregation"
 	"github.com/kite-project/kite/controllers/cronjob"
 	"github.com/kite-project/kite/controllers/daemonset"
@@ -105,6 +107,11 @@ const (
 	NodeIPAM = "node-ipam-controller"
 	// ResourceQuota keeps ResourceQuotas' status.hard and status.used.
 	ResourceQuota = "resourcequota-controller"
+	// CSRSigning, CSRApproving and CSRCleaner sign, approve and delete
+	// CertificateSigningRequests (certificates.go).
+	CSRSigning   = "certificatesigningrequest-signing-controller"
+	CSRApproving = "certificatesigningrequest-approving-controller"
+	CSRCleaner   = "certificatesigningrequest-cleaner-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -234,6 +241,13 @@ func table() []entry {
 			o.Client, o.Informers = b.client, b.informers
 			return built(nodeipam.New(o))
 		}},
+		{CSRSigning, buildCSRSigning},
+		{CSRApproving, func(b builder) (Controller, error) {
+			return built(approver.New(approver.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{CSRCleaner, func(b builder) (Controller, error) {
+			return built(cleaner.New(cleaner.Options{Client: b.client, Informers: b.informers}))
+		}},
 	}, storageEntries()...)
 }
 
@@ -301,6 +315,14 @@ type Options struct {
 	// NodeIPAM are the node IPAM controller's ranges (--cluster-cidr,
 	// --node-cidr-mask-size); its Client and Informers are the Manager's.
 	NodeIPAM nodeipam.Options
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA the CSR
+	// signer signs with (kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file): the
+	// cluster CA in kite server. Without them the signer signs nothing.
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	// ClusterSigningDuration is the longest certificate the signer
+	// issues (--cluster-signing-duration); 0 means a year.
+	ClusterSigningDuration time.Duration
 }
 
 // Manager runs a set of controllers.

@@ -397,10 +397,16 @@ func writeAtomic(path string, data []byte, mode os.FileMode) error {
 // reissuing anything: for a tool that issues certificates from it ("kite
 // kubeconfig --user") beside a running server.
 func LoadCA(dir string) (*Bundle, error) {
-	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
+	return LoadCAFiles(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile))
+}
+
+// LoadCAFiles reads a CA certificate and its key from two files, as
+// kube-controller-manager's --cluster-signing-cert-file and
+// --cluster-signing-key-file name them.
+func LoadCAFiles(certPath, keyPath string) (*Bundle, error) {
 	ca, err := loadPair(certPath, keyPath)
 	if err != nil {
-		return nil, fmt.Errorf("pki: loading the CA from %s: %w", dir, err)
+		return nil, fmt.Errorf("pki: loading the CA from %s and %s: %w", certPath, keyPath, err)
 	}
 	if !ca.cert.IsCA {
 		return nil, fmt.Errorf("pki: %s is not a CA certificate", certPath)

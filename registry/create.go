@@ -180,6 +180,9 @@ func (s *Store) prepareCreate(ctx context.Context, obj runtime.Object, m metav1.
 	if s.strategy.PrepareForCreate != nil {
 		s.strategy.PrepareForCreate(obj)
 	}
+	if s.strategy.PrepareForCreateFromRequest != nil {
+		s.strategy.PrepareForCreateFromRequest(ctx, obj)
+	}
 	var errs field.ErrorList
 	if !s.strategy.ValidatesMetadata {
 		errs = apivalidation.ValidateObjectMetaAccessor(m, s.strategy.Namespaced, s.validateName(), field.NewPath("metadata"))

@@ -61,6 +61,13 @@ type Strategy struct {
 	// PrepareForCreate clears what a client may not set on create (status
 	// for most resources) and sets what the server owns.
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForCreateFromRequest, when set, runs just after
+	// PrepareForCreate with the request's context: what the server sets
+	// from the request itself (a CertificateSigningRequest's requestor,
+	// from the request's user, as upstream's PrepareForCreate(ctx, obj)).
+	// A separate hook so that the strategies that need no context keep
+	// their simpler signature.
+	PrepareForCreateFromRequest func(ctx context.Context, obj runtime.Object)
 	// PrepareForUpdate makes obj keep what an update of the main resource
 	// may not change (status), copying it from old.
 	PrepareForUpdate func(obj, old runtime.Object)

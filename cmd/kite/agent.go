@@ -22,6 +22,7 @@ import (
 func newAgentCommand() *cobra.Command {
 	o := options.New()
 	var verbosity int
+	var join joinFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent alone: static pods from files and URLs, and the pods bound to its node through --kubeconfig",
@@ -43,6 +44,9 @@ agent on the same --root-dir adopts them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := &syncWriter{w: cmd.OutOrStdout()}
+			if err := join.join(klog.NewContext(cmd.Context(), newLogger(out, verbosity)), out, o); err != nil {
+				return err
+			}
 			opts, err := completeAgent(cmd.Flags(), out, o)
 			if err != nil {
 				return err
@@ -51,6 +55,7 @@ agent on the same --root-dir adopts them.`,
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	join.add(cmd.Flags())
 	addVerbosityFlag(cmd.Flags(), &verbosity)
 	return cmd
 }

@@ -57,6 +57,7 @@ func (f *controllerFlags) options() (names []string, grace time.Duration, gcThre
 func newControllersCommand() *cobra.Command {
 	var flags controllerFlags
 	var kubeconfig string
+	var signing signingFlags
 	cmd := &cobra.Command{
 		Use:   "controllers",
 		Short: "Run the control loops alone, against the API server --kubeconfig names",
@@ -84,7 +85,8 @@ run them in-process already.`,
 				return err
 			}
 			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc,
-				NodeIPAM: nodeipam.Options{ClusterCIDRs: clusterCIDRs, NodeCIDRMaskSize: flags.nodeIPAM.maskSize}})
+				NodeIPAM:               nodeipam.Options{ClusterCIDRs: clusterCIDRs, NodeCIDRMaskSize: flags.nodeIPAM.maskSize},
+				ClusterSigningCertFile: signing.certFile, ClusterSigningKeyFile: signing.keyFile, ClusterSigningDuration: signing.duration})
 			if err != nil {
 				return err
 			}
@@ -92,6 +94,7 @@ run them in-process already.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to work against")
+	signing.add(cmd.Flags())
 	flags.add(cmd.Flags())
 	return cmd
 }

@@ -42,6 +42,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newServerCommand(), newAPIServerCommand(), newAgentCommand(), newControllersCommand(), newEtcdCommand(), newBenchCommand(), newImagesCommand(), newKubeconfigCommand())
+	root.AddCommand(newServerCommand(), newAPIServerCommand(), newAgentCommand(), newControllersCommand(), newEtcdCommand(), newBenchCommand(), newImagesCommand(), newKubeconfigCommand(), newTokenCommand())
 	return root
 }

@@ -42,9 +42,10 @@ var AdmissionPluginOrder = []string{
 
 // DefaultAdmissionPlugins are the plugins kube-apiserver 1.37 enables
 // when the flags do not say otherwise (its DefaultOffAdmissionPlugins'
-// complement).
+// complement), and NodeRestriction, which kubeadm enables: Kite's nodes
+// join with their own identities.
 var DefaultAdmissionPlugins = []string{
-	PluginNamespaceLifecycle, PluginLimitRanger, PluginServiceAccount, "TaintNodesByCondition",
+	PluginNamespaceLifecycle, PluginLimitRanger, PluginServiceAccount, PluginNodeRestriction, "TaintNodesByCondition",
 	PluginPodSecurity, PluginPriority, PluginDefaultTolerationSeconds, "DefaultStorageClass",
 	"StorageObjectInUseProtection", "PersistentVolumeClaimResize", PluginRuntimeClass,
 	"CertificateApproval", "CertificateSigning", "ClusterTrustBundleAttest",
@@ -72,7 +73,7 @@ type AdmissionConfig struct {
 	// Stores returns the served Store of a group resource
 	// ("limitranges", "priorityclasses.scheduling.k8s.io") or nil, called
 	// per request like Namespaces: LimitRanger, ResourceQuota, Priority,
-	// RuntimeClass and PodSecurity read it. Without it they do not run.
+	// RuntimeClass, PodSecurity and NodeRestriction read it. Without it they do not run.
 	Stores func(groupResource string) *registry.Store
 	// Plugins are plugins built elsewhere (webhooks, policies), by their
 	// upstream name; they run at their place in AdmissionPluginOrder when
@@ -122,6 +123,10 @@ func Admission(cfg AdmissionConfig) (registry.Chain, error) {
 			chain = append(chain, ServiceAccountPlugin(cfg.ServiceAccounts))
 		case cfg.Stores != nil && builtinStorePlugin(name):
 			chain = append(chain, storePlugin(name, cfg.Stores))
+		case name == PluginNodeRestriction && cfg.Stores != nil:
+			chain = append(chain, NodeRestrictionPlugin(cfg.Stores))
+		case isCertificatesPlugin(name):
+			chain = append(chain, certificatesPlugin(name))
 		case name == PluginDefaultTolerationSeconds:
 			chain = append(chain, DefaultTolerationSecondsPlugin())
 		case name == "AlwaysDeny":

@@ -18,8 +18,10 @@ func TestEnabledAdmissionPluginsAsUpstreamsFlags(t *testing.T) {
 		has, hasNot     []string
 		err             string
 	}{
-		{name: "defaults", has: []string{"NamespaceLifecycle", "DefaultTolerationSeconds", "ValidatingAdmissionWebhook"}, hasNot: []string{"AlwaysDeny", "NodeRestriction"}},
+		// NodeRestriction is on by default, as kubeadm turns it on.
+		{name: "defaults", has: []string{"NamespaceLifecycle", "DefaultTolerationSeconds", "ValidatingAdmissionWebhook", "NodeRestriction"}, hasNot: []string{"AlwaysDeny"}},
 		{name: "enable adds", enable: []string{"AlwaysPullImages", "NodeRestriction"}, has: []string{"NodeRestriction", "AlwaysPullImages", "NamespaceLifecycle"}},
+		{name: "disable takes a default away", disable: []string{"NodeRestriction"}, hasNot: []string{"NodeRestriction"}},
 		{name: "disable removes", disable: []string{"DefaultTolerationSeconds"}, hasNot: []string{"DefaultTolerationSeconds"}, has: []string{"NamespaceLifecycle"}},
 		{name: "unknown", enable: []string{"Nope"}, err: `admission plugin "Nope" is unknown`},
 		{name: "both", enable: []string{"AlwaysDeny"}, disable: []string{"AlwaysDeny"}, err: "must not overlap"},

@@ -17,12 +17,13 @@ import (
 	"github.com/kite-project/kite/registry"
 )
 
-// certificatesStrategies are certificates.k8s.io/v1's clustertrustbundles
-// and podcertificaterequests (certificatesigningrequests come with
-// authentication).
+// certificatesStrategies are certificates.k8s.io/v1's
+// certificatesigningrequests (certificates.go), clustertrustbundles and
+// podcertificaterequests.
 func certificatesStrategies() []*registry.Strategy {
 	gv := certificatesv1.SchemeGroupVersion
 	return []*registry.Strategy{
+		CertificateSigningRequests(),
 		declared[*certificatesv1.ClusterTrustBundle]{
 			kind: gv.WithKind("ClusterTrustBundle"), resource: "clustertrustbundles",
 			newList:  func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },

@@ -83,6 +83,7 @@ func New(opts Options) *Convertor {
 	registerWorkloadStorage(c)
 	registerCoverage(c)
 	registerRBAC(c)
+	registerCertificates(c)
 	return c
 }
 

@@ -24,8 +24,6 @@ import (
 // test fails on an entry that no longer matches a difference, so none
 // outlives its reason.
 var knownDifferences = map[string]string{
-	// Issue 23: CertificateSigningRequests are not served yet.
-	"certificates.k8s.io/certificatesigningrequests": "not served yet (issue 23)",
 	// The streaming subresources are served by apiserver/nodeproxy
 	// outside the registry, so discovery does not list them; proxy,
 	// ephemeralcontainers and resize are not served at all.

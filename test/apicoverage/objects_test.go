@@ -39,7 +39,7 @@ type newKind struct {
 }
 
 func newKinds(t *testing.T) []newKind {
-	ca, csr := testCA(t), testCSR(t)
+	ca, csr, csrPEM := testCA(t), testCSR(t, false), testCSR(t, true)
 	gvr := func(group, version, resource string) schema.GroupVersionResource {
 		return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
 	}
@@ -96,6 +96,10 @@ func newKinds(t *testing.T) []newKind {
 			`{spec: {trustBundle: ` + quote(ca) + `}}`,
 			`{spec: {trustBundle: "not a PEM block"}}`,
 			[]string{"spec.trustBundle"}},
+		{gvr("certificates.k8s.io", "v1", "certificatesigningrequests"), false,
+			`{spec: {signerName: example.com/signer, usages: [client auth], request: ` + csrPEM + `}}`,
+			`{spec: {signerName: signer, usages: [client auth, bogus], expirationSeconds: 60, request: ` + csrPEM + `}}`,
+			[]string{"spec.signerName", "spec.usages[1]", "spec.expirationSeconds"}},
 		{gvr("certificates.k8s.io", "v1", "podcertificaterequests"), true,
 			`{spec: {signerName: example.com/signer, podName: web, podUID: "1", serviceAccountName: default, serviceAccountUID: "2", nodeName: node-1, nodeUID: "3", stubPKCS10Request: ` + csr + `}}`,
 			`{spec: {signerName: signer, podName: web, podUID: "1", serviceAccountName: default, serviceAccountUID: "2", nodeName: node-1, nodeUID: "3", stubPKCS10Request: ` + csr + `}}`,
@@ -268,7 +272,7 @@ func kindOfResource(resource string) string {
 		"networkpolicies": "NetworkPolicy", "runtimeclasses": "RuntimeClass", "priorityclasses": "PriorityClass",
 		"csidrivers": "CSIDriver", "csinodes": "CSINode", "csistoragecapacities": "CSIStorageCapacity",
 		"volumeattachments": "VolumeAttachment", "volumeattributesclasses": "VolumeAttributesClass",
-		"clustertrustbundles": "ClusterTrustBundle", "podcertificaterequests": "PodCertificateRequest",
+		"clustertrustbundles": "ClusterTrustBundle", "podcertificaterequests": "PodCertificateRequest", "certificatesigningrequests": "CertificateSigningRequest",
 		"deviceclasses": "DeviceClass", "devicetaintrules": "DeviceTaintRule", "resourceclaims": "ResourceClaim",
 		"resourceclaimtemplates": "ResourceClaimTemplate", "resourceslices": "ResourceSlice", "flowschemas": "FlowSchema",
 		"prioritylevelconfigurations": "PriorityLevelConfiguration", "apiservices": "APIService", "storageversionmigrations": "StorageVersionMigration",
@@ -339,8 +343,9 @@ func testCA(t *testing.T) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
-// testCSR is a PKCS#10 request, base64 as JSON carries bytes.
-func testCSR(t *testing.T) string {
+// testCSR is a PKCS#10 request, base64 as JSON carries bytes: DER, or
+// PEM-encoded (a CertificateSigningRequest's spec.request) when pemEncoded.
+func testCSR(t *testing.T, pemEncoded bool) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -349,6 +354,9 @@ func testCSR(t *testing.T) string {
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pemEncoded {
+		der = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 	}
 	return base64.StdEncoding.EncodeToString(der)
 }
