@@ -43,10 +43,15 @@ const DefaultTTL = 24 * time.Hour
 // The names of what CreateToken keeps, kubeadm's with "kite:" for
 // "kubeadm:".
 const (
-	ClusterInfoRole            = "kite:bootstrap-signer-clusterinfo"
-	nodeBootstrapBinding       = "kite:kubelet-bootstrap"
-	nodeAutoApproveBinding     = "kite:node-autoapprove-bootstrap"
-	nodeAutoApproveRenewal     = "kite:node-autoapprove-certificate-rotation"
+	ClusterInfoRole        = "kite:bootstrap-signer-clusterinfo"
+	nodeBootstrapBinding   = "kite:kubelet-bootstrap"
+	nodeAutoApproveBinding = "kite:node-autoapprove-bootstrap"
+	nodeAutoApproveRenewal = "kite:node-autoapprove-certificate-rotation"
+	// nodeProxierBinding lets nodes run the service proxy: Kite's agent
+	// runs it as the node, where kubeadm binds system:node-proxier to
+	// kube-proxy's own ServiceAccount (and k3s gives kube-proxy a
+	// certificate of its own).
+	nodeProxierBinding         = "kite:node-proxier"
 	clusterInfoKubeconfigField = bootstrapapi.KubeConfigKey
 )
 
@@ -125,6 +130,8 @@ func ensureJoinPolicy(ctx context.Context, client kubernetes.Interface, o TokenO
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: nodeAutoApproveRenewal}, Subjects: group("system:nodes"),
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: nodeProxierBinding}, Subjects: group("system:nodes"),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-proxier"}},
 	} {
 		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("clusterrolebinding %s: %w", b.Name, err)

@@ -188,6 +188,6 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		// Deleted while it was patched: the next sync frees its blocks.
 		c.queue.Add(name)
 	}
-	klog.FromContext(ctx).Info("Set node PodCIDR", "node", name, "podCIDRs", cidrs)
+	klog.FromContext(ctx).V(2).Info("Set node PodCIDR", "node", name, "podCIDRs", cidrs)
 	return nil
 }

@@ -49,6 +49,13 @@ func TestAgentJoinsWithABootstrapToken(t *testing.T) {
 	if out := kubectl(t, own, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"); !strings.HasPrefix(out, "system:node:"+node+" ") || !strings.Contains(out, "system:nodes") {
 		t.Errorf("the agent's kubeconfig is %q, want system:node:%s in system:nodes", out, node)
 	}
+	// The agent's service proxy runs as the node: it must list and watch
+	// Services and EndpointSlices.
+	for _, what := range []string{"services", "endpointslices.discovery.k8s.io"} {
+		if out, _ := tryKubectl(t, own, "auth", "can-i", "watch", what); strings.TrimSpace(out) != "yes" {
+			t.Errorf("kubectl auth can-i watch %s as the node: %q, want yes", what, out)
+		}
+	}
 	csrs := kubectl(t, admin, "get", "csr", "--no-headers")
 	if !strings.Contains(csrs, "system:bootstrap:"+tokenID) || !strings.Contains(csrs, "Approved,Issued") {
 		t.Errorf("kubectl get csr:\n%s\nwant the token's request, approved and issued", csrs)

@@ -71,7 +71,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		c.loop.Queue.AddAfter(name, wait)
 		return nil
 	}
-	klog.FromContext(ctx).Info("Cleaning CSR", "csr", name)
+	klog.FromContext(ctx).V(2).Info("Cleaning CSR", "csr", name)
 	err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &csr.UID}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("unable to delete CSR %q: %w", name, err)
