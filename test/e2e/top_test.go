@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,12 +18,18 @@ func TestKubectlTopShowsWhatPodsUse(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
+	// The pods burn CPU: nothing of theirs may outlive the test (their
+	// supervisors outlive the server by design, their loops would run on).
+	awaitSupervisors(t, dir)
+	marker := fmt.Sprintf("top-%d", time.Now().UnixNano())
+	t.Cleanup(func() { exec.Command("pkill", "-f", marker).Run() })
+	burn := "while :; do :; done # " + marker
 	StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag,
 		"--hostname-override", "top-a", "--config", agentConfig(t), "--port", "10286", "--metric-resolution", "1s")
 	kc := filepath.Join(dir, "kubeconfig")
 	waitNodeReady(t, "", kc, "top-a", "True")
-	kubectl(t, kc, "run", "burn", "--image=busybox", "--command", "--", "sh", "-c", "while :; do :; done")
-	kubectl(t, kc, "run", "idle", "--image=busybox", "--command", "--", "sleep", "3600")
+	kubectl(t, kc, "run", "burn", "--image=busybox", "--command", "--", "sh", "-c", burn)
+	kubectl(t, kc, "run", "idle", "--image=busybox", "--command", "--", "sh", "-c", "while :; do sleep 1; done # "+marker)
 
 	// Pods first start, then two readings of their usage: a loaded
 	// machine takes its time.
@@ -71,7 +79,7 @@ spec:
       containers:
       - name: hot
         image: busybox
-        command: [sh, -c, "while :; do :; done"]
+        command: [sh, -c, "`+burn+`"]
         resources: {requests: {cpu: 5m}}
 `))
 	kubectl(t, kc, "autoscale", "deployment", "hot", "--cpu-percent=50", "--min=1", "--max=3")

@@ -67,6 +67,16 @@ func TestStaticBinding(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The binder must know every volume before the claim comes,
+			// or it binds the best one it has seen so far (as upstream's).
+			for _, pv := range tc.volumes {
+				if pv.Spec.ClaimRef != nil {
+					continue
+				}
+				eventually(t, "volume "+pv.Name+" Available", func(ctx context.Context) (*v1.PersistentVolume, error) {
+					return cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+				}, func(got *v1.PersistentVolume, err error) bool { return err == nil && got.Status.Phase == v1.VolumeAvailable })
+			}
 			c := claim(fmt.Sprintf("claim-%d", i), &class, func(c *v1.PersistentVolumeClaim) {
 				if tc.claim != nil {
 					tc.claim(c)
