@@ -75,7 +75,9 @@ func TestStaticBinding(t *testing.T) {
 				}
 				eventually(t, "volume "+pv.Name+" Available", func(ctx context.Context) (*v1.PersistentVolume, error) {
 					return cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-				}, func(got *v1.PersistentVolume, err error) bool { return err == nil && got.Status.Phase == v1.VolumeAvailable })
+				}, func(got *v1.PersistentVolume, err error) bool {
+					return err == nil && got.Status.Phase == v1.VolumeAvailable
+				})
 			}
 			c := claim(fmt.Sprintf("claim-%d", i), &class, func(c *v1.PersistentVolumeClaim) {
 				if tc.claim != nil {
