@@ -210,6 +210,9 @@ func FromOptions(o *options.Options) (Options, error) {
 	if o.NodeIP != "" {
 		opts.Node.NodeIP = net.ParseIP(o.NodeIP)
 	}
+	if opts.Node.EvictionHard, err = node.ParseEvictionHard(o.Config.EvictionHardStatements()); err != nil {
+		return Options{}, fmt.Errorf("evictionHard (--eviction-hard): %w", err)
+	}
 	size, err := resource.ParseQuantity(o.Config.ContainerLogMaxSize)
 	if err != nil {
 		return Options{}, fmt.Errorf("--container-log-max-size %q: %w", o.Config.ContainerLogMaxSize, err)

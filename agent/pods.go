@@ -76,7 +76,7 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 		Runtime:        rt,
 		RootDir:        opts.RootDir,
 		HostIPs:        []string{ip.String()},
-		Allocatable:    node.Build(node.HostInfo(opts.Node.Host, opts.RootDir, maxPods), nil, metav1.Now()).Allocatable,
+		Allocatable:    node.Build(node.HostInfo(opts.Node.Host, opts.RootDir, maxPods, opts.Node.EvictionHard), nil, metav1.Now()).Allocatable,
 		MaxPods:        int(maxPods),
 		ClusterDNS:     opts.ClusterDNS,
 		ClusterDomain:  opts.ClusterDomain,

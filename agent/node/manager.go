@@ -80,6 +80,9 @@ type Options struct {
 	UpdateInterval, ReportInterval, RenewInterval time.Duration
 	// Host reads the machine; the zero value reads this one.
 	Host Host
+	// EvictionHard are the thresholds of the pressure conditions (the
+	// kubelet's evictionHard); nil means DefaultEvictionHard.
+	EvictionHard Thresholds
 }
 
 // Manager registers the Node and keeps its status and Lease current. Its
@@ -168,7 +171,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // info is what the host and the agent report now.
 func (m *Manager) info(ctx context.Context) Info {
-	info := HostInfo(m.opts.Host, m.opts.RootDir, m.opts.MaxPods)
+	info := HostInfo(m.opts.Host, m.opts.RootDir, m.opts.MaxPods, m.opts.EvictionHard)
 	info.NodeInfo.ContainerRuntimeVersion = m.opts.RuntimeVersion
 	info.Port = m.opts.Port
 	info.Addresses = []v1.NodeAddress{
@@ -186,27 +189,27 @@ func (m *Manager) info(ctx context.Context) Info {
 
 // HostInfo is what h reports of the machine: capacity (the ephemeral
 // storage of rootDir's file system, if given; maxPods pods), nodeInfo and
-// the pressure verdicts (memory.available < 100Mi, nodefs.available < 10%,
-// pid.available < 10%, the kubelet's hard eviction defaults).
-func HostInfo(h Host, rootDir string, maxPods int64) Info {
+// the pressure verdicts of the hard eviction thresholds (nil: the
+// kubelet's defaults, DefaultEvictionHard).
+func HostInfo(h Host, rootDir string, maxPods int64, hard Thresholds) Info {
 	sys := h.SystemInfo()
 	sys.KubeletVersion = kiteversion.GitVersion
-	info := Info{CPUs: int64(runtime.NumCPU()), MaxPods: maxPods, NodeInfo: sys}
-	total, avail := h.Memory()
-	info.MemoryBytes = total
-	if total > 0 {
-		info.MemoryPressure = ptr.To(avail < 100<<20)
+	if hard == nil {
+		hard, _ = ParseEvictionHard(DefaultEvictionHard())
 	}
+	info := Info{CPUs: int64(runtime.NumCPU()), MaxPods: maxPods, NodeInfo: sys, EvictionHard: hard}
+	var obs Observations
+	obs.MemoryCapacity, obs.MemoryAvailable = h.Memory()
+	info.MemoryBytes = obs.MemoryCapacity
 	if rootDir != "" {
-		total, avail := h.Disk(rootDir)
-		info.EphemeralStorageBytes = total
-		if total > 0 {
-			info.DiskPressure = ptr.To(avail < total/10)
-		}
+		obs.DiskCapacity, obs.DiskAvailable = h.Disk(rootDir)
+		obs.InodesCapacity, obs.InodesFree = h.Inodes(rootDir)
+		info.EphemeralStorageBytes = obs.DiskCapacity
 	}
 	if used, max := h.PIDs(); max > 0 {
-		info.PIDPressure = ptr.To(max-used < max/10)
+		obs.PIDCapacity, obs.PIDAvailable = max, max-used
 	}
+	info.MemoryPressure, info.DiskPressure, info.PIDPressure = Pressures(obs, hard)
 	return info
 }
 

@@ -90,6 +90,33 @@ func TestManagerRegistersTheNodeAsTheKubeletDoes(t *testing.T) {
 	}
 }
 
+// TestManagerReportsDiskPressureByItsThresholds measures the file system
+// of the root directory: a nodefs.available threshold above what any disk
+// has free (99.9%) reports DiskPressure, and "0%" (the threshold switched
+// off, as kind's nodes run) never does.
+func TestManagerReportsDiskPressureByItsThresholds(t *testing.T) {
+	for _, tc := range []struct {
+		threshold string
+		want      v1.ConditionStatus
+	}{{"99.9%", v1.ConditionTrue}, {"0%", v1.ConditionFalse}} {
+		t.Run(tc.threshold, func(t *testing.T) {
+			hard, err := ParseEvictionHard(map[string]string{SignalNodeFsAvailable: tc.threshold})
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := unique("disk")
+			_, cs := run(t, Options{NodeName: name, RootDir: t.TempDir(), EvictionHard: hard})
+			n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := condition(n.Status, v1.NodeDiskPressure); c.Status != tc.want {
+				t.Errorf("DiskPressure %+v, want %s", c, tc.want)
+			}
+		})
+	}
+}
+
 // TestManagerKeepsALeaseOwnedByTheNode runs with a 1 s Lease, as
 // nodeLeaseDurationSeconds sets it: the renew interval is a quarter of it.
 func TestManagerKeepsALeaseOwnedByTheNode(t *testing.T) {

@@ -40,6 +40,9 @@ type Info struct {
 	Degraded []v1.NodeCondition
 	// Images are status.images (NodeImages); nil keeps what the Node has.
 	Images []v1.ContainerImage
+	// EvictionHard are the hard eviction thresholds, which allocatable
+	// holds back; nil means DefaultEvictionHard.
+	EvictionHard Thresholds
 }
 
 // Ready condition reasons and messages, the kubelet's
@@ -120,7 +123,7 @@ func Build(info Info, old *v1.NodeStatus, now metav1.Time) v1.NodeStatus {
 
 	status := v1.NodeStatus{
 		Capacity:        capacity,
-		Allocatable:     allocatable(capacity),
+		Allocatable:     allocatable(capacity, info.EvictionHard),
 		Conditions:      conds,
 		Addresses:       info.Addresses,
 		NodeInfo:        info.NodeInfo,
@@ -171,17 +174,30 @@ func NodeImages(imgs []*runtimeapi.Image) []v1.ContainerImage {
 // Info.Degraded: they are the agent's to remove.
 var DegradedTypes = map[v1.NodeConditionType]bool{"ResourceLimits": true, "VolumeMounts": true}
 
-// allocatable is capacity less the kubelet's default hard eviction
-// threshold for memory (memory.available < 100Mi), floored at zero; no
-// reservations are configured.
-func allocatable(capacity v1.ResourceList) v1.ResourceList {
+// allocatable is capacity less the hard eviction thresholds of memory
+// (memory.available) and ephemeral storage (nodefs.available), floored at
+// zero, as the kubelet's hardEvictionReservation; no reservations are
+// configured.
+func allocatable(capacity v1.ResourceList, hard Thresholds) v1.ResourceList {
+	if hard == nil {
+		hard, _ = ParseEvictionHard(DefaultEvictionHard())
+	}
 	a := capacity.DeepCopy()
-	if m, ok := a[v1.ResourceMemory]; ok {
-		m.Sub(resource.MustParse("100Mi"))
-		if m.Sign() < 0 {
-			m = *resource.NewQuantity(0, resource.BinarySI)
+	for name, signal := range map[v1.ResourceName]string{v1.ResourceMemory: SignalMemoryAvailable, v1.ResourceEphemeralStorage: SignalNodeFsAvailable} {
+		q, ok := a[name]
+		t, set := hard[signal]
+		if !ok || !set {
+			continue
 		}
-		a[v1.ResourceMemory] = m
+		held := t.Quantity
+		if t.Percentage > 0 {
+			held = int64(t.Percentage * float64(q.Value()))
+		}
+		q.Sub(*resource.NewQuantity(held, resource.BinarySI))
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, resource.BinarySI)
+		}
+		a[name] = q
 	}
 	return a
 }

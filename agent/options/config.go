@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kite-project/kite/agent/node"
 )
 
 // The configuration file's type, the kubelet's.
@@ -55,6 +57,16 @@ type AgentConfiguration struct {
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain: --cluster-domain.
 	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// EvictionHard: --eviction-hard, the hard eviction thresholds by
+	// signal ("memory.available": "100Mi", "nodefs.available": "10%")
+	// that set the Node's pressure conditions and are held back from its
+	// allocatable. Nil: the kubelet's defaults; given, only the signals
+	// it names, unless MergeDefaultEvictionSettings. "0%" switches a
+	// signal off.
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// MergeDefaultEvictionSettings fills the signals EvictionHard does
+	// not name with the kubelet's defaults. File only, as the kubelet's.
+	MergeDefaultEvictionSettings *bool `json:"mergeDefaultEvictionSettings,omitempty"`
 	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
 	// renews it every quarter of that, as the kubelet does. File only, as
 	// the kubelet's.
@@ -121,4 +133,21 @@ func jsonNames(t reflect.Type) map[string]bool {
 		names[tag] = true
 	}
 	return names
+}
+
+// EvictionHardStatements are the hard eviction thresholds in force: the
+// kubelet's defaults when EvictionHard is nil, EvictionHard over them when
+// MergeDefaultEvictionSettings, else EvictionHard alone.
+func (c *AgentConfiguration) EvictionHardStatements() map[string]string {
+	if c.EvictionHard == nil {
+		return node.DefaultEvictionHard()
+	}
+	if c.MergeDefaultEvictionSettings == nil || !*c.MergeDefaultEvictionSettings {
+		return c.EvictionHard
+	}
+	out := node.DefaultEvictionHard()
+	for k, v := range c.EvictionHard {
+		out[k] = v
+	}
+	return out
 }

@@ -21,9 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/agent/kubetypes"
+	"github.com/kite-project/kite/agent/node"
 	"github.com/kite-project/kite/agent/staticpod"
 )
 
@@ -107,6 +109,7 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"minimum-image-ttl-duration": func(d, s *AgentConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge },
 		"cluster-dns":                func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
 		"cluster-domain":             func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
+		"eviction-hard":              func(d, s *AgentConfiguration) { d.EvictionHard = s.EvictionHard },
 	}
 }
 
@@ -142,6 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.ImageGCLowThresholdPercent, "image-gc-low-threshold", *c.ImageGCLowThresholdPercent, "The percent of the image file system in use an image collection frees down to; not above --image-gc-high-threshold.")
 	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
 	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
+	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, signal<value pairs separated by ',' (memory.available<100Mi,nodefs.available<10%): a node under one of them reports MemoryPressure, DiskPressure or PIDPressure and is tainted so that no new pod is scheduled to it, and allocatable holds the memory and nodefs thresholds back. Unset: the kubelet's defaults (memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,imagefs.inodesFree<5%); 0% switches a signal off.")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "The cluster's domain: pods with dnsPolicy ClusterFirst search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains.")
 }
 
@@ -225,6 +229,9 @@ func (o *Options) Validate() error {
 	}
 	if d := c.ClusterDomain; d != "" && len(validation.IsDNS1123Subdomain(strings.TrimSuffix(d, "."))) > 0 {
 		errs = append(errs, fmt.Errorf("clusterDomain (--cluster-domain) %q: not a domain name", d))
+	}
+	if _, err := node.ParseEvictionHard(c.EvictionHardStatements()); err != nil {
+		errs = append(errs, fmt.Errorf("evictionHard (--eviction-hard): %w", err))
 	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))

@@ -93,6 +93,34 @@ func TestConfigFileJSONWithKubeletFields(t *testing.T) {
 	}
 }
 
+// TestEvictionHardFromTheFile: unset, the kubelet's defaults hold; given,
+// only the signals it names, unless mergeDefaultEvictionSettings fills the
+// others in, as the kubelet 1.37 reads its configuration.
+func TestEvictionHardFromTheFile(t *testing.T) {
+	const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	defaults := map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"}
+	merged := map[string]string{"memory.available": "100Mi", "nodefs.available": "0%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"}
+	tests := []struct {
+		name, file string
+		want       map[string]string
+	}{
+		{"unset", head, defaults},
+		{"given", head + "evictionHard:\n  nodefs.available: 0%\n", map[string]string{"nodefs.available": "0%"}},
+		{"given and merged", head + "mergeDefaultEvictionSettings: true\nevictionHard:\n  nodefs.available: 0%\n", merged},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parse(t, "--config", writeConfig(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Config.EvictionHardStatements(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("evictionHard in force %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestFlagsOverrideFile: each flag given wins over the file; the file's
 // other fields stay.
 func TestFlagsOverrideFile(t *testing.T) {
@@ -119,6 +147,9 @@ func TestFlagsOverrideFile(t *testing.T) {
 		}},
 		{"image GC flags over the kubelet's defaults", []string{"--image-gc-high-threshold=90", "--minimum-image-ttl-duration=1m"}, func(c AgentConfiguration) bool {
 			return *c.ImageGCHighThresholdPercent == 90 && *c.ImageGCLowThresholdPercent == 80 && c.ImageMinimumGCAge.Duration == time.Minute
+		}},
+		{"eviction-hard replaces the defaults", []string{"--eviction-hard=nodefs.available<0%,memory.available<200Mi"}, func(c AgentConfiguration) bool {
+			return reflect.DeepEqual(c.EvictionHardStatements(), map[string]string{"nodefs.available": "0%", "memory.available": "200Mi"})
 		}},
 		{"flag before --config", []string{"--file-check-frequency=5s", "--config=" + path}, func(c AgentConfiguration) bool {
 			return c.FileCheckFrequency.Duration == 5*time.Second
@@ -169,6 +200,8 @@ func TestRefused(t *testing.T) {
 		{"zero lease duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds -1: must be positive"},
 		{"image GC low threshold not below the high one", []string{"--image-gc-low-threshold=85"}, "", "imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
 		{"image GC threshold above 100 in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 101\n", "imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive"},
+		{"unknown eviction signal", []string{"--eviction-hard=disk.free<1Gi"}, "", `evictionHard (--eviction-hard): eviction signal "disk.free": not supported`},
+		{"eviction threshold over 100% in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  nodefs.available: 120%\n", "nodefs.available must be <= 100%: 120%"},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
 	}
 	for _, tc := range tests {

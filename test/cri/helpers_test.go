@@ -46,7 +46,9 @@ func startAgentWith(t testing.TB, nodeName, root string, runtime func(*agent.Opt
 		RESTConfig:    shared.RESTConfig(),
 		RootDir:       root,
 		ServerAddress: "127.0.0.1",
-		Node:          node.Options{NodeIP: net.ParseIP("127.0.0.1"), UpdateInterval: 500 * time.Millisecond},
+		// The disk signals off, as kind's nodes run: the pods must not
+		// depend on how full the test machine's disk is.
+		Node: node.Options{NodeIP: net.ParseIP("127.0.0.1"), UpdateInterval: 500 * time.Millisecond, EvictionHard: node.Thresholds{}},
 		// The package's containerd is shared: no agent's collector may
 		// take another test's images, whatever the disk's use.
 		ImageGC: &imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 100},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +43,26 @@ type Kite struct {
 	err    error // Wait's error, set before exited is closed
 }
 
+// nodeEvictionHard keeps the memory signal and switches the disk signals
+// off, as kind configures its nodes: the tests' pods must not wait on how
+// full the test machine's disk is (below 10% available the node reports
+// DiskPressure and is tainted NoSchedule, as a kubelet's would be).
+const nodeEvictionHard = "--eviction-hard=memory.available<100Mi"
+
+// withNodeEvictionHard adds nodeEvictionHard to the arguments of
+// `kite server` and `kite agent` that do not set --eviction-hard.
+func withNodeEvictionHard(args []string) []string {
+	if len(args) == 0 || (args[0] != "server" && args[0] != "agent") {
+		return args
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--eviction-hard") {
+			return args
+		}
+	}
+	return append(slices.Clone(args), nodeEvictionHard)
+}
+
 var etcdURLLine = regexp.MustCompile(`^kite: (?:embedded etcd listening on|using external etcd at) (\S+?)(?:,|$)`)
 
 // etcdTLSFlags are the client certificate's files on the embedded etcd's
@@ -56,8 +77,11 @@ func StartKite(t testing.TB, args ...string) *Kite {
 }
 
 // StartKiteIn is StartKite in the network namespace netns (see commandIn).
+// A server or agent that is not given --eviction-hard runs with the disk
+// signals off (nodeEvictionHard).
 func StartKiteIn(t testing.TB, netns string, args ...string) *Kite {
 	t.Helper()
+	args = withNodeEvictionHard(args)
 	k := &Kite{t: t, cmd: commandIn(context.Background(), netns, kiteBinary, args...), exited: make(chan struct{})}
 	k.cmd.Stderr = &lockedWriter{mu: &k.mu, w: &k.stderr}
 	out, err := k.cmd.StdoutPipe()
