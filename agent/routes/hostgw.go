@@ -160,7 +160,7 @@ func (h *HostGateway) Sync(ctx context.Context, nodes []*v1.Node, full bool) Syn
 			h.lastScript = script
 		}
 	}
-	current, err := h.currentRoutes(ctx)
+	current, err := h.currentRoutes(ctx, wantsIPv6(res.Plan.Routes))
 	if err != nil {
 		errs = append(errs, err)
 	} else {
@@ -179,14 +179,24 @@ func (h *HostGateway) Sync(ctx context.Context, nodes []*v1.Node, full bool) Syn
 	return res
 }
 
-// currentRoutes are the node's routes of Protocol in the main table.
-func (h *HostGateway) currentRoutes(ctx context.Context) ([]Route, error) {
+// wantsIPv6 says whether routes has an IPv6 one.
+func wantsIPv6(routes []Route) bool {
+	return slices.ContainsFunc(routes, func(r Route) bool { return r.Dst.Addr().Is6() })
+}
+
+// currentRoutes are the node's routes of Protocol in the main table. A
+// failure to list the IPv6 ones (a kernel without IPv6) is an error only
+// where IPv6 routes are wanted.
+func (h *HostGateway) currentRoutes(ctx context.Context, needIPv6 bool) ([]Route, error) {
 	var routes []Route
 	for _, fam := range []string{"-4", "-6"} {
 		var out bytes.Buffer
 		cmd := h.command(ctx, h.opts.IP, "-j", fam, "route", "show", "table", "main", "proto", fmt.Sprint(Protocol))
 		cmd.Stdout = &out
 		if err := runCmd(cmd); err != nil {
+			if fam == "-6" && !needIPv6 {
+				continue
+			}
 			return nil, err
 		}
 		var rs []struct {
@@ -245,7 +255,7 @@ func runCmd(cmd *exec.Cmd) error {
 // agent's --cleanup; a stopping agent leaves them).
 func (h *HostGateway) Cleanup(ctx context.Context) error {
 	errs := []error{h.run(ctx, h.opts.NFT, DeleteScript(), "-f", "-")}
-	current, err := h.currentRoutes(ctx)
+	current, err := h.currentRoutes(ctx, false)
 	errs = append(errs, err)
 	for _, c := range RouteChanges(current, nil) {
 		errs = append(errs, h.run(ctx, h.opts.IP, "", c...))

@@ -43,6 +43,7 @@ func netns(t *testing.T) string {
 	}
 	run("-n", name, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", name+"-peer")
 	run("-n", name, "addr", "add", "192.168.77.1/24", "dev", "eth0")
+	run("-n", name, "addr", "add", "fd00:77::1/64", "dev", "eth0", "nodad")
 	run("-n", name, "link", "set", "eth0", "up")
 	run("-n", name, "link", "set", "lo", "up")
 	run("-n", name+"-peer", "link", "set", "eth0", "up")
@@ -101,6 +102,24 @@ func TestSyncProgrammesTheNode(t *testing.T) {
 		!strings.Contains(string(out), "elements = { 10.42.0.0-10.42.2.255 }") {
 		t.Errorf("masquerade table: %v\n%s", err, out)
 	}
+	t.Run("dual-stack: each family through its own gateway", func(t *testing.T) {
+		a6 := node("a", []string{"10.42.0.0/24", "fd00:42::/64"}, "192.168.77.1", "fd00:77::1")
+		b6 := node("b", []string{"10.42.1.0/24", "fd00:42:0:1::/64"}, "192.168.77.2", "fd00:77::2")
+		sync([]*v1.Node{a6, b6, c}, "10.42.1.0/24 via 192.168.77.2 dev eth0", "10.42.2.0/24 via 192.168.77.3 dev eth0")
+		out, err := exec.Command("ip", "-n", ns, "-6", "route", "show", "proto", fmt.Sprint(Protocol)).CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "fd00:42:0:1::/64 via fd00:77::2 dev eth0") {
+			t.Errorf("IPv6 routes: %v %q", err, out)
+		}
+		out, err = exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "ip6", TableName).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "ip6 saddr fd00:42::/64 ip6 daddr != @pod-cidrs ip6 daddr != ff00::/8 masquerade") {
+			t.Errorf("IPv6 masquerade table: %v\n%s", err, out)
+		}
+		// Back to IPv4 only: the IPv6 route and table go.
+		sync([]*v1.Node{a, b, c}, "10.42.1.0/24 via 192.168.77.2 dev eth0", "10.42.2.0/24 via 192.168.77.3 dev eth0")
+		if out, _ := exec.Command("ip", "-n", ns, "-6", "route", "show", "proto", fmt.Sprint(Protocol)).CombinedOutput(); len(strings.TrimSpace(string(out))) != 0 {
+			t.Errorf("IPv6 routes left: %q", out)
+		}
+	})
 	t.Run("a deleted node's route goes", func(t *testing.T) {
 		sync([]*v1.Node{a, c}, "10.42.2.0/24 via 192.168.77.3 dev eth0")
 	})
