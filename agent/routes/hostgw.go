@@ -110,6 +110,9 @@ func (h *HostGateway) Run(ctx context.Context) {
 	resync := time.NewTimer(h.opts.SyncPeriod)
 	defer resync.Stop()
 	var lastProblems []string
+	// A failure (a gateway off the link) is retried after 1 s, doubling
+	// up to SyncPeriod, and logged when it differs from the last one.
+	lastErr, retry := "", time.Second
 	for {
 		full := false
 		select {
@@ -134,9 +137,16 @@ func (h *HostGateway) Run(ctx context.Context) {
 			lastProblems = res.Plan.Problems
 		}
 		next := h.opts.SyncPeriod
-		if res.Err != nil {
-			logger.Error(res.Err, "Syncing the routes to other nodes' pods failed; retrying")
-			next = time.Second
+		switch {
+		case res.Err != nil:
+			if res.Err.Error() != lastErr {
+				logger.Error(res.Err, "Syncing the routes to other nodes' pods failed; retrying")
+				lastErr = res.Err.Error()
+			}
+			next, retry = retry, min(2*retry, h.opts.SyncPeriod)
+		case lastErr != "":
+			logger.Info("Routes to other nodes' pods synced again")
+			lastErr, retry = "", time.Second
 		}
 		if h.opts.OnSync != nil {
 			h.opts.OnSync(res)
