@@ -41,6 +41,13 @@ type ClusterDNSOptions struct {
 	// running without cluster DNS, instead of a failed start (kite
 	// server's automatic address, which another process may hold).
 	Optional bool
+	// MetricsAddr is host:port the DNS serves Prometheus metrics on
+	// (CoreDNS's names; kite server's --cluster-dns-metrics-addr, the
+	// DNS's host on port 9153 by default); "" serves none.
+	// MetricsOptional runs the DNS without metrics when it cannot be
+	// listened on.
+	MetricsAddr     string
+	MetricsOptional bool
 }
 
 // clusterDNS is the running DNS server, if any.
@@ -67,14 +74,22 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	d, err := clusterdns.New(clusterdns.Options{Client: cs, Domain: o.Domain, Addr: o.Addr, Upstreams: o.Upstreams})
+	dopts := clusterdns.Options{Client: cs, Domain: o.Domain, Addr: o.Addr, Upstreams: o.Upstreams, MetricsAddr: o.MetricsAddr}
+	d, err := clusterdns.New(dopts)
+	if err != nil && o.MetricsAddr != "" && o.MetricsOptional {
+		// The DNS without its metrics rather than none.
+		dopts.MetricsAddr = ""
+		if d, err = clusterdns.New(dopts); err == nil {
+			klog.FromContext(ctx).V(1).Info("Cluster DNS runs without metrics: their address is taken", "address", o.MetricsAddr)
+		}
+	}
 	if err != nil {
 		if !o.Optional {
 			return err
 		}
 		s.clusterDNS.err = err
 		klog.FromContext(ctx).V(1).Info("Running without cluster DNS", "err", err)
-		return s.ensureKubeDNSService(ctx, "", 0)
+		return s.ensureKubeDNSService(ctx, "", 0, 0)
 	}
 	dctx, cancel := context.WithCancel(s.runCtx)
 	var wg sync.WaitGroup
@@ -100,7 +115,24 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 	default:
 		advertise = ip.String()
 	}
-	return s.ensureKubeDNSService(ctx, advertise, int32(port))
+	// The metrics port is an endpoint where the metrics listen on the
+	// advertised address (or every address).
+	metricsPort := 0
+	if mhost, mport, err := net.SplitHostPort(d.MetricsAddr()); err == nil && advertise != "" {
+		if mip := net.ParseIP(mhost); mip != nil && (mip.IsUnspecified() || mip.Equal(ip)) {
+			metricsPort, _ = strconv.Atoi(mport)
+		}
+	}
+	return s.ensureKubeDNSService(ctx, advertise, int32(port), int32(metricsPort))
+}
+
+// ClusterDNSMetricsAddr is the address the cluster DNS serves its
+// metrics on (host:port), "" when none.
+func (s *Server) ClusterDNSMetricsAddr() string {
+	if s.clusterDNS.dns == nil {
+		return ""
+	}
+	return s.clusterDNS.dns.MetricsAddr()
 }
 
 // ClusterDNSAddr is the address the cluster DNS serves on (host:port),
@@ -127,8 +159,9 @@ func (s *Server) stopClusterDNS() {
 // kubeadm's CoreDNS addon has it: the tenth address of the primary
 // service range, ports dns 53/UDP, dns-tcp 53/TCP and metrics 9153/TCP,
 // label k8s-app=kube-dns; without a selector, with an EndpointSlice and
-// Endpoints of ip:port (none when ip is ""), managed here.
-func (s *Server) ensureKubeDNSService(ctx context.Context, ip string, port int32) error {
+// Endpoints of ip:port (none when ip is ""; the metrics at ip:metricsPort
+// unless it is 0), managed here.
+func (s *Server) ensureKubeDNSService(ctx context.Context, ip string, port, metricsPort int32) error {
 	clusterIP, err := clusterdns.ServiceIP(s.services.CIDRs()[0].String())
 	if err != nil {
 		return err
@@ -136,7 +169,7 @@ func (s *Server) ensureKubeDNSService(ctx context.Context, ip string, port int32
 	if port == 0 {
 		port = 53
 	}
-	want := kubeDNSService(clusterIP, port)
+	want := kubeDNSService(clusterIP, port, metricsPort)
 	store := s.resources.Store("services")
 	obj, err := store.Get(ctx, metav1.NamespaceSystem, KubeDNSServiceName, &metav1.GetOptions{})
 	switch {
@@ -159,7 +192,7 @@ func (s *Server) ensureKubeDNSService(ctx context.Context, ip string, port int32
 	if err != nil {
 		return fmt.Errorf("the kube-dns Service: %w", err)
 	}
-	ep, slice := kubeDNSEndpoints(ip, port)
+	ep, slice := kubeDNSEndpoints(ip, port, metricsPort)
 	if err := put(ctx, s.resources.Store("endpoints"), ep); err != nil {
 		return fmt.Errorf("the kube-dns Endpoints: %w", err)
 	}
@@ -170,8 +203,12 @@ func (s *Server) ensureKubeDNSService(ctx context.Context, ip string, port int32
 }
 
 // kubeDNSService is kubeadm's kube-dns Service, without a selector: its
-// endpoints are the DNS server of this process, at targetPort.
-func kubeDNSService(ip string, targetPort int32) *v1.Service {
+// endpoints are the DNS server of this process, at targetPort, and its
+// metrics at metricsPort (0: 9153, where there are none).
+func kubeDNSService(ip string, targetPort, metricsPort int32) *v1.Service {
+	if metricsPort == 0 {
+		metricsPort = clusterdns.DefaultMetricsPort
+	}
 	return &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: KubeDNSServiceName, Namespace: metav1.NamespaceSystem,
 			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"}},
@@ -181,16 +218,17 @@ func kubeDNSService(ip string, targetPort int32) *v1.Service {
 			Ports: []v1.ServicePort{
 				{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(targetPort)},
 				{Name: "dns-tcp", Protocol: v1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(targetPort)},
-				{Name: "metrics", Protocol: v1.ProtocolTCP, Port: 9153, TargetPort: intstr.FromInt32(9153)},
+				{Name: "metrics", Protocol: v1.ProtocolTCP, Port: clusterdns.DefaultMetricsPort, TargetPort: intstr.FromInt32(metricsPort)},
 			},
 		},
 	}
 }
 
 // kubeDNSEndpoints are the kube-dns Service's Endpoints (not mirrored)
-// and EndpointSlice: ip:port over UDP and TCP, ready; no endpoint when ip
-// is "". The metrics port has no endpoint: Kite's DNS serves no metrics.
-func kubeDNSEndpoints(ip string, port int32) (*v1.Endpoints, *discoveryv1.EndpointSlice) {
+// and EndpointSlice: ip:port over UDP and TCP, and the metrics at
+// ip:metricsPort over TCP unless it is 0, ready; no endpoint when ip is
+// "".
+func kubeDNSEndpoints(ip string, port, metricsPort int32) (*v1.Endpoints, *discoveryv1.EndpointSlice) {
 	meta := func(labels map[string]string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: KubeDNSServiceName, Namespace: metav1.NamespaceSystem, Labels: labels}
 	}
@@ -212,6 +250,10 @@ func kubeDNSEndpoints(ip string, port int32) (*v1.Endpoints, *discoveryv1.Endpoi
 		slice.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
 		ep.Subsets = []v1.EndpointSubset{{Addresses: []v1.EndpointAddress{{IP: ip}}, Ports: []v1.EndpointPort{
 			{Name: "dns", Port: port, Protocol: v1.ProtocolUDP}, {Name: "dns-tcp", Port: port, Protocol: v1.ProtocolTCP}}}}
+		if metricsPort != 0 {
+			slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr.To("metrics"), Port: ptr.To(metricsPort), Protocol: ptr.To(v1.ProtocolTCP)})
+			ep.Subsets[0].Ports = append(ep.Subsets[0].Ports, v1.EndpointPort{Name: "metrics", Port: metricsPort, Protocol: v1.ProtocolTCP})
+		}
 	}
 	return ep, slice
 }

@@ -112,6 +112,12 @@ type Options struct {
 	// the agent runs (podnetwork.go): where the CNI plugins are (empty:
 	// agent/cni.BinDirs) and the bridge pods join (empty: kite0).
 	CNIBinDir, CNIBridge string
+	// PodRoutes is how such pods reach other nodes' pods (podnetwork.go):
+	// "" or "host-gw" routes each other node's podCIDR through its
+	// InternalIP and masquerades what pods send outside the pod network
+	// (agent/routes); "none" does neither (a network that routes the
+	// podCIDRs itself, or tests whose nodes share the host's network).
+	PodRoutes string
 	// CgroupDriver is the CRI runtime's cgroup driver ("cgroupfs" or
 	// "systemd") for an endpoint; empty: systemd where systemd is the init.
 	// A containerd the agent runs gets the one it was configured with.

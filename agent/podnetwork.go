@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/cni"
+	"github.com/kite-project/kite/agent/routes"
 )
 
 // podNetwork gives the pods of a containerd the agent runs their own
@@ -28,6 +29,9 @@ type podNetwork struct {
 	// the plugins', dataDir host-local's record of the addresses given.
 	confDir, binDir, dataDir string
 	bridge                   string
+	// routes reach other nodes' pods and masquerade the pods' other
+	// traffic; nil with PodRoutes "none".
+	routes *routes.HostGateway
 }
 
 // newPodNetwork is the pod network of a containerd under opts.RootDir, or
@@ -44,6 +48,15 @@ func newPodNetwork(opts *Options, cs kubernetes.Interface) (*podNetwork, error) 
 	}
 	p := &podNetwork{client: cs, nodeName: opts.NodeName, binDir: bin, bridge: opts.CNIBridge,
 		confDir: filepath.Join(opts.RootDir, "cni", "net.d"), dataDir: filepath.Join(opts.RootDir, "cni", "networks")}
+	switch opts.PodRoutes {
+	case "", "host-gw":
+		if p.routes, err = routes.New(routes.Options{Client: cs, NodeName: opts.NodeName}); err != nil {
+			return nil, err
+		}
+	case "none":
+	default:
+		return nil, fmt.Errorf("pod routes %q: must be host-gw or none", opts.PodRoutes)
+	}
 	// containerd watches the directory from its start.
 	if err := os.MkdirAll(p.confDir, 0o755); err != nil {
 		return nil, fmt.Errorf("CNI configuration directory: %w", err)
@@ -51,8 +64,8 @@ func newPodNetwork(opts *Options, cs kubernetes.Interface) (*podNetwork, error) 
 	return p, nil
 }
 
-// run waits for the node's podCIDRs and writes the configuration. It
-// returns when that is done or ctx ends.
+// run waits for the node's podCIDRs and writes the configuration, then
+// keeps the routes to other nodes' pods until ctx ends.
 func (p *podNetwork) run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	cidrs, err := p.waitPodCIDRs(ctx)
@@ -68,8 +81,16 @@ func (p *podNetwork) run(ctx context.Context) {
 	if err != nil {
 		logger.Error(err, "Enabling IP forwarding; pods will not reach beyond the node")
 	}
+	bridged, err := cni.EnableBridgeNetfilter(ctx, cidrs)
+	if err != nil {
+		logger.Error(err, "Enabling netfilter on bridged traffic; a pod reaching a Service whose endpoint is on its own node fails")
+	}
+	changed = append(changed, bridged...)
 	logger.Info("Pod network configured", "podCIDRs", cidrs, "bridge", cmpOr(p.bridge, cni.DefaultBridge),
-		"config", filepath.Join(p.confDir, cni.ConfigFile), "plugins", p.binDir, "forwardingEnabled", changed)
+		"config", filepath.Join(p.confDir, cni.ConfigFile), "plugins", p.binDir, "forwardingEnabled", changed, "routes", p.routes != nil)
+	if p.routes != nil {
+		p.routes.Run(ctx)
+	}
 }
 
 func cmpOr(a, b string) string {

@@ -10,9 +10,9 @@
 //     (isDefaultGateway: the bridge plugin adds it, so host-local has no
 //     routes, which would add it twice and fail with "file exists");
 //     hairpinMode lets a pod reach itself through a Service address;
-//     ipMasq masquerades what pods send beyond the podCIDR (to the node's
-//     network and further), so that answers find their way back without
-//     routes to the podCIDR elsewhere;
+//     no ipMasq: the plugin's would masquerade whatever leaves the
+//     node's podCIDR, other nodes' pods included; the agent masquerades
+//     only what leaves the pod network (agent/routes);
 //   - host-local IPAM: one address per sandbox from the node's podCIDR,
 //     recorded as files under the agent's data dir, released when the
 //     sandbox is torn down;
@@ -25,11 +25,14 @@
 package cni
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -92,7 +95,7 @@ func Conflist(c Config) ([]byte, error) {
 				"bridge":           bridge,
 				"isGateway":        true,
 				"isDefaultGateway": true,
-				"ipMasq":           true,
+				"ipMasq":           false,
 				"hairpinMode":      true,
 				"ipam": map[string]any{
 					"type":    "host-local",
@@ -172,17 +175,59 @@ func EnableForwarding(podCIDRs []string) ([]string, error) {
 		if p.Addr().Is6() {
 			path = "/proc/sys/net/ipv6/conf/all/forwarding"
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return changed, fmt.Errorf("cni: %w", err)
+		if ok, err := setSysctl(path); err != nil {
+			return changed, err
+		} else if ok {
+			changed = append(changed, path)
 		}
-		if strings.TrimSpace(string(b)) == "1" {
-			continue
-		}
-		if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
-			return changed, fmt.Errorf("cni: enable forwarding: %w", err)
-		}
-		changed = append(changed, path)
 	}
 	return changed, nil
+}
+
+// EnableBridgeNetfilter makes bridged traffic pass the IP hooks of
+// netfilter (net.bridge.bridge-nf-call-iptables, and ip6tables for an
+// IPv6 podCIDR), loading br_netfilter when its sysctls are missing, and
+// says what it changed. Without it the answer of a pod that a Service
+// address sent a pod of the same node goes back over the bridge without
+// its address translated back, and the connection fails; the kubelet's
+// kubenet and k3s do the same.
+func EnableBridgeNetfilter(ctx context.Context, podCIDRs []string) ([]string, error) {
+	const dir = "/proc/sys/net/bridge"
+	if _, err := os.Stat(dir); err != nil {
+		if out, err := exec.CommandContext(ctx, "modprobe", "br_netfilter").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("cni: modprobe br_netfilter: %w: %s", err, bytes.TrimSpace(out))
+		}
+	}
+	var changed []string
+	for _, s := range podCIDRs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return changed, fmt.Errorf("cni: podCIDR %q: %w", s, err)
+		}
+		path := dir + "/bridge-nf-call-iptables"
+		if p.Addr().Is6() {
+			path = dir + "/bridge-nf-call-ip6tables"
+		}
+		if ok, err := setSysctl(path); err != nil {
+			return changed, err
+		} else if ok {
+			changed = append(changed, path)
+		}
+	}
+	return changed, nil
+}
+
+// setSysctl writes 1 to path unless it holds 1, and says whether it did.
+func setSysctl(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("cni: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "1" {
+		return false, nil
+	}
+	if err := os.WriteFile(path, []byte("1"), 0o644); err != nil {
+		return false, fmt.Errorf("cni: set %s: %w", path, err)
+	}
+	return true, nil
 }

@@ -17,7 +17,7 @@ func TestConflist(t *testing.T) {
 	}{
 		{"one family: bridge kite0 as the gateway, host-local on the podCIDR, portmap",
 			Config{PodCIDRs: []string{"10.42.3.0/24"}, DataDir: "/var/lib/kite/cni/networks"},
-			[]string{`"bridge": "kite0"`, `"isGateway": true`, `"isDefaultGateway": true`, `"ipMasq": true`, `"hairpinMode": true`,
+			[]string{`"bridge": "kite0"`, `"isGateway": true`, `"isDefaultGateway": true`, `"ipMasq": false`, `"hairpinMode": true`,
 				`"type": "host-local"`, `"subnet": "10.42.3.0/24"`, `"dataDir": "/var/lib/kite/cni/networks"`, `"type": "portmap"`, `"portMappings": true`}, false},
 		{"dual-stack: one range of each family",
 			Config{Bridge: "br9", PodCIDRs: []string{"10.42.3.0/24", "fd42:0:0:3::/64"}, DataDir: "/d"},

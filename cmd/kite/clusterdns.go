@@ -25,10 +25,11 @@ const (
 
 // clusterDNSFlags choose where the cluster DNS serves (docs/dns.md).
 type clusterDNSFlags struct {
-	addr string
+	addr, metricsAddr string
 }
 
 func (f *clusterDNSFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.metricsAddr, "cluster-dns-metrics-addr", clusterDNSAuto, "host:port the cluster DNS serves Prometheus metrics on (/metrics, CoreDNS's names; the kube-dns Service's metrics port); 'auto': the DNS's host on port 9153, left out when that is taken; 'none': no metrics")
 	fs.StringVar(&f.addr, "cluster-dns-addr", clusterDNSAuto, "host:port the cluster DNS serves on over UDP and TCP (the kube-dns Service's endpoint); 'auto': the node's address (--bind-address, or the address of the default route's interface) on port 53 as root, 10053 otherwise, and without cluster DNS when that is taken; 'none': no cluster DNS")
 }
 
@@ -39,12 +40,24 @@ func (f *clusterDNSFlags) apply(opts *kite.Options, domain string) error {
 		return nil
 	case clusterDNSAuto:
 		opts.ClusterDNS = kite.ClusterDNSOptions{Addr: autoClusterDNSAddr(opts.BindAddress, os.Geteuid() == 0), Domain: domain, Optional: true}
-		return nil
+	default:
+		if _, _, err := net.SplitHostPort(f.addr); err != nil {
+			return fmt.Errorf("--cluster-dns-addr %q: %w", f.addr, err)
+		}
+		opts.ClusterDNS = kite.ClusterDNSOptions{Addr: f.addr, Domain: domain}
 	}
-	if _, _, err := net.SplitHostPort(f.addr); err != nil {
-		return fmt.Errorf("--cluster-dns-addr %q: %w", f.addr, err)
+	switch f.metricsAddr {
+	case clusterDNSNone, "":
+	case clusterDNSAuto:
+		host, _, _ := net.SplitHostPort(opts.ClusterDNS.Addr)
+		opts.ClusterDNS.MetricsAddr = net.JoinHostPort(host, strconv.Itoa(clusterdns.DefaultMetricsPort))
+		opts.ClusterDNS.MetricsOptional = true
+	default:
+		if _, _, err := net.SplitHostPort(f.metricsAddr); err != nil {
+			return fmt.Errorf("--cluster-dns-metrics-addr %q: %w", f.metricsAddr, err)
+		}
+		opts.ClusterDNS.MetricsAddr = f.metricsAddr
 	}
-	opts.ClusterDNS = kite.ClusterDNSOptions{Addr: f.addr, Domain: domain}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,17 +10,20 @@ import (
 
 func TestClusterDNSFlag(t *testing.T) {
 	for _, tc := range []struct {
-		name, addr, bind string
-		want             kite.ClusterDNSOptions
-		err              string
+		name, addr, metrics, bind string
+		want                      kite.ClusterDNSOptions
+		err                       string
 	}{
-		{name: "none runs no DNS", addr: "none"},
-		{name: "an address is required to serve", addr: "10.1.2.3:5353", want: kite.ClusterDNSOptions{Addr: "10.1.2.3:5353", Domain: "example.local"}},
-		{name: "auto on a bind address", addr: "auto", bind: "10.1.2.3", want: kite.ClusterDNSOptions{Addr: "10.1.2.3:10053", Domain: "example.local", Optional: true}},
+		{name: "none runs no DNS", addr: "none", metrics: "auto"},
+		{name: "an address is required to serve", addr: "10.1.2.3:5353", metrics: "none", want: kite.ClusterDNSOptions{Addr: "10.1.2.3:5353", Domain: "example.local"}},
+		{name: "auto on a bind address, metrics on its port 9153", addr: "auto", metrics: "auto", bind: "10.1.2.3",
+			want: kite.ClusterDNSOptions{Addr: "10.1.2.3:10053", Domain: "example.local", Optional: true, MetricsAddr: "10.1.2.3:9153", MetricsOptional: true}},
+		{name: "metrics where asked", addr: "10.1.2.3:5353", metrics: "127.0.0.1:9999", want: kite.ClusterDNSOptions{Addr: "10.1.2.3:5353", Domain: "example.local", MetricsAddr: "127.0.0.1:9999"}},
 		{name: "not host:port", addr: "10.1.2.3", err: "--cluster-dns-addr"},
+		{name: "metrics not host:port", addr: "10.1.2.3:53", metrics: "9153", err: "--cluster-dns-metrics-addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := clusterDNSFlags{addr: tc.addr}
+			f := clusterDNSFlags{addr: tc.addr, metricsAddr: tc.metrics}
 			opts := kite.Options{BindAddress: tc.bind}
 			err := f.apply(&opts, "example.local")
 			if tc.err != "" {
@@ -35,7 +39,7 @@ func TestClusterDNSFlag(t *testing.T) {
 				// The port depends on who runs the test.
 				opts.ClusterDNS.Addr = autoClusterDNSAddr(tc.bind, false)
 			}
-			if opts.ClusterDNS.Addr != tc.want.Addr || opts.ClusterDNS.Domain != tc.want.Domain || opts.ClusterDNS.Optional != tc.want.Optional {
+			if !reflect.DeepEqual(opts.ClusterDNS, tc.want) {
 				t.Errorf("ClusterDNS = %+v, want %+v", opts.ClusterDNS, tc.want)
 			}
 		})

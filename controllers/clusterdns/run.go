@@ -11,7 +11,8 @@
 //
 // The decision is Index.Lookup, a function of an index of Services and
 // EndpointSlices; DNS (New, Run) fills the index from informers and
-// serves it over UDP and TCP with github.com/miekg/dns.
+// serves it over UDP and TCP with github.com/miekg/dns, with a cache of
+// the upstreams' answers and CoreDNS's metrics.
 package clusterdns
 
 import (
@@ -52,6 +53,13 @@ type Options struct {
 	// ResolvConf is the host's resolver configuration; "" is
 	// DefaultResolvConf.
 	ResolvConf string
+	// CacheSize bounds the cache of forwarded answers (entries); zero is
+	// DefaultCacheSize, negative keeps none.
+	CacheSize int
+	// MetricsAddr is host:port to serve Prometheus metrics on, with
+	// CoreDNS's names (port DefaultMetricsPort is kube-dns's "metrics");
+	// "" serves none.
+	MetricsAddr string
 }
 
 // DNS is the cluster DNS server and the informers that feed it.
@@ -88,7 +96,7 @@ func New(opts Options) (*DNS, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.server, err = Listen(opts.Addr, d.index, upstreams); err != nil {
+	if d.server, err = Listen(opts.Addr, d.index, ServerOptions{Upstreams: upstreams, CacheSize: opts.CacheSize, MetricsAddr: opts.MetricsAddr}); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -107,6 +115,9 @@ func indexing[T runtime.Object](name string, lw listwatch.ListerWatcher, set, de
 
 // Addr is the address served (host:port).
 func (d *DNS) Addr() string { return d.server.Addr() }
+
+// MetricsAddr is the address the metrics are served on, "" for none.
+func (d *DNS) MetricsAddr() string { return d.server.MetricsAddr() }
 
 // HasSynced says whether both informers have their first list.
 func (d *DNS) HasSynced() bool { return d.services.HasSynced() && d.slices.HasSynced() }

@@ -29,10 +29,16 @@ type handler struct {
 	ownAddrs map[string]bool
 	// logger of the server's context: miekg/dns gives handlers none.
 	logger klog.Logger
+	// cache keeps the upstreams' answers; nil keeps none.
+	cache *answerCache
+	// metrics count requests, answers, the cache and the upstreams.
+	metrics *metrics
 }
 
 func (h *handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
-	resp := h.answer(r, w.RemoteAddr().Network())
+	start := time.Now()
+	network := w.RemoteAddr().Network()
+	resp, plugin := h.answer(r, network)
 	if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize
 		if opt := r.IsEdns0(); opt != nil {
@@ -43,13 +49,16 @@ func (h *handler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if err := w.WriteMsg(resp); err != nil {
 		h.logger.V(4).Info("Writing a DNS response", "client", w.RemoteAddr().String(), "err", err)
 	}
+	h.metrics.observe(r, resp, network, w.RemoteAddr(), plugin, time.Since(start))
 }
 
-// answer is the response to r.
-func (h *handler) answer(r *dns.Msg, network string) *dns.Msg {
+// answer is the response to r, and the part that made it (CoreDNS's
+// plugin names: "kubernetes" for the cluster's names, "cache" or
+// "forward" for others, "" for a refusal).
+func (h *handler) answer(r *dns.Msg, network string) (*dns.Msg, string) {
 	resp := new(dns.Msg)
 	if r.Opcode != dns.OpcodeQuery || len(r.Question) != 1 {
-		return resp.SetRcode(r, dns.RcodeNotImplemented)
+		return resp.SetRcode(r, dns.RcodeNotImplemented), ""
 	}
 	resp.SetReply(r)
 	resp.Authoritative = true
@@ -64,7 +73,7 @@ func (h *handler) answer(r *dns.Msg, network string) *dns.Msg {
 	}
 	resp.Rcode, resp.Answer, resp.Ns, resp.Extra = a.Rcode, a.Answer, a.Ns, append(a.Extra, resp.Extra...)
 	h.chase(resp, q, network)
-	return resp
+	return resp, "kubernetes"
 }
 
 // chase follows an answer's trailing CNAME (an ExternalName Service) for
@@ -95,19 +104,30 @@ func (h *handler) chase(resp *dns.Msg, q dns.Question, network string) {
 		m := new(dns.Msg)
 		m.SetQuestion(next.Name, next.Qtype)
 		m.RecursionDesired = true
-		if up := h.forward(m, network); up.Rcode == dns.RcodeSuccess {
+		if up, _ := h.forward(m, network); up.Rcode == dns.RcodeSuccess {
 			resp.Answer = append(resp.Answer, up.Answer...)
 		}
 		return
 	}
 }
 
-// forward asks the upstreams, in order, until one answers; without
+// forward answers from the cache, or asks the upstreams, in order,
+// until one answers (and keeps what it may of the answer); without
 // upstreams the query is REFUSED, and SERVFAIL when none answers.
-func (h *handler) forward(r *dns.Msg, network string) *dns.Msg {
-	fail := func(code int) *dns.Msg { return new(dns.Msg).SetRcode(r, code) }
+func (h *handler) forward(r *dns.Msg, network string) (*dns.Msg, string) {
+	fail := func(code int) (*dns.Msg, string) { return new(dns.Msg).SetRcode(r, code), "forward" }
 	if len(h.upstreams) == 0 {
-		return fail(dns.RcodeRefused)
+		return new(dns.Msg).SetRcode(r, dns.RcodeRefused), ""
+	}
+	if h.cache != nil {
+		// A TCP client may take what a UDP one was given truncated (a
+		// truncated answer is never kept), and a UDP client is given
+		// what it can take, truncated by ServeDNS.
+		m, kind := h.cache.get(r)
+		h.metrics.cacheLookup(kind)
+		if m != nil {
+			return m, "cache"
+		}
 	}
 	// UDP first whatever the client used; TCP when the answer did not
 	// fit and the client can take a large one.
@@ -117,38 +137,80 @@ func (h *handler) forward(r *dns.Msg, network string) *dns.Msg {
 		if h.ownAddrs[up] {
 			continue
 		}
+		start := time.Now()
 		resp, _, err := udp.Exchange(r, up)
 		if err == nil && resp.Truncated && network == "tcp" {
 			resp, _, err = tcp.Exchange(r, up)
 		}
 		if err != nil {
+			h.metrics.forwarded(up, "", time.Since(start))
 			h.logger.V(4).Info("Forwarding a DNS query", "upstream", up, "name", r.Question[0].Name, "err", err)
 			continue
 		}
+		h.metrics.forwarded(up, rcodeString(resp.Rcode), time.Since(start))
 		resp.Id = r.Id
-		return resp
+		h.cache.put(r, resp)
+		return resp, "forward"
 	}
 	return fail(dns.RcodeServerFailure)
 }
 
-// Server serves the index over UDP and TCP on one address.
+// Server serves the index over UDP and TCP on one address, and its
+// metrics over HTTP on another, if any.
 type Server struct {
 	udp, tcp *dns.Server
 	addr     string
+	metrics  *MetricsServer
+}
+
+// ServerOptions are what a Server answers with, besides its index.
+type ServerOptions struct {
+	// Upstreams are the resolvers (host:port) other names go to; none:
+	// REFUSED.
+	Upstreams []string
+	// CacheSize bounds the cache of the upstreams' answers (entries);
+	// zero is DefaultCacheSize, negative keeps none.
+	CacheSize int
+	// MetricsAddr is host:port to serve /metrics on (port 0: a free one);
+	// "" serves none.
+	MetricsAddr string
 }
 
 // Listen opens addr (host:port; port 0 takes a free port, the same for
-// UDP and TCP) and returns a Server; Serve serves it.
-func Listen(addr string, idx *Index, upstreams []string) (*Server, error) {
+// UDP and TCP), and the metrics address if any, and returns a Server;
+// Serve serves it.
+func Listen(addr string, idx *Index, opts ServerOptions) (*Server, error) {
 	pc, ln, err := listenBoth(addr)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{addr: ln.Addr().String()}
-	h := &handler{index: idx, upstreams: upstreams, ownAddrs: map[string]bool{s.addr: true}}
+	h := &handler{index: idx, upstreams: opts.Upstreams, ownAddrs: map[string]bool{s.addr: true}}
+	switch {
+	case opts.CacheSize == 0:
+		h.cache = newAnswerCache(DefaultCacheSize)
+	case opts.CacheSize > 0:
+		h.cache = newAnswerCache(opts.CacheSize)
+	}
+	h.metrics = newMetrics(s.addr, h.cache)
+	if opts.MetricsAddr != "" {
+		if s.metrics, err = listenMetrics(opts.MetricsAddr, h.metrics); err != nil {
+			pc.Close()
+			ln.Close()
+			return nil, fmt.Errorf("cluster DNS metrics: %w", err)
+		}
+	}
 	s.udp = &dns.Server{PacketConn: pc, Handler: h}
 	s.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
 	return s, nil
+}
+
+// MetricsAddr is the address /metrics is served on, "" for none.
+func (s *Server) MetricsAddr() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
 }
 
 // listenBoth opens UDP and TCP on one port.
@@ -190,6 +252,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
+	mctx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if s.metrics != nil {
+		wg.Go(func() { s.metrics.serve(mctx) })
+	}
 	var started []*dns.Server
 	var err error
 	for _, srv := range []*dns.Server{s.udp, s.tcp} {
@@ -222,6 +289,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	// Listeners of a server that never started are still open.
 	s.udp.PacketConn.Close()
 	s.tcp.Listener.Close()
+	stopMetrics()
 	wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil

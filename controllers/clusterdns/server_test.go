@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
 		os.Exit(1)
 	}
-	kitetest.MainWith(m, kite.Options{ClusterDNS: kite.ClusterDNSOptions{Addr: "127.0.0.1:0", Upstreams: []string{up}}}, func(s *kite.Server) {
+	kitetest.MainWith(m, kite.Options{ClusterDNS: kite.ClusterDNSOptions{Addr: "127.0.0.1:0", Upstreams: []string{up}, MetricsAddr: "127.0.0.1:0"}}, func(s *kite.Server) {
 		srv = s
 		var err error
 		if cs, err = kubernetes.NewForConfig(s.RESTConfig()); err != nil {

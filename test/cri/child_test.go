@@ -25,7 +25,9 @@ import (
 func TestAgentRunsItsOwnContainerd(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "containerd")
-	child := func(o *agent.Options) { o.ContainerRuntime, o.CNIBridge = "containerd", "kitecri1" }
+	child := func(o *agent.Options) {
+		o.ContainerRuntime, o.CNIBridge, o.PodRoutes = "containerd", "kitecri1", "none"
+	}
 	ctx := context.Background()
 	a := startChild(t, "cri-child", root, "kitecri1")
 	if b, err := os.ReadFile(filepath.Join(dir, "config.toml")); err != nil || !strings.Contains(string(b), `sandbox_image = "`+containerd.PauseImage+`"`) {

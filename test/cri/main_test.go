@@ -26,7 +26,7 @@ var clusterCIDR = netip.MustParsePrefix("10.239.0.0/16")
 
 func TestMain(m *testing.M) {
 	srv, err := kite.Start(context.Background(), kite.Options{EtcdUnsafeNoFsync: true, EtcdLogLevel: "fatal",
-		Controllers: append(controllers.EmbeddedDefault(), controllers.NodeIPAM), ClusterCIDRs: []string{clusterCIDR.String()}})
+		Controllers: append(controllers.EmbeddedDefault(), controllers.NodeIPAM, controllers.EndpointSlice), ClusterCIDRs: []string{clusterCIDR.String()}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kite:", err)
 		os.Exit(1)

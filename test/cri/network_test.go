@@ -65,7 +65,7 @@ func startChild(t *testing.T, node, root, bridge string) *testAgent {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	a := startAgentWith(t, node, root, func(o *agent.Options) { o.ContainerRuntime, o.CNIBridge = "containerd", bridge })
+	a := startAgentWith(t, node, root, func(o *agent.Options) { o.ContainerRuntime, o.CNIBridge, o.PodRoutes = "containerd", bridge, "none" })
 	if err := critest.ImportTestImages(ctx, "unix://"+containerd.Socket(dir)); err != nil {
 		t.Fatal(err)
 	}
