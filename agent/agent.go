@@ -203,6 +203,7 @@ func FromOptions(o *options.Options) (Options, error) {
 		ContainerRuntime:         o.ContainerRuntime,
 		ContainerRuntimeEndpoint: o.ContainerRuntimeEndpoint,
 		ProxyMode:                ProxyModeFor(o),
+		PodRoutes:                o.PodRoutes,
 		CNIBinDir:                o.CNIBinDir,
 		Node: node.Options{
 			MaxPods: int64(o.Config.MaxPods),

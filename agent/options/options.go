@@ -82,6 +82,9 @@ type Options struct {
 	// CNIBinDir is where the CNI plugins of the containerd runtime's pod
 	// network are (--cni-bin-dir); empty: /usr/lib/cni, then /opt/cni/bin.
 	CNIBinDir string
+	// PodRoutes is how pods of the containerd runtime reach other
+	// nodes' pods (--pod-routes): host-gw or none.
+	PodRoutes string
 	// Config holds what the file and the flags set.
 	Config AgentConfiguration
 }
@@ -130,6 +133,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CNIBinDir, "cni-bin-dir", o.CNIBinDir, "Directory of the CNI plugins (bridge, host-local, portmap, loopback) that give pods of --container-runtime=containerd their own IPs from the node's podCIDR; empty: /usr/lib/cni, then /opt/cni/bin (docs/pod-network.md).")
 	fs.StringVar(&o.ContainerRuntime, "container-runtime", o.ContainerRuntime, "The container runtime: 'process' (the default: containers as host processes, no images) or 'containerd' (pods from OCI images through the CRI; Kite runs containerd with its own configuration, socket and state under <root-dir>/containerd; needs containerd and runc installed, see docs/runtime.md).")
 	fs.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", o.ContainerRuntimeEndpoint, "The socket of a CRI runtime that runs already (unix:///run/containerd/containerd.sock); overrides --container-runtime.")
+	fs.StringVar(&o.PodRoutes, "pod-routes", o.PodRoutes, "How pods of --container-runtime=containerd reach other nodes' pods: 'host-gw' (the default: a route to each other node's podCIDR through its InternalIP, which needs the nodes on one layer-2 network, see docs/network.md) or 'none' (another component routes them).")
 	fs.StringVar(&o.ProxyMode, "proxy-mode", o.ProxyMode, "The service proxy: 'nftables' (Services' cluster IPs and node ports routed to their endpoints by rules in the nftables tables ip and ip6 kite-proxy, as kube-proxy's nftables mode), 'none', or empty: nftables when running as root with nft installed and the containerd runtime (pods with their own network), none otherwise (docs/proxy.md).")
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Number of pods the node can run (its capacity.pods).")
 	fs.Int32Var(&c.Port, "port", c.Port, "Port of the agent's HTTPS server (logs, exec, port-forward), the Node's daemon endpoint; 0 takes a free port.")
@@ -241,6 +245,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ContainerRuntime != "" && o.ContainerRuntime != "process" && o.ContainerRuntime != "containerd" {
 		errs = append(errs, fmt.Errorf("--container-runtime %q: want process or containerd", o.ContainerRuntime))
+	}
+	if r := o.PodRoutes; r != "" && r != "host-gw" && r != "none" {
+		errs = append(errs, fmt.Errorf("--pod-routes %q: want host-gw or none", r))
 	}
 	if e := o.ContainerRuntimeEndpoint; e != "" && !strings.HasPrefix(e, "unix:///") {
 		errs = append(errs, fmt.Errorf("--container-runtime-endpoint %q: want a unix socket, unix:///path", e))

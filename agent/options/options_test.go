@@ -200,6 +200,7 @@ func TestRefused(t *testing.T) {
 		{"zero lease duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nnodeLeaseDurationSeconds: -1\n", "nodeLeaseDurationSeconds -1: must be positive"},
 		{"image GC low threshold not below the high one", []string{"--image-gc-low-threshold=85"}, "", "imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
 		{"image GC threshold above 100 in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 101\n", "imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive"},
+		{"unknown pod routes", []string{"--pod-routes=vxlan"}, "", `--pod-routes "vxlan": want host-gw or none`},
 		{"unknown eviction signal", []string{"--eviction-hard=disk.free<1Gi"}, "", `evictionHard (--eviction-hard): eviction signal "disk.free": not supported`},
 		{"eviction threshold over 100% in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  nodefs.available: 120%\n", "nodefs.available must be <= 100%: 120%"},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
