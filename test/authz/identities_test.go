@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -217,5 +218,40 @@ func TestWritesOfControllersCarryTheirIdentities(t *testing.T) {
 		if u != scheduler {
 			t.Errorf("a pod was bound by %s, want %s only", u, scheduler)
 		}
+	}
+}
+
+// BenchmarkControllerRequestByCredential: the latency of one GET as a
+// controller's ServiceAccount (a TokenRequest token, verified per
+// request) against a client certificate (system:kube-controller-manager)
+// and the admin token, on the shared server.
+func BenchmarkControllerRequestByCredential(b *testing.B) {
+	kcm, err := shared.AddUser("system:kube-controller-manager", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs := admin(b)
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(b.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench-credentials"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		cfg  *rest.Config
+	}{
+		{"serviceaccount-token", shared.Controllers().Config(controllers.Namespace)},
+		{"client-certificate", kcm},
+		{"admin-token", shared.RESTConfig()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := kubernetes.NewForConfig(bc.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := c.CoreV1().ConfigMaps("default").Get(b.Context(), "bench-credentials", metav1.GetOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
