@@ -442,7 +442,7 @@ func (s *Server) startControllers(opts Options) error {
 	if names == nil {
 		names = controllers.EmbeddedDefault()
 	}
-	m, err := controllers.New(controllers.Options{
+	o := controllers.Options{
 		Config:                   s.RESTConfig(),
 		Names:                    names,
 		NodeMonitorGracePeriod:   opts.NodeMonitorGracePeriod,
@@ -452,7 +452,11 @@ func (s *Server) startControllers(opts Options) error {
 		// kube-controller-manager's --cluster-signing-* at it.
 		ClusterSigningCertFile: filepath.Join(s.dataDir, "pki", pki.CACertFile),
 		ClusterSigningKeyFile:  filepath.Join(s.dataDir, "pki", pki.CAKeyFile),
-	})
+	}
+	if err := s.withComponentIdentities(&o); err != nil {
+		return err
+	}
+	m, err := controllers.New(o)
 	if err != nil {
 		return err
 	}

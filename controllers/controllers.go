@@ -112,6 +112,10 @@ const (
 	CSRSigning   = "certificatesigningrequest-signing-controller"
 	CSRApproving = "certificatesigningrequest-approving-controller"
 	CSRCleaner   = "certificatesigningrequest-cleaner-controller"
+	// BootstrapSigner signs the cluster-info ConfigMap with each bootstrap
+	// token; TokenCleaner deletes expired bootstrap tokens (bootstrap.go).
+	BootstrapSigner = "bootstrap-signer-controller"
+	TokenCleaner    = "token-cleaner-controller"
 )
 
 // All names every controller, in start order: what "kite server" runs.
@@ -123,12 +127,17 @@ func All() []string {
 	return names
 }
 
-// builder is what a controller is built from.
+// builder is what a controller is built from: cfg and client are the
+// controller's own (its identity), root the Manager's.
 type builder struct {
 	cfg       *rest.Config
 	client    kubernetes.Interface
+	root      *rest.Config
 	informers *informer.Factory
 	opts      Options
+	// creds hands out ServiceAccount configurations; nil without
+	// UseServiceAccountCredentials.
+	creds *credentials
 }
 
 // entry is one controller of the table: its name and how it is built.
@@ -152,7 +161,7 @@ func table() []entry {
 			return built(serviceaccount.New(serviceaccount.Options{Client: b.client, Informers: b.informers}))
 		}},
 		{RootCACertPublisher, func(b builder) (Controller, error) {
-			ca, err := rootCA(b.cfg)
+			ca, err := rootCA(b.root)
 			if err != nil {
 				return nil, err
 			}
@@ -191,7 +200,13 @@ func table() []entry {
 			return built(deployment.New(deployment.Options{Client: b.client, Informers: b.informers}))
 		}},
 		{Job, func(b builder) (Controller, error) {
-			return built(job.New(job.Options{Client: b.client, Informers: b.informers}))
+			// Kite's Job controller does the ttl-after-finished
+			// controller's deletions too, with its identity.
+			_, ttl, err := b.serviceAccountConfig(ttlAfterFinished)
+			if err != nil {
+				return nil, err
+			}
+			return built(job.New(job.Options{Client: b.client, TTLClient: ttl, Informers: b.informers}))
 		}},
 		{CronJob, func(b builder) (Controller, error) {
 			return built(cronjob.New(cronjob.Options{Client: b.client, Informers: b.informers}))
@@ -248,7 +263,7 @@ func table() []entry {
 		{CSRCleaner, func(b builder) (Controller, error) {
 			return built(cleaner.New(cleaner.Options{Client: b.client, Informers: b.informers}))
 		}},
-	}, storageEntries()...)
+	}, append(storageEntries(), bootstrapEntries()...)...)
 }
 
 // rootCA is the bundle the root CA publisher publishes: the CA the
@@ -323,12 +338,28 @@ type Options struct {
 	// ClusterSigningDuration is the longest certificate the signer
 	// issues (--cluster-signing-duration); 0 means a year.
 	ClusterSigningDuration time.Duration
+	// UseServiceAccountCredentials runs each controller as its own
+	// ServiceAccount in kube-system, as kube-controller-manager's
+	// --use-service-account-credentials: system:serviceaccount:kube-system:<name>,
+	// <name> the one upstream's controller uses (replicaset-controller,
+	// node-controller, ...), which the bootstrap policy binds to
+	// system:controller:<name>. Config's identity (system:kube-controller-manager
+	// in kite server) then lists and watches the shared caches, makes the
+	// ServiceAccounts and asks for their tokens (TokenRequest, an hour's,
+	// renewed at 80 %). Without it every controller uses Config.
+	UseServiceAccountCredentials bool
+	// SchedulerConfig is the scheduler's identity (system:kube-scheduler
+	// in kite server, as kube-scheduler's own kubeconfig); nil means
+	// Config.
+	SchedulerConfig *rest.Config
 }
 
 // Manager runs a set of controllers.
 type Manager struct {
 	names       []string
 	controllers map[string]Controller
+	// configs are the controllers' client configurations (identities).
+	configs map[string]*rest.Config
 }
 
 // New builds the named controllers.
@@ -342,11 +373,16 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controllers: client: %w", err)
 	}
-	m := &Manager{controllers: map[string]Controller{}}
+	m := &Manager{controllers: map[string]Controller{}, configs: map[string]*rest.Config{}}
 	// One cache per resource (and selector) for every controller, as
 	// kube-controller-manager's SharedInformerFactory: the caches hold
 	// every pod, so each kept apart costs a copy of each pod.
-	b := builder{cfg: cfg, client: client, informers: informer.NewFactory(), opts: opts}
+	root := builder{cfg: cfg, client: client, root: cfg, informers: informer.NewFactory(), opts: opts}
+	if opts.UseServiceAccountCredentials {
+		if root.creds, err = newCredentials(cfg); err != nil {
+			return nil, err
+		}
+	}
 	entries := table()
 	for _, name := range opts.Names {
 		if _, dup := m.controllers[name]; dup {
@@ -356,14 +392,61 @@ func New(opts Options) (*Manager, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("controllers: unknown controller %q (known: %v)", name, All())
 		}
+		b, err := root.as(name)
+		if err != nil {
+			return nil, err
+		}
 		c, err := entries[i].build(b)
 		if err != nil {
 			return nil, err
 		}
 		m.names = append(m.names, name)
 		m.controllers[name] = c
+		m.configs[name] = b.cfg
 	}
 	return m, nil
+}
+
+// as is the builder of the named controller: with its identity (the
+// scheduler's, or its ServiceAccount's), else the root's.
+func (b builder) as(name string) (builder, error) {
+	var cfg *rest.Config
+	switch {
+	case name == Scheduler && b.opts.SchedulerConfig != nil:
+		cfg = rest.CopyConfig(b.opts.SchedulerConfig)
+		cfg.UserAgent = "kite-scheduler"
+	case name == Scheduler || b.creds == nil:
+		return b, nil
+	default:
+		sa, ok := serviceAccountOf(name)
+		if !ok {
+			return builder{}, fmt.Errorf("controllers: %s has no ServiceAccount to run as", name)
+		}
+		if sa == "" {
+			return b, nil
+		}
+		cfg = b.creds.configFor(sa)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return builder{}, fmt.Errorf("controllers: client of %s: %w", name, err)
+	}
+	b.cfg, b.client = cfg, client
+	return b, nil
+}
+
+// serviceAccountConfig is the configuration of the ServiceAccount sa
+// in kube-system with b's credentials, or b's own without them.
+func (b builder) serviceAccountConfig(sa string) (*rest.Config, kubernetes.Interface, error) {
+	if b.creds == nil {
+		return b.cfg, b.client, nil
+	}
+	cfg := b.creds.configFor(sa)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controllers: client of %s: %w", sa, err)
+	}
+	return cfg, client, nil
 }
 
 // Names are the controllers the Manager runs.
@@ -371,6 +454,16 @@ func (m *Manager) Names() []string { return slices.Clone(m.names) }
 
 // Get returns the named controller, or nil if the Manager does not run it.
 func (m *Manager) Get(name string) Controller { return m.controllers[name] }
+
+// Config returns the client configuration the named controller runs
+// with (its identity), or nil if the Manager does not run it: for tests
+// and tools that check what a controller may do.
+func (m *Manager) Config(name string) *rest.Config {
+	if c := m.configs[name]; c != nil {
+		return rest.CopyConfig(c)
+	}
+	return nil
+}
 
 // Run runs every controller until ctx ends and they have stopped.
 func (m *Manager) Run(ctx context.Context) {
@@ -395,7 +488,7 @@ func (m *Manager) WaitIdle(ctx context.Context) error {
 // buildServiceAccountToken builds the tokens controller: ca.crt is the
 // root CA publisher's bundle.
 func buildServiceAccountToken(b builder) (Controller, error) {
-	ca, err := rootCA(b.cfg)
+	ca, err := rootCA(b.root)
 	if err != nil {
 		return nil, err
 	}

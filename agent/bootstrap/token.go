@@ -117,6 +117,25 @@ func CreateToken(ctx context.Context, client kubernetes.Interface, o TokenOption
 	return token, nil
 }
 
+// nodeProxier binds system:node-proxier to the nodes: Kite's agent runs
+// the service proxy as its node.
+func nodeProxier() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: nodeProxierBinding},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-proxier"}}
+}
+
+// EnsureNodeProxier creates the binding that lets agents, which run as
+// their nodes, run the service proxy, where missing: for kite server's
+// own agent (CreateToken makes it for joining ones).
+func EnsureNodeProxier(ctx context.Context, client kubernetes.Interface) error {
+	b := nodeProxier()
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("clusterrolebinding %s: %w", b.Name, err)
+	}
+	return nil
+}
+
 // ensureJoinPolicy creates the bindings, the cluster-info ConfigMap and
 // the Role that publishes it, where missing.
 func ensureJoinPolicy(ctx context.Context, client kubernetes.Interface, o TokenOptions) error {
@@ -130,8 +149,7 @@ func ensureJoinPolicy(ctx context.Context, client kubernetes.Interface, o TokenO
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: nodeAutoApproveRenewal}, Subjects: group("system:nodes"),
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: nodeProxierBinding}, Subjects: group("system:nodes"),
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-proxier"}},
+		nodeProxier(),
 	} {
 		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("clusterrolebinding %s: %w", b.Name, err)

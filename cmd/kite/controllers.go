@@ -58,6 +58,7 @@ func newControllersCommand() *cobra.Command {
 	var flags controllerFlags
 	var kubeconfig string
 	var signing signingFlags
+	var useSACredentials bool
 	cmd := &cobra.Command{
 		Use:   "controllers",
 		Short: "Run the control loops alone, against the API server --kubeconfig names",
@@ -86,7 +87,8 @@ run them in-process already.`,
 			}
 			m, err := controllers.New(controllers.Options{Config: cfg, Names: names, NodeMonitorGracePeriod: grace, TerminatedPodGCThreshold: gc,
 				NodeIPAM:               nodeipam.Options{ClusterCIDRs: clusterCIDRs, NodeCIDRMaskSize: flags.nodeIPAM.maskSize},
-				ClusterSigningCertFile: signing.certFile, ClusterSigningKeyFile: signing.keyFile, ClusterSigningDuration: signing.duration})
+				ClusterSigningCertFile: signing.certFile, ClusterSigningKeyFile: signing.keyFile, ClusterSigningDuration: signing.duration,
+				UseServiceAccountCredentials: useSACredentials})
 			if err != nil {
 				return err
 			}
@@ -94,6 +96,7 @@ run them in-process already.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server to work against")
+	cmd.Flags().BoolVar(&useSACredentials, "use-service-account-credentials", false, "run each controller as its own ServiceAccount in kube-system (kube-controller-manager's flag); --kubeconfig's user lists and watches and asks for their tokens")
 	signing.add(cmd.Flags())
 	flags.add(cmd.Flags())
 	return cmd

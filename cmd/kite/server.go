@@ -13,10 +13,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 
 	"github.com/kite-project/kite"
 	"github.com/kite-project/kite/agent"
+	"github.com/kite-project/kite/agent/bootstrap"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
 	storageetcd "github.com/kite-project/kite/storage/etcd"
@@ -135,7 +138,12 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 
 	if opts.agent != nil {
 		agentOpts := *opts.agent
-		agentOpts.RESTConfig = srv.RESTConfig()
+		// The agent is its node, as a kubelet after its TLS bootstrap:
+		// the Node authorizer and NodeRestriction judge it, never the
+		// admin's rights.
+		if agentOpts.RESTConfig, err = agentConfig(ctx, srv, agentOpts.NodeName); err != nil {
+			return err
+		}
 		// The agent's connections are closed when it stops: the API
 		// server's graceful shutdown would otherwise wait for them to go
 		// idle (about a second).
@@ -235,4 +243,22 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// agentConfig is the identity of kite server's agent: system:node:<name>
+// in system:nodes, with the binding that lets nodes run the service
+// proxy.
+func agentConfig(ctx context.Context, srv *kite.Server, nodeName string) (*rest.Config, error) {
+	admin, err := kubernetes.NewForConfig(srv.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := bootstrap.EnsureNodeProxier(ctx, admin); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	cfg, err := srv.NodeConfig(nodeName)
+	if err != nil {
+		return nil, fmt.Errorf("agent: identity of node %s: %w", nodeName, err)
+	}
+	return cfg, nil
 }

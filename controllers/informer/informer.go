@@ -113,6 +113,7 @@ func For[T runtime.Object](f *Factory, opts Options[T]) (*Informer[T], error) {
 			f.mu.Unlock()
 			return nil, err
 		}
+		c.shared = true
 		f.caches[key] = c
 	}
 	f.mu.Unlock()
@@ -157,6 +158,9 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		// The cache outlives this Run when others share it: its context
 		// keeps ctx's values (the logger), not its end.
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		if c.shared {
+			rctx = context.WithValue(rctx, sharedCacheKey{}, true)
+		}
 		done := make(chan struct{})
 		c.cancel, c.done = cancel, done
 		go func() {
@@ -176,6 +180,21 @@ func (i *Informer[T]) Run(ctx context.Context) {
 		c.cancel()
 		<-done
 	}
+}
+
+// sharedCacheKey marks the context of a Factory's cache's requests.
+type sharedCacheKey struct{}
+
+// IsSharedCache reports whether ctx is that of a list or watch of a
+// Factory's cache: a cache several controllers read. A client shared by
+// controllers that each write with an identity of their own sends these
+// with the identity of the controllers' process, as
+// kube-controller-manager's shared informers use its own credentials and
+// each controller its ServiceAccount's (--use-service-account-credentials):
+// the controllers' roles need not allow the reads of the others.
+func IsSharedCache(ctx context.Context) bool {
+	shared, _ := ctx.Value(sharedCacheKey{}).(bool)
+	return shared
 }
 
 // HasSynced reports whether the first list is in the cache (and every
@@ -201,7 +220,10 @@ func (i *Informer[T]) Store() *listwatch.Indexer[T] { return i.c.seal() }
 // cache is one Reflector and Indexer, and the handlers of every informer
 // of it.
 type cache[T runtime.Object] struct {
-	name      string
+	name string
+	// shared is set on a Factory's caches: their lists and watches carry
+	// IsSharedCache in their context.
+	shared    bool
 	reflector *listwatch.Reflector
 	notify    *notifying[T]
 

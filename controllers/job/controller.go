@@ -58,6 +58,11 @@ var kind = batchv1.SchemeGroupVersion.WithKind("Job")
 type Options struct {
 	// Client watches Jobs and pods and writes them. Required.
 	Client kubernetes.Interface
+	// TTLClient reads and deletes Jobs whose ttlSecondsAfterFinished has
+	// passed: upstream's ttl-after-finished controller's identity, which
+	// may delete Jobs where the job controller's may not. Nil means
+	// Client.
+	TTLClient kubernetes.Interface
 	// Informers shares caches with the other controllers of the process;
 	// nil means caches of the controller's own.
 	Informers *informer.Factory
@@ -77,6 +82,7 @@ type Options struct {
 // Controller is the Job controller. Run drives it.
 type Controller struct {
 	client              kubernetes.Interface
+	ttlClient           kubernetes.Interface
 	backoff, backoffMax time.Duration
 	maxUncounted        int
 	now                 func() time.Time
@@ -126,7 +132,10 @@ func New(opts Options) (*Controller, error) {
 	if opts.MaxUncountedPods <= 0 {
 		opts.MaxUncountedPods = 500
 	}
-	c := &Controller{client: opts.Client, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
+	if opts.TTLClient == nil {
+		opts.TTLClient = opts.Client
+	}
+	c := &Controller{client: opts.Client, ttlClient: opts.TTLClient, backoff: opts.BackoffBase, backoffMax: opts.BackoffLimit, maxUncounted: opts.MaxUncountedPods, now: opts.Now,
 		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now), backoffs: map[types.UID]BackoffRecord{}, released: map[types.UID]types.UID{},
 		writes:   newWrites(),
 		recorder: events.New(events.Options{Client: opts.Client, Component: "job-controller"})}

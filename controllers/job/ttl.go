@@ -24,7 +24,7 @@ func (c *Controller) expire(ctx context.Context, j *batchv1.Job, now time.Time) 
 		c.queue.AddAfter(key(j), due.Sub(now))
 		return nil
 	}
-	fresh, err := c.client.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
+	fresh, err := c.ttlClient.BatchV1().Jobs(j.Namespace).Get(ctx, j.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (c *Controller) expire(ctx context.Context, j *batchv1.Job, now time.Time) 
 		return nil
 	}
 	fg, uid := metav1.DeletePropagationForeground, j.UID
-	err = c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
+	err = c.ttlClient.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &fg, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

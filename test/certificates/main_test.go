@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	kitetest.MainWith(m, kite.Options{
 		StaticTokens: tokens,
-		Controllers:  []string{controllers.Namespace, controllers.ServiceAccount, controllers.ClusterRoleAggregation, controllers.CSRSigning, controllers.CSRApproving},
+		Controllers:  []string{controllers.Namespace, controllers.ServiceAccount, controllers.ClusterRoleAggregation, controllers.CSRSigning, controllers.CSRApproving, controllers.BootstrapSigner, controllers.TokenCleaner},
 	}, func(s *kite.Server) { shared = s })
 }
 

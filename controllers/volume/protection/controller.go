@@ -9,7 +9,6 @@ package protection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kite-project/kite/controllers/controller"
@@ -119,12 +117,10 @@ func (c *ClaimController) sync(ctx context.Context, k string) error {
 			return nil // its events bring the claim back
 		}
 	}
-	patch, err := withoutFinalizer(claim.ObjectMeta, PVCFinalizer)
-	if err != nil {
-		return err
-	}
-	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-	return patched(err, PVCFinalizer, "claim "+k)
+	clone := claim.DeepCopy()
+	clone.Finalizers = withoutFinalizer(clone.Finalizers, PVCFinalizer)
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, clone, metav1.UpdateOptions{})
+	return updated(err, PVCFinalizer, "claim "+k)
 }
 
 // VolumeController removes volumes' protection finalizer. Run drives it.
@@ -170,30 +166,26 @@ func (c *VolumeController) sync(ctx context.Context, name string) error {
 	if !ok || !ReleaseVolume(pv) {
 		return nil
 	}
-	patch, err := withoutFinalizer(pv.ObjectMeta, PVFinalizer)
-	if err != nil {
-		return err
-	}
-	_, err = c.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-	return patched(err, PVFinalizer, "volume "+name)
+	clone := pv.DeepCopy()
+	clone.Finalizers = withoutFinalizer(clone.Finalizers, PVFinalizer)
+	_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, clone, metav1.UpdateOptions{})
+	return updated(err, PVFinalizer, "volume "+name)
 }
 
-// withoutFinalizer is a JSON patch that takes finalizer from an object,
-// testing its uid and finalizers first: a list changed meanwhile, or an
-// object replaced under its name, is a conflict that retries against the
-// newer copy, never the removal of another finalizer.
-func withoutFinalizer(meta metav1.ObjectMeta, finalizer string) ([]byte, error) {
-	kept := slices.DeleteFunc(slices.Clone(meta.Finalizers), func(f string) bool { return f == finalizer })
-	return json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": meta.UID},
-		{"op": "test", "path": "/metadata/finalizers", "value": meta.Finalizers},
-		{"op": "replace", "path": "/metadata/finalizers", "value": kept},
-	})
+// withoutFinalizer is finalizers without finalizer. The controllers take
+// it off with an update of their cached copy, as upstream's do: their
+// roles (system:controller:pvc-protection-controller,
+// pv-protection-controller) grant update, not patch, and the copy's
+// resourceVersion makes an object changed meanwhile a conflict, never the
+// removal of another finalizer.
+func withoutFinalizer(finalizers []string, finalizer string) []string {
+	return slices.DeleteFunc(finalizers, func(f string) bool { return f == finalizer })
 }
 
-// patched is the patch's error named, nil when the object is gone.
-func patched(err error, finalizer, what string) error {
-	if err != nil && !apierrors.IsNotFound(err) {
+// updated is the update's error named; nil when the object is gone, or
+// changed meanwhile (its event brings it back).
+func updated(err error, finalizer, what string) error {
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("remove finalizer %s from %s: %w", finalizer, what, err)
 	}
 	return nil
