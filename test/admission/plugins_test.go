@@ -235,6 +235,14 @@ func TestPodSecurityFromNamespaceLabels(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, privilegedPod("privileged"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("privileged pod in an unlabelled namespace: %v", err)
 	}
+	// The namespace check lists the pods it warns about from the cache, as
+	// upstream's lists them from an informer: wait until the cache has it.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		return err == nil && len(l.Items) == 1, nil
+	}); err != nil {
+		t.Fatalf("pod privileged not in the cache: %v", err)
+	}
 
 	// Labelling the namespace warns about the pod it would now refuse.
 	nsObj, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})

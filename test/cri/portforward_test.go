@@ -47,7 +47,8 @@ func TestPortForwardThroughTheRuntime(t *testing.T) {
 		t.Fatal("port-forward not ready in 30 s")
 	}
 	var body string
-	for range 50 {
+	// busybox's httpd may take a while to listen on a loaded machine.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", local))
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
