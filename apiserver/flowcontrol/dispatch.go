@@ -118,9 +118,10 @@ const (
 // acquire gets a seat of lc's level for a request of flow hash: at once
 // when one is free and nobody of the level waits, else after waiting in
 // the queue shuffle sharding picks (the shortest of the flow's hand) until
-// fair queuing dispatches it or waitCtx ends. A level that rejects, or
+// fair queuing dispatches it or the context of waitContext ends (made only
+// when the request waits: a timer per request costs as much as the rest). A level that rejects, or
 // whose chosen queue is full, refuses at once.
-func (d *dispatcher) acquire(ctx, waitCtx context.Context, lc *levelConfig, hash uint64) (seat, outcome) {
+func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64) (seat, outcome) {
 	if lc.exempt {
 		return seat{}, executed
 	}
@@ -154,6 +155,8 @@ func (d *dispatcher) acquire(ctx, waitCtx context.Context, lc *levelConfig, hash
 	d.enqueueLocked(l, q, w)
 	d.mu.Unlock()
 
+	waitCtx, cancel := waitContext(ctx)
+	defer cancel()
 	select {
 	case <-w.ch:
 	case <-waitCtx.Done():

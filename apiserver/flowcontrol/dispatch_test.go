@@ -27,6 +27,9 @@ func dispatcherOf(levels ...*levelConfig) *dispatcher {
 	return d
 }
 
+// noWait bounds waits by the test's context only.
+func noWait(ctx context.Context) (context.Context, context.CancelFunc) { return ctx, func() {} }
+
 // started runs acquire in a goroutine; its result arrives on the channel.
 type result struct {
 	s   seat
@@ -36,7 +39,7 @@ type result struct {
 func start(ctx context.Context, d *dispatcher, lc *levelConfig, hash uint64) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		s, out := d.acquire(ctx, ctx, lc, hash)
+		s, out := d.acquire(ctx, noWait, lc, hash)
 		ch <- result{s, out}
 	}()
 	return ch
@@ -59,15 +62,15 @@ func waitQueued(t *testing.T, d *dispatcher, n int) {
 func TestRejectLevelRefusesPastItsSeats(t *testing.T) {
 	one := lvl("one", 1, 0, 0, 0, 0, 0)
 	d := dispatcherOf(one)
-	first, out := d.acquire(t.Context(), t.Context(), one, 1)
+	first, out := d.acquire(t.Context(), noWait, one, 1)
 	if out != executed {
 		t.Fatalf("first request: %v, want executed", out)
 	}
-	if _, out := d.acquire(t.Context(), t.Context(), one, 1); out != rejectedFull {
+	if _, out := d.acquire(t.Context(), noWait, one, 1); out != rejectedFull {
 		t.Fatalf("second request while the first runs: %v, want rejected", out)
 	}
 	first.release()
-	s, out := d.acquire(t.Context(), t.Context(), one, 1)
+	s, out := d.acquire(t.Context(), noWait, one, 1)
 	if out != executed {
 		t.Fatalf("after the first ended: %v, want executed", out)
 	}
@@ -77,7 +80,7 @@ func TestRejectLevelRefusesPastItsSeats(t *testing.T) {
 func TestQueuedRequestRunsWhenASeatFrees(t *testing.T) {
 	q := lvl("q", 1, 0, 0, 1, 1, 10)
 	d := dispatcherOf(q)
-	first, _ := d.acquire(t.Context(), t.Context(), q, 1)
+	first, _ := d.acquire(t.Context(), noWait, q, 1)
 	second := start(t.Context(), d, q, 2)
 	waitQueued(t, d, 1)
 	select {
@@ -96,10 +99,10 @@ func TestQueuedRequestRunsWhenASeatFrees(t *testing.T) {
 func TestFullQueueRejects(t *testing.T) {
 	q := lvl("q", 1, 0, 0, 1, 1, 1)
 	d := dispatcherOf(q)
-	first, _ := d.acquire(t.Context(), t.Context(), q, 1)
+	first, _ := d.acquire(t.Context(), noWait, q, 1)
 	queued := start(t.Context(), d, q, 1)
 	waitQueued(t, d, 1)
-	if _, out := d.acquire(t.Context(), t.Context(), q, 1); out != rejectedFull {
+	if _, out := d.acquire(t.Context(), noWait, q, 1); out != rejectedFull {
 		t.Fatalf("third request with the queue full: %v, want rejected", out)
 	}
 	first.release()
@@ -109,10 +112,11 @@ func TestFullQueueRejects(t *testing.T) {
 func TestWaitLimitRejectsAndLeavesTheQueue(t *testing.T) {
 	q := lvl("q", 1, 0, 0, 1, 1, 10)
 	d := dispatcherOf(q)
-	first, _ := d.acquire(t.Context(), t.Context(), q, 1)
-	waitCtx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-	defer cancel()
-	if _, out := d.acquire(t.Context(), waitCtx, q, 1); out != rejectedTimeout {
+	first, _ := d.acquire(t.Context(), noWait, q, 1)
+	short := func(ctx context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, 20*time.Millisecond)
+	}
+	if _, out := d.acquire(t.Context(), short, q, 1); out != rejectedTimeout {
 		t.Fatalf("request past its wait limit: %v, want rejected (timeout)", out)
 	}
 	d.mu.Lock()
@@ -131,7 +135,7 @@ func TestFairQueuing(t *testing.T) {
 	d := dispatcherOf(q)
 	// Two flows whose hands (of one queue) differ.
 	heavy, light := uint64(0), uint64(1)
-	running, _ := d.acquire(t.Context(), t.Context(), q, heavy)
+	running, _ := d.acquire(t.Context(), noWait, q, heavy)
 	var heavyDone []<-chan result
 	for i := range 4 {
 		heavyDone = append(heavyDone, start(t.Context(), d, q, heavy))
@@ -170,21 +174,21 @@ func TestBorrowing(t *testing.T) {
 	d := dispatcherOf(small, lender)
 	var held []seat
 	for i := range 3 {
-		s, out := d.acquire(t.Context(), t.Context(), small, 1)
+		s, out := d.acquire(t.Context(), noWait, small, 1)
 		if out != executed {
 			t.Fatalf("request %d of small: %v, want executed (own seat, then 2 borrowed)", i, out)
 		}
 		held = append(held, s)
 	}
-	if _, out := d.acquire(t.Context(), t.Context(), small, 1); out != rejectedFull {
+	if _, out := d.acquire(t.Context(), noWait, small, 1); out != rejectedFull {
 		t.Fatalf("small past its limit: %v, want rejected", out)
 	}
 	// The lender lent both seats: it has none of its own left.
-	if _, out := d.acquire(t.Context(), t.Context(), lender, 1); out != rejectedFull {
+	if _, out := d.acquire(t.Context(), noWait, lender, 1); out != rejectedFull {
 		t.Fatalf("lender with its seats lent: %v, want rejected", out)
 	}
 	held[0].release()
-	s, out := d.acquire(t.Context(), t.Context(), lender, 1)
+	s, out := d.acquire(t.Context(), noWait, lender, 1)
 	if out != executed {
 		t.Fatalf("lender once a seat came back: %v, want executed", out)
 	}
@@ -198,7 +202,7 @@ func TestExemptIsNeverLimited(t *testing.T) {
 	ex := &levelConfig{pl: &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "exempt"}}, exempt: true}
 	d := dispatcherOf(ex)
 	for range 1000 {
-		if _, out := d.acquire(t.Context(), t.Context(), ex, 1); out != executed {
+		if _, out := d.acquire(t.Context(), noWait, ex, 1); out != executed {
 			t.Fatal("an exempt request was limited")
 		}
 	}
@@ -211,8 +215,8 @@ func TestReconfigure(t *testing.T) {
 	a := lvl("a", 1, 0, 0, 2, 1, 10)
 	b := lvl("b", 1, 0, 0, 2, 1, 10)
 	d := dispatcherOf(a, b)
-	sa, _ := d.acquire(t.Context(), t.Context(), a, 1)
-	sb, _ := d.acquire(t.Context(), t.Context(), b, 1)
+	sa, _ := d.acquire(t.Context(), noWait, a, 1)
+	sb, _ := d.acquire(t.Context(), noWait, b, 1)
 	waitA := start(t.Context(), d, a, 1)
 	waitB := start(t.Context(), d, b, 1)
 	waitQueued(t, d, 2)

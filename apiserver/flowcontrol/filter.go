@@ -47,16 +47,15 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		d := Digest{RequestInfo: info, User: u}
 		cfg := c.config.Load()
 		fs, lc := cfg.classify(d)
+		// Set with their canonical names: no canonicalization per request.
 		h := w.Header()
-		h.Set(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, string(lc.pl.UID))
-		h.Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, string(fs.UID))
+		h[priorityLevelHeader] = []string{string(lc.pl.UID)}
+		h[flowSchemaHeader] = []string{string(fs.UID)}
 		if lc.exempt {
 			next.ServeHTTP(w, r)
 			return
 		}
-		waitCtx, cancel := c.waitContext(ctx)
-		s, out := c.dispatch.acquire(ctx, waitCtx, lc, flowHash(fs.Name, flowDistinguisher(fs, d)))
-		cancel()
+		s, out := c.dispatch.acquire(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)))
 		if out != executed {
 			tooManyRequests(w, c.dispatch.retryAfterSeconds(lc))
 			return
@@ -71,6 +70,12 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		next.ServeHTTP(iw, r)
 	})
 }
+
+// The response headers, canonical.
+var (
+	priorityLevelHeader = http.CanonicalHeaderKey(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
+	flowSchemaHeader    = http.CanonicalHeaderKey(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID)
+)
 
 // waitContext bounds how long a request may wait in its queue: a quarter
 // of its deadline, or of the request timeout without one, at most a
