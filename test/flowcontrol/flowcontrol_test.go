@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/kite-project/kite/apiserver/flowcontrol"
@@ -309,4 +313,82 @@ func readAll(t *testing.T, resp *http.Response) string {
 			return b.String()
 		}
 	}
+}
+
+// TestFloodingUserDoesNotStarveOthers: while one user floods its level
+// (one seat held, many more requests queued and refused), another user's
+// requests and a node's heartbeats (lease updates, level node-high) are
+// all served: the flood stays within its level.
+func TestFloodingUserDoesNotStarveOthers(t *testing.T) {
+	ctx := t.Context()
+	level(t, "apf-flood", "apf-flooder", 1)
+	level(t, "apf-calm", "apf-calm-user", 0)
+	flooder := httpAs(t, "apf-flooder")
+	first := hold(t, flooder, "apf-flood-first")
+	defer first.finish(t)
+
+	floodCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	rejected := 0
+	for range 12 {
+		wg.Go(func() {
+			for floodCtx.Err() == nil {
+				req, _ := http.NewRequestWithContext(floodCtx, http.MethodGet, shared.RESTConfig().Host+"/api/v1/namespaces/default/configmaps", nil)
+				resp, err := flooder.Do(req)
+				if err != nil {
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusTooManyRequests {
+					mu.Lock()
+					rejected++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+
+	cs := admin(t)
+	lease, err := cs.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "apf-node"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("apf-node")},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), "apf-node", metav1.DeleteOptions{})
+	})
+	nodeCfg := shared.RESTConfig()
+	nodeCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:apf-node", Groups: []string{user.NodesGroup, user.AllAuthenticated}}
+	node, err := kubernetes.NewForConfig(nodeCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calm := httpAs(t, "apf-calm-user")
+	var slowest time.Duration
+	for i := range 20 {
+		start := time.Now()
+		if code, _ := get(t, calm, "/api/v1/namespaces/default/configmaps"); code != http.StatusOK {
+			t.Fatalf("request %d of another user during the flood: %d, want 200", i, code)
+		}
+		if i%4 == 0 {
+			lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			if lease, err = node.CoordinationV1().Leases("kube-node-lease").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("a node's heartbeat during the flood: %v", err)
+			}
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if rejected == 0 {
+		t.Error("the flooder was never refused: it did not flood its level")
+	}
+	t.Logf("the other user's slowest request (with a heartbeat): %s; the flooder refused %d times", slowest, rejected)
 }
