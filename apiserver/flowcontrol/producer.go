@@ -148,72 +148,120 @@ func (p *Producer) Run(ctx context.Context) {
 
 // Ensure makes one pass over the objects.
 func (p *Producer) Ensure(ctx context.Context) error {
-	var errs []error
-	pls, fss := p.Client.PriorityLevelConfigurations(), p.Client.FlowSchemas()
 	create := metav1.CreateOptions{FieldManager: ProducerFieldManager}
 	update := metav1.UpdateOptions{FieldManager: ProducerFieldManager}
-	plNames, fsNames := map[string]bool{}, map[string]bool{}
+	pls, fss := p.Client.PriorityLevelConfigurations(), p.Client.FlowSchemas()
+	plErrs := ensureKind(ctx, kindClient[*flowcontrolv1.PriorityLevelConfiguration]{
+		kind: "priority level",
+		get: func(ctx context.Context, name string) (*flowcontrolv1.PriorityLevelConfiguration, error) {
+			return pls.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *flowcontrolv1.PriorityLevelConfiguration) error {
+			_, err := pls.Create(ctx, o.DeepCopy(), create) // the bootstrap objects are shared
+			return err
+		},
+		update: func(ctx context.Context, o *flowcontrolv1.PriorityLevelConfiguration) error {
+			_, err := pls.Update(ctx, o, update)
+			return err
+		},
+		list: func(ctx context.Context) ([]metav1.Object, error) {
+			l, err := pls.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]metav1.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, nil
+		},
+		delete: func(ctx context.Context, name string) error { return pls.Delete(ctx, name, metav1.DeleteOptions{}) },
+		decide: ensurePL,
+	}, bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations)
+	fsErrs := ensureKind(ctx, kindClient[*flowcontrolv1.FlowSchema]{
+		kind: "flow schema",
+		get: func(ctx context.Context, name string) (*flowcontrolv1.FlowSchema, error) {
+			return fss.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *flowcontrolv1.FlowSchema) error {
+			_, err := fss.Create(ctx, o.DeepCopy(), create)
+			return err
+		},
+		update: func(ctx context.Context, o *flowcontrolv1.FlowSchema) error {
+			_, err := fss.Update(ctx, o, update)
+			return err
+		},
+		list: func(ctx context.Context) ([]metav1.Object, error) {
+			l, err := fss.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]metav1.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, nil
+		},
+		delete: func(ctx context.Context, name string) error { return fss.Delete(ctx, name, metav1.DeleteOptions{}) },
+		decide: ensureFS,
+	}, bootstrap.MandatoryFlowSchemas, bootstrap.SuggestedFlowSchemas)
+	return errors.Join(append(plErrs, fsErrs...)...)
+}
+
+// kindClient is what the producer does with one kind of object.
+type kindClient[T interface {
+	metav1.Object
+	comparable
+}] struct {
+	kind           string
+	get            func(context.Context, string) (T, error)
+	create, update func(context.Context, T) error
+	list           func(context.Context) ([]metav1.Object, error)
+	delete         func(context.Context, string) error
+	// decide is ensurePL or ensureFS: the update of an existing object,
+	// or the zero T for none.
+	decide func(current, boot T, mandatory bool) T
+}
+
+// ensureKind creates the missing bootstrap objects of one kind, updates
+// the existing ones as decide says, and deletes the unwanted ones.
+func ensureKind[T interface {
+	metav1.Object
+	comparable
+}](ctx context.Context, c kindClient[T], mandatory, suggested []T) []error {
+	var errs []error
+	names := map[string]bool{}
 	for _, set := range []struct {
-		objs      []*flowcontrolv1.PriorityLevelConfiguration
+		objs      []T
 		mandatory bool
-	}{{bootstrap.MandatoryPriorityLevelConfigurations, true}, {bootstrap.SuggestedPriorityLevelConfigurations, false}} {
+	}{{mandatory, true}, {suggested, false}} {
 		for _, boot := range set.objs {
-			plNames[boot.Name] = true
-			cur, err := pls.Get(ctx, boot.Name, metav1.GetOptions{})
+			names[boot.GetName()] = true
+			cur, err := c.get(ctx, boot.GetName())
 			switch {
 			case apierrors.IsNotFound(err):
-				_, err = pls.Create(ctx, boot.DeepCopy(), create)
+				err = c.create(ctx, boot)
 			case err == nil:
-				if up := ensurePL(cur, boot, set.mandatory); up != nil {
-					_, err = pls.Update(ctx, up, update)
+				var none T
+				if up := c.decide(cur, boot, set.mandatory); up != none {
+					err = c.update(ctx, up)
 				}
 			}
 			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-				errs = append(errs, fmt.Errorf("priority level %s: %w", boot.Name, err))
+				errs = append(errs, fmt.Errorf("%s %s: %w", c.kind, boot.GetName(), err))
 			}
 		}
 	}
-	for _, set := range []struct {
-		objs      []*flowcontrolv1.FlowSchema
-		mandatory bool
-	}{{bootstrap.MandatoryFlowSchemas, true}, {bootstrap.SuggestedFlowSchemas, false}} {
-		for _, boot := range set.objs {
-			fsNames[boot.Name] = true
-			cur, err := fss.Get(ctx, boot.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				_, err = fss.Create(ctx, boot.DeepCopy(), create)
-			case err == nil:
-				if up := ensureFS(cur, boot, set.mandatory); up != nil {
-					_, err = fss.Update(ctx, up, update)
-				}
-			}
-			if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-				errs = append(errs, fmt.Errorf("flow schema %s: %w", boot.Name, err))
+	objs, err := c.list(ctx)
+	if err != nil {
+		return append(errs, fmt.Errorf("list %ss: %w", c.kind, err))
+	}
+	for _, o := range objs {
+		if unwanted(o, names) {
+			if err := c.delete(ctx, o.GetName()); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete %s %s: %w", c.kind, o.GetName(), err))
 			}
 		}
 	}
-	if list, err := pls.List(ctx, metav1.ListOptions{}); err != nil {
-		errs = append(errs, fmt.Errorf("list priority levels: %w", err))
-	} else {
-		for i := range list.Items {
-			if pl := &list.Items[i]; unwanted(pl, plNames) {
-				if err := pls.Delete(ctx, pl.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					errs = append(errs, fmt.Errorf("delete priority level %s: %w", pl.Name, err))
-				}
-			}
-		}
-	}
-	if list, err := fss.List(ctx, metav1.ListOptions{}); err != nil {
-		errs = append(errs, fmt.Errorf("list flow schemas: %w", err))
-	} else {
-		for i := range list.Items {
-			if fs := &list.Items[i]; unwanted(fs, fsNames) {
-				if err := fss.Delete(ctx, fs.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					errs = append(errs, fmt.Errorf("delete flow schema %s: %w", fs.Name, err))
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return errs
 }
