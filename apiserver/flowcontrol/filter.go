@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -71,10 +70,11 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// The response headers, canonical.
-var (
-	priorityLevelHeader = http.CanonicalHeaderKey(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
-	flowSchemaHeader    = http.CanonicalHeaderKey(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID)
+// The response headers (flowcontrolv1.ResponseHeaderMatched*), in
+// net/http's canonical form (TestHeaderNamesAreCanonical).
+const (
+	priorityLevelHeader = "X-Kubernetes-Pf-Prioritylevel-Uid"
+	flowSchemaHeader    = "X-Kubernetes-Pf-Flowschema-Uid"
 )
 
 // waitContext bounds how long a request may wait in its queue: a quarter

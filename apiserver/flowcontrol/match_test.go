@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"net/http"
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -148,6 +149,17 @@ func TestFlowDistinguisher(t *testing.T) {
 		fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: flowcontrolv1.FlowSchemaSpec{DistinguisherMethod: tt.method}}
 		if got := flowDistinguisher(fs, d); got != tt.want {
 			t.Errorf("%v: %q, want %q", tt.method, got, tt.want)
+		}
+	}
+}
+
+func TestHeaderNamesAreCanonical(t *testing.T) {
+	for upstream, ours := range map[string]string{
+		flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID: priorityLevelHeader,
+		flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID:                 flowSchemaHeader,
+	} {
+		if http.CanonicalHeaderKey(upstream) != ours {
+			t.Errorf("%s: canonical %s, have %s", upstream, http.CanonicalHeaderKey(upstream), ours)
 		}
 	}
 }
