@@ -148,64 +148,67 @@ func (p *Producer) Run(ctx context.Context) {
 
 // Ensure makes one pass over the objects.
 func (p *Producer) Ensure(ctx context.Context) error {
-	create := metav1.CreateOptions{FieldManager: ProducerFieldManager}
-	update := metav1.UpdateOptions{FieldManager: ProducerFieldManager}
-	pls, fss := p.Client.PriorityLevelConfigurations(), p.Client.FlowSchemas()
-	plErrs := ensureKind(ctx, kindClient[*flowcontrolv1.PriorityLevelConfiguration]{
-		kind: "priority level",
-		get: func(ctx context.Context, name string) (*flowcontrolv1.PriorityLevelConfiguration, error) {
-			return pls.Get(ctx, name, metav1.GetOptions{})
-		},
-		create: func(ctx context.Context, o *flowcontrolv1.PriorityLevelConfiguration) error {
-			_, err := pls.Create(ctx, o.DeepCopy(), create) // the bootstrap objects are shared
-			return err
-		},
-		update: func(ctx context.Context, o *flowcontrolv1.PriorityLevelConfiguration) error {
-			_, err := pls.Update(ctx, o, update)
-			return err
-		},
-		list: func(ctx context.Context) ([]metav1.Object, error) {
-			l, err := pls.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]metav1.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		},
-		delete: func(ctx context.Context, name string) error { return pls.Delete(ctx, name, metav1.DeleteOptions{}) },
-		decide: ensurePL,
-	}, bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations)
-	fsErrs := ensureKind(ctx, kindClient[*flowcontrolv1.FlowSchema]{
-		kind: "flow schema",
-		get: func(ctx context.Context, name string) (*flowcontrolv1.FlowSchema, error) {
-			return fss.Get(ctx, name, metav1.GetOptions{})
-		},
-		create: func(ctx context.Context, o *flowcontrolv1.FlowSchema) error {
-			_, err := fss.Create(ctx, o.DeepCopy(), create)
-			return err
-		},
-		update: func(ctx context.Context, o *flowcontrolv1.FlowSchema) error {
-			_, err := fss.Update(ctx, o, update)
-			return err
-		},
-		list: func(ctx context.Context) ([]metav1.Object, error) {
-			l, err := fss.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			out := make([]metav1.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		},
-		delete: func(ctx context.Context, name string) error { return fss.Delete(ctx, name, metav1.DeleteOptions{}) },
-		decide: ensureFS,
-	}, bootstrap.MandatoryFlowSchemas, bootstrap.SuggestedFlowSchemas)
+	plErrs := ensureKind(ctx, clientOf("priority level", p.Client.PriorityLevelConfigurations(),
+		func(l *flowcontrolv1.PriorityLevelConfigurationList) []metav1.Object { return itemsOf(l.Items) },
+		(*flowcontrolv1.PriorityLevelConfiguration).DeepCopy, ensurePL),
+		bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations)
+	fsErrs := ensureKind(ctx, clientOf("flow schema", p.Client.FlowSchemas(),
+		func(l *flowcontrolv1.FlowSchemaList) []metav1.Object { return itemsOf(l.Items) },
+		(*flowcontrolv1.FlowSchema).DeepCopy, ensureFS),
+		bootstrap.MandatoryFlowSchemas, bootstrap.SuggestedFlowSchemas)
 	return errors.Join(append(plErrs, fsErrs...)...)
+}
+
+// typedClient is the part of client-go's typed client of one kind the
+// producer uses (FlowSchemaInterface, PriorityLevelConfigurationInterface).
+type typedClient[T, L any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// clientOf is the kindClient of a typed client, writing as the producer's
+// field manager; deepCopy copies the (shared) bootstrap objects before
+// they are sent.
+func clientOf[T interface {
+	metav1.Object
+	comparable
+}, L any](kind string, c typedClient[T, L], items func(L) []metav1.Object, deepCopy func(T) T, decide func(current, boot T, mandatory bool) T) kindClient[T] {
+	return kindClient[T]{
+		kind: kind,
+		get:  func(ctx context.Context, name string) (T, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
+		create: func(ctx context.Context, o T) error {
+			_, err := c.Create(ctx, deepCopy(o), metav1.CreateOptions{FieldManager: ProducerFieldManager})
+			return err
+		},
+		update: func(ctx context.Context, o T) error {
+			_, err := c.Update(ctx, o, metav1.UpdateOptions{FieldManager: ProducerFieldManager})
+			return err
+		},
+		list: func(ctx context.Context) ([]metav1.Object, error) {
+			l, err := c.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return items(l), nil
+		},
+		delete: func(ctx context.Context, name string) error { return c.Delete(ctx, name, metav1.DeleteOptions{}) },
+		decide: decide,
+	}
+}
+
+// itemsOf points at a list's items.
+func itemsOf[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
 }
 
 // kindClient is what the producer does with one kind of object.
