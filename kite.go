@@ -27,6 +27,7 @@ import (
 	"github.com/kite-project/kite/apiserver"
 	"github.com/kite-project/kite/apiserver/aggregator"
 	"github.com/kite-project/kite/apiserver/authz"
+	"github.com/kite-project/kite/apiserver/flowcontrol"
 	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/apiserver/metricsapi"
 	"github.com/kite-project/kite/apiserver/nodeproxy"
@@ -95,6 +96,8 @@ type Server struct {
 	frontProxyCA []byte
 	// metricsAPI serves metrics.k8s.io from the agents' summaries.
 	metricsAPI *metricsapi.API
+	// apf is API priority and fairness, unless off (flowcontrol.go).
+	apf *flowcontrol.Controller
 	// stopControllers ends the controllers and waits for them: Close
 	// calls it first, so that they never see the API go away.
 	stopControllers func()
@@ -137,6 +140,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.serveHTTPS(ctx, opts) },
 		func() error { return s.ensureKubernetesService(ctx, opts) },
 		func() error { return s.writeKubeconfig(opts) },
+		func() error { return s.startFlowControl() },
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.ensureAuthorization(ctx, opts) },
 		func() error { return s.ensureExtensionAuthentication(ctx) },
@@ -268,6 +272,9 @@ func (s *Server) newAPI(opts Options) error {
 	if err := s.newMetricsAPI(opts); err != nil {
 		return err
 	}
+	if err := s.newFlowControl(opts); err != nil {
+		return err
+	}
 	extra := map[string]http.Handler{"/openapi/": oa}
 	for path, h := range s.auth.handlers {
 		extra[path] = h
@@ -282,6 +289,7 @@ func (s *Server) newAPI(opts Options) error {
 		Version:       v,
 		Authenticator: s.auth.authenticator,
 		Authorizer:    s.authz,
+		FlowControl:   s.flowControlFilter(),
 		Connect:       s.nodeProxy,
 		Remote:        remotes{s.aggregator, s.metricsAPI},
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},

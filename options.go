@@ -148,6 +148,11 @@ type Options struct {
 	// system:masters are not counted. 0 means 400 and 200, negative no
 	// limit.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// DisablePriorityAndFairness is --enable-priority-and-fairness=false:
+	// the two limits above apply as they are, instead of being the seats
+	// API priority and fairness shares among priority levels
+	// (docs/flowcontrol.md).
+	DisablePriorityAndFairness bool
 	// MetricResolution is how often the metrics API (metrics.k8s.io,
 	// kubectl top) reads the agents (--metric-resolution); 0 means
 	// metrics-server's 15 s.

@@ -51,6 +51,13 @@ type Options struct {
 	Authorizer interface {
 		Wrap(next http.Handler) http.Handler
 	}
+	// FlowControl, if set, is API priority and fairness
+	// (apiserver/flowcontrol): it runs between authentication and
+	// authorization, as upstream's filter, and replaces the in-flight
+	// limits below.
+	FlowControl interface {
+		Wrap(next http.Handler) http.Handler
+	}
 	// Checks are health checks for /healthz, /livez and /readyz;
 	// ReadyChecks only for /readyz (e.g. watch caches synced).
 	Checks      []HealthCheck
@@ -161,6 +168,10 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Authorizer != nil {
 		h = opts.Authorizer.Wrap(h)
+	}
+	if opts.FlowControl != nil {
+		h = opts.FlowControl.Wrap(h)
+		s.inflight = newInflight(-1, -1)
 	}
 	if opts.Authenticator != nil {
 		h = opts.Authenticator.Wrap(h)

@@ -253,9 +253,13 @@ func (a *Authorizer) RoleReferenceRules(_ context.Context, ref rbacv1.RoleRef, n
 // patch, delete, deletecollection for resources; the method's verb for
 // other paths), with the selectors parsed.
 func (a *Authorizer) Attributes(r *http.Request) (*authorizer.AttributesRecord, *genericapirequest.RequestInfo, error) {
-	info, err := a.infos.NewRequestInfo(r)
-	if err != nil {
-		return nil, nil, fmt.Errorf("request info of %s %s: %w", r.Method, r.URL.Path, err)
+	// Priority and fairness, before authorization, may have parsed it.
+	info, ok := genericapirequest.RequestInfoFrom(r.Context())
+	if !ok {
+		var err error
+		if info, err = a.infos.NewRequestInfo(r); err != nil {
+			return nil, nil, fmt.Errorf("request info of %s %s: %w", r.Method, r.URL.Path, err)
+		}
 	}
 	attrs := &authorizer.AttributesRecord{
 		ResourceRequest: info.IsResourceRequest,

@@ -31,6 +31,7 @@ type apiFlags struct {
 	http2MaxStreams       int
 	maxInflight           int
 	maxMutatingInflight   int
+	enableAPF             bool
 	minRequestTimeout     int // seconds
 	metricResolution      time.Duration
 	authorizationModes    []string
@@ -51,6 +52,7 @@ func (f *apiFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ to authenticated clients, as kube-apiserver does")
 	fs.IntVar(&f.maxInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInFlight, "limit of non-mutating requests in flight (watches and system:masters excepted); past it a request gets 429; 0 disables the limit")
 	fs.IntVar(&f.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInFlight, "limit of mutating requests in flight (system:masters excepted); past it a request gets 429; 0 disables the limit")
+	fs.BoolVar(&f.enableAPF, "enable-priority-and-fairness", true, "API priority and fairness (docs/flowcontrol.md): requests classified by FlowSchemas into priority levels sharing --max-requests-inflight + --max-mutating-requests-inflight seats, queued fairly, 429 past their queues; false applies the two limits as they are")
 	f.serviceNet.add(fs)
 	fs.IntVar(&f.minRequestTimeout, "min-request-timeout", int(apiserver.DefaultMinRequestTimeout/time.Second), "seconds a watch without timeoutSeconds lasts at least (it lasts up to twice as long)")
 	fs.DurationVar(&f.metricResolution, "metric-resolution", metricsapi.DefaultResolution, "how often the metrics API (metrics.k8s.io, kubectl top) reads every agent's summary, as metrics-server's flag")
@@ -146,6 +148,7 @@ func (f *apiFlags) options(dataDir string) (kite.Options, error) {
 	}
 	// The flags' 0 is upstream's "no limit", the options' negative.
 	opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight = noLimitIfZero(f.maxInflight), noLimitIfZero(f.maxMutatingInflight)
+	opts.DisablePriorityAndFairness = !f.enableAPF
 	opts.MinRequestTimeout = time.Duration(f.minRequestTimeout) * time.Second
 	if f.metricResolution <= 0 {
 		return kite.Options{}, fmt.Errorf("--metric-resolution must be positive, got %s", f.metricResolution)

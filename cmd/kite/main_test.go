@@ -137,22 +137,25 @@ func TestWatchCacheSizeFlags(t *testing.T) {
 }
 
 // TestRequestLimitFlagsReachTheOptions checks kube-apiserver's request
-// limit flags: their defaults, 0 as "no limit", and negative values
-// refused with upstream's message.
+// limit flags: their defaults (priority and fairness on), 0 as "no
+// limit", and negative values refused with upstream's message.
 func TestRequestLimitFlagsReachTheOptions(t *testing.T) {
 	tests := []struct {
 		args               []string
 		inflight, mutating int
 		minRequestTimeout  time.Duration
+		apfOff             bool
 	}{
-		{nil, 400, 200, 30 * time.Minute},
-		{[]string{"--max-requests-inflight", "10", "--max-mutating-requests-inflight", "0", "--min-request-timeout", "60"}, 10, -1, time.Minute},
+		{nil, 400, 200, 30 * time.Minute, false},
+		{[]string{"--max-requests-inflight", "10", "--max-mutating-requests-inflight", "0", "--min-request-timeout", "60"}, 10, -1, time.Minute, false},
+		{[]string{"--enable-priority-and-fairness=false"}, 400, 200, 30 * time.Minute, true},
 	}
 	for _, tt := range tests {
 		opts := apiOptions(t, tt.args)
-		if opts.MaxRequestsInFlight != tt.inflight || opts.MaxMutatingRequestsInFlight != tt.mutating || opts.MinRequestTimeout != tt.minRequestTimeout {
-			t.Errorf("%v: %d, %d, %s; want %d, %d, %s", tt.args, opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MinRequestTimeout,
-				tt.inflight, tt.mutating, tt.minRequestTimeout)
+		if opts.MaxRequestsInFlight != tt.inflight || opts.MaxMutatingRequestsInFlight != tt.mutating || opts.MinRequestTimeout != tt.minRequestTimeout ||
+			opts.DisablePriorityAndFairness != tt.apfOff {
+			t.Errorf("%v: %d, %d, %s, priority and fairness off %v; want %d, %d, %s, %v", tt.args, opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MinRequestTimeout,
+				opts.DisablePriorityAndFairness, tt.inflight, tt.mutating, tt.minRequestTimeout, tt.apfOff)
 		}
 	}
 	var f apiFlags

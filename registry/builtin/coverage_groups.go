@@ -89,8 +89,8 @@ func resourceStrategies() []*registry.Strategy {
 
 // flowcontrolStrategies are flowcontrol.apiserver.k8s.io/v1's flowschemas
 // and prioritylevelconfigurations: stored, with upstream's mandatory and
-// suggested objects created at start (StartupObjects); Kite does not
-// queue requests by them.
+// suggested objects created at start (StartupObjects); apiserver/flowcontrol
+// classifies and limits requests by them (docs/flowcontrol.md).
 func flowcontrolStrategies() []*registry.Strategy {
 	gv := flowcontrolv1.SchemeGroupVersion
 	return []*registry.Strategy{

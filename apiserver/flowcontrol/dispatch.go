@@ -1,0 +1,334 @@
+package flowcontrol
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// dispatcher holds every level's seats and queues. One mutex guards it
+// all: a request takes it once to get a seat and once to give it back.
+type dispatcher struct {
+	mu     sync.Mutex
+	levels map[string]*level
+	// poolUsed are the seats levels use beyond their guaranteed ones, out
+	// of poolSize, the seats they may lend (borrowing as upstream, decided
+	// at each dispatch rather than every few seconds).
+	poolUsed, poolSize int
+	// waiting counts the queued requests of all levels.
+	waiting int
+	now     func() time.Time
+}
+
+// level is one priority level's state. Its cfg changes with the
+// configuration; a level whose object is gone is removed and only drains.
+type level struct {
+	cfg     *levelConfig
+	inUse   int
+	waiting int
+	queues  []*queue
+	// vt is the level's virtual time: the start tag of the request last
+	// dispatched (start-time fair queuing).
+	vt      float64
+	removed bool
+	retry   *retryAfter
+}
+
+type queue struct {
+	waiters []*waiter
+	// start is the virtual start tag of the queue's next request;
+	// executing counts its requests holding seats.
+	start     float64
+	executing int
+}
+
+type waiter struct {
+	ch    chan struct{}
+	hash  uint64
+	q     *queue
+	state waiterState
+}
+
+type waiterState int
+
+const (
+	waiting waiterState = iota
+	granted
+	rejected
+)
+
+func newDispatcher(now func() time.Time) *dispatcher {
+	return &dispatcher{levels: map[string]*level{}, now: now}
+}
+
+// seat is a held seat; release gives it back. The zero seat (exempt
+// requests) holds nothing.
+type seat struct {
+	d *dispatcher
+	l *level
+	q *queue
+}
+
+func (s seat) release() {
+	if s.l == nil {
+		return
+	}
+	d := s.d
+	d.mu.Lock()
+	d.takeLocked(s.l, -1)
+	if s.q != nil {
+		s.q.executing--
+	}
+	if d.waiting > 0 {
+		d.dispatchLocked()
+	}
+	d.mu.Unlock()
+}
+
+// takeLocked changes l's seats in use by delta, keeping the pool's count.
+func (d *dispatcher) takeLocked(l *level, delta int) {
+	if l.removed {
+		l.inUse += delta
+		return
+	}
+	g := l.cfg.guaranteed()
+	before := max(0, l.inUse-g)
+	l.inUse += delta
+	d.poolUsed += max(0, l.inUse-g) - before
+}
+
+// canDispatchLocked: within its guaranteed seats a level always may; past
+// them it borrows from the pool, up to its limit.
+func (d *dispatcher) canDispatchLocked(l *level) bool {
+	if l.inUse < l.cfg.guaranteed() {
+		return true
+	}
+	return l.inUse < l.cfg.limit() && d.poolUsed < d.poolSize
+}
+
+// outcome of acquire.
+type outcome int
+
+const (
+	executed outcome = iota
+	rejectedFull
+	rejectedTimeout
+)
+
+// acquire gets a seat of lc's level for a request of flow hash: at once
+// when one is free and nobody of the level waits, else after waiting in
+// the queue shuffle sharding picks (the shortest of the flow's hand) until
+// fair queuing dispatches it or the context of waitContext ends (made only
+// when the request waits: a timer per request costs as much as the rest). A level that rejects, or
+// whose chosen queue is full, refuses at once.
+func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64) (seat, outcome) {
+	if lc.exempt {
+		return seat{}, executed
+	}
+	d.mu.Lock()
+	l := d.levels[lc.pl.Name]
+	if l == nil || l.removed {
+		// Configured away since classification: as upstream, it still
+		// gets served by the level it was classified into; here that
+		// is none, so no limit applies.
+		d.mu.Unlock()
+		return seat{}, executed
+	}
+	if l.waiting == 0 && d.canDispatchLocked(l) {
+		d.takeLocked(l, 1)
+		d.mu.Unlock()
+		return seat{d: d, l: l}, executed
+	}
+	if l.cfg.reject || len(l.queues) == 0 {
+		d.rejectLocked(l)
+		d.mu.Unlock()
+		return seat{}, rejectedFull
+	}
+	var buf [maxHand]int
+	q := chooseQueue(l.queues, deal(hash, len(l.queues), l.cfg.handSize, buf[:]))
+	if len(q.waiters) >= l.cfg.queueLengthLimit {
+		d.rejectLocked(l)
+		d.mu.Unlock()
+		return seat{}, rejectedFull
+	}
+	w := &waiter{ch: make(chan struct{}), hash: hash}
+	d.enqueueLocked(l, q, w)
+	d.mu.Unlock()
+
+	waitCtx, cancel := waitContext(ctx)
+	defer cancel()
+	select {
+	case <-w.ch:
+	case <-waitCtx.Done():
+	case <-ctx.Done():
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch w.state {
+	case granted:
+		return seat{d: d, l: l, q: w.q}, executed
+	case waiting:
+		// Timed out (or the client left): out of the queue.
+		d.dequeueLocked(l, w)
+	}
+	d.rejectLocked(l)
+	return seat{}, rejectedTimeout
+}
+
+// chooseQueue is the queue of the hand with the fewest requests, waiting
+// and executing (the first of them on ties).
+func chooseQueue(queues []*queue, hand []int) *queue {
+	var best *queue
+	for _, i := range hand {
+		q := queues[i]
+		if best == nil || len(q.waiters)+q.executing < len(best.waiters)+best.executing {
+			best = q
+		}
+	}
+	return best
+}
+
+func (d *dispatcher) enqueueLocked(l *level, q *queue, w *waiter) {
+	if len(q.waiters) == 0 {
+		// A queue that was idle starts at the level's virtual time: it
+		// gets no credit for the time it was empty.
+		q.start = max(q.start, l.vt)
+	}
+	w.q = q
+	q.waiters = append(q.waiters, w)
+	l.waiting++
+	d.waiting++
+}
+
+func (d *dispatcher) dequeueLocked(l *level, w *waiter) {
+	q := w.q
+	for i, x := range q.waiters {
+		if x == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			break
+		}
+	}
+	l.waiting--
+	d.waiting--
+}
+
+func (d *dispatcher) rejectLocked(l *level) {
+	l.retry.drop(d.now().Unix())
+}
+
+// dispatchLocked gives free seats to waiting requests: first to levels
+// below their nominal seats, then to those that may borrow; within a
+// level, to the queue of the smallest virtual start (fair queuing).
+func (d *dispatcher) dispatchLocked() {
+	for _, belowNominal := range []bool{true, false} {
+		for progress := true; progress && d.waiting > 0; {
+			progress = false
+			for _, l := range d.levels {
+				if l.waiting == 0 || (belowNominal && l.inUse >= l.cfg.nominal) || !d.canDispatchLocked(l) {
+					continue
+				}
+				d.dispatchOneLocked(l)
+				progress = true
+			}
+		}
+	}
+}
+
+func (d *dispatcher) dispatchOneLocked(l *level) {
+	var q *queue
+	for _, c := range l.queues {
+		if len(c.waiters) > 0 && (q == nil || c.start < q.start) {
+			q = c
+		}
+	}
+	w := q.waiters[0]
+	q.waiters = q.waiters[1:]
+	l.vt = q.start
+	// Each request counts as one seat for one unit of virtual time.
+	q.start++
+	q.executing++
+	l.waiting--
+	d.waiting--
+	d.takeLocked(l, 1)
+	w.state = granted
+	close(w.ch)
+}
+
+// configure makes the levels those of c: new levels start empty, kept
+// ones take their new seats (their queues rebuilt, the waiting requests
+// queued again by their flows, when the queuing changed), gone ones are
+// removed (their waiting requests rejected, their executing ones drain).
+// Then free seats go to waiting requests.
+func (d *dispatcher) configure(c *config) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, l := range d.levels {
+		if c.levels[name] != nil {
+			continue
+		}
+		for _, q := range l.queues {
+			for _, w := range q.waiters {
+				w.state = rejected
+				close(w.ch)
+			}
+		}
+		d.waiting -= l.waiting
+		l.waiting, l.queues, l.removed = 0, nil, true
+		delete(d.levels, name)
+	}
+	d.poolSize, d.poolUsed = 0, 0
+	for name, lc := range c.levels {
+		l := d.levels[name]
+		switch {
+		case l == nil:
+			l = &level{cfg: lc, retry: newRetryAfter()}
+			l.queues = newQueues(lc.queues)
+			d.levels[name] = l
+		case !l.cfg.sameQueues(lc):
+			var ws []*waiter
+			for _, q := range l.queues {
+				ws = append(ws, q.waiters...)
+			}
+			d.waiting -= l.waiting
+			l.waiting = 0
+			l.cfg = lc
+			l.queues = newQueues(lc.queues)
+			for _, w := range ws {
+				if lc.reject || len(l.queues) == 0 {
+					w.state = rejected
+					close(w.ch)
+					continue
+				}
+				var buf [maxHand]int
+				d.enqueueLocked(l, chooseQueue(l.queues, deal(w.hash, len(l.queues), lc.handSize, buf[:])), w)
+			}
+		default:
+			l.cfg = lc
+		}
+		if !lc.exempt {
+			d.poolSize += lc.lendable
+			d.poolUsed += max(0, l.inUse-lc.guaranteed())
+		}
+	}
+	if d.waiting > 0 {
+		d.dispatchLocked()
+	}
+}
+
+func newQueues(n int) []*queue {
+	qs := make([]*queue, n)
+	for i := range qs {
+		qs[i] = &queue{}
+	}
+	return qs
+}
+
+// retryAfterSeconds is Retry-After for a rejection by lc's level.
+func (d *dispatcher) retryAfterSeconds(lc *levelConfig) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l := d.levels[lc.pl.Name]; l != nil {
+		return l.retry.seconds
+	}
+	return 1
+}

@@ -1,0 +1,142 @@
+package flowcontrol
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// Wrap returns next behind priority and fairness: it belongs after
+// authentication (and impersonation), before authorization, as upstream's
+// chain. It puts the request's RequestInfo in the context (authorization
+// reuses it), classifies the request, sets the X-Kubernetes-PF-* headers,
+// and serves it once it holds a seat of its level, or answers 429.
+// Long-running requests but watches are not limited (upstream's
+// BasicLongRunningRequestCheck: verbs watch and proxy, subresources
+// attach, exec, log, portforward and proxy); a watch holds its seat only
+// until it is set up (its response headers are written).
+func (c *Controller) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		info, ok := genericapirequest.RequestInfoFrom(ctx)
+		if !ok {
+			var err error
+			if info, err = c.infos.NewRequestInfo(r); err != nil {
+				// Unparsable: authorization says so; nothing to classify.
+				next.ServeHTTP(w, r)
+				return
+			}
+			ctx = genericapirequest.WithRequestInfo(ctx, info)
+			r = r.WithContext(ctx)
+		}
+		watch := info.Verb == "watch"
+		if !watch && isLongRunning(info) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		u, ok := genericapirequest.UserFrom(ctx)
+		if !ok {
+			u = &user.DefaultInfo{}
+		}
+		d := Digest{RequestInfo: info, User: u}
+		cfg := c.config.Load()
+		fs, lc := cfg.classify(d)
+		// Set with their canonical names: no canonicalization per request.
+		h := w.Header()
+		h[priorityLevelHeader] = []string{string(lc.pl.UID)}
+		h[flowSchemaHeader] = []string{string(fs.UID)}
+		if lc.exempt {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s, out := c.dispatch.acquire(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)))
+		if out != executed {
+			tooManyRequests(w, c.dispatch.retryAfterSeconds(lc))
+			return
+		}
+		if !watch {
+			defer s.release()
+			next.ServeHTTP(w, r)
+			return
+		}
+		iw := &initWriter{ResponseWriter: w, release: s.release}
+		defer iw.initialized()
+		next.ServeHTTP(iw, r)
+	})
+}
+
+// The response headers (flowcontrolv1.ResponseHeaderMatched*), in
+// net/http's canonical form (TestHeaderNamesAreCanonical).
+const (
+	priorityLevelHeader = "X-Kubernetes-Pf-Prioritylevel-Uid"
+	flowSchemaHeader    = "X-Kubernetes-Pf-Flowschema-Uid"
+)
+
+// waitContext bounds how long a request may wait in its queue: a quarter
+// of its deadline, or of the request timeout without one, at most a
+// minute (upstream's getRequestWaitContext).
+func (c *Controller) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := c.waitLimit
+	if deadline, ok := ctx.Deadline(); ok {
+		limit = time.Until(deadline) / 4
+	}
+	return context.WithTimeout(ctx, min(limit, time.Minute))
+}
+
+// isLongRunning is kube-apiserver's long-running check of a request.
+func isLongRunning(info *genericapirequest.RequestInfo) bool {
+	switch info.Verb {
+	case "watch", "proxy":
+		return true
+	}
+	if !info.IsResourceRequest {
+		return false
+	}
+	switch info.Subresource {
+	case "attach", "exec", "log", "portforward", "proxy":
+		return true
+	}
+	return false
+}
+
+// tooManyRequests is upstream's rejection, byte for byte.
+func tooManyRequests(w http.ResponseWriter, retryAfter int64) {
+	w.Header().Set("Retry-After", strconv.FormatInt(retryAfter, 10))
+	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+}
+
+// initWriter gives a watch's seat back when the watch is set up: when its
+// response starts (the watch handler writes the headers once the storage
+// watch is established), or when the handler returns.
+type initWriter struct {
+	http.ResponseWriter
+	once    sync.Once
+	release func()
+}
+
+func (w *initWriter) initialized() { w.once.Do(w.release) }
+
+func (w *initWriter) WriteHeader(code int) {
+	w.initialized()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *initWriter) Write(b []byte) (int, error) {
+	w.initialized()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *initWriter) Flush() {
+	w.initialized()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *initWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
