@@ -75,6 +75,9 @@ type Inputs struct {
 	// ImageUser is the image's user (the runtime's ImageStatus: uid or
 	// name), for runAsNonRoot; nil when unknown.
 	ImageUser *ImageUser
+	// SeccompProfileRoot is the directory of Localhost seccomp profiles
+	// (the kubelet's <root-dir>/seccomp).
+	SeccompProfileRoot string
 	// PodDir is the pod's directory, where the files bound at its
 	// containers' terminationMessagePath are (TerminationMessageFile).
 	PodDir string

@@ -243,7 +243,8 @@ func (m *Manager) DNSWarnings(pod *v1.Pod) []containerconfig.DNSWarning {
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
 	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
-		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain, PodNetwork: m.opts.PodNetwork}
+		SeccompProfileRoot: filepath.Join(m.opts.RootDir, "seccomp"),
+		RunsImages:         m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain, PodNetwork: m.opts.PodNetwork}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
