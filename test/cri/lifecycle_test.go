@@ -3,12 +3,15 @@ package cri
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -188,6 +191,20 @@ var lifecycleCases = []lifecycleCase{
 		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
 			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
 			terminated(t, "state", mainStatus(p).State.Terminated, 1, "Error", "one\ntwo\n")
+		},
+	},
+	{
+		name: "memory-limit-oom-killed",
+		pod: func(p *v1.Pod, _ int) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			c := &p.Spec.Containers[0]
+			// tail keeps a line that never ends in memory.
+			shell(c, "exec tail /dev/zero")
+			c.Resources = v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}}
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
+			terminated(t, "state", mainStatus(p).State.Terminated, 137, "OOMKilled", "")
 		},
 	},
 	{
@@ -425,6 +442,90 @@ var lifecycleCases = []lifecycleCase{
 			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
 			a.waitEvent(t, p, "FailedPostStartHook", "")
 			terminated(t, "state", mainStatus(p).State.Terminated, 7, "Error", "")
+		},
+	},
+	{
+		name: "sidecar-restarts-under-never",
+		pod: func(p *v1.Pod, _ int) {
+			always := v1.ContainerRestartPolicyAlways
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.InitContainers = []v1.Container{{Name: "sidecar", Image: critest.BusyBox, RestartPolicy: &always}}
+			shell(&p.Spec.InitContainers[0], "sleep 1; exit 5")
+			shell(&p.Spec.Containers[0], trapLoop)
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "a sidecar restart", restarted(true, "sidecar"))
+			terminated(t, "sidecar lastState", status(p, true, "sidecar").LastTerminationState.Terminated, 5, "Error", "")
+			if m := mainStatus(p); m == nil || m.RestartCount != 0 || p.Status.Phase != v1.PodRunning {
+				t.Errorf("main %+v phase %s, want running on, Running", m, p.Status.Phase)
+			}
+		},
+	},
+	{
+		name: "active-deadline-fails-the-pod",
+		pod: func(p *v1.Pod, _ int) {
+			deadline := int64(3)
+			p.Spec.ActiveDeadlineSeconds = &deadline
+			shell(&p.Spec.Containers[0], trapLoop)
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
+			if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+				t.Errorf("reason %q message %q, want DeadlineExceeded and the kubelet's message", p.Status.Reason, p.Status.Message)
+			}
+			p = a.wait(t, p, "main terminated", func(p *v1.Pod) bool { return mainStatus(p).State.Terminated != nil })
+			terminated(t, "state", mainStatus(p).State.Terminated, 7, "Error", "")
+		},
+	},
+	{
+		name: "probe-grace-overrides-the-pods",
+		pod: func(p *v1.Pod, _ int) {
+			grace, probeGrace := int64(300), int64(1)
+			p.Spec.TerminationGracePeriodSeconds = &grace
+			c := &p.Spec.Containers[0]
+			shell(c, ignoreTermLoop)
+			c.LivenessProbe = execProbe("exit 1")
+			c.LivenessProbe.TerminationGracePeriodSeconds = &probeGrace
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "a restart", restarted(false, "main"))
+			terminated(t, "lastState", mainStatus(p).LastTerminationState.Terminated, 137, "Error", "")
+		},
+	},
+	{
+		name: "prestop-http-on-delete",
+		pod: func(p *v1.Pod, port int) {
+			c := &p.Spec.Containers[0]
+			shell(c, trapLoop)
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/prestop", Port: intstr.FromInt(port), Host: "127.0.0.1"}}}
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "Running", running)
+			port := p.Spec.Containers[0].Lifecycle.PreStop.HTTPGet.Port.IntValue()
+			hits := make(chan string, 1)
+			srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case hits <- r.URL.Path:
+				default:
+				}
+			})}
+			l, err := net.Listen("tcp", srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(l)
+			t.Cleanup(func() { srv.Close() })
+			if err := a.cs.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case path := <-hits:
+				if path != "/prestop" {
+					t.Errorf("preStop asked for %q, want /prestop", path)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("no preStop request within 60 s of the delete")
+			}
 		},
 	},
 	{

@@ -79,7 +79,7 @@ func TestSecurityContextOnContainerd(t *testing.T) {
 				p.Spec.SecurityContext = tc.pod
 				c := &p.Spec.Containers[0]
 				c.SecurityContext = tc.sc
-				c.Command = []string{"sh", "-c", tc.script + " > /dev/termination-log"}
+				c.Command = []string{"sh", "-c", "{ " + tc.script + "; } > /dev/termination-log"}
 			})
 			p = a.wait(t, p, "Succeeded", phase(v1.PodSucceeded))
 			tm := mainStatus(p).State.Terminated
