@@ -199,6 +199,9 @@ func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig
 	if c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: TerminationMessageFile(in.PodDir, c.Name, restartCount)})
 	}
+	if mountsHostsFile(c, in) {
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: HostsFile(in.PodDir)})
+	}
 	sc, err := securityContext(pod, c, in)
 	if err != nil {
 		return nil, err

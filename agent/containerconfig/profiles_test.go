@@ -1,6 +1,8 @@
 package containerconfig
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,5 +95,51 @@ func TestSandboxRunsUnderTheRuntimeDefaultSeccomp(t *testing.T) {
 	got := SandboxConfig(pod, Inputs{}, 0).Linux.SecurityContext.Seccomp
 	if got.GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault {
 		t.Errorf("sandbox seccomp %v, want RuntimeDefault", got)
+	}
+}
+
+// TestAppArmorUnenforceableAsTheKubeletsAdmission: a pending pod that asks
+// for a confining AppArmor profile (pod or container field, or the
+// deprecated annotation) is refused on a node without AppArmor; unconfined
+// profiles, pods already running and nodes with AppArmor are not; an empty
+// localhost name is refused everywhere.
+func TestAppArmorUnenforceableAsTheKubeletsAdmission(t *testing.T) {
+	noHost := errors.New("AppArmor is not enabled on the host")
+	empty := " "
+	cases := []struct {
+		name        string
+		pod         *v1.PodSecurityContext
+		container   *v1.SecurityContext
+		annotations map[string]string
+		phase       v1.PodPhase
+		host        error
+		want        string
+	}{
+		{name: "no profile", host: noHost},
+		{name: "unconfined field", container: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}}, host: noHost},
+		{name: "unconfined annotation", annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}, host: noHost},
+		{name: "runtime default on a node without apparmor", container: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}},
+			host: noHost, want: "AppArmor is not enabled on the host"},
+		{name: "pod field", pod: &v1.PodSecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}},
+			host: noHost, want: "AppArmor is not enabled on the host"},
+		{name: "annotation", annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"},
+			host: noHost, want: "AppArmor is not enabled on the host"},
+		{name: "running pods are not checked again", container: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}},
+			phase: v1.PodRunning, host: noHost},
+		{name: "node with apparmor", container: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}},
+		{name: "empty localhost name", container: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &empty}},
+			want: `invalid empty AppArmor profile name: "&AppArmorProfile{Type:Localhost,LocalhostProfile:* ,}"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("sec", v1.Container{Name: "c", SecurityContext: tc.container})
+			pod.Spec.SecurityContext = tc.pod
+			pod.Annotations = tc.annotations
+			pod.Status.Phase = tc.phase
+			err := AppArmorUnenforceable(pod, tc.host)
+			if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || err != nil && got != tc.want {
+				t.Errorf("AppArmorUnenforceable = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

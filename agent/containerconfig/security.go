@@ -138,7 +138,7 @@ func seccompProfile(pod *v1.Pod, c *v1.Container, root string) (*runtimeapi.Secu
 // deprecated per-container annotation (static pods keep it), else the
 // pod's field; none leaves the runtime's default.
 func appArmorProfile(pod *v1.Pod, c *v1.Container) (*runtimeapi.SecurityProfile, string, error) {
-	p := appArmorField(pod, c)
+	p := AppArmorProfile(pod, c)
 	if p == nil {
 		return nil, "", nil
 	}
@@ -169,9 +169,10 @@ func seLinuxOptions(pod *v1.Pod, c *v1.Container) *v1.SELinuxOptions {
 	return nil
 }
 
-// appArmorField is the AppArmor profile that applies to c (upstream's
-// apparmor.GetProfile).
-func appArmorField(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
+// AppArmorProfile is the AppArmor profile that applies to c (upstream's
+// apparmor.GetProfile): its field, else the pod's deprecated annotation for
+// it, else the pod's field; nil is none.
+func AppArmorProfile(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
 	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
 		return c.SecurityContext.AppArmorProfile
 	}
@@ -190,4 +191,48 @@ func appArmorField(pod *v1.Pod, c *v1.Container) *v1.AppArmorProfile {
 		return pod.Spec.SecurityContext.AppArmorProfile
 	}
 	return nil
+}
+
+// AppArmorUnenforceable says why the node cannot run a pending pod's
+// AppArmor profiles, as the kubelet's apparmor.Validate behind its
+// admission handler (reason "AppArmor", "Cannot enforce AppArmor: <err>"):
+// a profile other than unconfined on a node that cannot enforce one
+// (hostErr says why; nil is a node that can), or a localhost profile with
+// an empty name. Nil when the pod may run. The runtime would otherwise
+// refuse every container of such a pod at create time (containerd:
+// "apparmor is not supported"), and the pod would wait forever.
+func AppArmorUnenforceable(pod *v1.Pod, hostErr error) error {
+	if pod.Status.Phase != v1.PodPending && pod.Status.Phase != "" || !appArmorRequired(pod) {
+		return nil
+	}
+	if hostErr != nil {
+		return hostErr
+	}
+	for _, c := range allContainers(pod) {
+		p := AppArmorProfile(pod, c)
+		if p != nil && p.Type == v1.AppArmorProfileTypeLocalhost && (p.LocalhostProfile == nil || strings.TrimSpace(*p.LocalhostProfile) == "") {
+			return fmt.Errorf("invalid empty AppArmor profile name: %q", p)
+		}
+	}
+	return nil
+}
+
+// appArmorRequired says whether any profile of the pod confines (upstream's
+// apparmor.isRequired): a pod or container field that is not Unconfined,
+// or a deprecated annotation that is not "unconfined".
+func appArmorRequired(pod *v1.Pod) bool {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.AppArmorProfile != nil && sc.AppArmorProfile.Type != v1.AppArmorProfileTypeUnconfined {
+		return true
+	}
+	for _, c := range allContainers(pod) {
+		if sc := c.SecurityContext; sc != nil && sc.AppArmorProfile != nil && sc.AppArmorProfile.Type != v1.AppArmorProfileTypeUnconfined {
+			return true
+		}
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) && v != v1.DeprecatedAppArmorBetaProfileNameUnconfined {
+			return true
+		}
+	}
+	return false
 }

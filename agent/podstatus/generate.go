@@ -105,14 +105,16 @@ func Generate(in Input) v1.PodStatus {
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, initialized(pod, s.InitContainerStatuses, s.ContainerStatuses))
-	// A terminal phase is final (the kubelet's three-way check).
-	if !terminal(s.Phase) {
-		switch {
-		case terminal(old.Phase):
-			s.Phase = old.Phase
-		case terminal(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	// A terminal phase is final (the kubelet's three-way check), also
+	// against the other terminal phase: a pod failed for its deadline
+	// whose containers then exit 0 on SIGTERM stays Failed, as the
+	// kubelet forces the API's phase back ("Pod attempted illegal phase
+	// transition").
+	switch {
+	case terminal(old.Phase):
+		s.Phase = old.Phase
+	case terminal(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == old.Phase {
 		s.Reason, s.Message = old.Reason, old.Message

@@ -478,6 +478,29 @@ var lifecycleCases = []lifecycleCase{
 		},
 	},
 	{
+		name: "active-deadline-set-by-an-update",
+		pod: func(p *v1.Pod, _ int) {
+			// Exits 0 on SIGTERM, as the pause image of the conformance
+			// test: the pod stays Failed all the same.
+			shell(&p.Spec.Containers[0], `trap 'exit 0' TERM; while :; do sleep 0.2; done`)
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			p = a.wait(t, p, "Running", running)
+			deadline := int64(2)
+			p.Spec.ActiveDeadlineSeconds = &deadline
+			if _, err := a.cs.CoreV1().Pods(p.Namespace).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
+			p = a.wait(t, p, "main terminated", func(p *v1.Pod) bool { return mainStatus(p).State.Terminated != nil })
+			<-timeAfter(1000) // the final status, after the container's exit
+			p = a.wait(t, p, "Failed still", phase(v1.PodFailed))
+			if p.Status.Reason != "DeadlineExceeded" {
+				t.Errorf("reason %q, want DeadlineExceeded", p.Status.Reason)
+			}
+		},
+	},
+	{
 		name: "probe-grace-overrides-the-pods",
 		pod: func(p *v1.Pod, _ int) {
 			grace, probeGrace := int64(300), int64(1)

@@ -21,8 +21,9 @@ const denyUnshare = `{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": 
 // without seccompDefault) do not filter, a Localhost profile is read from
 // <root-dir>/seccomp; the user and group, privileged (every capability),
 // added and dropped capabilities, and a read-only root. AppArmor
-// Unconfined runs on a host without AppArmor (this one has none, so
-// profiles that confine cannot be checked here).
+// Unconfined runs on a host without AppArmor, where a pod that asks for a
+// confining profile is refused at admission as by the kubelet (this host
+// has none, so profiles that confine cannot be checked here).
 func TestSecurityContextOnContainerd(t *testing.T) {
 	root := t.TempDir()
 	a := startAgent(t, "cri-security", root)
@@ -71,6 +72,20 @@ func TestSecurityContextOnContainerd(t *testing.T) {
 		{name: "apparmor-unconfined-runs", sc: &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}},
 			script: "echo ran", want: "ran\n"},
 	}
+	t.Run("apparmor-refused-without-apparmor", func(t *testing.T) {
+		t.Parallel()
+		if b, err := os.ReadFile("/sys/module/apparmor/parameters/enabled"); err == nil && strings.HasPrefix(string(b), "Y") {
+			t.Skip("skipped: this host has AppArmor; the case is for hosts without it")
+		}
+		p := a.pod(t, "apparmor", func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+			p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+		})
+		p = a.wait(t, p, "Failed", phase(v1.PodFailed))
+		if p.Status.Reason != "AppArmor" || p.Status.Message != "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host" {
+			t.Errorf("reason %q message %q, want the kubelet's AppArmor rejection", p.Status.Reason, p.Status.Message)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
