@@ -99,7 +99,7 @@ func Generate(in Input) v1.PodStatus {
 		in.Probes = NoProbes{}
 	}
 	pod, old := in.Pod, in.Old
-	s := v1.PodStatus{QOSClass: QOSClass(pod)}
+	s := v1.PodStatus{QOSClass: QOSClass(pod), ObservedGeneration: pod.Generation}
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true, old.InitContainerStatuses)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false, old.ContainerStatuses)
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
@@ -146,6 +146,9 @@ func Generate(in Input) v1.PodStatus {
 		if !kubetypes.PodConditionByAgent(c.Type) {
 			continue
 		}
+		// The generation the agent saw (the kubelet's
+		// PodObservedGenerationTracking, on by default since 1.35).
+		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = metav1.NewTime(in.Now.Truncate(time.Second))
 		for _, o := range append(old.Conditions, pod.Status.Conditions...) {
 			if o.Type == c.Type {

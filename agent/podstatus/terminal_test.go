@@ -40,3 +40,26 @@ func TestTerminalPhaseIsNotTradedForTheOther(t *testing.T) {
 		})
 	}
 }
+
+// TestObservedGenerationIsThePodsGeneration: the status and the agent's
+// conditions carry the generation of the pod they were made from, as the
+// kubelet's (PodObservedGenerationTracking); conditions the agent does not
+// own keep theirs.
+func TestObservedGenerationIsThePodsGeneration(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	p.Generation = 3
+	old := v1.PodStatus{Conditions: []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue, ObservedGeneration: 1}}}
+	s := Generate(Input{Pod: p, Runtime: rt(instance("a", podruntime.Running, 0, 1, 0)), Old: old, Now: now})
+	if s.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		want := int64(3)
+		if c.Type == "example.com/gate" {
+			want = 1
+		}
+		if c.ObservedGeneration != want {
+			t.Errorf("condition %s: observedGeneration %d, want %d", c.Type, c.ObservedGeneration, want)
+		}
+	}
+}

@@ -501,6 +501,38 @@ var lifecycleCases = []lifecycleCase{
 		},
 	},
 	{
+		name: "observed-generation-follows-updates",
+		pod: func(p *v1.Pod, _ int) {
+			shell(&p.Spec.Containers[0], trapLoop)
+		},
+		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
+			observed := func(gen int64) func(*v1.Pod) bool {
+				return func(p *v1.Pod) bool {
+					if p.Status.ObservedGeneration != gen || len(p.Status.Conditions) == 0 {
+						return false
+					}
+					for _, c := range p.Status.Conditions {
+						if c.ObservedGeneration != gen {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			p = a.wait(t, p, "observedGeneration 1", observed(1))
+			deadline := int64(3600)
+			p.Spec.ActiveDeadlineSeconds = &deadline
+			p, err := a.cs.CoreV1().Pods(p.Namespace).Update(context.Background(), p, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Generation != 2 {
+				t.Fatalf("generation %d after a spec update, want 2", p.Generation)
+			}
+			a.wait(t, p, "observedGeneration 2", observed(2))
+		},
+	},
+	{
 		name: "probe-grace-overrides-the-pods",
 		pod: func(p *v1.Pod, _ int) {
 			grace, probeGrace := int64(300), int64(1)
