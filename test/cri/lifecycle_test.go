@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -634,6 +636,10 @@ func TestLifecycle(t *testing.T) {
 	for _, rt := range lifecycleRuntimes {
 		t.Run(rt.name, func(t *testing.T) {
 			a := startAgentWith(t, "lc-"+rt.name, t.TempDir(), rt.opts(t))
+			// Before the agent stops (cleanups run last first): the
+			// process runtime's containers outlive their agent, and would
+			// write into the root directory as it is removed.
+			t.Cleanup(func() { a.drain(t) })
 			for _, tc := range lifecycleCases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
@@ -644,4 +650,43 @@ func TestLifecycle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drain deletes the node's pods gracefully and waits until the agent has
+// stopped their containers and removed them from the API.
+func (a *testAgent) drain(t *testing.T) {
+	ctx := context.Background()
+	one := int64(1)
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		list, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.node})
+		if err != nil {
+			t.Errorf("drain %s: %v", a.node, err)
+			return
+		}
+		if len(list.Items) == 0 && a.processContainersExited() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("drain %s: %d pods left after 90 s, or process containers still running", a.node, len(list.Items))
+			return
+		}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				a.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &one})
+			}
+		}
+	}
+}
+
+// processContainersExited says whether every container of the process
+// runtime under the agent's root has its exit recorded (exit.json); true
+// for other runtimes.
+func (a *testAgent) processContainersExited() bool {
+	dirs, _ := filepath.Glob(filepath.Join(a.root, "runtime", "containers", "*"))
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "exit.json")); err != nil {
+			return false
+		}
+	}
+	return true
 }
