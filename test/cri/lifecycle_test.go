@@ -537,7 +537,10 @@ var lifecycleCases = []lifecycleCase{
 	{
 		name: "probe-grace-overrides-the-pods",
 		pod: func(p *v1.Pod, _ int) {
-			grace, probeGrace := int64(300), int64(1)
+			// A pod grace the test would see, yet short enough that a
+			// container left behind at the test's end is gone before the
+			// drain gives up.
+			grace, probeGrace := int64(40), int64(1)
 			p.Spec.TerminationGracePeriodSeconds = &grace
 			c := &p.Spec.Containers[0]
 			shell(c, ignoreTermLoop)
@@ -547,6 +550,10 @@ var lifecycleCases = []lifecycleCase{
 		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
 			p = a.wait(t, p, "a restart", restarted(false, "main"))
 			terminated(t, "lastState", mainStatus(p).LastTerminationState.Terminated, 137, "Error", "")
+			// Killed a second after the probe failed, not after the pod's 40 s.
+			if tm := mainStatus(p).LastTerminationState.Terminated; tm != nil && tm.FinishedAt.Sub(tm.StartedAt.Time) > 25*time.Second {
+				t.Errorf("the container ran %v before SIGKILL: the pod's grace, not the probe's 1 s", tm.FinishedAt.Sub(tm.StartedAt.Time))
+			}
 		},
 	},
 	{
