@@ -82,6 +82,7 @@ func (a *Agent) newPodManager(opts *Options, cs *kubernetes.Clientset) (*podsync
 		ClusterDomain:  opts.ClusterDomain,
 		SeenAllSources: a.SeenAllSources,
 		PodNetwork:     a.podNet != nil,
+		AppArmorHost:   appArmorHost(),
 	}
 	if cs != nil {
 		po.Client = cs

@@ -253,6 +253,8 @@ func compare(existing, in *v1.Pod, source string) (stored *v1.Pod, op kubetypes.
 	stored.Labels = ref.Labels
 	stored.DeletionTimestamp = ref.DeletionTimestamp
 	stored.DeletionGracePeriodSeconds = ref.DeletionGracePeriodSeconds
+	// The generation too: the status reports it as observedGeneration.
+	stored.Generation = ref.Generation
 	stored.Status = ref.Status
 	annotations := make(map[string]string, len(ref.Annotations)+len(localAnnotations))
 	for k, v := range ref.Annotations {

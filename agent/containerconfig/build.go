@@ -75,6 +75,9 @@ type Inputs struct {
 	// ImageUser is the image's user (the runtime's ImageStatus: uid or
 	// name), for runAsNonRoot; nil when unknown.
 	ImageUser *ImageUser
+	// SeccompProfileRoot is the directory of Localhost seccomp profiles
+	// (the kubelet's <root-dir>/seccomp).
+	SeccompProfileRoot string
 	// PodDir is the pod's directory, where the files bound at its
 	// containers' terminationMessagePath are (TerminationMessageFile).
 	PodDir string
@@ -195,6 +198,9 @@ func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig
 	restartCount := in.RestartCount
 	if c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: TerminationMessageFile(in.PodDir, c.Name, restartCount)})
+	}
+	if mountsHostsFile(c, in) {
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: HostsFile(in.PodDir)})
 	}
 	sc, err := securityContext(pod, c, in)
 	if err != nil {

@@ -23,7 +23,11 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 	for k, v := range pod.Annotations {
 		annotations[k] = v
 	}
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}
+	// The sandbox (its pause process) runs under the runtime's default
+	// seccomp profile whatever the pod asks, as the kubelet's
+	// (kubernetes#84623).
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
 	var sysctls map[string]string
 	if p := pod.Spec.SecurityContext; p != nil {
 		sc.RunAsUser, sc.RunAsGroup, sc.SupplementalGroups = podIDs(p)

@@ -99,20 +99,22 @@ func Generate(in Input) v1.PodStatus {
 		in.Probes = NoProbes{}
 	}
 	pod, old := in.Pod, in.Old
-	s := v1.PodStatus{QOSClass: QOSClass(pod)}
+	s := v1.PodStatus{QOSClass: QOSClass(pod), ObservedGeneration: pod.Generation}
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true, old.InitContainerStatuses)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false, old.ContainerStatuses)
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, initialized(pod, s.InitContainerStatuses, s.ContainerStatuses))
-	// A terminal phase is final (the kubelet's three-way check).
-	if !terminal(s.Phase) {
-		switch {
-		case terminal(old.Phase):
-			s.Phase = old.Phase
-		case terminal(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	// A terminal phase is final (the kubelet's three-way check), also
+	// against the other terminal phase: a pod failed for its deadline
+	// whose containers then exit 0 on SIGTERM stays Failed, as the
+	// kubelet forces the API's phase back ("Pod attempted illegal phase
+	// transition").
+	switch {
+	case terminal(old.Phase):
+		s.Phase = old.Phase
+	case terminal(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == old.Phase {
 		s.Reason, s.Message = old.Reason, old.Message
@@ -144,6 +146,9 @@ func Generate(in Input) v1.PodStatus {
 		if !kubetypes.PodConditionByAgent(c.Type) {
 			continue
 		}
+		// The generation the agent saw (the kubelet's
+		// PodObservedGenerationTracking, on by default since 1.35).
+		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = metav1.NewTime(in.Now.Truncate(time.Second))
 		for _, o := range append(old.Conditions, pod.Status.Conditions...) {
 			if o.Type == c.Type {

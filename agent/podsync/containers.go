@@ -246,7 +246,7 @@ func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v", h.Exec.Command, c.Name, podName(pod), err), err
 		}
 	case h.HTTPGet != nil:
-		if err := m.httpHook(ctx, c, h.HTTPGet); err != nil {
+		if err := m.httpHook(ctx, c, h.HTTPGet, m.hookHost(ctx, pod)); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName(pod), err), err
 		}
 	case h.Sleep != nil:
@@ -258,13 +258,26 @@ func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	return "", nil
 }
 
-func (m *Manager) httpHook(ctx context.Context, c *v1.Container, g *v1.HTTPGetAction) error {
+// hookHost is where an HTTP hook without a host goes: the pod's own
+// address (its sandbox's), as the kubelet's handler runner asks the
+// runtime for it; the node's for a pod on the node's network.
+func (m *Manager) hookHost(ctx context.Context, pod *v1.Pod) string {
+	if m.opts.PodNetwork && !pod.Spec.HostNetwork {
+		if rt, err := m.runtimePod(ctx, pod); err == nil && len(rt.IPs) > 0 {
+			return rt.IPs[0]
+		}
+	}
+	if host := first(m.opts.HostIPs); host != "" {
+		return host
+	}
+	return "127.0.0.1"
+}
+
+// httpHook sends the hook's GET to its host, or to podHost without one.
+func (m *Manager) httpHook(ctx context.Context, c *v1.Container, g *v1.HTTPGetAction, podHost string) error {
 	host := g.Host
 	if host == "" {
-		host = first(m.opts.HostIPs)
-	}
-	if host == "" {
-		host = "127.0.0.1"
+		host = podHost
 	}
 	port, err := resolvePort(g.Port, c)
 	if err != nil {

@@ -55,7 +55,7 @@ func TestHTTPHookClient(t *testing.T) {
 	m := &Manager{opts: Options{HostIPs: []string{"127.0.0.1"}}, hooks: newHookClient()}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := m.httpHook(context.Background(), &v1.Container{Name: "c"}, &v1.HTTPGetAction{Scheme: tc.scheme, Port: port(tc.server), Path: tc.path})
+			err := m.httpHook(context.Background(), &v1.Container{Name: "c"}, &v1.HTTPGetAction{Scheme: tc.scheme, Port: port(tc.server), Path: tc.path}, "127.0.0.1")
 			if (err != nil) != tc.wantErr {
 				t.Errorf("hook error = %v, want error %v", err, tc.wantErr)
 			}

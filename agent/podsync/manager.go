@@ -87,6 +87,9 @@ type Options struct {
 	ClusterDomain string
 	// MaxPods is --max-pods, the most pods admitted at once; zero is 110.
 	MaxPods int
+	// AppArmorHost is why the node cannot enforce AppArmor profiles (nil:
+	// it can): pods that ask for one are refused at admission.
+	AppArmorHost error
 	// SeenAllSources says whether every source has sent its first
 	// snapshot (the Agent's SeenAllSources): until then no runtime pod is
 	// stopped for being unknown. Nil means always.
@@ -353,7 +356,8 @@ func (m *Manager) ObserveMirror(mirror *v1.Pod) {
 }
 
 // admit runs the kubelet's admission for a pod new to the workers: it
-// must fit beside the active pods (not yet terminated). Pods the workers
+// must fit beside the active pods (not yet terminated), and the node must
+// be able to enforce its AppArmor profiles. Pods the workers
 // know already, pods in a terminal phase or being deleted, and static pods
 // are not checked.
 func (m *Manager) admit(pod *v1.Pod, pods map[types.UID]*v1.Pod) *podactions.Rejection {
@@ -367,7 +371,13 @@ func (m *Manager) admit(pod *v1.Pod, pods map[types.UID]*v1.Pod) *podactions.Rej
 			active = append(active, p)
 		}
 	}
-	return podactions.Admit(pod, active, m.opts.Allocatable, m.opts.MaxPods)
+	if r := podactions.Admit(pod, active, m.opts.Allocatable, m.opts.MaxPods); r != nil {
+		return r
+	}
+	if err := containerconfig.AppArmorUnenforceable(pod, m.opts.AppArmorHost); err != nil {
+		return &podactions.Rejection{Reason: "AppArmor", Message: fmt.Sprintf("Cannot enforce AppArmor: %v", err)}
+	}
+	return nil
 }
 
 // reject fails a pod that admission refused, as the kubelet's rejectPod:

@@ -243,7 +243,8 @@ func (m *Manager) DNSWarnings(pod *v1.Pod) []containerconfig.DNSWarning {
 // node is the Inputs of the node's facts, for pod.
 func (m *Manager) node(pod *v1.Pod) containerconfig.Inputs {
 	return containerconfig.Inputs{NodeName: m.opts.NodeName, HostIPs: m.opts.HostIPs, Allocatable: m.opts.Allocatable, LogDirectory: m.LogDirectory(pod), PodDir: m.PodDir(pod),
-		RunsImages: m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain, PodNetwork: m.opts.PodNetwork}
+		SeccompProfileRoot: filepath.Join(m.opts.RootDir, "seccomp"),
+		RunsImages:         m.opts.RunsImages, HostDNS: m.opts.HostDNS, ClusterDNS: m.opts.ClusterDNS, ClusterDomain: m.opts.ClusterDomain, PodNetwork: m.opts.PodNetwork}
 }
 
 // inputs are the Inputs of pod: the node's facts and the configMaps and
@@ -306,6 +307,9 @@ func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		if err := createTerminationMessageFile(m.TerminationMessageFile(pod, c.Name, restartCount)); err != nil {
 			return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
 		}
+	}
+	if err := writeHostsFile(pod, cfg, m.PodDir(pod), in); err != nil {
+		return nil, err
 	}
 	for _, mount := range cfg.Mounts {
 		if isVolume(volumes, mount.HostPath) {
@@ -417,6 +421,34 @@ func hostPath(hp *v1.HostPathVolumeSource) error {
 		if fi, err := os.Stat(hp.Path); err != nil || !fi.Mode().IsRegular() {
 			return fmt.Errorf("hostPath type check failed: %s is not a file", hp.Path)
 		}
+	}
+	return nil
+}
+
+// writeHostsFile writes the pod's managed hosts file when cfg binds it, as
+// the kubelet's makeHostsMount before each container: from the node's
+// /etc/hosts for a pod on the node's network.
+func writeHostsFile(pod *v1.Pod, cfg *runtimeapi.ContainerConfig, podDir string, in containerconfig.Inputs) error {
+	path := containerconfig.HostsFile(podDir)
+	for _, mount := range cfg.Mounts {
+		if mount.HostPath != path {
+			continue
+		}
+		var nodeHosts []byte
+		if pod.Spec.HostNetwork || !in.PodNetwork {
+			b, err := os.ReadFile(containerconfig.EtcHostsPath)
+			if err != nil {
+				return fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			nodeHosts = b
+		}
+		if err := os.MkdirAll(podDir, DirMode); err != nil {
+			return fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if err := os.WriteFile(path, containerconfig.HostsContent(pod, in, nodeHosts), 0o644); err != nil {
+			return fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return os.Chmod(path, 0o644)
 	}
 	return nil
 }
