@@ -2,6 +2,7 @@ package podautoscaler_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +25,17 @@ type cpuSource struct {
 	mu          sync.Mutex
 	utilization int32
 	client      kubernetes.Interface
+	// measured is when each utilization was last reported.
+	measured map[int32]time.Time
 }
 
 func (s *cpuSource) set(u int32) { s.mu.Lock(); s.utilization = u; s.mu.Unlock() }
+
+func (s *cpuSource) lastMeasured(u int32) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.measured[u]
+}
 
 func (s *cpuSource) Measure(ctx context.Context, h *autoscalingv2.HorizontalPodAutoscaler, _ autoscalingv2.MetricSpec, _ string) (autoscalingv2.MetricValueStatus, int32, error) {
 	d, err := s.client.AppsV1().Deployments(h.Namespace).Get(ctx, h.Spec.ScaleTargetRef.Name, metav1.GetOptions{})
@@ -35,6 +44,10 @@ func (s *cpuSource) Measure(ctx context.Context, h *autoscalingv2.HorizontalPodA
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.measured == nil {
+		s.measured = map[int32]time.Time{}
+	}
+	s.measured[s.utilization] = time.Now()
 	return autoscalingv2.MetricValueStatus{AverageUtilization: ptr.To(s.utilization)}, *d.Spec.Replicas, nil
 }
 
@@ -162,4 +175,79 @@ func start(t *testing.T, cs kubernetes.Interface, metrics podautoscaler.Metrics)
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// TestAutoscalerHoldsAScaleDownForItsStabilizationWindow: once the load
+// stops, the target keeps its replicas for the scale-down stabilization
+// window (behavior.scaleDown.stabilizationWindowSeconds, here 2 s for
+// upstream's default 300 s), AbleToScale saying ScaleDownStabilized
+// meanwhile, and only then goes down, to minReplicas in the end.
+func TestAutoscalerHoldsAScaleDownForItsStabilizationWindow(t *testing.T) {
+	const window = 2 * time.Second
+	const period = 50 * time.Millisecond
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	source := &cpuSource{utilization: 100, client: cs}
+	ns := start(t, cs, source)
+	ctx := t.Context()
+	_, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MaxReplicas:    4,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(window / time.Second))}},
+		}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := func() int32 {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *d.Spec.Replicas
+	}
+	ableToScale := func() string {
+		h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range h.Status.Conditions {
+			if c.Type == autoscalingv2.AbleToScale {
+				return c.Reason
+			}
+		}
+		return ""
+	}
+	for deadline := time.Now().Add(20 * time.Second); replicas() != 4; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never scaled up to 4 under load: %d", replicas())
+		}
+	}
+
+	// The load stops: 10% of a 50% target asks for ceil(0.2*4) = 1.
+	source.set(10)
+	var reasons []string
+	for replicas() == 4 {
+		if r := ableToScale(); !slices.Contains(reasons, r) {
+			reasons = append(reasons, r)
+		}
+		if time.Since(source.lastMeasured(100)) > window+20*time.Second {
+			t.Fatalf("still 4 replicas %s after the load was last measured (window %s)", time.Since(source.lastMeasured(100)), window)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The window runs from the last recommendation made under load: the
+	// controller's clock read just before that last measurement.
+	held := time.Since(source.lastMeasured(100))
+	if held < window-period {
+		t.Errorf("scaled down %s after the load was last measured, within the %s stabilization window", held, window)
+	}
+	if !slices.Contains(reasons, "ScaleDownStabilized") {
+		t.Errorf("AbleToScale reasons while held %v, want ScaleDownStabilized", reasons)
+	}
+	if got := replicas(); got != 1 {
+		t.Errorf("after the window, %d replicas, want 1 (minReplicas)", got)
+	}
+	t.Logf("held 4 replicas for %s after the load was last measured (window %s); AbleToScale reasons meanwhile %v", held.Round(time.Millisecond), window, reasons)
 }

@@ -92,4 +92,5 @@ spec:
 	if got := getIn(t, "", kc, `{.status.conditions[?(@.type=="ScalingActive")].status}`, "hpa", "hot"); got != "True" {
 		t.Errorf("ScalingActive %q, want True", got)
 	}
+	hpaScalesDownOnceTheLoadStops(t, kc, "hot")
 }
