@@ -12,7 +12,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -72,42 +74,32 @@ func installValidatingPolicy(t *testing.T, client kubernetes.Interface, pol *adm
 	t.Cleanup(func() {
 		_ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), b.Name, metav1.DeleteOptions{})
 	})
-	waitCached(t, func(opts metav1.ListOptions) ([]string, error) {
-		l, err := api.ValidatingAdmissionPolicies().List(t.Context(), opts)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, i := range l.Items {
-			names = append(names, i.Name)
-		}
-		return names, nil
+	waitCached(t, func(opts metav1.ListOptions) (any, error) {
+		return api.ValidatingAdmissionPolicies().List(t.Context(), opts)
 	}, pol.Name)
-	waitCached(t, func(opts metav1.ListOptions) ([]string, error) {
-		l, err := api.ValidatingAdmissionPolicyBindings().List(t.Context(), opts)
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, i := range l.Items {
-			names = append(names, i.Name)
-		}
-		return names, nil
+	waitCached(t, func(opts metav1.ListOptions) (any, error) {
+		return api.ValidatingAdmissionPolicyBindings().List(t.Context(), opts)
 	}, b.Name)
 }
 
 // waitCached waits until a list from the watch cache (resourceVersion
 // "0") names name.
-func waitCached(t *testing.T, list func(metav1.ListOptions) ([]string, error), name string) {
+func waitCached(t *testing.T, list func(metav1.ListOptions) (any, error), name string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		names, err := list(metav1.ListOptions{ResourceVersion: "0"})
+		l, err := list(metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.Contains(names, name) {
-			return
+		items, err := meta.ExtractList(l.(runtime.Object))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range items {
+			if m, err := meta.Accessor(i); err == nil && m.GetName() == name {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not in the watch cache after 10s", name)
