@@ -409,3 +409,59 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestValidatingAdmissionPolicyTypeChecking: the status controller writes
+// status.typeChecking once per generation, with upstream's warnings
+// (field, message) for expressions that do not type-check against the
+// matched kind's schema (the e2e "should type check validation
+// expressions").
+func TestValidatingAdmissionPolicyTypeChecking(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := policyNamespace(t, client, nil)
+	match := configMapsIn(client, t, ns)
+	match.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}
+	type warning struct{ field, contains string }
+	for _, tc := range []struct {
+		name       string
+		validation admissionregistrationv1.Validation
+		want       []warning
+	}{
+		{"well typed", admissionregistrationv1.Validation{Expression: "object.spec.replicas > 1"}, nil},
+		{"type confusion", admissionregistrationv1.Validation{Expression: "object.spec.replicas > '1'", MessageExpression: "'wants replicas > 1, got ' + object.spec.replicas"}, []warning{
+			{"spec.validations[0].expression", "found no matching overload for '_>_' applied to '(int, string)'"},
+			{"spec.validations[0].messageExpression", "found no matching overload for '_+_' applied to '(string, int)'"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+			pol, err := api.Create(t.Context(), &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{GenerateName: ns + "-"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConstraints: match, Validations: []admissionregistrationv1.Validation{tc.validation}}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = api.Delete(context.Background(), pol.Name, metav1.DeleteOptions{}) })
+			deadline := time.Now().Add(30 * time.Second)
+			for pol.Status.TypeChecking == nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("no status.typeChecking after 30s: %+v", pol.Status)
+				}
+				time.Sleep(20 * time.Millisecond)
+				if pol, err = api.Get(t.Context(), pol.Name, metav1.GetOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if pol.Status.ObservedGeneration != pol.Generation {
+				t.Errorf("observedGeneration %d, want %d", pol.Status.ObservedGeneration, pol.Generation)
+			}
+			got := pol.Status.TypeChecking.ExpressionWarnings
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %+v, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if got[i].FieldRef != w.field || !strings.Contains(got[i].Warning, w.contains) {
+					t.Errorf("warning %d = %+v, want %s containing %q", i, got[i], w.field, w.contains)
+				}
+			}
+		})
+	}
+}
