@@ -108,6 +108,7 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 	}
 	var errs []policyError
 	var invocations []invocation
+	memo := &nsMemo{}
 	for _, h := range hooks {
 		pol := h.policy
 		configError := func(err error, binding string) {
@@ -121,7 +122,7 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 			configError(errors.New("policy contained no match constraints, a required field"), "")
 			continue
 		}
-		ok, t, err := p.matches(ctx, a, pol.Spec.MatchConstraints)
+		ok, t, err := p.matches(ctx, a, pol.Spec.MatchConstraints, memo)
 		if err != nil {
 			configError(err, "")
 			continue
@@ -137,7 +138,7 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 		m := cached(p, p.mutators, pol, func() *mutator { return compileMutator(pol) })
 		for _, b := range h.bindings {
 			if mr := b.Spec.MatchResources; mr != nil {
-				ok, _, err := p.matches(ctx, a, mr)
+				ok, _, err := p.matches(ctx, a, mr, memo)
 				if err != nil {
 					configError(err, b.Name)
 					continue
@@ -157,7 +158,7 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 		}
 	}
 	if len(invocations) > 0 {
-		ns, err := p.namespaceObject(ctx, a)
+		ns, err := p.namespaceObject(ctx, a, memo)
 		if err != nil {
 			return err
 		}

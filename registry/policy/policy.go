@@ -165,14 +165,14 @@ const errNilSelector = "a nil %s selector was passed, please ensure selectors ar
 // resources: namespaceSelector, objectSelector, excludeResourceRules,
 // resourceRules (all resources when there are none), with matchPolicy
 // Equivalent. It says which resource and kind the policy sees.
-func (p *Policies) matches(ctx context.Context, a admission.Attributes, mr *admissionregistrationv1.MatchResources) (bool, *target, error) {
+func (p *Policies) matches(ctx context.Context, a admission.Attributes, mr *admissionregistrationv1.MatchResources, memo *nsMemo) (bool, *target, error) {
 	if mr.NamespaceSelector == nil {
 		return false, nil, fmt.Errorf(errNilSelector, "namespace")
 	}
 	if mr.ObjectSelector == nil {
 		return false, nil, fmt.Errorf(errNilSelector, "object")
 	}
-	nsMatch, nsErr := p.namespaceMatches(ctx, a, mr.NamespaceSelector)
+	nsMatch, nsErr := p.namespaceMatches(ctx, a, mr.NamespaceSelector, memo)
 	if !nsMatch && nsErr == nil {
 		return false, nil, nil
 	}
@@ -252,7 +252,7 @@ func (w withResource) GetResource() schema.GroupVersionResource { return w.resou
 // requests (other than on namespaces) always match; a namespace's create
 // or update matches its own labels; anything else the labels of its
 // namespace.
-func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes, sel *metav1.LabelSelector) (bool, error) {
+func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes, sel *metav1.LabelSelector, memo *nsMemo) (bool, error) {
 	if a.GetNamespace() == "" && a.GetResource().Resource != "namespaces" {
 		return true, nil
 	}
@@ -271,7 +271,7 @@ func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes,
 		}
 		nsLabels = m.GetLabels()
 	} else {
-		ns, err := p.namespace(ctx, a.GetNamespace())
+		ns, err := memo.get(ctx, p, a.GetNamespace())
 		if err != nil {
 			return false, err
 		}
@@ -310,11 +310,27 @@ func (p *Policies) namespace(ctx context.Context, name string) (*corev1.Namespac
 
 // namespaceObject is the namespace CEL's namespaceObject shows: the
 // request's, none for cluster-scoped requests and for namespaces.
-func (p *Policies) namespaceObject(ctx context.Context, a admission.Attributes) (*corev1.Namespace, error) {
+func (p *Policies) namespaceObject(ctx context.Context, a admission.Attributes, memo *nsMemo) (*corev1.Namespace, error) {
 	if gvk := a.GetKind(); a.GetNamespace() == "" || (gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Namespace") {
 		return nil, nil
 	}
-	return p.namespace(ctx, a.GetNamespace())
+	return memo.get(ctx, p, a.GetNamespace())
+}
+
+// nsMemo keeps the request's namespace once read: every policy and
+// binding of a request matches against the same one.
+type nsMemo struct {
+	ns   *corev1.Namespace
+	err  error
+	done bool
+}
+
+func (m *nsMemo) get(ctx context.Context, p *Policies, name string) (*corev1.Namespace, error) {
+	if !m.done {
+		m.ns, m.err = p.namespace(ctx, name)
+		m.done = true
+	}
+	return m.ns, m.err
 }
 
 // objectMatches is upstream's object predicate: the object's or the old

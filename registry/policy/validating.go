@@ -269,6 +269,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 	var denials []denied
 	var failures []validationFailure
 	authz := admissionauthorizer.NewCachingAuthorizer(p.authorizer())
+	memo := &nsMemo{}
 	for _, h := range hooks {
 		pol := h.policy
 		configError := func(err error, binding string) {
@@ -289,7 +290,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 			configError(errors.New("policy contained no match constraints, a required field"), "")
 			continue
 		}
-		ok, t, err := p.matches(ctx, a, pol.Spec.MatchConstraints)
+		ok, t, err := p.matches(ctx, a, pol.Spec.MatchConstraints, memo)
 		if err != nil {
 			configError(err, "")
 			continue
@@ -308,7 +309,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 		var va *admission.VersionedAttributes
 		for _, b := range h.bindings {
 			if mr := b.Spec.MatchResources; mr != nil {
-				ok, _, err := p.matches(ctx, a, mr)
+				ok, _, err := p.matches(ctx, a, mr, memo)
 				if err != nil {
 					configError(err, b.Name)
 					continue
@@ -331,7 +332,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 					continue
 				}
 			}
-			ns, err := p.namespaceObject(ctx, a)
+			ns, err := p.namespaceObject(ctx, a, memo)
 			if err != nil {
 				return err
 			}
