@@ -543,3 +543,41 @@ func benchNamespace(b *testing.B, client kubernetes.Interface, labels map[string
 	b.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
 	return ns.Name
 }
+
+// TestValidatingAdmissionPolicyMatchPolicyEquivalent: a policy whose
+// rules name events.k8s.io/v1 events applies to a core/v1 Event under
+// matchPolicy Equivalent (v1's default), and sees it converted (its
+// message as the note, the kind and resource as the policy's), while
+// under Exact it leaves the core Event alone.
+func TestValidatingAdmissionPolicyMatchPolicyEquivalent(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	for _, tc := range []struct {
+		policy   admissionregistrationv1.MatchPolicyType
+		wantDeny bool
+	}{
+		{admissionregistrationv1.Equivalent, true},
+		{admissionregistrationv1.Exact, false},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			ns := policyNamespace(t, client, nil)
+			match := configMapsIn(client, t, ns)
+			match.ResourceRules[0].Rule = admissionregistrationv1.Rule{APIGroups: []string{"events.k8s.io"}, APIVersions: []string{"v1"}, Resources: []string{"events"}}
+			match.MatchPolicy = ptr.To(tc.policy)
+			pol := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-policy"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: match,
+				Validations: []admissionregistrationv1.Validation{{Expression: "object.note != 'bad'",
+					MessageExpression: "'note ' + object.note + ' seen as ' + request.kind.group + '/' + request.kind.kind + ' ' + request.resource.group + ' from ' + request.requestKind.version + '/' + request.requestKind.kind"}}}}
+			installValidatingPolicy(t, client, pol, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-binding"},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: pol.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}})
+			_, err := client.CoreV1().Events(ns).Create(t.Context(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Message: "bad", Reason: "Test", Type: corev1.EventTypeNormal,
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "p"}, EventTime: metav1.NowMicro(), ReportingController: "example.com/test", ReportingInstance: "i", Action: "Test"}, metav1.CreateOptions{})
+			want := `events "e" is forbidden: ValidatingAdmissionPolicy '` + pol.Name + `' with binding '` + ns + `-binding' denied request: note bad seen as events.k8s.io/Event events.k8s.io from v1/Event`
+			switch {
+			case tc.wantDeny && (err == nil || err.Error() != want):
+				t.Errorf("create core Event: %v, want %q", err, want)
+			case !tc.wantDeny && err != nil:
+				t.Errorf("create core Event: %v, want it admitted", err)
+			}
+		})
+	}
+}
