@@ -346,29 +346,12 @@ func policyErrors(a admission.Attributes, errs []policyError) error {
 // mutatingHooks lists the MutatingAdmissionPolicies that bindings name,
 // with their bindings.
 func (p *Policies) mutatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding], error) {
-	bl, err := p.list(ctx, mutatingBindings)
-	if err != nil || bl == nil {
-		return nil, err
-	}
-	bindings := bl.(*admissionregistrationv1.MutatingAdmissionPolicyBindingList).Items
-	if len(bindings) == 0 {
-		return nil, nil
-	}
-	pl, err := p.list(ctx, mutatingPolicies)
-	if err != nil || pl == nil {
-		return nil, err
-	}
-	policies := pl.(*admissionregistrationv1.MutatingAdmissionPolicyList).Items
-	ps := make([]*admissionregistrationv1.MutatingAdmissionPolicy, len(policies))
-	for i := range policies {
-		ps[i] = &policies[i]
-	}
-	bs := make([]*admissionregistrationv1.MutatingAdmissionPolicyBinding, len(bindings))
-	for i := range bindings {
-		bs[i] = &bindings[i]
-	}
-	return bind(ps, bs,
-		func(p *admissionregistrationv1.MutatingAdmissionPolicy) string { return p.Name },
-		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
-		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Name }), nil
+	return loadHooks(ctx, p, mutatingPolicies, mutatingBindings,
+		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicy {
+			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyList).Items)
+		},
+		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyBindingList).Items)
+		},
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName })
 }

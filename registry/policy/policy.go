@@ -147,6 +147,34 @@ func bind[P, B any](policies []P, bindings []B, policyName func(P) string, bindi
 	return out
 }
 
+// loadHooks lists the bindings and policies of one kind from the watch
+// caches and pairs them (bind); nothing when no binding exists, which
+// spares the policies' list on most clusters.
+func loadHooks[P, B metav1.Object](ctx context.Context, p *Policies, policyRes, bindingRes string, policies func(runtime.Object) []P, bindings func(runtime.Object) []B, bindingPolicy func(B) string) ([]bound[P, B], error) {
+	bl, err := p.list(ctx, bindingRes)
+	if err != nil || bl == nil {
+		return nil, err
+	}
+	bs := bindings(bl)
+	if len(bs) == 0 {
+		return nil, nil
+	}
+	pl, err := p.list(ctx, policyRes)
+	if err != nil || pl == nil {
+		return nil, err
+	}
+	return bind(policies(pl), bs, P.GetName, bindingPolicy, B.GetName), nil
+}
+
+// ptrs points at each item of a list.
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
 // target is what a policy sees of a request: the request's resource and
 // kind, or under matchPolicy Equivalent an equivalent one's, with the
 // conversions between them.

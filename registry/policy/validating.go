@@ -439,29 +439,12 @@ func containsString(list []string, s string) bool {
 // validatingHooks lists the ValidatingAdmissionPolicies that bindings
 // name, with their bindings.
 func (p *Policies) validatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding], error) {
-	bl, err := p.list(ctx, validatingBindings)
-	if err != nil || bl == nil {
-		return nil, err
-	}
-	bindings := bl.(*admissionregistrationv1.ValidatingAdmissionPolicyBindingList).Items
-	if len(bindings) == 0 {
-		return nil, nil
-	}
-	pl, err := p.list(ctx, validatingPolicies)
-	if err != nil || pl == nil {
-		return nil, err
-	}
-	policies := pl.(*admissionregistrationv1.ValidatingAdmissionPolicyList).Items
-	ps := make([]*admissionregistrationv1.ValidatingAdmissionPolicy, len(policies))
-	for i := range policies {
-		ps[i] = &policies[i]
-	}
-	bs := make([]*admissionregistrationv1.ValidatingAdmissionPolicyBinding, len(bindings))
-	for i := range bindings {
-		bs[i] = &bindings[i]
-	}
-	return bind(ps, bs,
-		func(p *admissionregistrationv1.ValidatingAdmissionPolicy) string { return p.Name },
-		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
-		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Name }), nil
+	return loadHooks(ctx, p, validatingPolicies, validatingBindings,
+		func(l runtime.Object) []*admissionregistrationv1.ValidatingAdmissionPolicy {
+			return ptrs(l.(*admissionregistrationv1.ValidatingAdmissionPolicyList).Items)
+		},
+		func(l runtime.Object) []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+			return ptrs(l.(*admissionregistrationv1.ValidatingAdmissionPolicyBindingList).Items)
+		},
+		func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName })
 }
