@@ -217,6 +217,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		WrapStorage:       opts.WrapStorage,
 		Admission:         builtin.AdmissionConfig{Enable: opts.EnableAdmissionPlugins, Disable: opts.DisableAdmissionPlugins},
 		Authentication:    s.auth.hooks(),
+		Authorizer:        s.policyAuthorizer,
 	})
 	if err != nil {
 		return err

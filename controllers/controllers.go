@@ -263,7 +263,7 @@ func table() []entry {
 		{CSRCleaner, func(b builder) (Controller, error) {
 			return built(cleaner.New(cleaner.Options{Client: b.client, Informers: b.informers}))
 		}},
-	}, append(storageEntries(), bootstrapEntries()...)...)
+	}, slices.Concat(storageEntries(), bootstrapEntries(), admissionPolicyEntries())...)
 }
 
 // rootCA is the bundle the root CA publisher publishes: the CA the

@@ -83,6 +83,8 @@ func serviceAccountOf(controller string) (sa string, ok bool) {
 		return "pvc-protection-controller", true
 	case PVProtection:
 		return "pv-protection-controller", true
+	case ValidatingAdmissionPolicyStatus:
+		return "validatingadmissionpolicy-status-controller", true
 	}
 	return "", false
 }

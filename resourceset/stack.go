@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/kite-project/kite/apiserver"
@@ -43,6 +44,9 @@ type Options struct {
 	// Authentication issues and reviews tokens for serviceaccounts/token
 	// and tokenreviews.
 	Authentication builtin.Authentication
+	// Authorizer returns the server's authorizer (admission policies'
+	// CEL authorizer variable); nil allows everything.
+	Authorizer func() authorizer.UnconditionalAuthorizer
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -236,6 +240,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		"MutatingAdmissionWebhook":   hooks.MutatingPlugin(),
 		"ValidatingAdmissionWebhook": hooks.ValidatingPlugin(),
 	}
+	maps.Copy(ac.Plugins, admissionPolicies(func() *Set { return set }, scheme, opts.Authorizer))
 	maps.Copy(ac.Plugins, builtin.StorageAdmissionPlugins(func(gr string) *registry.Store { return set.Store(gr) }))
 	for name, p := range opts.Admission.Plugins {
 		ac.Plugins[name] = p

@@ -24,13 +24,14 @@ import (
 // shared is the control plane every test of this package talks to.
 var shared *kite.Server
 
-// TestMain starts it with only the serviceaccount and resourcequota
-// controllers: the tests count the objects and events of their
-// namespaces, which no other controller may add to, pods need their
-// namespace's default ServiceAccount (the ServiceAccount plugin), and
-// quotas their status (the ResourceQuota plugin).
+// TestMain starts it with only the serviceaccount, resourcequota and
+// validatingadmissionpolicy-status controllers: the tests count the
+// objects and events of their namespaces, which no other controller may
+// add to, pods need their namespace's default ServiceAccount (the
+// ServiceAccount plugin), quotas their status (the ResourceQuota plugin)
+// and admission policies their type-checking status.
 func TestMain(m *testing.M) {
-	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount, controllers.ResourceQuota}}, func(s *kite.Server) { shared = s })
+	kitetest.MainWith(m, kite.Options{Controllers: []string{controllers.ServiceAccount, controllers.ResourceQuota, controllers.ValidatingAdmissionPolicyStatus}}, func(s *kite.Server) { shared = s })
 }
 
 func config(t testing.TB) *rest.Config {

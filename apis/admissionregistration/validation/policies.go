@@ -200,7 +200,7 @@ func (v *Validator) validateValidation(compiler plugincel.Compiler, val *v1.Vali
 		allErrors = append(allErrors, field.Invalid(fldPath.Child("messageExpression"), val.MessageExpression, "must be non-empty if specified"))
 	} else if msgExpr != "" {
 		allErrors = append(allErrors, validateCELCondition(compiler, &expression{val.MessageExpression, []*celgo.Type{celgo.StringType}},
-			plugincel.OptionalVariableDeclarations{HasParams: opts.allowParamsInMatchConditions}, envType(opts.preexisting.messages, val.MessageExpression), fldPath.Child("messageExpression"))...)
+			plugincel.OptionalVariableDeclarations{HasParams: hasParams}, envType(opts.preexisting.messages, val.MessageExpression), fldPath.Child("messageExpression"))...)
 	}
 	if val.Message != "" && msg == "" {
 		allErrors = append(allErrors, field.Invalid(fldPath.Child("message"), val.Message, "message must be non-empty if specified"))

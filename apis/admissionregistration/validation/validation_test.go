@@ -127,6 +127,13 @@ func TestValidatingAdmissionPolicyAsUpstream(t *testing.T) {
 		{"bad variable name", func(p *v1.ValidatingAdmissionPolicy) { p.Spec.Variables = []v1.Variable{{Name: "in", Expression: "5"}} }, "name is not a valid CEL identifier"},
 		{"message expression", func(p *v1.ValidatingAdmissionPolicy) { p.Spec.Validations[0].MessageExpression = "1" }, "spec.validations[0].messageExpression: Invalid value: \"1\": must evaluate to string"},
 		{"param kind", func(p *v1.ValidatingAdmissionPolicy) { p.Spec.ParamKind = &v1.ParamKind{APIVersion: "v1"} }, "spec.paramKind.kind: Required value"},
+		{"message expression with params", func(p *v1.ValidatingAdmissionPolicy) {
+			p.Spec.ParamKind = &v1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+			p.Spec.Validations[0].MessageExpression = "'at most ' + params.data.max"
+		}, ""},
+		{"message expression with params but no paramKind", func(p *v1.ValidatingAdmissionPolicy) {
+			p.Spec.Validations[0].MessageExpression = "'at most ' + params.data.max"
+		}, "undeclared reference to 'params'"},
 	}
 	v := validation.New()
 	for _, tt := range tests {

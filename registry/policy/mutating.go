@@ -1,0 +1,357 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
+	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+// mutator is one version of a MutatingAdmissionPolicy, compiled: one
+// patcher per mutation (upstream's ApplyConfiguration and JSONPatch
+// patchers).
+type mutator struct {
+	err      error
+	compiler *plugincel.CompositedCompiler
+	matcher  matchconditions.Matcher
+	patchers []patch.Patcher
+}
+
+func compileMutator(pol *admissionregistrationv1.MutatingAdmissionPolicy) *mutator {
+	opts := plugincel.OptionalVariableDeclarations{HasParams: pol.Spec.ParamKind != nil, HasAuthorizer: true}
+	c, err := newCompiler(pol.Spec.Variables, opts)
+	if err != nil {
+		return &mutator{err: err}
+	}
+	m := &mutator{compiler: c, matcher: newMatcher(c, pol.Spec.MatchConditions, opts, pol.Spec.FailurePolicy, pol.Name)}
+	patchOpts := opts
+	patchOpts.HasPatchTypes = true
+	for _, mu := range pol.Spec.Mutations {
+		switch {
+		case mu.PatchType == admissionregistrationv1.PatchTypeJSONPatch && mu.JSONPatch != nil:
+			m.patchers = append(m.patchers, patch.NewJSONPatcher(c.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: mu.JSONPatch.Expression}, patchOpts, environment.StoredExpressions)))
+		case mu.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && mu.ApplyConfiguration != nil:
+			m.patchers = append(m.patchers, patch.NewApplyConfigurationPatcher(c.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: mu.ApplyConfiguration.Expression}, patchOpts, environment.StoredExpressions)))
+		}
+	}
+	return m
+}
+
+// policyError is upstream's generic PolicyError: a mutating policy that
+// could not be applied.
+type policyError struct {
+	policy, binding string
+	failurePolicy   *admissionregistrationv1.FailurePolicyType
+	err             error
+	reason          metav1.StatusReason
+}
+
+func (e policyError) Error() string {
+	if e.binding != "" {
+		return fmt.Sprintf("policy '%s' with binding '%s' denied request: %s", e.policy, e.binding, e.err.Error())
+	}
+	return fmt.Sprintf("policy %q denied request: %s", e.policy, e.err.Error())
+}
+
+// invocation is one policy, binding and parameter that apply to a
+// request.
+type invocation struct {
+	policy  *admissionregistrationv1.MutatingAdmissionPolicy
+	binding *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	target  *target
+	param   runtime.Object
+	mutator *mutator
+}
+
+// key names an invocation for reinvocation, as upstream's.
+func (inv invocation) key() string {
+	k := inv.policy.Name + "/" + inv.binding.Name
+	if inv.param != nil {
+		if m, err := meta.Accessor(inv.param); err == nil {
+			k += "/" + m.GetNamespace() + "/" + m.GetName()
+		}
+	}
+	return k
+}
+
+// admit is the MutatingAdmissionPolicy plugin: upstream's generic policy
+// dispatcher with the mutating one's invocations. reinvocationPolicy
+// IfNeeded: a policy invoked before another changed the object runs once
+// more, as upstream's second pass of the mutating plugins would run it.
+// (Kite's chain makes no second pass, so a change by a mutating webhook,
+// which runs after the policies, does not reinvoke them.)
+func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
+	if exempt(a) {
+		return nil
+	}
+	hooks, err := p.mutatingHooks(ctx)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	var errs []policyError
+	var invocations []invocation
+	memo := &nsMemo{}
+	for _, h := range hooks {
+		pol := h.policy
+		configError := func(err error, binding string) {
+			wrapped := fmt.Errorf("failed to configure policy: %w", err)
+			if binding != "" {
+				wrapped = fmt.Errorf("failed to configure binding: %w", err)
+			}
+			errs = append(errs, policyError{policy: pol.Name, binding: binding, failurePolicy: pol.Spec.FailurePolicy, err: wrapped})
+		}
+		if pol.Spec.MatchConstraints == nil {
+			configError(errors.New("policy contained no match constraints, a required field"), "")
+			continue
+		}
+		ok, t, err := p.matches(ctx, a, pol.Spec.MatchConstraints, memo)
+		if err != nil {
+			configError(err, "")
+			continue
+		}
+		if !ok {
+			continue
+		}
+		src, err := p.paramSourceFor(pol.Spec.ParamKind)
+		if err != nil {
+			configError(err, "")
+			continue
+		}
+		m := cached(p, p.mutators, pol, func() *mutator { return compileMutator(pol) })
+		for _, b := range h.bindings {
+			if mr := b.Spec.MatchResources; mr != nil {
+				ok, _, err := p.matches(ctx, a, mr, memo)
+				if err != nil {
+					configError(err, b.Name)
+					continue
+				}
+				if !ok {
+					continue
+				}
+			}
+			ps, err := params(ctx, src, b.Spec.ParamRef, a.GetNamespace())
+			if err != nil {
+				configError(err, b.Name)
+				continue
+			}
+			for _, param := range ps {
+				invocations = append(invocations, invocation{policy: pol, binding: b, target: t, param: param, mutator: m})
+			}
+		}
+	}
+	if len(invocations) > 0 {
+		ns, err := p.namespaceObject(ctx, a, memo)
+		if err != nil {
+			return err
+		}
+		authz := admissionauthorizer.NewCachingAuthorizer(p.authorizer())
+		// invoked: IfNeeded invocations run before the last change.
+		invoked := map[string]bool{}
+		var again []invocation
+		for _, inv := range invocations {
+			changed, perr, err := p.invoke(ctx, a, inv, ns, authz)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, perr...)
+			if changed {
+				for _, prev := range invocations {
+					if invoked[prev.key()] {
+						again = append(again, prev)
+						delete(invoked, prev.key())
+					}
+				}
+			}
+			if inv.policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
+				invoked[inv.key()] = true
+			}
+		}
+		for _, inv := range again {
+			_, perr, err := p.invoke(ctx, a, inv, ns, authz)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, perr...)
+		}
+	}
+	return policyErrors(a, errs)
+}
+
+// invoke applies one invocation's mutations to the request's object and
+// says whether they changed it. A status error ends the request; other
+// errors are the policy's, weighed by its failurePolicy.
+func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) (bool, []policyError, error) {
+	fail := func(err error) []policyError {
+		return []policyError{{policy: inv.policy.Name, binding: inv.binding.Name, failurePolicy: inv.policy.Spec.FailurePolicy, err: err, reason: metav1.StatusReasonInvalid}}
+	}
+	if inv.mutator.err != nil {
+		return false, fail(inv.mutator.err), nil
+	}
+	if len(inv.mutator.patchers) != len(inv.policy.Spec.Mutations) {
+		return false, nil, apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v", len(inv.policy.Spec.Mutations), inv.policy.Name, len(inv.mutator.patchers)))
+	}
+	if isNil(a.GetObject()) {
+		return false, nil, nil // nothing to mutate (a deletion)
+	}
+	va, err := versioned(ctx, a, inv.target)
+	if err != nil {
+		return false, nil, apierrors.NewInternalError(err)
+	}
+	// Variables are composed once per invocation, as upstream's.
+	ctx = inv.mutator.compiler.CreateContext(ctx)
+	if inv.mutator.matcher != nil {
+		res := inv.mutator.matcher.Match(ctx, va, inv.param, authz)
+		if res.Error != nil {
+			return false, fail(res.Error), nil
+		}
+		if !res.Matches {
+			return false, nil, nil
+		}
+	}
+	var errs []policyError
+	for _, patcher := range inv.mutator.patchers {
+		if err := p.patch(ctx, patcher, va, inv, ns, authz); err != nil {
+			var status *apierrors.StatusError
+			if errors.As(err, &status) {
+				return false, nil, status
+			}
+			errs = append(errs, fail(err)...)
+		}
+	}
+	if !va.Dirty {
+		return false, errs, nil
+	}
+	next := va.VersionedObject.Object()
+	if inv.target.convertBack != nil {
+		if next, err = inv.target.convertBack(ctx, next); err != nil {
+			return false, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+		}
+	}
+	changed, err := replace(a.GetObject(), next)
+	if err != nil {
+		return false, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+	}
+	return changed, errs, nil
+}
+
+// patch runs one patcher over the versioned object (upstream's
+// dispatchOne).
+func (p *Policies) patch(ctx context.Context, patcher patch.Patcher, va *admission.VersionedAttributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) error {
+	var tc = p.typeConverter(va)
+	if tc == nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("Resource kind %s not found. There can be a delay between when CustomResourceDefinitions are created and when they are available.", va.VersionedKind))
+	}
+	next, err := patcher.Patch(ctx, patch.Request{
+		MatchedResource:     inv.target.resource,
+		VersionedAttributes: va,
+		ObjectInterfaces:    p.oi,
+		OptionalVariables:   plugincel.OptionalVariableBindings{VersionedParams: inv.param, Authorizer: authz},
+		Namespace:           ns,
+		TypeConverter:       tc,
+	}, celconfig.RuntimeCELCostBudget)
+	if err != nil {
+		return err
+	}
+	if _, ok := va.VersionedObject.Object().(*unstructured.Unstructured); !ok {
+		// An ApplyConfiguration's result is unstructured: back to the Go type.
+		if next, err = p.oi.GetObjectConvertor().ConvertToVersion(next, va.VersionedKind.GroupVersion()); err != nil {
+			return err
+		}
+	}
+	next.GetObjectKind().SetGroupVersionKind(va.VersionedKind)
+	p.oi.GetObjectDefaulter().Default(next)
+	va.UpdateObject(next)
+	return nil
+}
+
+func (p *Policies) typeConverter(va *admission.VersionedAttributes) managedfields.TypeConverter {
+	if p.opts.TypeConverter == nil {
+		return nil
+	}
+	return p.opts.TypeConverter(va.VersionedKind)
+}
+
+// replace puts next in place of obj (of the same kind), keeping obj's
+// own apiVersion and kind, and says whether anything changed.
+func replace(obj, next runtime.Object) (bool, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		n, ok := next.(*unstructured.Unstructured)
+		if !ok {
+			return false, fmt.Errorf("mutated %T is not a custom resource", next)
+		}
+		gvk := u.GroupVersionKind()
+		changed := !apiequality.Semantic.DeepEqual(u.Object, n.Object)
+		u.Object = n.Object
+		u.SetGroupVersionKind(gvk)
+		return changed, nil
+	}
+	if reflect.TypeOf(next) != reflect.TypeOf(obj) {
+		return false, fmt.Errorf("mutated %T is not %T", next, obj)
+	}
+	next.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	changed := !apiequality.Semantic.DeepEqual(obj, next)
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(next).Elem())
+	return changed, nil
+}
+
+// policyErrors is upstream's end of the generic dispatcher: the errors
+// of policies whose failurePolicy is Fail refuse the request (403, the
+// first error's message and reason).
+func policyErrors(a admission.Attributes, errs []policyError) error {
+	var failing []policyError
+	for _, e := range errs {
+		if e.failurePolicy != nil && *e.failurePolicy == admissionregistrationv1.Ignore {
+			continue
+		}
+		failing = append(failing, e)
+	}
+	if len(failing) == 0 {
+		return nil
+	}
+	var serr *apierrors.StatusError
+	if !errors.As(admission.NewForbidden(a, errors.New("admission request denied by policy")), &serr) {
+		return apierrors.NewInternalError(errors.New("failed to create status error"))
+	}
+	serr.ErrStatus.Message = failing[0].Error()
+	if failing[0].reason != "" {
+		serr.ErrStatus.Reason = failing[0].reason
+	}
+	if serr.ErrStatus.Details == nil {
+		serr.ErrStatus.Details = &metav1.StatusDetails{}
+	}
+	for _, e := range failing {
+		serr.ErrStatus.Details.Causes = append(serr.ErrStatus.Details.Causes, metav1.StatusCause{Message: e.Error()})
+	}
+	return serr
+}
+
+// mutatingHooks lists the MutatingAdmissionPolicies that bindings name,
+// with their bindings.
+func (p *Policies) mutatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding], error) {
+	return loadHooks(ctx, p, mutatingPolicies, mutatingBindings,
+		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicy {
+			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyList).Items)
+		},
+		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyBindingList).Items)
+		},
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName })
+}
