@@ -260,6 +260,14 @@ func TestPodSecurityFromNamespaceLabels(t *testing.T) {
 	if !strings.Contains(got, `existing pods in namespace "`+ns+`" violate the new PodSecurity enforce level "baseline:latest"`) || !strings.Contains(got, "privileged: privileged") {
 		t.Errorf("warnings %q, want upstream's about the existing pod", got)
 	}
+	// The plugin reads the namespace's labels from the cache, as
+	// upstream's from its informer: wait until the cache has the label.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{ResourceVersion: "0"})
+		return err == nil && n.Labels["pod-security.kubernetes.io/enforce"] == "baseline", nil
+	}); err != nil {
+		t.Fatalf("namespace %s's label not in the cache: %v", ns, err)
+	}
 	_, err = client.CoreV1().Pods(ns).Create(ctx, privilegedPod("refused"), metav1.CreateOptions{})
 	want := `pods "refused" is forbidden: violates PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)`
 	if !apierrors.IsForbidden(err) || err.Error() != want {
