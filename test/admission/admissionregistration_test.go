@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 )
 
 const admissionRegistrationManifest = `apiVersion: admissionregistration.k8s.io/v1
@@ -105,10 +106,21 @@ func TestAdmissionRegistrationKindsAreServed(t *testing.T) {
 	if *vap.Spec.FailurePolicy != admissionregistrationv1.Fail || *vap.Spec.MatchConstraints.MatchPolicy != admissionregistrationv1.Equivalent || vap.Generation != 1 {
 		t.Errorf("policy not defaulted as upstream: %+v", vap.Spec)
 	}
-	// The status is the status subresource's.
-	vap.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Checked", LastTransitionTime: metav1.Now()}}
-	st, err := ar.ValidatingAdmissionPolicies().UpdateStatus(ctx, vap, metav1.UpdateOptions{})
-	if err != nil || len(st.Status.Conditions) != 1 {
+	// The status is the status subresource's. The policy status
+	// controller writes this status too (its type checking), so the
+	// update retries on a conflict from the latest object, as any writer
+	// beside a controller must.
+	var st *admissionregistrationv1.ValidatingAdmissionPolicy
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := ar.ValidatingAdmissionPolicies().Get(ctx, "reg-vap", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Checked", LastTransitionTime: metav1.Now()}}
+		st, err = ar.ValidatingAdmissionPolicies().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil || len(st.Status.Conditions) != 1 || st.Status.Conditions[0].Reason != "Checked" {
 		t.Fatalf("status update: %v", err)
 	}
 	if out, err := kubectl(t, "", "api-resources", "--api-group=admissionregistration.k8s.io", "-o", "name"); err != nil || strings.Count(out, "\n") != 6 {

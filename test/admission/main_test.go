@@ -57,7 +57,9 @@ func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	if _, err := os.Stat(kubectlPath); err != nil {
 		t.Skip("kubectl not installed")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	// Not t.Context(): that is canceled before cleanups run, and a
+	// cleanup's kubectl delete must still run.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", shared.KubeconfigPath()}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
