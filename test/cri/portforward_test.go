@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 )
@@ -22,8 +23,16 @@ func TestPortForwardThroughTheRuntime(t *testing.T) {
 	port := freePort(t)
 	p := a.pod(t, "web", func(p *v1.Pod) {
 		p.Spec.Containers[0].Args = []string{"sh", "-c", fmt.Sprintf("mkdir -p /tmp/www && echo served-by-busybox > /tmp/www/index.html && exec httpd -f -p 127.0.0.1:%d -h /tmp/www", port)}
+		// Ready only once httpd answers: on a loaded machine the shell
+		// and httpd take their time, and the forward is tried after.
+		p.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"wget", "-q", "-O", "/dev/null", fmt.Sprintf("http://127.0.0.1:%d/", port)}}},
+			PeriodSeconds: 1, TimeoutSeconds: 5,
+		}
 	})
-	p = a.wait(t, p, "Running", running)
+	p = a.wait(t, p, "Ready", func(p *v1.Pod) bool {
+		return running(p) && p.Status.ContainerStatuses[0].Ready
+	})
 	rt, upgrader, err := spdy.RoundTripperFor(shared.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +68,8 @@ func TestPortForwardThroughTheRuntime(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("through the port-forward: %q, want served-by-busybox", body)
+	got, _ := a.cs.CoreV1().Pods(p.Namespace).Get(t.Context(), p.Name, metav1.GetOptions{})
+	t.Fatalf("through the port-forward: %q, want served-by-busybox; the pod's container statuses: %+v", body, got.Status.ContainerStatuses)
 }
 
 func freePort(t *testing.T) int {
