@@ -42,3 +42,47 @@ func TestAdmissionRejectsBeyondMaxPods(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestAdmissionRejectsTakenHostPort: a pod asking for a host port an
+// admitted pod holds is Failed with the kubelet's NodePorts reason and
+// never runs; another port runs beside it, and the port is free again
+// once its holder is gone.
+func TestAdmissionRejectsTakenHostPort(t *testing.T) {
+	n := startNode(t, "node-hostport", Options{})
+	withHostPort := func(port int32) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: port}}
+		}
+	}
+	running := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
+	a := n.create(t, "hostport", "a", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	n.waitPod(t, a, "Running", running)
+	b := n.create(t, "hostport", "b", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	c := n.create(t, "hostport", "c", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21018))
+	b = n.waitPod(t, b, "rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	const msg = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+	if b.Status.Reason != "NodePorts" || b.Status.Message != "Pod was rejected: "+msg {
+		t.Errorf("reason %q message %q", b.Status.Reason, b.Status.Message)
+	}
+	n.waitEvent(t, b, "NodePorts", msg)
+	if cs := containersOf(t, n.rt, b); len(cs) != 0 {
+		t.Errorf("a rejected pod has containers: %v", cs)
+	}
+	n.waitPod(t, c, "Running", running)
+
+	if err := n.cs.CoreV1().Pods("hostport").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := n.cs.CoreV1().Pods("hostport").Get(context.Background(), "a", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pod a stays in the API after its deletion")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d := n.create(t, "hostport", "d", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	n.waitPod(t, d, "Running", running)
+}
