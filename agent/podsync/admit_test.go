@@ -28,16 +28,22 @@ func TestAdmissionRejectsBeyondMaxPods(t *testing.T) {
 	if cs := containersOf(t, n.rt, c); len(cs) != 0 {
 		t.Errorf("a rejected pod has containers: %v", cs)
 	}
-	if err := n.cs.CoreV1().Pods("admit").Delete(context.Background(), "c", metav1.DeleteOptions{}); err != nil {
+	deleteAndWait(t, n, "admit", "c", 20*time.Second)
+}
+
+// deleteAndWait deletes a pod and waits until the API has it no more.
+func deleteAndWait(t *testing.T, n *node, ns, name string, limit time.Duration) {
+	t.Helper()
+	if err := n.cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(limit)
 	for {
-		if _, err := n.cs.CoreV1().Pods("admit").Get(context.Background(), "c", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			break
+		if _, err := n.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the rejected pod stays in the API after its deletion")
+			t.Fatalf("pod %s/%s stays in the API after its deletion", ns, name)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -70,19 +76,7 @@ func TestAdmissionRejectsTakenHostPort(t *testing.T) {
 	}
 	n.waitPod(t, c, "Running", running)
 
-	if err := n.cs.CoreV1().Pods("hostport").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := n.cs.CoreV1().Pods("hostport").Get(context.Background(), "a", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pod a stays in the API after its deletion")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	deleteAndWait(t, n, "hostport", "a", 30*time.Second)
 	d := n.create(t, "hostport", "d", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
 	n.waitPod(t, d, "Running", running)
 }
