@@ -95,6 +95,13 @@ func (p *Proxy) podLocation(ctx context.Context, namespace, id string) (*url.URL
 	if err != nil {
 		return nil, err
 	}
+	return podProxyLocation(pod, scheme, port)
+}
+
+// podProxyLocation is where a pod is proxied to: its first IP, the port
+// asked for or else the first declared container port, none: the
+// scheme's.
+func podProxyLocation(pod *v1.Pod, scheme, port string) (*url.URL, error) {
 	if port == "" {
 		for _, c := range pod.Spec.Containers {
 			if len(c.Ports) > 0 {
@@ -107,13 +114,14 @@ func (p *Proxy) podLocation(ctx context.Context, namespace, id string) (*url.URL
 	if len(pod.Status.PodIPs) > 0 {
 		podIP = pod.Status.PodIPs[0].IP
 	}
-	if ip := net.ParseIP(podIP); ip == nil || !ip.IsGlobalUnicast() {
+	ip := net.ParseIP(podIP)
+	if ip == nil || !ip.IsGlobalUnicast() {
 		// Upstream refuses loopback and link-local pod IPs, so that a
 		// pod's status cannot point the API server at its own host.
 		return nil, apierrors.NewBadRequest("address not allowed")
 	}
 	loc := &url.URL{Scheme: scheme, Host: podIP}
-	if net.ParseIP(podIP).To4() == nil {
+	if ip.To4() == nil {
 		loc.Host = "[" + podIP + "]"
 	}
 	if port != "" {
