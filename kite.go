@@ -267,6 +267,7 @@ func (s *Server) newAPI(opts Options) error {
 	if err != nil {
 		return err
 	}
+	s.nodeProxy.ServeServices(s.resources.Store("services"), s.resources.Store("endpointslices.discovery.k8s.io"))
 	if err := s.newAggregator(); err != nil {
 		return err
 	}

@@ -17,6 +17,10 @@ type requestInfo struct {
 	Resource    string
 	Name        string
 	Subresource string
+	// ProxyPath is what follows a proxy subresource (pods/<name>/proxy/a/b:
+	// "/a/b"), as upstream's connect handler makes its "path" option: a
+	// leading slash when not empty, the request's trailing slash kept.
+	ProxyPath string
 	// Watch is set by the legacy /watch/ path segment.
 	Watch bool
 }
@@ -59,7 +63,15 @@ func parsePath(path string) (requestInfo, error) {
 	case 3:
 		info.Resource, info.Name, info.Subresource = parts[0], parts[1], parts[2]
 	default:
-		return info, notFoundPath(path)
+		// Only a proxy subresource takes a path of its own.
+		if parts[2] != "proxy" {
+			return info, notFoundPath(path)
+		}
+		info.Resource, info.Name, info.Subresource = parts[0], parts[1], parts[2]
+		info.ProxyPath = "/" + strings.Join(parts[3:], "/")
+	}
+	if info.Subresource == "proxy" && strings.HasSuffix(path, "/") && !strings.HasSuffix(info.ProxyPath, "/") {
+		info.ProxyPath += "/"
 	}
 	return info, nil
 }

@@ -29,6 +29,11 @@ func TestParsePathSplitsAPIPaths(t *testing.T) {
 		{path: "/apis/coordination.k8s.io", want: requestInfo{GroupVersion: schema.GroupVersion{Group: "coordination.k8s.io"}, GroupOnly: true}},
 		{path: "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", want: requestInfo{GroupVersion: leases, Namespace: "kube-node-lease", Resource: "leases", Name: "n1"}},
 		{path: "/api/v1/namespaces/ns1/pods/p/status/extra", wantErr: true},
+		{path: "/api/v1/namespaces/ns1/pods/p/proxy", want: requestInfo{GroupVersion: core, Namespace: "ns1", Resource: "pods", Name: "p", Subresource: "proxy"}},
+		{path: "/api/v1/namespaces/ns1/pods/p/proxy/", want: requestInfo{GroupVersion: core, Namespace: "ns1", Resource: "pods", Name: "p", Subresource: "proxy", ProxyPath: "/"}},
+		{path: "/api/v1/namespaces/ns1/pods/https:p:443/proxy/a/b", want: requestInfo{GroupVersion: core, Namespace: "ns1", Resource: "pods", Name: "https:p:443", Subresource: "proxy", ProxyPath: "/a/b"}},
+		{path: "/api/v1/namespaces/ns1/services/s/proxy/a/b/", want: requestInfo{GroupVersion: core, Namespace: "ns1", Resource: "services", Name: "s", Subresource: "proxy", ProxyPath: "/a/b/"}},
+		{path: "/api/v1/nodes/n1/proxy/logs/", want: requestInfo{GroupVersion: core, Resource: "nodes", Name: "n1", Subresource: "proxy", ProxyPath: "/logs/"}},
 		{path: "/other", wantErr: true},
 		{path: "/api", wantErr: true},
 	}

@@ -70,7 +70,8 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Connect, if set, serves the connect subresources it handles
 	// (nodeproxy: pods/log, exec, attach, portforward); an error it
-	// returns was not written yet and goes out as a Status.
+	// returns was not written yet and goes out as a Status. Also
+	// pods/proxy, services/proxy, nodes/proxy.
 	Connect Connecter
 	// Remote, if set, is the aggregation layer: the group versions that
 	// APIServices hand to extension API servers are served by its
@@ -101,7 +102,8 @@ type Options struct {
 // Connecter serves subresources that are not objects: logs and streams.
 type Connecter interface {
 	Handles(resource, subresource string) bool
-	Serve(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) error
+	// path is what follows a proxy subresource (requestInfo.ProxyPath).
+	Serve(w http.ResponseWriter, r *http.Request, resource, namespace, name, subresource, path string) error
 }
 
 // TableFunc turns an object or a list into a Table of group version gv
@@ -267,10 +269,17 @@ func isLongRunning(r *http.Request) bool {
 	if isWatchQuery(r) || strings.Contains(path, "/watch/") {
 		return true
 	}
-	switch path[strings.LastIndexByte(path, '/')+1:] {
+	if !strings.Contains(path, "/attach") && !strings.Contains(path, "/exec") && !strings.Contains(path, "/log") &&
+		!strings.Contains(path, "/portforward") && !strings.Contains(path, "/proxy") {
+		return false
+	}
+	info, err := parsePath(path)
+	if err != nil {
+		return false
+	}
+	switch info.Subresource {
 	case "attach", "exec", "log", "portforward", "proxy":
-		info, err := parsePath(path)
-		return err == nil && info.Subresource != ""
+		return true
 	}
 	return false
 }

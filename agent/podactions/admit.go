@@ -19,8 +19,9 @@ type Rejection struct {
 
 // Admit checks that pod fits beside the active pods: the pod count within
 // maxPods and the cpu and memory requests within allocatable (a resource
-// allocatable lacks is not checked), as the kubelet's GeneralPredicates
-// for resources. It returns nil when the pod fits.
+// allocatable lacks is not checked), then its host ports free (NodePorts),
+// as the kubelet's GeneralPredicates, in their order. It returns nil when
+// the pod fits.
 func Admit(pod *v1.Pod, active []*v1.Pod, allocatable v1.ResourceList, maxPods int) *Rejection {
 	if maxPods <= 0 {
 		maxPods = DefaultMaxPods
@@ -56,7 +57,71 @@ func Admit(pod *v1.Pod, active []*v1.Pod, allocatable v1.ResourceList, maxPods i
 			return insufficient(name, want, used, limit)
 		}
 	}
+	if hostPortsTaken(pod, active) {
+		// The kubelet's PredicateFailureError for the scheduler's
+		// NodePorts plugin: its name is the reason.
+		return &Rejection{Reason: "NodePorts", Message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"}
+	}
 	return nil
+}
+
+// hostPort is a (host IP, protocol, port) a pod holds on the node, with
+// the scheduler's defaults: no IP is 0.0.0.0, no protocol TCP.
+type hostPort struct {
+	ip, protocol string
+	port         int32
+}
+
+// hostPorts are the host ports of a pod's containers and of its
+// restartable (sidecar) init containers, which run as long as the pod, as
+// the scheduler's GetHostPorts.
+func hostPorts(pod *v1.Pod) []hostPort {
+	var out []hostPort
+	add := func(c v1.Container) {
+		for _, p := range c.Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			hp := hostPort{ip: p.HostIP, protocol: string(p.Protocol), port: p.HostPort}
+			if hp.ip == "" {
+				hp.ip = "0.0.0.0"
+			}
+			if hp.protocol == "" {
+				hp.protocol = string(v1.ProtocolTCP)
+			}
+			out = append(out, hp)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		add(c)
+	}
+	return out
+}
+
+// hostPortsTaken says whether one of pod's host ports conflicts with one
+// the active pods hold, as the scheduler's HostPortInfo.CheckConflict:
+// same protocol and port, and the same IP or either of them 0.0.0.0.
+func hostPortsTaken(pod *v1.Pod, active []*v1.Pod) bool {
+	want := hostPorts(pod)
+	if len(want) == 0 {
+		return false
+	}
+	for _, other := range active {
+		for _, used := range hostPorts(other) {
+			for _, w := range want {
+				if w.protocol == used.protocol && w.port == used.port &&
+					(w.ip == used.ip || w.ip == "0.0.0.0" || used.ip == "0.0.0.0") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func insufficient(name v1.ResourceName, requested, used, capacity int64) *Rejection {

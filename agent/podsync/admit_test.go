@@ -28,17 +28,55 @@ func TestAdmissionRejectsBeyondMaxPods(t *testing.T) {
 	if cs := containersOf(t, n.rt, c); len(cs) != 0 {
 		t.Errorf("a rejected pod has containers: %v", cs)
 	}
-	if err := n.cs.CoreV1().Pods("admit").Delete(context.Background(), "c", metav1.DeleteOptions{}); err != nil {
+	deleteAndWait(t, n, "admit", "c", 20*time.Second)
+}
+
+// deleteAndWait deletes a pod and waits until the API has it no more.
+func deleteAndWait(t *testing.T, n *node, ns, name string, limit time.Duration) {
+	t.Helper()
+	if err := n.cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(limit)
 	for {
-		if _, err := n.cs.CoreV1().Pods("admit").Get(context.Background(), "c", metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			break
+		if _, err := n.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the rejected pod stays in the API after its deletion")
+			t.Fatalf("pod %s/%s stays in the API after its deletion", ns, name)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestAdmissionRejectsTakenHostPort: a pod asking for a host port an
+// admitted pod holds is Failed with the kubelet's NodePorts reason and
+// never runs; another port runs beside it, and the port is free again
+// once its holder is gone.
+func TestAdmissionRejectsTakenHostPort(t *testing.T) {
+	n := startNode(t, "node-hostport", Options{})
+	withHostPort := func(port int32) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: port}}
+		}
+	}
+	running := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning }
+	a := n.create(t, "hostport", "a", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	n.waitPod(t, a, "Running", running)
+	b := n.create(t, "hostport", "b", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	c := n.create(t, "hostport", "c", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21018))
+	b = n.waitPod(t, b, "rejected", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	const msg = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+	if b.Status.Reason != "NodePorts" || b.Status.Message != "Pod was rejected: "+msg {
+		t.Errorf("reason %q message %q", b.Status.Reason, b.Status.Message)
+	}
+	n.waitEvent(t, b, "NodePorts", msg)
+	if cs := containersOf(t, n.rt, b); len(cs) != 0 {
+		t.Errorf("a rejected pod has containers: %v", cs)
+	}
+	n.waitPod(t, c, "Running", running)
+
+	deleteAndWait(t, n, "hostport", "a", 30*time.Second)
+	d := n.create(t, "hostport", "d", v1.RestartPolicyAlways, "exec sleep 600", withHostPort(21017))
+	n.waitPod(t, d, "Running", running)
 }

@@ -53,6 +53,11 @@ type Options struct {
 type Proxy struct {
 	opts      Options
 	transport *http.Transport
+	// proxyTransport reaches pods and services for the proxy subresources.
+	proxyTransport *http.Transport
+	// services and slices resolve services/proxy (ServeServices).
+	services Getter
+	slices   Lister
 }
 
 // New builds a Proxy.
@@ -74,14 +79,20 @@ func New(opts Options) (*Proxy, error) {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Proxy{opts: opts, transport: t}, nil
+	return &Proxy{opts: opts, transport: t, proxyTransport: newProxyTransport(opts.DialTimeout)}, nil
 }
 
-// Close drops idle connections to agents.
-func (p *Proxy) Close() { p.transport.CloseIdleConnections() }
+// Close drops idle connections to agents, pods and services.
+func (p *Proxy) Close() {
+	p.transport.CloseIdleConnections()
+	p.proxyTransport.CloseIdleConnections()
+}
 
 // Handles says whether p serves a subresource of a resource.
 func (p *Proxy) Handles(resource, subresource string) bool {
+	if subresource == "proxy" {
+		return resource == "pods" || resource == "nodes" || resource == "services"
+	}
 	if resource != "pods" {
 		return false
 	}
@@ -92,10 +103,13 @@ func (p *Proxy) Handles(resource, subresource string) bool {
 	return false
 }
 
-// Serve serves one subresource request; an error returned was not yet
-// written, and is for the caller to write as a Status.
-func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, namespace, name, subresource string) error {
+// Serve serves one subresource request (path: what follows a proxy
+// subresource); an error returned was not yet written, and is for the
+// caller to write as a Status.
+func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, resource, namespace, name, subresource, path string) error {
 	switch subresource {
+	case "proxy":
+		return p.serveProxy(w, r, resource, namespace, name, path)
 	case "log":
 		if r.Method != http.MethodGet {
 			return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/log"}, r.Method)

@@ -72,3 +72,45 @@ func TestValidateLogOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestPodProxyLocation(t *testing.T) {
+	pod := func(ips []string, ports ...int32) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}, {Name: "b"}}}}
+		for _, port := range ports {
+			p.Spec.Containers[1].Ports = append(p.Spec.Containers[1].Ports, v1.ContainerPort{ContainerPort: port})
+		}
+		for _, ip := range ips {
+			p.Status.PodIPs = append(p.Status.PodIPs, v1.PodIP{IP: ip})
+		}
+		return p
+	}
+	cases := []struct {
+		name, scheme, port string
+		pod                *v1.Pod
+		want, err          string
+	}{
+		{"the port asked for", "", "8080", pod([]string{"10.1.0.5"}, 80), "//10.1.0.5:8080", ""},
+		{"the first declared port", "", "", pod([]string{"10.1.0.5"}, 81, 82), "//10.1.0.5:81", ""},
+		{"no port at all", "https", "", pod([]string{"10.1.0.5"}), "https://10.1.0.5", ""},
+		{"the first IP", "http", "1", pod([]string{"10.1.0.5", "fd00::5"}), "http://10.1.0.5:1", ""},
+		{"IPv6 with a port", "", "80", pod([]string{"fd00::5"}), "//[fd00::5]:80", ""},
+		{"IPv6 without", "", "", pod([]string{"fd00::5"}), "//[fd00::5]", ""},
+		{"loopback", "", "80", pod([]string{"127.0.0.1"}), "", "address not allowed"},
+		{"link-local", "", "80", pod([]string{"169.254.169.254"}), "", "address not allowed"},
+		{"no IP yet", "", "80", pod(nil), "", "address not allowed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := podProxyLocation(c.pod, c.scheme, c.port)
+			if c.err != "" {
+				if !apierrors.IsBadRequest(err) || err.Error() != c.err {
+					t.Errorf("error %v, want BadRequest %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got.String() != c.want {
+				t.Errorf("= %v, %v; want %s", got, err, c.want)
+			}
+		})
+	}
+}
