@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -160,12 +161,19 @@ spec:
 	})
 
 	t.Run("attach streams the output from now on", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+		// Attached until three ticks came (or 30 s on a loaded machine),
+		// not for a fixed window: kubectl's start alone can take a second.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		out, _ := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", kc, "attach", "clock").Output()
-		ticks := regexp.MustCompile(`tick (\d+)\n`).FindAllStringSubmatch(string(out), -1)
+		tickLine := regexp.MustCompile(`tick (\d+)\n`)
+		cmd := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", kc, "attach", "clock")
+		w := &untilMatches{re: tickLine, want: 3, done: cancel}
+		cmd.Stdout = w
+		_ = cmd.Run() // killed by cancel once enough ticks came
+		out := w.buf.String()
+		ticks := tickLine.FindAllStringSubmatch(out, -1)
 		if len(ticks) < 3 {
-			t.Fatalf("kubectl attach clock for 1.5 s: %q, want ticks", out)
+			t.Fatalf("kubectl attach clock for 30 s: %q, want 3 ticks", out)
 		}
 		first, _ := strconv.Atoi(ticks[0][1])
 		for i, m := range ticks {
@@ -436,4 +444,23 @@ func makeDeadNode(t *testing.T, cs *kubernetes.Clientset, name string, port int)
 		}
 		return err == nil && n != nil
 	})
+}
+
+// untilMatches collects what is written to it and calls done once re
+// matches want times. Only exec's copying goroutine writes to it, and
+// Cmd.Run returns after that goroutine ends, so buf is read afterwards
+// without a lock.
+type untilMatches struct {
+	re   *regexp.Regexp
+	want int
+	done func()
+	buf  bytes.Buffer
+}
+
+func (u *untilMatches) Write(p []byte) (int, error) {
+	u.buf.Write(p)
+	if len(u.re.FindAllIndex(u.buf.Bytes(), -1)) >= u.want {
+		u.done()
+	}
+	return len(p), nil
 }
