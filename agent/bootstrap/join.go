@@ -13,12 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,6 +28,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/cluster-bootstrap/token/jws"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/kubeconfig"
@@ -51,10 +55,14 @@ type JoinOptions struct {
 	// then fetched from the cluster-info ConfigMap and must match one.
 	CACertHashes []string
 	// CACertFile is the CA in PEM; with CACertHashes it must match one.
-	// One of the two is required: the token alone does not prove who the
-	// server is (Kite does not sign cluster-info with the tokens, as
-	// kubeadm's bootstrap signer does).
+	// One of the two is required: the token alone proves only that the
+	// server knows the token (the cluster-info signature), not that it
+	// holds the cluster's CA.
 	CACertFile string
+	// DiscoveryTimeout bounds the wait for cluster-info to be signed for
+	// the token (the bootstrap signer signs it a moment after the token
+	// is made); 0 means 5 minutes, kubeadm's discovery timeout.
+	DiscoveryTimeout time.Duration
 	// NodeName is the node's name. Required.
 	NodeName string
 	// Dir is where the kubeconfig is written (the agent's root directory).
@@ -139,13 +147,13 @@ func trustedCA(ctx context.Context, o JoinOptions) ([]byte, error) {
 		}
 		caPEM = b
 	case len(o.CACertHashes) > 0:
-		b, err := clusterInfoCA(ctx, o.Server)
+		b, err := clusterInfoCA(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		caPEM = b
 	default:
-		return nil, errors.New("bootstrap: --ca-cert-hash or --ca-cert is required: Kite does not sign cluster-info with the tokens, so the token alone cannot prove the server")
+		return nil, errors.New("bootstrap: --ca-cert-hash or --ca-cert is required: the token alone cannot prove that the server holds the cluster's CA")
 	}
 	if len(o.CACertHashes) > 0 {
 		hash, err := CAHashOfPEM(caPEM)
@@ -159,19 +167,28 @@ func trustedCA(ctx context.Context, o JoinOptions) ([]byte, error) {
 	return caPEM, nil
 }
 
-// clusterInfoCA reads the CA of the cluster-info ConfigMap in
-// kube-public, anonymously, trusting any server certificate.
-func clusterInfoCA(ctx context.Context, server string) ([]byte, error) {
-	insecure := &rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, UserAgent: "kite-agent/bootstrap"}
+// clusterInfoCA is the CA of the cluster-info ConfigMap in kube-public,
+// read as kubeadm's token discovery reads it: anonymously, trusting any
+// server certificate (the pin checks the CA afterwards) and without
+// sending the token to a server not yet trusted, once cluster-info holds
+// a signature for the token (waited for up to DiscoveryTimeout), which
+// must verify with the token: only a server that knows the token's secret
+// can sign, so a forged cluster-info is refused.
+func clusterInfoCA(ctx context.Context, o JoinOptions) ([]byte, error) {
+	insecure := &rest.Config{Host: o.Server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, UserAgent: "kite-agent/bootstrap"}
 	client, err := kubernetes.NewForConfig(insecure)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: client of %s: %w", server, err)
+		return nil, fmt.Errorf("bootstrap: client of %s: %w", o.Server, err)
 	}
-	cm, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+	cm, err := signedClusterInfo(ctx, client, o)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: reading %s/%s from %s: %w", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, server, err)
+		return nil, err
 	}
-	cfg, err := clientcmd.Load([]byte(cm.Data[bootstrapapi.KubeConfigKey]))
+	content, err := verifyClusterInfo(cm, o.Token)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %s: %w", o.Server, err)
+	}
+	cfg, err := clientcmd.Load([]byte(content))
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: the kubeconfig of cluster-info: %w", err)
 	}
@@ -181,6 +198,65 @@ func clusterInfoCA(ctx context.Context, server string) ([]byte, error) {
 		}
 	}
 	return nil, errors.New("bootstrap: cluster-info names no certificate authority")
+}
+
+// signedClusterInfo reads cluster-info until it has a signature for the
+// token, or DiscoveryTimeout passes (kubeadm's getClusterInfo): the
+// signature is added a moment after the token is made.
+func signedClusterInfo(ctx context.Context, client kubernetes.Interface, o JoinOptions) (*corev1.ConfigMap, error) {
+	timeout := o.DiscoveryTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	id, _, _ := strings.Cut(o.Token, ".")
+	var cm *corev1.ConfigMap
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		got, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+		if err != nil {
+			if last == nil { // an unsigned cluster-info says more than the deadline's error
+				last = fmt.Errorf("reading %s/%s from %s: %w", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, o.Server, err)
+			}
+			return false, nil
+		}
+		if _, signed := got.Data[bootstrapapi.JWSSignatureKeyPrefix+id]; signed {
+			cm = got
+			return true, nil
+		}
+		// What verifyClusterInfo says of an unsigned cluster-info.
+		_, last = verifyClusterInfo(got, o.Token)
+		last = fmt.Errorf("%s: %w", o.Server, last)
+		return false, nil
+	})
+	if err == nil {
+		return cm, nil
+	}
+	if last == nil {
+		last = err
+	}
+	return nil, fmt.Errorf("bootstrap: %w", last)
+}
+
+// verifyClusterInfo returns cluster-info's kubeconfig if its detached
+// JWS under jws-kubeconfig-<token id> verifies with the token (kubeadm's
+// validateClusterInfoToken, with its messages).
+func verifyClusterInfo(cm *corev1.ConfigMap, token string) (string, error) {
+	content := cm.Data[bootstrapapi.KubeConfigKey]
+	if content == "" {
+		return "", fmt.Errorf("there is no %s key in the %s ConfigMap. This API Server isn't set up for token bootstrapping, can't connect", bootstrapapi.KubeConfigKey, bootstrapapi.ConfigMapClusterInfo)
+	}
+	id, secret, ok := strings.Cut(token, ".")
+	if !ok || !bootstraputil.IsValidBootstrapToken(token) {
+		return "", fmt.Errorf("the bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	sig := cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id]
+	if sig == "" {
+		return "", fmt.Errorf("token id %q is invalid for this cluster or it has expired. Use \"kite token create\" on the control-plane node to create a new valid token", id)
+	}
+	if !jws.DetachedTokenIsValid(sig, content, id, secret) {
+		return "", errors.New("failed to verify JWS signature of received cluster info object, can't trust this API Server")
+	}
+	return content, nil
 }
 
 // requestCertificate is the kubelet's TLS bootstrap request: it creates
