@@ -1,10 +1,13 @@
 package kite
 
 import (
+	"crypto/x509"
 	"fmt"
+	"os"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/kite-project/kite/controllers"
 )
@@ -36,4 +39,25 @@ func (s *Server) withComponentIdentities(o *controllers.Options) error {
 // runs with it.
 func (s *Server) NodeConfig(name string) (*rest.Config, error) {
 	return s.AddUser("system:node:"+name, []string{user.NodesGroup})
+}
+
+// kubeletCAs are the CAs agents' serving certificates are verified with
+// when the API server dials them: --kubelet-certificate-authority's,
+// required of every agent, else the cluster CA's, which issues the
+// certificates of kite server's own agent and of joined agents'
+// kubelet-serving requests, verified when an agent presents one.
+func (s *Server) kubeletCAs(o AuthenticationOptions) (*x509.CertPool, bool, error) {
+	caPEM, required := s.bundle.CAPEM, false
+	if o.KubeletCertificateAuthority != "" {
+		b, err := os.ReadFile(o.KubeletCertificateAuthority)
+		if err != nil {
+			return nil, false, fmt.Errorf("--kubelet-certificate-authority: %w", err)
+		}
+		caPEM, required = b, true
+	}
+	pool, err := certutil.NewPoolFromBytes(caPEM)
+	if err != nil {
+		return nil, false, fmt.Errorf("kubelet certificate authority: %w", err)
+	}
+	return pool, required, nil
 }

@@ -263,7 +263,11 @@ func (s *Server) newAPI(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("client certificate for agents: %w", err)
 	}
-	s.nodeProxy, err = nodeproxy.New(nodeproxy.Options{Pods: s.resources.Store("pods"), Nodes: s.resources.Store("nodes"), ClientCertificate: kubeletClient})
+	kubeletCAs, requireKubeletCA, err := s.kubeletCAs(opts.Authentication)
+	if err != nil {
+		return err
+	}
+	s.nodeProxy, err = nodeproxy.New(nodeproxy.Options{Pods: s.resources.Store("pods"), Nodes: s.resources.Store("nodes"), ClientCertificate: kubeletClient, KubeletCAs: kubeletCAs, RequireKubeletCA: requireKubeletCA})
 	if err != nil {
 		return err
 	}
