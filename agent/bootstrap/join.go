@@ -2,12 +2,7 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -25,24 +20,31 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/cluster-bootstrap/token/jws"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
-
-	"github.com/kite-project/kite/kubeconfig"
 )
 
 // KubeconfigFile is the node's own kubeconfig under the agent's root
-// directory, written by Join (the kubelet's kubelet.conf).
+// directory, written by Join (the kubelet's kubelet.conf). It names the
+// client certificate by its file, ClientCertificateFile, which the
+// agent's certificate manager rewrites at each rotation.
 const KubeconfigFile = "kubeconfig"
 
-// renewBefore: a certificate with less than this left is asked for
-// again at start (the kubelet rotates at 70-90 % of the lifetime; Kite
-// renews at start only).
-const renewBefore = 24 * time.Hour
+// ClientCertificateFile and ServingCertificateFile keep the node's
+// certificates and keys under the agent's root directory (the kubelet's
+// pki/kubelet-client-current.pem and pki/kubelet-server-current.pem).
+const (
+	ClientCertificateFile  = "pki/node-client-current.pem"
+	ServingCertificateFile = "pki/node-serving-current.pem"
+)
+
+// renewBefore: a certificate with less than this left is not used at
+// start: the token asks for a new one (the manager rotates long before).
+const renewBefore = time.Minute
 
 // JoinOptions say how a node joins.
 type JoinOptions struct {
@@ -70,11 +72,12 @@ type JoinOptions struct {
 }
 
 // Join returns the path of the node's own kubeconfig: the one in Dir if
-// its client certificate is for the node and good for another day, else
-// a new one, from a client certificate asked for with the token (a
-// CertificateSigningRequest for CN system:node:<name>, O system:nodes,
-// signer kubernetes.io/kube-apiserver-client-kubelet) once the API server
-// has proven to hold the CA. It waits until the request is signed (the
+// its client certificate is for the node and not about to expire (the
+// agent rotates it from then on), else a new one, from a client
+// certificate asked for with the token (a CertificateSigningRequest for
+// CN system:node:<name>, O system:nodes, signer
+// kubernetes.io/kube-apiserver-client-kubelet) once the API server has
+// proven to hold the CA. It waits until the request is signed (the
 // approver approves node client requests of bootstrap tokens at once)
 // and fails if it is denied or fails.
 func Join(ctx context.Context, o JoinOptions) (string, error) {
@@ -82,12 +85,13 @@ func Join(ctx context.Context, o JoinOptions) (string, error) {
 		return "", errors.New("bootstrap: the server URL and the node name are required")
 	}
 	path := filepath.Join(o.Dir, KubeconfigFile)
+	certFile := filepath.Join(o.Dir, ClientCertificateFile)
 	user := "system:node:" + o.NodeName
-	if stillGood(path, user, time.Now()) {
+	if stillGood(path, certFile, user, time.Now()) {
 		return path, nil
 	}
 	if o.Token == "" {
-		return "", fmt.Errorf("bootstrap: %s has no certificate good for another day: a bootstrap token (--token) is required", path)
+		return "", fmt.Errorf("bootstrap: %s has no certificate good for another minute: a bootstrap token (--token) is required", path)
 	}
 	caPEM, err := trustedCA(ctx, o)
 	if err != nil {
@@ -97,40 +101,71 @@ func Join(ctx context.Context, o JoinOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bootstrap: client of %s: %w", o.Server, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", fmt.Errorf("bootstrap: key: %w", err)
-	}
-	certPEM, err := requestCertificate(ctx, client, key, user)
+	co := nodeClientCertificate(o.NodeName, certFile, client)
+	co.GenerateName = "node-csr-"
+	m, err := NewCertificateManager(co)
 	if err != nil {
 		return "", err
 	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return "", fmt.Errorf("bootstrap: key: %w", err)
+	if err := m.Rotate(ctx); err != nil {
+		return "", err
 	}
-	err = kubeconfig.Write(path, kubeconfig.Options{Server: o.Server, CAData: caPEM, ClientCertData: certPEM, ClientKeyData: keyPEM, User: user})
-	if err != nil {
+	if err := writeKubeconfig(path, o.Server, caPEM, user, certFile); err != nil {
 		return "", err
 	}
 	klog.FromContext(ctx).Info("Joined with a bootstrap token", "user", user, "kubeconfig", path)
 	return path, nil
 }
 
-// stillGood says the kubeconfig at path has a client certificate for user
-// valid for at least renewBefore more.
-func stillGood(path, user string, now time.Time) bool {
+// nodeClientCertificate is the node's client certificate, as the
+// kubelet asks for it: an ECDSA key needs no key encipherment (the
+// kubelet's usages for non-RSA keys).
+func nodeClientCertificate(nodeName, file string, client kubernetes.Interface) CertificateOptions {
+	return CertificateOptions{
+		Name: "client", File: file, Client: client, SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Subject: pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		Usages:  []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+	}
+}
+
+// writeKubeconfig writes the node's kubeconfig (0600), naming the client
+// certificate's file rather than holding it, so that a rotation needs no
+// new kubeconfig (the kubelet's kubelet.conf).
+func writeKubeconfig(path, server string, caPEM []byte, user, certFile string) error {
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server, cluster.CertificateAuthorityData = server, caPEM
+	cfg.Clusters["kite"] = cluster
+	auth := clientcmdapi.NewAuthInfo()
+	auth.ClientCertificate, auth.ClientKey = certFile, certFile
+	cfg.AuthInfos[user] = auth
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = "kite", user, metav1.NamespaceDefault
+	cfg.Contexts["kite"] = kctx
+	cfg.CurrentContext = "kite"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("bootstrap: kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// stillGood says the kubeconfig at path names certFile, which holds a
+// client certificate for user valid for at least renewBefore more.
+func stillGood(path, certFile, user string, now time.Time) bool {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return false
 	}
+	named := false
 	for _, a := range cfg.AuthInfos {
-		certs, err := certutil.ParseCertsPEM(a.ClientCertificateData)
-		if err == nil && len(certs) > 0 && certs[0].Subject.CommonName == user && now.Add(renewBefore).Before(certs[0].NotAfter) {
-			return true
-		}
+		named = named || a.ClientCertificate == certFile
 	}
-	return false
+	b, err := os.ReadFile(certFile)
+	if !named || err != nil {
+		return false
+	}
+	certs, err := certutil.ParseCertsPEM(b)
+	return err == nil && len(certs) > 0 && certs[0].Subject.CommonName == user && now.Add(renewBefore).Before(certs[0].NotAfter)
 }
 
 // trustedCA is the CA the server must prove to hold: the file's, or
@@ -257,31 +292,6 @@ func verifyClusterInfo(cm *corev1.ConfigMap, token string) (string, error) {
 		return "", errors.New("failed to verify JWS signature of received cluster info object, can't trust this API Server")
 	}
 	return content, nil
-}
-
-// requestCertificate is the kubelet's TLS bootstrap request: it creates
-// the CertificateSigningRequest and waits for its certificate.
-func requestCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, user string) ([]byte, error) {
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: user, Organization: []string{"system:nodes"}}}, key)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: certificate request: %w", err)
-	}
-	csrs := client.CertificatesV1().CertificateSigningRequests()
-	created, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			// An ECDSA key needs no key encipherment (the kubelet's
-			// usages for non-RSA keys).
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: creating the certificate signing request: %w", err)
-	}
-	klog.FromContext(ctx).Info("Waiting for the client certificate", "csr", created.Name)
-	return waitForCertificate(ctx, client, created)
 }
 
 // waitForCertificate watches the request until it has a certificate, is
