@@ -48,7 +48,9 @@ func fakeAgentTLS(t *testing.T, node string, config *tls.Config) (pod string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
 	return p.Name
 }
 
