@@ -1,6 +1,7 @@
 package certificates_test
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -37,7 +38,7 @@ func fakeAgentTLS(t *testing.T, node string, config *tls.Config) (pod string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
@@ -49,7 +50,7 @@ func fakeAgentTLS(t *testing.T, node string, config *tls.Config) (pod string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		_ = cs.CoreV1().Pods("default").Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	})
 	return p.Name
 }
