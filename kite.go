@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.ensureAuthorization(ctx, opts) },
 		func() error { return s.ensureExtensionAuthentication(ctx) },
-		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
+		func() error { return s.startCRDController() },
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
