@@ -74,7 +74,15 @@ func (s *Server) startClusterDNS(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	dopts := clusterdns.Options{Client: cs, Domain: o.Domain, Addr: o.Addr, Upstreams: o.Upstreams, MetricsAddr: o.MetricsAddr}
+	dnsConfig, err := s.clusterDNSConfig(ctx, cs)
+	if err != nil {
+		return err
+	}
+	dnsClient, err := kubernetes.NewForConfig(dnsConfig)
+	if err != nil {
+		return err
+	}
+	dopts := clusterdns.Options{Client: dnsClient, Domain: o.Domain, Addr: o.Addr, Upstreams: o.Upstreams, MetricsAddr: o.MetricsAddr}
 	d, err := clusterdns.New(dopts)
 	if err != nil && o.MetricsAddr != "" && o.MetricsOptional {
 		// The DNS without its metrics rather than none.

@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
 		func() error { return s.ensureAuthorization(ctx, opts) },
 		func() error { return s.ensureExtensionAuthentication(ctx) },
-		func() error { return s.crds.StartController(s.runCtx, s.RESTConfig()) },
+		func() error { return s.startCRDController() },
 		func() error { return s.installCRDs(ctx, opts) },
 		func() error { return s.installWebhooks(ctx, opts) },
 		func() error { return s.startControllers(opts) },
@@ -263,7 +263,11 @@ func (s *Server) newAPI(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("client certificate for agents: %w", err)
 	}
-	s.nodeProxy, err = nodeproxy.New(nodeproxy.Options{Pods: s.resources.Store("pods"), Nodes: s.resources.Store("nodes"), ClientCertificate: kubeletClient})
+	kubeletCAs, requireKubeletCA, err := s.kubeletCAs(opts.Authentication)
+	if err != nil {
+		return err
+	}
+	s.nodeProxy, err = nodeproxy.New(nodeproxy.Options{Pods: s.resources.Store("pods"), Nodes: s.resources.Store("nodes"), ClientCertificate: kubeletClient, KubeletCAs: kubeletCAs, RequireKubeletCA: requireKubeletCA})
 	if err != nil {
 		return err
 	}

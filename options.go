@@ -211,6 +211,11 @@ type AuthenticationOptions struct {
 	// authorizer is configured; until then they reach the health
 	// endpoints and the issuer discovery only, whatever this says.
 	DisableAnonymousAuth bool
+	// KubeletCertificateAuthority (--kubelet-certificate-authority, a PEM
+	// file) verifies every agent's serving certificate when the API server
+	// dials it; "" verifies those the cluster CA issued and lets the others
+	// (agents' self-signed ones) through, docs/auth.md says why.
+	KubeletCertificateAuthority string
 }
 
 // DefaultReadHeaderTimeout is kube-apiserver's: just shy of its upper

@@ -142,6 +142,15 @@ type Options struct {
 	// for the node's names (the API server does not verify it, as
 	// kube-apiserver without --kubelet-certificate-authority).
 	ServerCertificate *tls.Certificate
+	// GetServerCertificate, if set, serves it while it has a certificate
+	// (a joined node's kubelet-serving one, rotated without a restart),
+	// ServerCertificate or the self-signed one before.
+	GetServerCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// ServerClientCA is the CA (PEM) of the API server's client
+	// certificate; empty: the REST config's CA (a REST config with its
+	// own transport, as a joined node's with a rotated certificate, has
+	// none).
+	ServerClientCA []byte
 	// ClusterDNS (--cluster-dns) and ClusterDomain (--cluster-domain)
 	// configure the resolver of ClusterFirst pods (docs/dns.md).
 	ClusterDNS    []string

@@ -47,6 +47,9 @@ func (a *Agent) newServer(opts *Options) error {
 	if c := opts.RESTConfig; c != nil {
 		so.AdminToken = c.BearerToken
 		caPEM := c.CAData
+		if len(opts.ServerClientCA) > 0 {
+			caPEM = opts.ServerClientCA
+		}
 		if len(caPEM) == 0 && c.CAFile != "" {
 			b, err := os.ReadFile(c.CAFile)
 			if err != nil {
@@ -71,6 +74,7 @@ func (a *Agent) newServer(opts *Options) error {
 		}
 		so.Certificate = cert
 	}
+	so.GetCertificate = opts.GetServerCertificate
 	s, err := server.New(so)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)

@@ -2,43 +2,49 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/cluster-bootstrap/token/jws"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
-
-	"github.com/kite-project/kite/kubeconfig"
 )
 
 // KubeconfigFile is the node's own kubeconfig under the agent's root
-// directory, written by Join (the kubelet's kubelet.conf).
+// directory, written by Join (the kubelet's kubelet.conf). It names the
+// client certificate by its file, ClientCertificateFile, which the
+// agent's certificate manager rewrites at each rotation.
 const KubeconfigFile = "kubeconfig"
 
-// renewBefore: a certificate with less than this left is asked for
-// again at start (the kubelet rotates at 70-90 % of the lifetime; Kite
-// renews at start only).
-const renewBefore = 24 * time.Hour
+// ClientCertificateFile and ServingCertificateFile keep the node's
+// certificates and keys under the agent's root directory (the kubelet's
+// pki/kubelet-client-current.pem and pki/kubelet-server-current.pem).
+const (
+	ClientCertificateFile  = "pki/node-client-current.pem"
+	ServingCertificateFile = "pki/node-serving-current.pem"
+)
+
+// renewBefore: a certificate with less than this left is not used at
+// start: the token asks for a new one (the manager rotates long before).
+const renewBefore = time.Minute
 
 // JoinOptions say how a node joins.
 type JoinOptions struct {
@@ -51,10 +57,14 @@ type JoinOptions struct {
 	// then fetched from the cluster-info ConfigMap and must match one.
 	CACertHashes []string
 	// CACertFile is the CA in PEM; with CACertHashes it must match one.
-	// One of the two is required: the token alone does not prove who the
-	// server is (Kite does not sign cluster-info with the tokens, as
-	// kubeadm's bootstrap signer does).
+	// One of the two is required: the token alone proves only that the
+	// server knows the token (the cluster-info signature), not that it
+	// holds the cluster's CA.
 	CACertFile string
+	// DiscoveryTimeout bounds the wait for cluster-info to be signed for
+	// the token (the bootstrap signer signs it a moment after the token
+	// is made); 0 means 5 minutes, kubeadm's discovery timeout.
+	DiscoveryTimeout time.Duration
 	// NodeName is the node's name. Required.
 	NodeName string
 	// Dir is where the kubeconfig is written (the agent's root directory).
@@ -62,11 +72,12 @@ type JoinOptions struct {
 }
 
 // Join returns the path of the node's own kubeconfig: the one in Dir if
-// its client certificate is for the node and good for another day, else
-// a new one, from a client certificate asked for with the token (a
-// CertificateSigningRequest for CN system:node:<name>, O system:nodes,
-// signer kubernetes.io/kube-apiserver-client-kubelet) once the API server
-// has proven to hold the CA. It waits until the request is signed (the
+// its client certificate is for the node and not about to expire (the
+// agent rotates it from then on), else a new one, from a client
+// certificate asked for with the token (a CertificateSigningRequest for
+// CN system:node:<name>, O system:nodes, signer
+// kubernetes.io/kube-apiserver-client-kubelet) once the API server has
+// proven to hold the CA. It waits until the request is signed (the
 // approver approves node client requests of bootstrap tokens at once)
 // and fails if it is denied or fails.
 func Join(ctx context.Context, o JoinOptions) (string, error) {
@@ -74,12 +85,13 @@ func Join(ctx context.Context, o JoinOptions) (string, error) {
 		return "", errors.New("bootstrap: the server URL and the node name are required")
 	}
 	path := filepath.Join(o.Dir, KubeconfigFile)
+	certFile := filepath.Join(o.Dir, ClientCertificateFile)
 	user := "system:node:" + o.NodeName
-	if stillGood(path, user, time.Now()) {
+	if stillGood(path, certFile, user, time.Now()) {
 		return path, nil
 	}
 	if o.Token == "" {
-		return "", fmt.Errorf("bootstrap: %s has no certificate good for another day: a bootstrap token (--token) is required", path)
+		return "", fmt.Errorf("bootstrap: %s has no certificate good for another minute: a bootstrap token (--token) is required", path)
 	}
 	caPEM, err := trustedCA(ctx, o)
 	if err != nil {
@@ -89,40 +101,71 @@ func Join(ctx context.Context, o JoinOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bootstrap: client of %s: %w", o.Server, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", fmt.Errorf("bootstrap: key: %w", err)
-	}
-	certPEM, err := requestCertificate(ctx, client, key, user)
+	co := nodeClientCertificate(o.NodeName, certFile, client)
+	co.GenerateName = "node-csr-"
+	m, err := NewCertificateManager(co)
 	if err != nil {
 		return "", err
 	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return "", fmt.Errorf("bootstrap: key: %w", err)
+	if err := m.Rotate(ctx); err != nil {
+		return "", err
 	}
-	err = kubeconfig.Write(path, kubeconfig.Options{Server: o.Server, CAData: caPEM, ClientCertData: certPEM, ClientKeyData: keyPEM, User: user})
-	if err != nil {
+	if err := writeKubeconfig(path, o.Server, caPEM, user, certFile); err != nil {
 		return "", err
 	}
 	klog.FromContext(ctx).Info("Joined with a bootstrap token", "user", user, "kubeconfig", path)
 	return path, nil
 }
 
-// stillGood says the kubeconfig at path has a client certificate for user
-// valid for at least renewBefore more.
-func stillGood(path, user string, now time.Time) bool {
+// nodeClientCertificate is the node's client certificate, as the
+// kubelet asks for it: an ECDSA key needs no key encipherment (the
+// kubelet's usages for non-RSA keys).
+func nodeClientCertificate(nodeName, file string, client kubernetes.Interface) CertificateOptions {
+	return CertificateOptions{
+		Name: "client", File: file, Client: client, SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Subject: pkix.Name{CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}},
+		Usages:  []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+	}
+}
+
+// writeKubeconfig writes the node's kubeconfig (0600), naming the client
+// certificate's file rather than holding it, so that a rotation needs no
+// new kubeconfig (the kubelet's kubelet.conf).
+func writeKubeconfig(path, server string, caPEM []byte, user, certFile string) error {
+	cfg := clientcmdapi.NewConfig()
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server, cluster.CertificateAuthorityData = server, caPEM
+	cfg.Clusters["kite"] = cluster
+	auth := clientcmdapi.NewAuthInfo()
+	auth.ClientCertificate, auth.ClientKey = certFile, certFile
+	cfg.AuthInfos[user] = auth
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = "kite", user, metav1.NamespaceDefault
+	cfg.Contexts["kite"] = kctx
+	cfg.CurrentContext = "kite"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("bootstrap: kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// stillGood says the kubeconfig at path names certFile, which holds a
+// client certificate for user valid for at least renewBefore more.
+func stillGood(path, certFile, user string, now time.Time) bool {
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return false
 	}
+	named := false
 	for _, a := range cfg.AuthInfos {
-		certs, err := certutil.ParseCertsPEM(a.ClientCertificateData)
-		if err == nil && len(certs) > 0 && certs[0].Subject.CommonName == user && now.Add(renewBefore).Before(certs[0].NotAfter) {
-			return true
-		}
+		named = named || a.ClientCertificate == certFile
 	}
-	return false
+	b, err := os.ReadFile(certFile)
+	if !named || err != nil {
+		return false
+	}
+	certs, err := certutil.ParseCertsPEM(b)
+	return err == nil && len(certs) > 0 && certs[0].Subject.CommonName == user && now.Add(renewBefore).Before(certs[0].NotAfter)
 }
 
 // trustedCA is the CA the server must prove to hold: the file's, or
@@ -139,13 +182,13 @@ func trustedCA(ctx context.Context, o JoinOptions) ([]byte, error) {
 		}
 		caPEM = b
 	case len(o.CACertHashes) > 0:
-		b, err := clusterInfoCA(ctx, o.Server)
+		b, err := clusterInfoCA(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		caPEM = b
 	default:
-		return nil, errors.New("bootstrap: --ca-cert-hash or --ca-cert is required: Kite does not sign cluster-info with the tokens, so the token alone cannot prove the server")
+		return nil, errors.New("bootstrap: --ca-cert-hash or --ca-cert is required: the token alone cannot prove that the server holds the cluster's CA")
 	}
 	if len(o.CACertHashes) > 0 {
 		hash, err := CAHashOfPEM(caPEM)
@@ -159,19 +202,28 @@ func trustedCA(ctx context.Context, o JoinOptions) ([]byte, error) {
 	return caPEM, nil
 }
 
-// clusterInfoCA reads the CA of the cluster-info ConfigMap in
-// kube-public, anonymously, trusting any server certificate.
-func clusterInfoCA(ctx context.Context, server string) ([]byte, error) {
-	insecure := &rest.Config{Host: server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, UserAgent: "kite-agent/bootstrap"}
+// clusterInfoCA is the CA of the cluster-info ConfigMap in kube-public,
+// read as kubeadm's token discovery reads it: anonymously, trusting any
+// server certificate (the pin checks the CA afterwards) and without
+// sending the token to a server not yet trusted, once cluster-info holds
+// a signature for the token (waited for up to DiscoveryTimeout), which
+// must verify with the token: only a server that knows the token's secret
+// can sign, so a forged cluster-info is refused.
+func clusterInfoCA(ctx context.Context, o JoinOptions) ([]byte, error) {
+	insecure := &rest.Config{Host: o.Server, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, UserAgent: "kite-agent/bootstrap"}
 	client, err := kubernetes.NewForConfig(insecure)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: client of %s: %w", server, err)
+		return nil, fmt.Errorf("bootstrap: client of %s: %w", o.Server, err)
 	}
-	cm, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+	cm, err := signedClusterInfo(ctx, client, o)
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: reading %s/%s from %s: %w", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, server, err)
+		return nil, err
 	}
-	cfg, err := clientcmd.Load([]byte(cm.Data[bootstrapapi.KubeConfigKey]))
+	content, err := verifyClusterInfo(cm, o.Token)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %s: %w", o.Server, err)
+	}
+	cfg, err := clientcmd.Load([]byte(content))
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: the kubeconfig of cluster-info: %w", err)
 	}
@@ -183,29 +235,63 @@ func clusterInfoCA(ctx context.Context, server string) ([]byte, error) {
 	return nil, errors.New("bootstrap: cluster-info names no certificate authority")
 }
 
-// requestCertificate is the kubelet's TLS bootstrap request: it creates
-// the CertificateSigningRequest and waits for its certificate.
-func requestCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, user string) ([]byte, error) {
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: user, Organization: []string{"system:nodes"}}}, key)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: certificate request: %w", err)
+// signedClusterInfo reads cluster-info until it has a signature for the
+// token, or DiscoveryTimeout passes (kubeadm's getClusterInfo): the
+// signature is added a moment after the token is made.
+func signedClusterInfo(ctx context.Context, client kubernetes.Interface, o JoinOptions) (*corev1.ConfigMap, error) {
+	timeout := o.DiscoveryTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
 	}
-	csrs := client.CertificatesV1().CertificateSigningRequests()
-	created, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			// An ECDSA key needs no key encipherment (the kubelet's
-			// usages for non-RSA keys).
-			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: creating the certificate signing request: %w", err)
+	id, _, _ := strings.Cut(o.Token, ".")
+	var cm *corev1.ConfigMap
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		got, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+		if err != nil {
+			if last == nil { // an unsigned cluster-info says more than the deadline's error
+				last = fmt.Errorf("reading %s/%s from %s: %w", metav1.NamespacePublic, bootstrapapi.ConfigMapClusterInfo, o.Server, err)
+			}
+			return false, nil
+		}
+		if _, signed := got.Data[bootstrapapi.JWSSignatureKeyPrefix+id]; signed {
+			cm = got
+			return true, nil
+		}
+		// What verifyClusterInfo says of an unsigned cluster-info.
+		_, last = verifyClusterInfo(got, o.Token)
+		last = fmt.Errorf("%s: %w", o.Server, last)
+		return false, nil
+	})
+	if err == nil {
+		return cm, nil
 	}
-	klog.FromContext(ctx).Info("Waiting for the client certificate", "csr", created.Name)
-	return waitForCertificate(ctx, client, created)
+	if last == nil {
+		last = err
+	}
+	return nil, fmt.Errorf("bootstrap: %w", last)
+}
+
+// verifyClusterInfo returns cluster-info's kubeconfig if its detached
+// JWS under jws-kubeconfig-<token id> verifies with the token (kubeadm's
+// validateClusterInfoToken, with its messages).
+func verifyClusterInfo(cm *corev1.ConfigMap, token string) (string, error) {
+	content := cm.Data[bootstrapapi.KubeConfigKey]
+	if content == "" {
+		return "", fmt.Errorf("there is no %s key in the %s ConfigMap. This API Server isn't set up for token bootstrapping, can't connect", bootstrapapi.KubeConfigKey, bootstrapapi.ConfigMapClusterInfo)
+	}
+	id, secret, ok := strings.Cut(token, ".")
+	if !ok || !bootstraputil.IsValidBootstrapToken(token) {
+		return "", fmt.Errorf("the bootstrap token is not of the form [a-z0-9]{6}.[a-z0-9]{16}")
+	}
+	sig := cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id]
+	if sig == "" {
+		return "", fmt.Errorf("token id %q is invalid for this cluster or it has expired. Use \"kite token create\" on the control-plane node to create a new valid token", id)
+	}
+	if !jws.DetachedTokenIsValid(sig, content, id, secret) {
+		return "", errors.New("failed to verify JWS signature of received cluster info object, can't trust this API Server")
+	}
+	return content, nil
 }
 
 // waitForCertificate watches the request until it has a certificate, is

@@ -62,6 +62,9 @@ type Options struct {
 	AdminToken string
 	// Certificate serves TLS. Required for ListenAndServe.
 	Certificate tls.Certificate
+	// GetCertificate, if set, serves TLS instead, Certificate when it
+	// has none (a certificate rotated without a restart).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Summary, if set, answers /stats/summary (the kubelet's Summary API:
 	// the node's and its pods' CPU and memory, agent/stats).
 	Summary func(ctx context.Context) (*statsapi.Summary, error)
@@ -132,13 +135,26 @@ func (s *Server) authenticated(r *http.Request) bool {
 	return false
 }
 
+// getCertificate is GetCertificate's certificate, else (nil, nil):
+// Certificate.
+func (s *Server) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if s.opts.GetCertificate == nil {
+		return nil, nil
+	}
+	if c, err := s.opts.GetCertificate(hello); err == nil && c != nil {
+		return c, nil
+	}
+	return nil, nil
+}
+
 // Serve serves TLS on ln until ctx ends.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler: s,
 		TLSConfig: &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{s.opts.Certificate},
+			MinVersion:     tls.VersionTLS12,
+			Certificates:   []tls.Certificate{s.opts.Certificate},
+			GetCertificate: s.getCertificate,
 			// Verified by authenticated, which also accepts a token.
 			ClientAuth: tls.RequestClientCert,
 			NextProtos: []string{"http/1.1"}, // SPDY upgrades need HTTP/1.1

@@ -22,7 +22,7 @@ func (p *Proxy) Get(ctx context.Context, nodeName, path string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.transport.RoundTrip(req)
+	resp, err := p.transportFor(base).RoundTrip(req)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: GET %s: %w", nodeName, path, err)
 	}

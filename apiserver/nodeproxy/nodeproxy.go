@@ -3,6 +3,7 @@ package nodeproxy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,17 +49,31 @@ type Options struct {
 	ClientCertificate tls.Certificate
 	// DialTimeout bounds the connection to an agent; 0 means 10 s.
 	DialTimeout time.Duration
+	// KubeletCAs verify agents' serving certificates
+	// (--kubelet-certificate-authority); nil verifies none, as
+	// kube-apiserver without the flag.
+	KubeletCAs *x509.CertPool
+	// RequireKubeletCA refuses a serving certificate KubeletCAs did not
+	// issue. Without it only the certificates they issued are verified
+	// (chain, validity, the dialed address), and one of an unknown
+	// authority (an agent's self-signed one) is let through unverified.
+	RequireKubeletCA bool
 }
 
 // Proxy serves the streaming subresources of pods.
 type Proxy struct {
-	opts      Options
+	opts Options
+	// transport is the template of the transports to each agent: a
+	// serving certificate is checked against the address dialed, which
+	// a shared TLS configuration does not know for upgrades.
 	transport *http.Transport
 	// proxyTransport reaches pods and services for the proxy subresources.
 	proxyTransport *http.Transport
 	// services and slices resolve services/proxy (ServeServices).
 	services Getter
 	slices   Lister
+	mu       sync.Mutex
+	byHost   map[string]*http.Transport
 }
 
 // New builds a Proxy.
@@ -68,8 +84,9 @@ func New(opts Options) (*Proxy, error) {
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = 10 * time.Second
 	}
-	// Agents' serving certificates are not verified, as kube-apiserver
-	// does without --kubelet-certificate-authority.
+	// The verification is VerifyAgentCertificate's, in each host's
+	// transport (transportFor); Go's own would refuse every certificate
+	// of an unknown authority.
 	tlsConfig := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, //nolint:gosec
 		Certificates: []tls.Certificate{opts.ClientCertificate}}
 	t := &http.Transport{
@@ -79,13 +96,66 @@ func New(opts Options) (*Proxy, error) {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Proxy{opts: opts, transport: t, proxyTransport: newProxyTransport(opts.DialTimeout)}, nil
+	return &Proxy{opts: opts, transport: t, proxyTransport: newProxyTransport(opts.DialTimeout), byHost: map[string]*http.Transport{}}, nil
 }
 
 // Close drops idle connections to agents, pods and services.
 func (p *Proxy) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.transport.CloseIdleConnections()
 	p.proxyTransport.CloseIdleConnections()
+	for _, t := range p.byHost {
+		t.CloseIdleConnections()
+	}
+}
+
+// transportFor is the transport to the agent at u, whose serving
+// certificate VerifyAgentCertificate checks for u's host.
+func (p *Proxy) transportFor(u *url.URL) *http.Transport {
+	if p.opts.KubeletCAs == nil {
+		return p.transport
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.byHost[u.Host]; ok {
+		return t
+	}
+	t := p.transport.Clone()
+	host := u.Hostname()
+	t.TLSClientConfig.VerifyConnection = func(cs tls.ConnectionState) error {
+		return VerifyAgentCertificate(cs.PeerCertificates, host, p.opts.KubeletCAs, p.opts.RequireKubeletCA, time.Now())
+	}
+	p.byHost[u.Host] = t
+	return t
+}
+
+// VerifyAgentCertificate is the API server's check of an agent's serving
+// certificate chain (leaf first) when it dials host: one that roots
+// issued must be valid now, for server auth and for host (its IP or DNS
+// name); one of an unknown authority is refused if required, else let
+// through, as kube-apiserver without --kubelet-certificate-authority
+// lets every certificate through.
+func VerifyAgentCertificate(chain []*x509.Certificate, host string, roots *x509.CertPool, required bool, now time.Time) error {
+	if len(chain) == 0 {
+		return errors.New("the agent presented no serving certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	var unknown x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &unknown) && !required:
+		return nil
+	case err != nil:
+		return fmt.Errorf("the agent's serving certificate: %w", err)
+	}
+	if err := chain[0].VerifyHostname(host); err != nil {
+		return fmt.Errorf("the agent's serving certificate: %w", err)
+	}
+	return nil
 }
 
 // Handles says whether p serves a subresource of a resource.
@@ -281,7 +351,7 @@ func (p *Proxy) log(w http.ResponseWriter, r *http.Request, namespace, name stri
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	resp, err := p.transport.RoundTrip(req)
+	resp, err := p.transportFor(loc).RoundTrip(req)
 	if err != nil {
 		// What kube-apiserver's LocationStreamer returns: a plain
 		// error, a 500 Status without reason.
@@ -418,7 +488,7 @@ func (p *Proxy) remoteCommand(w http.ResponseWriter, r *http.Request, namespace,
 	loc.RawQuery = q.Encode()
 	var h http.Handler = p.upgradeHandler(loc)
 	sto := translator.Options{Stdin: stdin, Stdout: stdout, Stderr: stderr, Tty: tty}
-	h = translator.NewTranslatingHandler(h, translator.NewStreamTranslatorHandler(loc, p.transport, 0, sto), wsstream.IsWebSocketRequestWithStreamCloseProtocol)
+	h = translator.NewTranslatingHandler(h, translator.NewStreamTranslatorHandler(loc, p.transportFor(loc), 0, sto), wsstream.IsWebSocketRequestWithStreamCloseProtocol)
 	h.ServeHTTP(w, r)
 	return nil
 }
@@ -450,7 +520,7 @@ func (p *Proxy) portForward(w http.ResponseWriter, r *http.Request, namespace, n
 }
 
 func (p *Proxy) upgradeHandler(loc *url.URL) *upgradeproxy.UpgradeAwareHandler {
-	h := upgradeproxy.NewUpgradeAwareHandler(loc, p.transport, false, true, responder{})
+	h := upgradeproxy.NewUpgradeAwareHandler(loc, p.transportFor(loc), false, true, responder{})
 	h.MaxBytesPerSec = 0
 	return h
 }

@@ -229,7 +229,7 @@ func (p *Proxy) nodeLocation(ctx context.Context, id string) (*url.URL, http.Rou
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
 	if port == "" || port == agentPort {
-		return agent, p.transport, nil
+		return agent, p.transportFor(agent), nil
 	}
 	return &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}, p.proxyTransport, nil
 }

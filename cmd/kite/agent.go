@@ -51,7 +51,12 @@ agent on the same --root-dir adopts them.`,
 			if err != nil {
 				return err
 			}
-			return runAgent(cmd.Context(), out, newLogger(out, verbosity), opts)
+			ctx, stop, err := join.rotate(klog.NewContext(cmd.Context(), newLogger(out, verbosity)), o, &opts)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return runAgent(ctx, out, newLogger(out, verbosity), opts)
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -22,12 +22,14 @@ type authnFlags struct {
 	serviceAccountSigningKeyFile string
 	serviceAccountKeyFiles       []string
 	anonymousAuth                bool
+	kubeletCertificateAuthority  string
 }
 
 func (f *authnFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.serviceAccountIssuer, "service-account-issuer", serviceaccount.DefaultIssuer, "identifier of the service account token issuer: the iss claim of the tokens it signs and the only one it accepts, and the API's audience (an https URL for its OIDC discovery at /.well-known/openid-configuration)")
 	fs.StringVar(&f.serviceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key (RSA or ECDSA) that signs service account tokens; default <data-dir>/pki/"+pki.ServiceAccountKeyFile+", generated on first start and kept")
 	fs.StringSliceVar(&f.serviceAccountKeyFiles, "service-account-key-file", nil, "PEM files of more keys (public or private) that verify service account tokens, e.g. a previous signing key (repeat the flag or separate with ',')")
+	fs.StringVar(&f.kubeletCertificateAuthority, "kubelet-certificate-authority", "", "PEM CA that every agent's serving certificate must chain to when the API server dials it (logs, exec, attach, port-forward); default: certificates the cluster CA issued (kite server's agent's, joined agents' kubelet-serving ones) are verified, agents' self-signed ones are not")
 	fs.BoolVar(&f.anonymousAuth, "anonymous-auth", true, "let requests without credentials go on as system:anonymous for the authorizer to judge (without an authorizer they reach only the health endpoints and the issuer discovery)")
 }
 
@@ -37,6 +39,7 @@ func (f *authnFlags) options() kite.AuthenticationOptions {
 		ServiceAccountSigningKeyFile: f.serviceAccountSigningKeyFile,
 		ServiceAccountKeyFiles:       f.serviceAccountKeyFiles,
 		DisableAnonymousAuth:         !f.anonymousAuth,
+		KubeletCertificateAuthority:  f.kubeletCertificateAuthority,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kite-project/kite/agent"
 	"github.com/kite-project/kite/agent/bootstrap"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/pki"
@@ -69,6 +71,31 @@ func (f *joinFlags) join(ctx context.Context, out io.Writer, o *options.Options)
 	fmt.Fprintf(out, "kite: agent joined %s as system:node:%s (%s)\n", f.server, name, path)
 	o.KubeConfig = path
 	return nil
+}
+
+// rotate keeps a joined agent's certificates current (the kubelet's
+// rotateCertificates and serverTLSBootstrap): the agent's client
+// presents the client certificate current at each handshake, and its
+// server the kubelet-serving certificate once one is issued (a
+// self-signed one before). stop ends the rotations and waits.
+func (f *joinFlags) rotate(ctx context.Context, o *options.Options, opts *agent.Options) (_ context.Context, stop func(), _ error) {
+	if f.server == "" {
+		return ctx, func() {}, nil
+	}
+	ip := opts.Node.NodeIP
+	if ip == nil {
+		ip = opts.Node.Host.InternalIP() // the agent's default, which its Node reports
+	}
+	node, err := bootstrap.NewNode(bootstrap.NodeOptions{Dir: o.RootDir, NodeName: opts.NodeName, ServingHosts: []string{ip.String(), opts.NodeName}})
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.RESTConfig, opts.ServerClientCA = node.RESTConfig(), node.CAPEM()
+	opts.GetServerCertificate = node.Serving.GetCertificate
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { node.Run(ctx) })
+	return ctx, func() { cancel(); wg.Wait() }, nil
 }
 
 func newTokenCommand() *cobra.Command {

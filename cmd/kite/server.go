@@ -151,10 +151,12 @@ func runServer(ctx context.Context, out io.Writer, opts serverOptions) error {
 		agentOpts.RESTConfig.Dial = conns.DialContext
 		// The agent beside the API serves with a certificate of the
 		// cluster's CA.
-		hosts := []string{"127.0.0.1", "localhost", agentOpts.NodeName}
-		if ip := agentOpts.Node.NodeIP; ip != nil {
-			hosts = append(hosts, ip.String())
+		// Its InternalIP is named, the agent's default when not given,
+		// as the API server verifies the certificate for that address.
+		if agentOpts.Node.NodeIP == nil {
+			agentOpts.Node.NodeIP = agentOpts.Node.Host.InternalIP()
 		}
+		hosts := []string{"127.0.0.1", "localhost", agentOpts.NodeName, agentOpts.Node.NodeIP.String()}
 		cert, err := srv.AgentCertificate(agentOpts.NodeName, hosts...)
 		if err != nil {
 			return err

@@ -2,6 +2,11 @@ package certificates_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,5 +104,86 @@ func TestClusterInfoIsSignedByEachBootstrapToken(t *testing.T) {
 	_, err = clientset(t, rest.AnonymousClientConfig(shared.RESTConfig())).CoreV1().ConfigMaps(metav1.NamespacePublic).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("anonymous list of kube-public's configmaps: %v, want 403", err)
+	}
+}
+
+// TestJoinVerifiesClusterInfoSignature: a joining agent trusts the CA of
+// cluster-info only if its jws-kubeconfig-<token id> signature verifies
+// with its bootstrap token (kubeadm's token discovery), on top of the CA
+// pin: a server that shows the cluster's real CA (which matches the pin:
+// it is public) but cannot sign with the token is refused with a clear
+// error before the agent sends it anything, and the real server is
+// trusted.
+func TestJoinVerifiesClusterInfoSignature(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	caPEM := shared.RESTConfig().CAData
+	token, err := bootstrap.CreateToken(ctx, admin(t), bootstrap.TokenOptions{Server: shared.URL(), CAPEM: caPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret := token[:6], token[7:]
+	hash, err := bootstrap.CAHashOfPEM(caPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := clusterInfo(t, ctx).Data[bootstrapapi.KubeConfigKey]
+	sign := func(content, secret string) string {
+		sig, err := jws.ComputeDetachedSignature(content, id, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sig
+	}
+	for _, tc := range []struct {
+		name    string
+		data    map[string]string // nil: the real server
+		wantErr string
+	}{
+		{"the real server's cluster-info is trusted", nil, ""},
+		{"a signature made with another secret is refused", map[string]string{
+			bootstrapapi.KubeConfigKey: real, bootstrapapi.JWSSignatureKeyPrefix + id: sign(real, "0000000000000000"),
+		}, "failed to verify JWS signature of received cluster info object, can't trust this API Server"},
+		{"a kubeconfig changed after signing is refused", map[string]string{
+			bootstrapapi.KubeConfigKey: strings.Replace(real, shared.URL(), "https://127.0.0.1:1", 1), bootstrapapi.JWSSignatureKeyPrefix + id: sign(real, secret),
+		}, "failed to verify JWS signature"},
+		{"no signature for the token is refused", map[string]string{
+			bootstrapapi.KubeConfigKey: real,
+		}, `token id "` + id + `" is invalid for this cluster or it has expired`},
+		{"no kubeconfig is refused", map[string]string{
+			bootstrapapi.JWSSignatureKeyPrefix + id: sign("", secret),
+		}, "This API Server isn't set up for token bootstrapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := shared.URL()
+			var asked atomic.Int32
+			if tc.data != nil {
+				forger := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path != "/api/v1/namespaces/kube-public/configmaps/cluster-info" {
+						asked.Add(1) // anything but discovery
+						http.Error(w, "no", http.StatusForbidden)
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_ = json.NewEncoder(w).Encode(&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+						ObjectMeta: metav1.ObjectMeta{Name: bootstrapapi.ConfigMapClusterInfo, Namespace: metav1.NamespacePublic}, Data: tc.data})
+				}))
+				defer forger.Close()
+				server = forger.URL
+			}
+			path, err := bootstrap.Join(ctx, bootstrap.JoinOptions{Server: server, Token: token, CACertHashes: []string{hash},
+				NodeName: "jws-node", Dir: t.TempDir(), DiscoveryTimeout: 2 * time.Second})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("join: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("join: %v, want an error with %q", err, tc.wantErr)
+			case tc.wantErr == "" && !strings.HasSuffix(path, bootstrap.KubeconfigFile):
+				t.Errorf("join wrote %q", path)
+			}
+			if n := asked.Load(); n != 0 {
+				t.Errorf("the agent made %d requests to the forger beyond discovery", n)
+			}
+		})
 	}
 }
