@@ -63,6 +63,7 @@ func (s *Server) flowControlFilter() interface {
 // priority-and-fairness-config-producer), both as the admin.
 func (s *Server) startFlowControl() error {
 	if s.apf == nil {
+		s.hooks.apf.finish() // no producer runs
 		return nil
 	}
 	cs, err := kubernetes.NewForConfig(s.RESTConfig())
@@ -70,7 +71,7 @@ func (s *Server) startFlowControl() error {
 		return err
 	}
 	s.wg.Go(func() { s.apf.RunStatus(s.runCtx, cs.FlowcontrolV1()) })
-	p := &flowcontrol.Producer{Client: cs.FlowcontrolV1()}
+	p := &flowcontrol.Producer{Client: cs.FlowcontrolV1(), Ensured: s.hooks.apf.finish}
 	s.wg.Go(func() { p.Run(s.runCtx) })
 	return nil
 }
