@@ -47,6 +47,10 @@ type Options struct {
 	FlowSchemas, PriorityLevels listwatch.ListerWatcher
 	// RequestWaitLimit: 0 means DefaultRequestWaitLimit.
 	RequestWaitLimit time.Duration
+	// ObjectCount counts a resource's objects for the work estimator
+	// (lists cost seats by it); nil counts none, and every list costs
+	// one seat.
+	ObjectCount ObjectCount
 }
 
 // Controller is API priority and fairness: it follows the FlowSchemas and
@@ -60,6 +64,9 @@ type Controller struct {
 	config     atomic.Pointer[config]
 	dispatch   *dispatcher
 	reflectors []*listwatch.Reflector
+	// objectCount and watches are the work estimator's inputs.
+	objectCount ObjectCount
+	watches     *watchTracker
 
 	mu  sync.Mutex // guards fss, pls and rebuilding
 	fss map[string]*flowcontrolv1.FlowSchema
@@ -75,16 +82,21 @@ func New(opts Options) (*Controller, error) {
 		return nil, errors.New("flowcontrol: Options.FlowSchemas and PriorityLevels are required")
 	}
 	c := &Controller{
-		serverCL:  opts.ServerConcurrencyLimit,
-		waitLimit: opts.RequestWaitLimit,
-		infos:     &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
-		dispatch:  newDispatcher(time.Now),
-		fss:       map[string]*flowcontrolv1.FlowSchema{},
-		pls:       map[string]*flowcontrolv1.PriorityLevelConfiguration{},
-		changed:   make(chan struct{}, 1),
+		serverCL:    opts.ServerConcurrencyLimit,
+		waitLimit:   opts.RequestWaitLimit,
+		infos:       &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
+		dispatch:    newDispatcher(time.Now),
+		watches:     newWatchTracker(),
+		objectCount: opts.ObjectCount,
+		fss:         map[string]*flowcontrolv1.FlowSchema{},
+		pls:         map[string]*flowcontrolv1.PriorityLevelConfiguration{},
+		changed:     make(chan struct{}, 1),
 	}
 	if c.serverCL <= 0 {
 		c.serverCL = DefaultServerConcurrencyLimit
+	}
+	if c.objectCount == nil {
+		c.objectCount = func(string, string) (int64, bool) { return 0, false }
 	}
 	if c.waitLimit <= 0 {
 		c.waitLimit = DefaultRequestWaitLimit

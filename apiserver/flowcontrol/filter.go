@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -39,6 +40,13 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		var query url.Values // parsed for lists and watches only
+		if watch || info.Verb == "list" {
+			query = r.URL.Query()
+		}
+		if watch {
+			defer c.watches.register(info, query)()
+		}
 		u, ok := genericapirequest.UserFrom(ctx)
 		if !ok {
 			u = &user.DefaultInfo{}
@@ -54,17 +62,24 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s, out := c.dispatch.acquire(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)))
+		var watchers int
+		switch info.Verb {
+		case "create", "update", "patch", "delete":
+			watchers = c.watches.interested(info)
+		}
+		we := estimateWork(info, query, c.objectCount, watchers, lc.maxSeats())
+		s, out := c.dispatch.acquireWork(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)), we)
 		if out != executed {
 			tooManyRequests(w, c.dispatch.retryAfterSeconds(lc))
 			return
 		}
+		release := s.release
 		if !watch {
-			defer s.release()
+			defer release()
 			next.ServeHTTP(w, r)
 			return
 		}
-		iw := &initWriter{ResponseWriter: w, release: s.release}
+		iw := &initWriter{ResponseWriter: w, release: release}
 		defer iw.initialized()
 		next.ServeHTTP(iw, r)
 	})
