@@ -40,6 +40,7 @@ func (s *Server) newFlowControl(opts Options) (err error) {
 		FlowSchemas:            resourceset.StoreListerWatcher(s.resources.Store("flowschemas.flowcontrol.apiserver.k8s.io")),
 		PriorityLevels:         resourceset.StoreListerWatcher(s.resources.Store("prioritylevelconfigurations.flowcontrol.apiserver.k8s.io")),
 		ObjectCount:            s.objectCount,
+		Registerer:             s.metrics.Registry(),
 	})
 	if err != nil {
 		return err

@@ -146,12 +146,20 @@ const (
 // when the request waits: a timer per request costs as much as the rest). A level that rejects, or
 // whose chosen queue is full, refuses at once.
 func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64) (seat, outcome) {
-	return d.acquireWork(ctx, waitContext, lc, hash, workEstimate{seats: 1})
+	return d.acquireWork(ctx, waitContext, lc, hash, workEstimate{seats: 1}, nil)
+}
+
+// gauge is what counts the requests waiting in queues (a Prometheus
+// gauge).
+type gauge interface {
+	Inc()
+	Dec()
 }
 
 // acquireWork is acquire for a request whose work is we: it takes
-// we.seats seats, given back we.additionalLatency after release.
-func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64, we workEstimate) (seat, outcome) {
+// we.seats seats, given back we.additionalLatency after release. inQueue,
+// when not nil, counts the request while it waits in a queue.
+func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64, we workEstimate, inQueue gauge) (seat, outcome) {
 	width := max(1, we.seats)
 	if lc.exempt {
 		return seat{}, executed
@@ -189,6 +197,10 @@ func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.C
 	// as much as possible after each arrival).
 	d.dispatchLocked()
 	d.mu.Unlock()
+	if inQueue != nil {
+		inQueue.Inc()
+		defer inQueue.Dec()
+	}
 
 	waitCtx, cancel := waitContext(ctx)
 	defer cancel()

@@ -134,7 +134,7 @@ func TestWatchTrackerCountsInterestedWatches(t *testing.T) {
 func TestWideRequestTakesItsSeats(t *testing.T) {
 	l := lvl("l", 10, 0, 0, 4, 2, 10)
 	d := dispatcherOf(l)
-	wide, out := d.acquireWork(t.Context(), noWait, l, 1, workEstimate{seats: 8})
+	wide, out := d.acquireWork(t.Context(), noWait, l, 1, workEstimate{seats: 8}, nil)
 	if out != executed {
 		t.Fatalf("wide: %v", out)
 	}
@@ -149,7 +149,7 @@ func TestWideRequestTakesItsSeats(t *testing.T) {
 	// 2 seats are free: a request of 3 waits.
 	ch := make(chan result, 1)
 	go func() {
-		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 3})
+		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 3}, nil)
 		ch <- result{s, out}
 	}()
 	waitQueued(t, d, 1)
@@ -178,7 +178,7 @@ func TestWiderThanTheLevelRunsAlone(t *testing.T) {
 	one, _ := d.acquire(t.Context(), noWait, l, 1)
 	ch := make(chan result, 1)
 	go func() {
-		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 10})
+		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 10}, nil)
 		ch <- result{s, out}
 	}()
 	waitQueued(t, d, 1)
@@ -193,7 +193,7 @@ func TestWiderThanTheLevelRunsAlone(t *testing.T) {
 func TestAdditionalLatencyHoldsSeats(t *testing.T) {
 	l := lvl("l", 1, 0, 0, 0, 0, 0)
 	d := dispatcherOf(l)
-	s, out := d.acquireWork(t.Context(), noWait, l, 1, workEstimate{seats: 1, additionalLatency: 200 * time.Millisecond})
+	s, out := d.acquireWork(t.Context(), noWait, l, 1, workEstimate{seats: 1, additionalLatency: 200 * time.Millisecond}, nil)
 	if out != executed {
 		t.Fatal(out)
 	}

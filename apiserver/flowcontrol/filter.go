@@ -58,7 +58,11 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		h := w.Header()
 		h[priorityLevelHeader] = []string{string(lc.pl.UID)}
 		h[flowSchemaHeader] = []string{string(fs.UID)}
+		fm := c.metrics.flow(lc.pl.Name, fs.Name)
 		if lc.exempt {
+			fm.dispatched.Inc()
+			fm.executing.Inc()
+			defer fm.executing.Dec()
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -68,12 +72,28 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 			watchers = c.watches.interested(info)
 		}
 		we := estimateWork(info, query, c.objectCount, watchers, lc.maxSeats())
-		s, out := c.dispatch.acquireWork(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)), we)
+		fm.estimatedSeats.Observe(float64(we.seats))
+		if watchers > 0 {
+			fm.watchCountSamples.Observe(float64(watchers))
+		}
+		begin := time.Now()
+		s, out := c.dispatch.acquireWork(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)), we, fm.inQueue)
+		waited := time.Since(begin).Seconds()
 		if out != executed {
+			fm.waitRejected.Observe(waited)
+			fm.rejectedReasons[rejectReason(ctx, lc, out)].Inc()
 			tooManyRequests(w, c.dispatch.retryAfterSeconds(lc))
 			return
 		}
-		release := s.release
+		fm.waitExecuted.Observe(waited)
+		fm.dispatched.Inc()
+		fm.executing.Inc()
+		fm.executingSeats.Add(float64(s.width))
+		release := func() {
+			fm.executing.Dec()
+			fm.executingSeats.Sub(float64(s.width))
+			s.release()
+		}
 		if !watch {
 			defer release()
 			next.ServeHTTP(w, r)
@@ -83,6 +103,21 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		defer iw.initialized()
 		next.ServeHTTP(iw, r)
 	})
+}
+
+// rejectReason is the reason label of a rejection, upstream's: a level
+// without queues refuses at its concurrency limit, a full queue refuses
+// at once, a wait ends by its time limit or by the client going away.
+func rejectReason(ctx context.Context, lc *levelConfig, out outcome) string {
+	switch {
+	case out == rejectedFull && (lc.reject || lc.queues == 0):
+		return reasonConcurrencyLimit
+	case out == rejectedFull:
+		return reasonQueueFull
+	case ctx.Err() != nil:
+		return reasonCancelled
+	}
+	return reasonTimeOut
 }
 
 // The response headers (flowcontrolv1.ResponseHeaderMatched*), in
