@@ -147,11 +147,7 @@ func TestWideRequestTakesItsSeats(t *testing.T) {
 		t.Fatalf("seats in use: %d, want 8", got)
 	}
 	// 2 seats are free: a request of 3 waits.
-	ch := make(chan result, 1)
-	go func() {
-		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 3}, nil)
-		ch <- result{s, out}
-	}()
+	ch := startWork(t, d, l, 2, workEstimate{seats: 3})
 	waitQueued(t, d, 1)
 	select {
 	case r := <-ch:
@@ -176,18 +172,25 @@ func TestWiderThanTheLevelRunsAlone(t *testing.T) {
 	l := lvl("l", 4, 0, 0, 4, 2, 10)
 	d := dispatcherOf(l)
 	one, _ := d.acquire(t.Context(), noWait, l, 1)
-	ch := make(chan result, 1)
-	go func() {
-		s, out := d.acquireWork(t.Context(), noWait, l, 2, workEstimate{seats: 10}, nil)
-		ch <- result{s, out}
-	}()
+	ch := startWork(t, d, l, 2, workEstimate{seats: 10})
 	waitQueued(t, d, 1)
 	one.release()
-	if r := <-ch; r.out != executed {
+	r := <-ch
+	if r.out != executed {
 		t.Fatalf("wider than the level once alone: %v", r.out)
-	} else {
-		r.s.release()
 	}
+	r.s.release()
+}
+
+// startWork runs acquireWork in a goroutine; its result arrives on the
+// channel.
+func startWork(t *testing.T, d *dispatcher, lc *levelConfig, hash uint64, we workEstimate) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		s, out := d.acquireWork(t.Context(), noWait, lc, hash, we, nil)
+		ch <- result{s, out}
+	}()
+	return ch
 }
 
 func TestAdditionalLatencyHoldsSeats(t *testing.T) {
