@@ -3,6 +3,7 @@ package kite
 import (
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kite-project/kite/apiserver"
@@ -38,6 +39,8 @@ func (s *Server) newFlowControl(opts Options) (err error) {
 		ServerConcurrencyLimit: total,
 		FlowSchemas:            resourceset.StoreListerWatcher(s.resources.Store("flowschemas.flowcontrol.apiserver.k8s.io")),
 		PriorityLevels:         resourceset.StoreListerWatcher(s.resources.Store("prioritylevelconfigurations.flowcontrol.apiserver.k8s.io")),
+		ObjectCount:            s.objectCount,
+		Registerer:             s.metrics.Registry(),
 	})
 	if err != nil {
 		return err
@@ -63,6 +66,7 @@ func (s *Server) flowControlFilter() interface {
 // priority-and-fairness-config-producer), both as the admin.
 func (s *Server) startFlowControl() error {
 	if s.apf == nil {
+		s.hooks.apf.finish() // no producer runs
 		return nil
 	}
 	cs, err := kubernetes.NewForConfig(s.RESTConfig())
@@ -70,7 +74,25 @@ func (s *Server) startFlowControl() error {
 		return err
 	}
 	s.wg.Go(func() { s.apf.RunStatus(s.runCtx, cs.FlowcontrolV1()) })
-	p := &flowcontrol.Producer{Client: cs.FlowcontrolV1()}
+	p := &flowcontrol.Producer{Client: cs.FlowcontrolV1(), Ensured: s.hooks.apf.finish}
 	s.wg.Go(func() { p.Run(s.runCtx) })
 	return nil
+}
+
+// objectCount counts a resource's objects for APF's work estimator, from
+// its watch cache: -1 (as many as can be) while the cache fills, not
+// counted when the resource has no cache of its own.
+func (s *Server) objectCount(group, resource string) (int64, bool) {
+	st := s.resources.Store(schema.GroupResource{Group: group, Resource: resource}.String())
+	if st == nil {
+		return 0, false
+	}
+	c, ok := st.Storage().(interface{ ObjectCount() (int64, bool) })
+	if !ok {
+		return 0, false
+	}
+	if n, ready := c.ObjectCount(); ready {
+		return n, true
+	}
+	return -1, true
 }

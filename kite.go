@@ -18,6 +18,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -85,8 +87,11 @@ type Server struct {
 	// authz authorizes every request; policy is the bootstrap policy it
 	// starts from.
 	authz  *authz.Authorizer
-	policy *bootstrappolicy.Policy
-	token  string // the admin's
+	policy *future[*bootstrappolicy.Policy]
+	// openAPI is the OpenAPI documents of the built-in resources, built
+	// while the start writes its first objects.
+	openAPI *future[*openapi.Service]
+	token   string // the admin's
 	// auth authenticates requests and issues ServiceAccount tokens
 	// (authn.go).
 	auth authentication
@@ -112,6 +117,10 @@ type Server struct {
 	errc      chan error
 	closeErr  error
 	once      sync.Once
+	// startTrace is Start's steps and their durations (StartTrace).
+	startTrace []StartStep
+	// hooks are the start's steps /readyz waits for (startup.go).
+	hooks postStartHooks
 }
 
 // Start runs a control plane and returns once the API answers. ctx bounds
@@ -120,42 +129,67 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err := pki.CheckHosts(opts.ExtraSANs); err != nil {
 		return nil, fmt.Errorf("ExtraSANs: %w", err)
 	}
-	s := &Server{errc: make(chan error, 1)}
+	s := &Server{errc: make(chan error, 1), hooks: newPostStartHooks()}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
 	s.runCtx, s.cancel = context.WithCancel(context.Background())
-	for _, step := range []func() error{
-		func() error { return s.openDataDir(opts) },
-		func() error { return s.openEtcd(ctx, opts) },
-		func() error { return s.ensureCertificates(opts) },
-		func() error { return s.newAuthentication(opts) },
-		func() error { return s.buildResources(opts) },
-		func() error { return s.allocateServices(ctx, opts) },
-		func() error { return s.resources.EnsureNamespaces(ctx) },
-		func() error { return s.resources.EnsureStartupObjects(ctx) },
-		func() error { return s.newAPI(opts) },
-		func() error { return s.serveHTTPS(ctx, opts) },
-		func() error { return s.ensureKubernetesService(ctx, opts) },
-		func() error { return s.writeKubeconfig(opts) },
-		func() error { return s.startFlowControl() },
-		func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) },
-		func() error { return s.ensureAuthorization(ctx, opts) },
-		func() error { return s.ensureExtensionAuthentication(ctx) },
-		func() error { return s.startCRDController() },
-		func() error { return s.installCRDs(ctx, opts) },
-		func() error { return s.installWebhooks(ctx, opts) },
-		func() error { return s.startControllers(opts) },
-		func() error { return s.startClusterDNS(ctx, opts) },
+	s.policy = startFuture(bootstrappolicy.Load)
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"openDataDir", func() error { return s.openDataDir(opts) }},
+		// etcd's start is mostly waiting: the certificates are made meanwhile.
+		{"openEtcd+ensureCertificates", func() error {
+			return parallel(func() error { return s.openEtcd(ctx, opts) }, func() error { return s.ensureCertificates(opts) })
+		}},
+		{"newAuthentication", func() error { return s.newAuthentication(opts) }},
+		{"buildResources", func() error { return s.buildResources(opts) }},
+		{"startOpenAPI", func() error { s.startOpenAPI(opts); return nil }},
+		{"allocateServices", func() error { return s.allocateServices(ctx, opts) }},
+		{"EnsureNamespaces", func() error { return s.resources.EnsureNamespaces(ctx) }},
+		{"EnsureStartupObjects", func() error { return s.resources.EnsureStartupObjects(ctx) }},
+		{"newAPI", func() error { return s.newAPI(opts) }},
+		{"serveHTTPS", func() error { return s.serveHTTPS(ctx, opts) }},
+		{"ensureKubernetesService", func() error { return s.ensureKubernetesService(ctx, opts) }},
+		{"writeKubeconfig", func() error { return s.writeKubeconfig(opts) }},
+		{"startFlowControl", func() error { return s.startFlowControl() }},
+		{"WaitReady", func() error { return s.resources.WaitReady(ctx, opts.ReadyTimeout) }},
+		{"ensureAuthorization", func() error { return s.ensureAuthorization(ctx, opts) }},
+		{"ensureExtensionAuthentication", func() error { return s.ensureExtensionAuthentication(ctx) }},
+		{"startCRDController", func() error { return s.startCRDController() }},
+		{"installCRDs", func() error { return s.installCRDs(ctx, opts) }},
+		{"installWebhooks", func() error { return s.installWebhooks(ctx, opts) }},
+		{"startControllers", func() error { return s.startControllers(opts) }},
+		{"startClusterDNS", func() error { return s.startClusterDNS(ctx, opts) }},
+		{"waitPostStartHooks", func() error { return s.waitPostStartHooks(ctx, opts.ReadyTimeout) }},
 	} {
-		if err := step(); err != nil {
+		begin := time.Now()
+		if err := step.run(); err != nil {
 			return nil, err
 		}
+		s.startTrace = append(s.startTrace, StartStep{Name: step.name, Duration: time.Since(begin)})
 	}
+	klog.FromContext(ctx).V(2).Info("Started", "steps", s.startTrace)
 	return s, nil
 }
+
+// StartStep is one step of Start and how long it took: where a start's
+// time goes (docs/startup.md), for benchmarks and the log (-v=2).
+type StartStep struct {
+	Name     string
+	Duration time.Duration
+}
+
+func (st StartStep) String() string {
+	return st.Name + "=" + st.Duration.Round(10*time.Microsecond).String()
+}
+
+// StartTrace is the steps of Start in order, with their durations.
+func (s *Server) StartTrace() []StartStep { return slices.Clone(s.startTrace) }
 
 // openDataDir makes the data directory, a temporary one unless
 // opts.DataDir names it.
@@ -248,11 +282,8 @@ func (s *Server) newAPI(opts Options) error {
 	if err := s.newAuthenticator(opts); err != nil {
 		return err
 	}
-	v := opts.Version
-	if v == (version.Info{}) {
-		v = DefaultVersion()
-	}
-	oa, err := openapi.New(openapi.Options{Resources: s.resources.OpenAPIResources(), Version: v.GitVersion})
+	v := serverVersion(opts)
+	oa, err := s.openAPI.get()
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
@@ -299,7 +330,7 @@ func (s *Server) newAPI(opts Options) error {
 		Connect:       s.nodeProxy,
 		Remote:        remotes{s.aggregator, s.metricsAPI},
 		Checks:        []apiserver.HealthCheck{{Name: "etcd", Check: s.checkEtcd}},
-		ReadyChecks:   []apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}},
+		ReadyChecks:   append([]apiserver.HealthCheck{{Name: "storage", Check: s.resources.ReadinessCheck}}, s.hooks.checks()...),
 		Tables:        s.crds.Tables(),
 		Metrics:       s.metrics,
 
@@ -317,6 +348,23 @@ func (s *Server) newAPI(opts Options) error {
 	return nil
 }
 
+// serverVersion is the version the server reports.
+func serverVersion(opts Options) version.Info {
+	if opts.Version == (version.Info{}) {
+		return DefaultVersion()
+	}
+	return opts.Version
+}
+
+// startOpenAPI starts building the OpenAPI documents of the resources
+// built so far (newAPI takes them).
+func (s *Server) startOpenAPI(opts Options) {
+	resources, v := s.resources.OpenAPIResources(), serverVersion(opts).GitVersion
+	s.openAPI = startFuture(func() (*openapi.Service, error) {
+		return openapi.New(openapi.Options{Resources: resources, Version: v})
+	})
+}
+
 // newAuthorizer builds the authorizer of opts.AuthorizationMode over the
 // served RBAC objects and pods, and starts filling its caches.
 func (s *Server) newAuthorizer(opts Options) (err error) {
@@ -324,11 +372,12 @@ func (s *Server) newAuthorizer(opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("AuthorizationMode: %w", err)
 	}
-	if s.policy, err = bootstrappolicy.Load(); err != nil {
+	policy, err := s.policy.get()
+	if err != nil {
 		return err
 	}
 	var nodeRules []rbacv1.PolicyRule
-	if r, ok := s.policy.ClusterRole(bootstrappolicy.NodeName); ok {
+	if r, ok := policy.ClusterRole(bootstrappolicy.NodeName); ok {
 		nodeRules = r.Rules
 	}
 	lw := func(gr string) listwatch.ListerWatcher { return resourceset.StoreListerWatcher(s.resources.Store(gr)) }
@@ -364,9 +413,20 @@ func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := authz.EnsureBootstrapPolicy(ctx, cs, s.policy); err != nil {
+	policy, err := s.policy.get()
+	if err != nil {
+		return err
+	}
+	// The authorizer's caches are synced: the watch caches they fill from
+	// hold every object written before, so the reconciler reads them
+	// there (resourceVersion 0) and only writes cost a request.
+	read := func(resource, namespace, name string) (kruntime.Object, error) {
+		return s.resources.Store(resource+".rbac.authorization.k8s.io").Get(ctx, namespace, name, &metav1.GetOptions{ResourceVersion: "0"})
+	}
+	if err := authz.EnsureBootstrapPolicyReading(ctx, cs, policy, read); err != nil {
 		return fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
+	s.hooks.rbac.finish()
 	return nil
 }
 

@@ -19,6 +19,8 @@ import (
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kite-project/kite/listwatch"
 )
 
@@ -47,6 +49,12 @@ type Options struct {
 	FlowSchemas, PriorityLevels listwatch.ListerWatcher
 	// RequestWaitLimit: 0 means DefaultRequestWaitLimit.
 	RequestWaitLimit time.Duration
+	// ObjectCount counts a resource's objects for the work estimator
+	// (lists cost seats by it); nil counts none, and every list costs
+	// one seat.
+	ObjectCount ObjectCount
+	// Registerer, when set, gets the apiserver_flowcontrol_* metrics.
+	Registerer prometheus.Registerer
 }
 
 // Controller is API priority and fairness: it follows the FlowSchemas and
@@ -60,6 +68,10 @@ type Controller struct {
 	config     atomic.Pointer[config]
 	dispatch   *dispatcher
 	reflectors []*listwatch.Reflector
+	// objectCount and watches are the work estimator's inputs.
+	objectCount ObjectCount
+	watches     *watchTracker
+	metrics     *metrics
 
 	mu  sync.Mutex // guards fss, pls and rebuilding
 	fss map[string]*flowcontrolv1.FlowSchema
@@ -75,16 +87,27 @@ func New(opts Options) (*Controller, error) {
 		return nil, errors.New("flowcontrol: Options.FlowSchemas and PriorityLevels are required")
 	}
 	c := &Controller{
-		serverCL:  opts.ServerConcurrencyLimit,
-		waitLimit: opts.RequestWaitLimit,
-		infos:     &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
-		dispatch:  newDispatcher(time.Now),
-		fss:       map[string]*flowcontrolv1.FlowSchema{},
-		pls:       map[string]*flowcontrolv1.PriorityLevelConfiguration{},
-		changed:   make(chan struct{}, 1),
+		serverCL:    opts.ServerConcurrencyLimit,
+		waitLimit:   opts.RequestWaitLimit,
+		infos:       &genericapirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")},
+		dispatch:    newDispatcher(time.Now),
+		watches:     newWatchTracker(),
+		metrics:     newMetrics(),
+		objectCount: opts.ObjectCount,
+		fss:         map[string]*flowcontrolv1.FlowSchema{},
+		pls:         map[string]*flowcontrolv1.PriorityLevelConfiguration{},
+		changed:     make(chan struct{}, 1),
 	}
 	if c.serverCL <= 0 {
 		c.serverCL = DefaultServerConcurrencyLimit
+	}
+	if c.objectCount == nil {
+		c.objectCount = func(string, string) (int64, bool) { return 0, false }
+	}
+	if opts.Registerer != nil {
+		if err := c.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("flowcontrol metrics: %w", err)
+		}
 	}
 	if c.waitLimit <= 0 {
 		c.waitLimit = DefaultRequestWaitLimit
@@ -146,6 +169,7 @@ func (c *Controller) rebuildLocked(logger klog.Logger) {
 		logger.Error(err, "Priority and fairness configuration")
 	}
 	c.dispatch.configure(cfg)
+	c.metrics.setLevels(cfg)
 	c.config.Store(cfg)
 	select {
 	case c.changed <- struct{}{}:

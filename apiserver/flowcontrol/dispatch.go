@@ -47,6 +47,8 @@ type waiter struct {
 	hash  uint64
 	q     *queue
 	state waiterState
+	// width is the seats the request takes (its work estimate).
+	width int
 }
 
 type waiterState int
@@ -61,23 +63,35 @@ func newDispatcher(now func() time.Time) *dispatcher {
 	return &dispatcher{levels: map[string]*level{}, now: now}
 }
 
-// seat is a held seat; release gives it back. The zero seat (exempt
-// requests) holds nothing.
+// seat is a request's held seats (width of them); release gives them
+// back, latency after it is called (the estimate's additional latency:
+// the watch notifications of a write). The zero seat (exempt requests)
+// holds nothing.
 type seat struct {
-	d *dispatcher
-	l *level
-	q *queue
+	d       *dispatcher
+	l       *level
+	q       *queue
+	width   int
+	latency time.Duration
 }
 
 func (s seat) release() {
 	if s.l == nil {
 		return
 	}
+	if s.latency > 0 {
+		time.AfterFunc(s.latency, s.releaseNow)
+		return
+	}
+	s.releaseNow()
+}
+
+func (s seat) releaseNow() {
 	d := s.d
 	d.mu.Lock()
-	d.takeLocked(s.l, -1)
+	d.takeLocked(s.l, -s.width)
 	if s.q != nil {
-		s.q.executing--
+		s.q.executing -= s.width
 	}
 	if d.waiting > 0 {
 		d.dispatchLocked()
@@ -97,13 +111,23 @@ func (d *dispatcher) takeLocked(l *level, delta int) {
 	d.poolUsed += max(0, l.inUse-g) - before
 }
 
-// canDispatchLocked: within its guaranteed seats a level always may; past
-// them it borrows from the pool, up to its limit.
-func (d *dispatcher) canDispatchLocked(l *level) bool {
-	if l.inUse < l.cfg.guaranteed() {
+// canDispatchLocked reports whether l may start a request of width
+// seats: within its guaranteed seats a level always may; past them it
+// borrows from the pool, up to its limit. A request wider than the
+// level's limit runs only alone, so that it is not starved (upstream's
+// canAccommodateSeatsLocked).
+func (d *dispatcher) canDispatchLocked(l *level, width int) bool {
+	g := l.cfg.guaranteed()
+	switch {
+	case width > l.cfg.limit():
+		return l.inUse == 0
+	case l.inUse+width <= g:
 		return true
+	case l.inUse+width > l.cfg.limit():
+		return false
 	}
-	return l.inUse < l.cfg.limit() && d.poolUsed < d.poolSize
+	borrowed := max(0, l.inUse+width-g) - max(0, l.inUse-g)
+	return d.poolUsed+borrowed <= d.poolSize
 }
 
 // outcome of acquire.
@@ -122,6 +146,21 @@ const (
 // when the request waits: a timer per request costs as much as the rest). A level that rejects, or
 // whose chosen queue is full, refuses at once.
 func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64) (seat, outcome) {
+	return d.acquireWork(ctx, waitContext, lc, hash, workEstimate{seats: 1}, nil)
+}
+
+// gauge is what counts the requests waiting in queues (a Prometheus
+// gauge).
+type gauge interface {
+	Inc()
+	Dec()
+}
+
+// acquireWork is acquire for a request whose work is we: it takes
+// we.seats seats, given back we.additionalLatency after release. inQueue,
+// when not nil, counts the request while it waits in a queue.
+func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64, we workEstimate, inQueue gauge) (seat, outcome) {
+	width := max(1, we.seats)
 	if lc.exempt {
 		return seat{}, executed
 	}
@@ -134,10 +173,10 @@ func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Conte
 		d.mu.Unlock()
 		return seat{}, executed
 	}
-	if l.waiting == 0 && d.canDispatchLocked(l) {
-		d.takeLocked(l, 1)
+	if l.waiting == 0 && d.canDispatchLocked(l, width) {
+		d.takeLocked(l, width)
 		d.mu.Unlock()
-		return seat{d: d, l: l}, executed
+		return seat{d: d, l: l, width: width, latency: we.additionalLatency}, executed
 	}
 	if l.cfg.reject || len(l.queues) == 0 {
 		d.rejectLocked(l)
@@ -151,9 +190,17 @@ func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Conte
 		d.mu.Unlock()
 		return seat{}, rejectedFull
 	}
-	w := &waiter{ch: make(chan struct{}), hash: hash}
+	w := &waiter{ch: make(chan struct{}), hash: hash, width: width}
 	d.enqueueLocked(l, q, w)
+	// Seats may be free while a wider request waits for more: fair
+	// queuing decides whether this one goes first (upstream dispatches
+	// as much as possible after each arrival).
+	d.dispatchLocked()
 	d.mu.Unlock()
+	if inQueue != nil {
+		inQueue.Inc()
+		defer inQueue.Dec()
+	}
 
 	waitCtx, cancel := waitContext(ctx)
 	defer cancel()
@@ -166,7 +213,7 @@ func (d *dispatcher) acquire(ctx context.Context, waitContext func(context.Conte
 	defer d.mu.Unlock()
 	switch w.state {
 	case granted:
-		return seat{d: d, l: l, q: w.q}, executed
+		return seat{d: d, l: l, q: w.q, width: width, latency: we.additionalLatency}, executed
 	case waiting:
 		// Timed out (or the client left): out of the queue.
 		d.dequeueLocked(l, w)
@@ -224,32 +271,45 @@ func (d *dispatcher) dispatchLocked() {
 		for progress := true; progress && d.waiting > 0; {
 			progress = false
 			for _, l := range d.levels {
-				if l.waiting == 0 || (belowNominal && l.inUse >= l.cfg.nominal) || !d.canDispatchLocked(l) {
+				if l.waiting == 0 || (belowNominal && l.inUse >= l.cfg.nominal) {
 					continue
 				}
-				d.dispatchOneLocked(l)
+				// The queue fair queuing picks goes next, or nobody
+				// of the level: a wide request is not overtaken by
+				// narrower ones behind it (upstream's queue set).
+				q := nextQueue(l)
+				if !d.canDispatchLocked(l, q.waiters[0].width) {
+					continue
+				}
+				d.dispatchOneLocked(l, q)
 				progress = true
 			}
 		}
 	}
 }
 
-func (d *dispatcher) dispatchOneLocked(l *level) {
+// nextQueue is the queue of l with waiters and the smallest virtual
+// start; l has waiters.
+func nextQueue(l *level) *queue {
 	var q *queue
 	for _, c := range l.queues {
 		if len(c.waiters) > 0 && (q == nil || c.start < q.start) {
 			q = c
 		}
 	}
+	return q
+}
+
+func (d *dispatcher) dispatchOneLocked(l *level, q *queue) {
 	w := q.waiters[0]
 	q.waiters = q.waiters[1:]
 	l.vt = q.start
-	// Each request counts as one seat for one unit of virtual time.
-	q.start++
-	q.executing++
+	// A request counts its seats for one unit of virtual time each.
+	q.start += float64(w.width)
+	q.executing += w.width
 	l.waiting--
 	d.waiting--
-	d.takeLocked(l, 1)
+	d.takeLocked(l, w.width)
 	w.state = granted
 	close(w.ch)
 }

@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -39,6 +40,13 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		var query url.Values // parsed for lists and watches only
+		if watch || info.Verb == "list" {
+			query = r.URL.Query()
+		}
+		if watch {
+			defer c.watches.register(info, query)()
+		}
 		u, ok := genericapirequest.UserFrom(ctx)
 		if !ok {
 			u = &user.DefaultInfo{}
@@ -50,24 +58,66 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		h := w.Header()
 		h[priorityLevelHeader] = []string{string(lc.pl.UID)}
 		h[flowSchemaHeader] = []string{string(fs.UID)}
+		fm := c.metrics.flow(lc.pl.Name, fs.Name)
 		if lc.exempt {
+			fm.dispatched.Inc()
+			fm.executing.Inc()
+			defer fm.executing.Dec()
 			next.ServeHTTP(w, r)
 			return
 		}
-		s, out := c.dispatch.acquire(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)))
+		var watchers int
+		switch info.Verb {
+		case "create", "update", "patch", "delete":
+			watchers = c.watches.interested(info)
+		}
+		we := estimateWork(info, query, c.objectCount, watchers, lc.maxSeats())
+		fm.estimatedSeats.Observe(float64(we.seats))
+		if watchers > 0 {
+			fm.watchCountSamples.Observe(float64(watchers))
+		}
+		begin := time.Now()
+		s, out := c.dispatch.acquireWork(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)), we, fm.inQueue)
+		waited := time.Since(begin).Seconds()
 		if out != executed {
+			fm.waitRejected.Observe(waited)
+			fm.rejectedReasons[rejectReason(ctx, lc, out)].Inc()
 			tooManyRequests(w, c.dispatch.retryAfterSeconds(lc))
 			return
 		}
+		fm.waitExecuted.Observe(waited)
+		fm.dispatched.Inc()
+		fm.executing.Inc()
+		fm.executingSeats.Add(float64(s.width))
+		release := func() {
+			fm.executing.Dec()
+			fm.executingSeats.Sub(float64(s.width))
+			s.release()
+		}
 		if !watch {
-			defer s.release()
+			defer release()
 			next.ServeHTTP(w, r)
 			return
 		}
-		iw := &initWriter{ResponseWriter: w, release: s.release}
+		iw := &initWriter{ResponseWriter: w, release: release}
 		defer iw.initialized()
 		next.ServeHTTP(iw, r)
 	})
+}
+
+// rejectReason is the reason label of a rejection, upstream's: a level
+// without queues refuses at its concurrency limit, a full queue refuses
+// at once, a wait ends by its time limit or by the client going away.
+func rejectReason(ctx context.Context, lc *levelConfig, out outcome) string {
+	switch {
+	case out == rejectedFull && (lc.reject || lc.queues == 0):
+		return reasonConcurrencyLimit
+	case out == rejectedFull:
+		return reasonQueueFull
+	case ctx.Err() != nil:
+		return reasonCancelled
+	}
+	return reasonTimeOut
 }
 
 // The response headers (flowcontrolv1.ResponseHeaderMatched*), in

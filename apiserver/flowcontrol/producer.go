@@ -117,6 +117,10 @@ type Producer struct {
 	Client flowcontrolclient.FlowcontrolV1Interface
 	// Interval: 0 means DefaultProducerInterval.
 	Interval time.Duration
+	// Ensured, when set, is called once, after the first pass that
+	// succeeded: upstream's post-start hook returns then, which /readyz
+	// waits for (poststarthook/priority-and-fairness-config-producer).
+	Ensured func()
 }
 
 // Run ensures the objects until ctx ends: every second until a first
@@ -132,6 +136,9 @@ func (p *Producer) Run(ctx context.Context) {
 		err := p.Ensure(ctx)
 		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "Priority and fairness bootstrap configuration, will retry")
+		}
+		if !ok && err == nil && p.Ensured != nil {
+			p.Ensured()
 		}
 		ok = ok || err == nil
 		wait := interval

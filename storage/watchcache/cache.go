@@ -179,6 +179,19 @@ func (c *Cache) Ready() bool {
 	}
 }
 
+// ObjectCount is how many objects the cache holds now, and whether it
+// has filled (its first list loaded): what API priority and fairness'
+// work estimator reads to cost a list, at no cost (upstream reads a
+// count kept by a loop over etcd every minute).
+func (c *Cache) ObjectCount() (int64, bool) {
+	if !c.Ready() {
+		return 0, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return int64(c.st.tree.Len()), true
+}
+
 // Wait blocks until the cache is ready, ctx ends or the cache stops.
 func (c *Cache) Wait(ctx context.Context) error {
 	select {
