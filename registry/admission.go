@@ -42,8 +42,25 @@ type AdmissionPlugin struct {
 // in Validate, stopping at the first error, as upstream's chainAdmissionHandler.
 type Chain []AdmissionPlugin
 
-// Admit runs the mutating plugins.
+// Admit runs the mutating plugins, and all of them once more when one
+// asked for it through the attributes' reinvocation context, as
+// upstream's reinvoker: a mutating webhook or policy that changed the
+// object after an earlier one with reinvocationPolicy IfNeeded ran asks
+// for the second pass. In it the built-in plugins run again (they are
+// idempotent) and the webhooks and policies run only those their
+// plugin marked for reinvocation; there is no third pass.
 func (c Chain) Admit(ctx context.Context, a admission.Attributes) error {
+	if err := c.admitOnce(ctx, a); err != nil {
+		return err
+	}
+	if rc := a.GetReinvocationContext(); rc != nil && rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return c.admitOnce(ctx, a)
+	}
+	return nil
+}
+
+func (c Chain) admitOnce(ctx context.Context, a admission.Attributes) error {
 	for _, p := range c {
 		if p.Admit == nil || (p.Handles != nil && !p.Handles(a.GetOperation())) {
 			continue

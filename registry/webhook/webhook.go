@@ -120,9 +120,11 @@ func NewClientManager(resolver webhookutil.ServiceResolver, gvs []schema.GroupVe
 	return cm, nil
 }
 
+const mutatingPluginName = "MutatingAdmissionWebhook"
+
 // MutatingPlugin is the MutatingAdmissionWebhook plugin.
 func (d *Dispatcher) MutatingPlugin() registry.AdmissionPlugin {
-	return registry.AdmissionPlugin{Name: "MutatingAdmissionWebhook", Admit: d.admit}
+	return registry.AdmissionPlugin{Name: mutatingPluginName, Admit: d.admit}
 }
 
 // ValidatingPlugin is the ValidatingAdmissionWebhook plugin.
@@ -144,6 +146,9 @@ type hook struct {
 	matchConditions                   []admissionregistrationv1.MatchCondition
 	reviewVersions                    []string
 	reinvoke                          bool
+	// uid names the webhook across the passes of one request, as
+	// upstream's accessor's: configuration, name and index.
+	uid string
 	// equivalent: matchPolicy Equivalent (v1's default).
 	equivalent bool
 }
@@ -151,7 +156,7 @@ type hook struct {
 func newHook(cfg metav1.ObjectMeta, i int, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
 	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass, timeout *int32, ns, obj *metav1.LabelSelector,
 	mc []admissionregistrationv1.MatchCondition, versions []string) hook {
-	h := hook{config: cfg.Name, key: fmt.Sprintf("%s/%s/%d", cfg.UID, cfg.ResourceVersion, i), name: name, clientConfig: cc, rules: rules,
+	h := hook{config: cfg.Name, key: fmt.Sprintf("%s/%s/%d", cfg.UID, cfg.ResourceVersion, i), uid: fmt.Sprintf("%s/%s/%d", cfg.Name, name, i), name: name, clientConfig: cc, rules: rules,
 		failurePolicy: admissionregistrationv1.Fail, sideEffects: se, timeout: 10 * time.Second, namespaceSelector: ns, objectSelector: obj,
 		matchConditions: mc, reviewVersions: versions, equivalent: mp == nil || *mp == admissionregistrationv1.Equivalent}
 	if fp != nil {
@@ -216,26 +221,21 @@ func (d *Dispatcher) admit(ctx context.Context, a admission.Attributes) error {
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	// changedAfter[i]: a webhook after i changed the object.
-	called := make([]bool, len(hooks))
-	lastChange := -1
-	for i, h := range hooks {
+	// reinvocationPolicy IfNeeded as upstream's: a webhook called before
+	// a later one (or, on the chain's second pass, a policy or built-in
+	// plugin) changed the object is called once more on the second pass.
+	r := registry.BeginReinvocations(a, mutatingPluginName)
+	defer r.End()
+	for _, h := range hooks {
+		if r.Skip(h.uid) {
+			continue
+		}
 		changed, invoked, err := d.callIfMatches(ctx, h, a, true)
+		if invoked {
+			r.Called(h.uid, changed, h.reinvoke)
+		}
 		if err != nil {
 			return err
-		}
-		called[i] = invoked
-		if changed {
-			lastChange = i
-		}
-	}
-	// reinvocationPolicy IfNeeded: once more for the webhooks that ran
-	// before a later one changed the object.
-	for i, h := range hooks {
-		if h.reinvoke && called[i] && i < lastChange {
-			if _, _, err := d.callIfMatches(ctx, h, a, true); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
