@@ -31,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -496,12 +497,13 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, i
 	}
 	callCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
+	post := func() *rest.Request { return withDeadline(callCtx, client.Post()) }
 	var body runtime.Object
 	var resp *admissionv1.AdmissionResponse
 	if version == "v1" {
 		body = &admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req}
 		out := &admissionv1.AdmissionReview{}
-		if err := client.Post().Body(body).Do(callCtx).Into(out); err != nil {
+		if err := post().Body(body).Do(callCtx).Into(out); err != nil {
 			return false, callError(h, err)
 		}
 		resp = out.Response
@@ -512,7 +514,7 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, i
 		}
 		body = &admissionv1beta1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1beta1", Kind: "AdmissionReview"}, Request: &reqB}
 		out := &admissionv1beta1.AdmissionReview{}
-		if err := client.Post().Body(body).Do(callCtx).Into(out); err != nil {
+		if err := post().Body(body).Do(callCtx).Into(out); err != nil {
 			return false, callError(h, err)
 		}
 		if out.Response != nil {
@@ -678,4 +680,23 @@ func convertJSON(in, out any) error {
 		return err
 	}
 	return json.Unmarshal(b, out)
+}
+
+// withDeadline tells the webhook how long it has, as upstream's
+// dispatchers: the time left to the call's deadline, rounded up to whole
+// seconds, as the request's "timeout" parameter (without it the client's
+// own 30 s would be sent).
+func withDeadline(ctx context.Context, r *rest.Request) *rest.Request {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return r
+	}
+	timeout := time.Until(deadline)
+	if timeout <= 0 {
+		return r
+	}
+	if truncated := timeout.Truncate(time.Second); truncated != timeout {
+		timeout = truncated + time.Second
+	}
+	return r.Timeout(timeout)
 }

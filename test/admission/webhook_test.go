@@ -37,6 +37,7 @@ type hookServer struct {
 
 type reviewed struct {
 	path       string
+	query      string
 	apiVersion string
 	req        *admissionv1.AdmissionRequest
 }
@@ -54,7 +55,7 @@ func newHookServer(t testing.TB, decide func(path string, req *admissionv1.Admis
 			return
 		}
 		h.mu.Lock()
-		h.requests = append(h.requests, reviewed{r.URL.Path, review.APIVersion, review.Request})
+		h.requests = append(h.requests, reviewed{r.URL.Path, r.URL.RawQuery, review.APIVersion, review.Request})
 		h.mu.Unlock()
 		resp := decide(r.URL.Path, review.Request)
 		resp.UID = review.Request.UID
@@ -256,8 +257,9 @@ func TestMutatingWebhookPatchesAndReinvokes(t *testing.T) {
 
 // TestWebhookFailurePolicyTimeoutAndDryRun: an unreachable webhook fails
 // the request under Fail and is skipped under Ignore; a slow one times
-// out after timeoutSeconds; under dry-run the webhook sees dryRun and
-// nothing is stored.
+// out after timeoutSeconds, and each is told its timeout in the URL
+// ("?timeout=1s", as upstream's; the conformance test looks for it in the
+// error); under dry-run the webhook sees dryRun and nothing is stored.
 func TestWebhookFailurePolicyTimeoutAndDryRun(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(config(t))
 	ns := webhookNamespace(t, client)
@@ -290,14 +292,15 @@ func TestWebhookFailurePolicyTimeoutAndDryRun(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "slow.adm.example.com"`) || time.Since(start) > 1900*time.Millisecond {
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "slow.adm.example.com"`) || !strings.Contains(err.Error(), "/slow?timeout=1s") ||
+		time.Since(start) > 1900*time.Millisecond {
 		t.Errorf("create past a webhook slower than its timeout: %v after %v", err, time.Since(start))
 	}
 	if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: dryRunAll}); err != nil {
 		t.Fatalf("dry-run create: %v", err)
 	}
-	if s := h.seen("/ok", "dry"); len(s) != 1 || !*s[0].req.DryRun {
-		t.Errorf("the webhook saw the dry run as %+v, want dryRun true", s)
+	if s := h.seen("/ok", "dry"); len(s) != 1 || !*s[0].req.DryRun || s[0].query != "timeout=10s" {
+		t.Errorf("the webhook saw the dry run as %+v, want dryRun true and the default timeout=10s", s)
 	}
 	if _, err := cms.Get(t.Context(), "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("dry-run create stored: %v", err)
