@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -96,6 +97,26 @@ func (s *Store) admissionAttributes(ctx context.Context, op admission.Operation,
 	}
 	u, _ := genericapirequest.UserFrom(ctx)
 	return admission.NewAttributesRecord(obj, old, kind, namespace, name, s.strategy.GroupVersionResource(), subresource, op, options, dryRun, u)
+}
+
+// AdmitConnect is admission of a CONNECT of a streaming subresource
+// (pods/exec, attach, portforward), as upstream's ConnectResource runs it
+// before connecting: the mutating, then the validating plugins see the
+// request's options (a PodExecOptions, of kind kind) as the object, so a
+// webhook or policy on CONNECT may refuse it. Nothing is written.
+func (s *Store) AdmitConnect(ctx context.Context, namespace, name, subresource string, opts runtime.Object, kind schema.GroupVersionKind) error {
+	if s.admission == nil {
+		return nil
+	}
+	u, _ := genericapirequest.UserFrom(ctx)
+	// Fresh attributes for each phase, as upstream's.
+	attributes := func() admission.Attributes {
+		return admission.NewAttributesRecord(opts, nil, kind, namespace, name, s.strategy.GroupVersionResource(), subresource, admission.Connect, nil, false, u)
+	}
+	if err := s.admitMutating(ctx, attributes()); err != nil {
+		return err
+	}
+	return s.admitValidating(ctx, attributes())
 }
 
 // admitMutating runs mutating admission when the Store has a chain.

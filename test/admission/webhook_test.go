@@ -360,3 +360,50 @@ func TestWebhookConfigurationsAreNotSubjectToWebhooks(t *testing.T) {
 		t.Errorf("delete it: %v", err)
 	}
 }
+
+// TestWebhookOnConnect: a validating webhook on CONNECT of pods/attach
+// and pods/exec sees the request's options (PodAttachOptions,
+// PodExecOptions) before anything is connected, as upstream's
+// ConnectResource: its denial is the client's answer (the conformance
+// test "should be able to deny attaching pod"), and an allowed request
+// goes on (to a 404 here: the pod does not exist).
+func TestWebhookOnConnect(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := webhookNamespace(t, client)
+	h := newHookServer(t, func(_ string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if req.Kind.Kind == "PodAttachOptions" && strings.Contains(string(req.Object.Raw), `"container":"container1"`) {
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "attaching to pod 'to-be-attached-pod' is not allowed"}}
+		}
+		return allow()
+	})
+	connect := validatingHook("connect.adm.example.com", h, "/connect", ns)
+	connect.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec"}}}}
+	probe := validatingHook("probe.adm.example.com", h, "/probe", ns)
+	installValidating(t, client, ns, h, probe, connect)
+
+	post := func(sub, name string, params map[string]string) error {
+		req := client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(name).SubResource(sub)
+		for k, v := range params {
+			req = req.Param(k, v)
+		}
+		return req.Do(t.Context()).Error()
+	}
+	err := post("attach", "to-be-attached-pod", map[string]string{"container": "container1", "stdin": "true"})
+	// No code in the denial: upstream's 400.
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `admission webhook "connect.adm.example.com" denied the request: attaching to pod 'to-be-attached-pod' is not allowed`) {
+		t.Errorf("attach: %v, want the webhook's denial", err)
+	}
+	if err := post("exec", "missing", map[string]string{"command": "ls", "stdout": "true"}); !apierrors.IsNotFound(err) {
+		t.Errorf("exec past an allowing webhook: %v, want the missing pod's 404", err)
+	}
+	seen := h.seen("/connect", "missing")
+	if len(seen) != 1 {
+		t.Fatalf("the webhook saw %d exec requests, want 1", len(seen))
+	}
+	r := seen[0].req
+	if r.Operation != admissionv1.Connect || r.SubResource != "exec" || r.Kind.Kind != "PodExecOptions" || r.Namespace != ns ||
+		!strings.Contains(string(r.Object.Raw), `"command":["ls"]`) || !strings.Contains(string(r.Object.Raw), `"kind":"PodExecOptions"`) {
+		t.Errorf("the webhook got %+v with %s", r, r.Object.Raw)
+	}
+}
