@@ -68,6 +68,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 			s.writeError(w, r, apierrors.NewBadRequest("dryRun is not supported"))
 			return
 		}
+		if err := admitConnect(r, store, info); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := s.opts.Connect.Serve(w, r, info.Resource, info.Namespace, info.Name, info.Subresource, info.ProxyPath); err != nil {
 			s.writeError(w, r, err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -42,8 +43,25 @@ type AdmissionPlugin struct {
 // in Validate, stopping at the first error, as upstream's chainAdmissionHandler.
 type Chain []AdmissionPlugin
 
-// Admit runs the mutating plugins.
+// Admit runs the mutating plugins, and all of them once more when one
+// asked for it through the attributes' reinvocation context, as
+// upstream's reinvoker: a mutating webhook or policy that changed the
+// object after an earlier one with reinvocationPolicy IfNeeded ran asks
+// for the second pass. In it the built-in plugins run again (they are
+// idempotent) and the webhooks and policies run only those their
+// plugin marked for reinvocation; there is no third pass.
 func (c Chain) Admit(ctx context.Context, a admission.Attributes) error {
+	if err := c.admitOnce(ctx, a); err != nil {
+		return err
+	}
+	if rc := a.GetReinvocationContext(); rc != nil && rc.ShouldReinvoke() {
+		rc.SetIsReinvoke()
+		return c.admitOnce(ctx, a)
+	}
+	return nil
+}
+
+func (c Chain) admitOnce(ctx context.Context, a admission.Attributes) error {
 	for _, p := range c {
 		if p.Admit == nil || (p.Handles != nil && !p.Handles(a.GetOperation())) {
 			continue
@@ -79,6 +97,26 @@ func (s *Store) admissionAttributes(ctx context.Context, op admission.Operation,
 	}
 	u, _ := genericapirequest.UserFrom(ctx)
 	return admission.NewAttributesRecord(obj, old, kind, namespace, name, s.strategy.GroupVersionResource(), subresource, op, options, dryRun, u)
+}
+
+// AdmitConnect is admission of a CONNECT of a streaming subresource
+// (pods/exec, attach, portforward), as upstream's ConnectResource runs it
+// before connecting: the mutating, then the validating plugins see the
+// request's options (a PodExecOptions, of kind kind) as the object, so a
+// webhook or policy on CONNECT may refuse it. Nothing is written.
+func (s *Store) AdmitConnect(ctx context.Context, namespace, name, subresource string, opts runtime.Object, kind schema.GroupVersionKind) error {
+	if s.admission == nil {
+		return nil
+	}
+	u, _ := genericapirequest.UserFrom(ctx)
+	// Fresh attributes for each phase, as upstream's.
+	attributes := func() admission.Attributes {
+		return admission.NewAttributesRecord(opts, nil, kind, namespace, name, s.strategy.GroupVersionResource(), subresource, admission.Connect, nil, false, u)
+	}
+	if err := s.admitMutating(ctx, attributes()); err != nil {
+		return err
+	}
+	return s.admitValidating(ctx, attributes())
 }
 
 // admitMutating runs mutating admission when the Store has a chain.

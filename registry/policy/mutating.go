@@ -23,6 +23,8 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/kite-project/kite/registry"
 )
 
 // mutator is one version of a MutatingAdmissionPolicy, compiled: one
@@ -93,11 +95,7 @@ func (inv invocation) key() string {
 }
 
 // admit is the MutatingAdmissionPolicy plugin: upstream's generic policy
-// dispatcher with the mutating one's invocations. reinvocationPolicy
-// IfNeeded: a policy invoked before another changed the object runs once
-// more, as upstream's second pass of the mutating plugins would run it.
-// (Kite's chain makes no second pass, so a change by a mutating webhook,
-// which runs after the policies, does not reinvoke them.)
+// dispatcher with the mutating one's invocations.
 func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 	if exempt(a) {
 		return nil
@@ -163,67 +161,58 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 			return err
 		}
 		authz := admissionauthorizer.NewCachingAuthorizer(p.authorizer())
-		// invoked: IfNeeded invocations run before the last change.
-		invoked := map[string]bool{}
-		var again []invocation
+		// reinvocationPolicy IfNeeded as upstream's: an invocation run
+		// before a later one (or, on the chain's second pass, a
+		// webhook) changed the object runs once more on the second pass.
+		r := registry.BeginReinvocations(a, mutatingPluginName)
+		defer r.End()
 		for _, inv := range invocations {
-			changed, perr, err := p.invoke(ctx, a, inv, ns, authz)
+			if r.Skip(inv.key()) {
+				continue
+			}
+			changed, called, perr, err := p.invoke(ctx, a, inv, ns, authz)
 			if err != nil {
 				return err
 			}
 			errs = append(errs, perr...)
-			if changed {
-				for _, prev := range invocations {
-					if invoked[prev.key()] {
-						again = append(again, prev)
-						delete(invoked, prev.key())
-					}
-				}
+			if called {
+				r.Called(inv.key(), changed, inv.policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy)
 			}
-			if inv.policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
-				invoked[inv.key()] = true
-			}
-		}
-		for _, inv := range again {
-			_, perr, err := p.invoke(ctx, a, inv, ns, authz)
-			if err != nil {
-				return err
-			}
-			errs = append(errs, perr...)
 		}
 	}
 	return policyErrors(a, errs)
 }
 
 // invoke applies one invocation's mutations to the request's object and
-// says whether they changed it. A status error ends the request; other
+// says whether they changed it and whether they ran at all (its
+// matchConditions matched). A status error ends the request; other
 // errors are the policy's, weighed by its failurePolicy.
-func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) (bool, []policyError, error) {
+func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) (changed, called bool, _ []policyError, _ error) {
 	fail := func(err error) []policyError {
 		return []policyError{{policy: inv.policy.Name, binding: inv.binding.Name, failurePolicy: inv.policy.Spec.FailurePolicy, err: err, reason: metav1.StatusReasonInvalid}}
 	}
 	if inv.mutator.err != nil {
-		return false, fail(inv.mutator.err), nil
+		return false, false, fail(inv.mutator.err), nil
 	}
 	if len(inv.mutator.patchers) != len(inv.policy.Spec.Mutations) {
-		return false, nil, apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v", len(inv.policy.Spec.Mutations), inv.policy.Name, len(inv.mutator.patchers)))
+		return false, false, nil, apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v", len(inv.policy.Spec.Mutations), inv.policy.Name, len(inv.mutator.patchers)))
 	}
 	if isNil(a.GetObject()) {
-		return false, nil, nil // nothing to mutate (a deletion)
+		return false, false, nil, nil // nothing to mutate (a deletion)
 	}
 	va, err := versioned(ctx, a, inv.target)
 	if err != nil {
-		return false, nil, apierrors.NewInternalError(err)
+		return false, false, nil, apierrors.NewInternalError(err)
 	}
 	// Variables are composed once per invocation, as upstream's.
 	ctx = inv.mutator.compiler.CreateContext(ctx)
 	if inv.mutator.matcher != nil {
 		res := inv.mutator.matcher.Match(ctx, va, inv.param, authz)
 		if res.Error != nil {
-			return false, fail(res.Error), nil
+			return false, false, fail(res.Error), nil
 		}
 		if !res.Matches {
-			return false, nil, nil
+			return false, false, nil, nil
 		}
 	}
 	var errs []policyError
@@ -231,25 +220,25 @@ func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invoc
 		if err := p.patch(ctx, patcher, va, inv, ns, authz); err != nil {
 			var status *apierrors.StatusError
 			if errors.As(err, &status) {
-				return false, nil, status
+				return false, true, nil, status
 			}
 			errs = append(errs, fail(err)...)
 		}
 	}
 	if !va.Dirty {
-		return false, errs, nil
+		return false, true, errs, nil
 	}
 	next := va.VersionedObject.Object()
 	if inv.target.convertBack != nil {
 		if next, err = inv.target.convertBack(ctx, next); err != nil {
-			return false, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+			return false, true, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 		}
 	}
-	changed, err := replace(a.GetObject(), next)
+	changed, err = replace(a.GetObject(), next)
 	if err != nil {
-		return false, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+		return false, true, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 	}
-	return changed, errs, nil
+	return changed, true, errs, nil
 }
 
 // patch runs one patcher over the versioned object (upstream's

@@ -77,9 +77,11 @@ func (p *Policies) ValidatingPlugin() registry.AdmissionPlugin {
 	return registry.AdmissionPlugin{Name: "ValidatingAdmissionPolicy", Validate: p.validate}
 }
 
+const mutatingPluginName = "MutatingAdmissionPolicy"
+
 // MutatingPlugin is the MutatingAdmissionPolicy plugin.
 func (p *Policies) MutatingPlugin() registry.AdmissionPlugin {
-	return registry.AdmissionPlugin{Name: "MutatingAdmissionPolicy", Admit: p.admit}
+	return registry.AdmissionPlugin{Name: mutatingPluginName, Admit: p.admit}
 }
 
 const (

@@ -23,7 +23,9 @@
 //     times out (timeoutSeconds, 10 by default) fails the request under
 //     failurePolicy Fail and is skipped under Ignore;
 //   - mutating webhooks run in order, and those with reinvocationPolicy
-//     IfNeeded run once more when a later webhook changed the object;
+//     IfNeeded run once more, on the admission chain's second pass
+//     (registry.Chain), when a later webhook, or on that pass a policy or
+//     built-in plugin, changed the object;
 //     validating webhooks run in parallel;
 //   - clients are cached per client configuration (upstream's
 //     ClientManager), so connections are kept alive and reused; a Service

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite/registry"
 )
@@ -120,9 +121,11 @@ func NewClientManager(resolver webhookutil.ServiceResolver, gvs []schema.GroupVe
 	return cm, nil
 }
 
+const mutatingPluginName = "MutatingAdmissionWebhook"
+
 // MutatingPlugin is the MutatingAdmissionWebhook plugin.
 func (d *Dispatcher) MutatingPlugin() registry.AdmissionPlugin {
-	return registry.AdmissionPlugin{Name: "MutatingAdmissionWebhook", Admit: d.admit}
+	return registry.AdmissionPlugin{Name: mutatingPluginName, Admit: d.admit}
 }
 
 // ValidatingPlugin is the ValidatingAdmissionWebhook plugin.
@@ -144,6 +147,9 @@ type hook struct {
 	matchConditions                   []admissionregistrationv1.MatchCondition
 	reviewVersions                    []string
 	reinvoke                          bool
+	// uid names the webhook across the passes of one request, as
+	// upstream's accessor's: configuration, name and index.
+	uid string
 	// equivalent: matchPolicy Equivalent (v1's default).
 	equivalent bool
 }
@@ -151,7 +157,7 @@ type hook struct {
 func newHook(cfg metav1.ObjectMeta, i int, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
 	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass, timeout *int32, ns, obj *metav1.LabelSelector,
 	mc []admissionregistrationv1.MatchCondition, versions []string) hook {
-	h := hook{config: cfg.Name, key: fmt.Sprintf("%s/%s/%d", cfg.UID, cfg.ResourceVersion, i), name: name, clientConfig: cc, rules: rules,
+	h := hook{config: cfg.Name, key: fmt.Sprintf("%s/%s/%d", cfg.UID, cfg.ResourceVersion, i), uid: fmt.Sprintf("%s/%s/%d", cfg.Name, name, i), name: name, clientConfig: cc, rules: rules,
 		failurePolicy: admissionregistrationv1.Fail, sideEffects: se, timeout: 10 * time.Second, namespaceSelector: ns, objectSelector: obj,
 		matchConditions: mc, reviewVersions: versions, equivalent: mp == nil || *mp == admissionregistrationv1.Equivalent}
 	if fp != nil {
@@ -216,26 +222,21 @@ func (d *Dispatcher) admit(ctx context.Context, a admission.Attributes) error {
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	// changedAfter[i]: a webhook after i changed the object.
-	called := make([]bool, len(hooks))
-	lastChange := -1
-	for i, h := range hooks {
+	// reinvocationPolicy IfNeeded as upstream's: a webhook called before
+	// a later one (or, on the chain's second pass, a policy or built-in
+	// plugin) changed the object is called once more on the second pass.
+	r := registry.BeginReinvocations(a, mutatingPluginName)
+	defer r.End()
+	for _, h := range hooks {
+		if r.Skip(h.uid) {
+			continue
+		}
 		changed, invoked, err := d.callIfMatches(ctx, h, a, true)
+		if invoked {
+			r.Called(h.uid, changed, h.reinvoke)
+		}
 		if err != nil {
 			return err
-		}
-		called[i] = invoked
-		if changed {
-			lastChange = i
-		}
-	}
-	// reinvocationPolicy IfNeeded: once more for the webhooks that ran
-	// before a later one changed the object.
-	for i, h := range hooks {
-		if h.reinvoke && called[i] && i < lastChange {
-			if _, _, err := d.callIfMatches(ctx, h, a, true); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -496,12 +497,13 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, i
 	}
 	callCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
+	post := func() *rest.Request { return withDeadline(callCtx, client.Post()) }
 	var body runtime.Object
 	var resp *admissionv1.AdmissionResponse
 	if version == "v1" {
 		body = &admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req}
 		out := &admissionv1.AdmissionReview{}
-		if err := client.Post().Body(body).Do(callCtx).Into(out); err != nil {
+		if err := post().Body(body).Do(callCtx).Into(out); err != nil {
 			return false, callError(h, err)
 		}
 		resp = out.Response
@@ -512,7 +514,7 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, i
 		}
 		body = &admissionv1beta1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1beta1", Kind: "AdmissionReview"}, Request: &reqB}
 		out := &admissionv1beta1.AdmissionReview{}
-		if err := client.Post().Body(body).Do(callCtx).Into(out); err != nil {
+		if err := post().Body(body).Do(callCtx).Into(out); err != nil {
 			return false, callError(h, err)
 		}
 		if out.Response != nil {
@@ -678,4 +680,23 @@ func convertJSON(in, out any) error {
 		return err
 	}
 	return json.Unmarshal(b, out)
+}
+
+// withDeadline tells the webhook how long it has, as upstream's
+// dispatchers: the time left to the call's deadline, rounded up to whole
+// seconds, as the request's "timeout" parameter (without it the client's
+// own 30 s would be sent).
+func withDeadline(ctx context.Context, r *rest.Request) *rest.Request {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return r
+	}
+	timeout := time.Until(deadline)
+	if timeout <= 0 {
+		return r
+	}
+	if truncated := timeout.Truncate(time.Second); truncated != timeout {
+		timeout = truncated + time.Second
+	}
+	return r.Timeout(timeout)
 }

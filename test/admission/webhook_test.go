@@ -37,6 +37,7 @@ type hookServer struct {
 
 type reviewed struct {
 	path       string
+	query      string
 	apiVersion string
 	req        *admissionv1.AdmissionRequest
 }
@@ -54,7 +55,7 @@ func newHookServer(t testing.TB, decide func(path string, req *admissionv1.Admis
 			return
 		}
 		h.mu.Lock()
-		h.requests = append(h.requests, reviewed{r.URL.Path, review.APIVersion, review.Request})
+		h.requests = append(h.requests, reviewed{r.URL.Path, r.URL.RawQuery, review.APIVersion, review.Request})
 		h.mu.Unlock()
 		resp := decide(r.URL.Path, review.Request)
 		resp.UID = review.Request.UID
@@ -256,8 +257,9 @@ func TestMutatingWebhookPatchesAndReinvokes(t *testing.T) {
 
 // TestWebhookFailurePolicyTimeoutAndDryRun: an unreachable webhook fails
 // the request under Fail and is skipped under Ignore; a slow one times
-// out after timeoutSeconds; under dry-run the webhook sees dryRun and
-// nothing is stored.
+// out after timeoutSeconds, and each is told its timeout in the URL
+// ("?timeout=1s", as upstream's; the conformance test looks for it in the
+// error); under dry-run the webhook sees dryRun and nothing is stored.
 func TestWebhookFailurePolicyTimeoutAndDryRun(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(config(t))
 	ns := webhookNamespace(t, client)
@@ -290,14 +292,15 @@ func TestWebhookFailurePolicyTimeoutAndDryRun(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "slow"}}, metav1.CreateOptions{})
-	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "slow.adm.example.com"`) || time.Since(start) > 1900*time.Millisecond {
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "slow.adm.example.com"`) || !strings.Contains(err.Error(), "/slow?timeout=1s") ||
+		time.Since(start) > 1900*time.Millisecond {
 		t.Errorf("create past a webhook slower than its timeout: %v after %v", err, time.Since(start))
 	}
 	if _, err := cms.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: dryRunAll}); err != nil {
 		t.Fatalf("dry-run create: %v", err)
 	}
-	if s := h.seen("/ok", "dry"); len(s) != 1 || !*s[0].req.DryRun {
-		t.Errorf("the webhook saw the dry run as %+v, want dryRun true", s)
+	if s := h.seen("/ok", "dry"); len(s) != 1 || !*s[0].req.DryRun || s[0].query != "timeout=10s" {
+		t.Errorf("the webhook saw the dry run as %+v, want dryRun true and the default timeout=10s", s)
 	}
 	if _, err := cms.Get(t.Context(), "dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("dry-run create stored: %v", err)
@@ -355,5 +358,52 @@ func TestWebhookConfigurationsAreNotSubjectToWebhooks(t *testing.T) {
 	}
 	if err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), c.Name, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete it: %v", err)
+	}
+}
+
+// TestWebhookOnConnect: a validating webhook on CONNECT of pods/attach
+// and pods/exec sees the request's options (PodAttachOptions,
+// PodExecOptions) before anything is connected, as upstream's
+// ConnectResource: its denial is the client's answer (the conformance
+// test "should be able to deny attaching pod"), and an allowed request
+// goes on (to a 404 here: the pod does not exist).
+func TestWebhookOnConnect(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ns := webhookNamespace(t, client)
+	h := newHookServer(t, func(_ string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		if req.Kind.Kind == "PodAttachOptions" && strings.Contains(string(req.Object.Raw), `"container":"container1"`) {
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "attaching to pod 'to-be-attached-pod' is not allowed"}}
+		}
+		return allow()
+	})
+	connect := validatingHook("connect.adm.example.com", h, "/connect", ns)
+	connect.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec"}}}}
+	probe := validatingHook("probe.adm.example.com", h, "/probe", ns)
+	installValidating(t, client, ns, h, probe, connect)
+
+	post := func(sub, name string, params map[string]string) error {
+		req := client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(name).SubResource(sub)
+		for k, v := range params {
+			req = req.Param(k, v)
+		}
+		return req.Do(t.Context()).Error()
+	}
+	err := post("attach", "to-be-attached-pod", map[string]string{"container": "container1", "stdin": "true"})
+	// No code in the denial: upstream's 400.
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `admission webhook "connect.adm.example.com" denied the request: attaching to pod 'to-be-attached-pod' is not allowed`) {
+		t.Errorf("attach: %v, want the webhook's denial", err)
+	}
+	if err := post("exec", "missing", map[string]string{"command": "ls", "stdout": "true"}); !apierrors.IsNotFound(err) {
+		t.Errorf("exec past an allowing webhook: %v, want the missing pod's 404", err)
+	}
+	seen := h.seen("/connect", "missing")
+	if len(seen) != 1 {
+		t.Fatalf("the webhook saw %d exec requests, want 1", len(seen))
+	}
+	r := seen[0].req
+	if r.Operation != admissionv1.Connect || r.SubResource != "exec" || r.Kind.Kind != "PodExecOptions" || r.Namespace != ns ||
+		!strings.Contains(string(r.Object.Raw), `"command":["ls"]`) || !strings.Contains(string(r.Object.Raw), `"kind":"PodExecOptions"`) {
+		t.Errorf("the webhook got %+v with %s", r, r.Object.Raw)
 	}
 }
