@@ -374,11 +374,14 @@ func TestWebhookOnConnect(t *testing.T) {
 		if req.Kind.Kind == "PodAttachOptions" && strings.Contains(string(req.Object.Raw), `"container":"container1"`) {
 			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "attaching to pod 'to-be-attached-pod' is not allowed"}}
 		}
+		if req.Kind.Kind == "PodProxyOptions" && strings.Contains(string(req.Object.Raw), `"path":"/forbidden"`) {
+			return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{Message: "proxying to /forbidden is not allowed"}}
+		}
 		return allow()
 	})
 	connect := validatingHook("connect.adm.example.com", h, "/connect", ns)
 	connect.Rules = []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Connect},
-		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec"}}}}
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/attach", "pods/exec", "pods/proxy"}}}}
 	probe := validatingHook("probe.adm.example.com", h, "/probe", ns)
 	installValidating(t, client, ns, h, probe, connect)
 
@@ -396,6 +399,12 @@ func TestWebhookOnConnect(t *testing.T) {
 	}
 	if err := post("exec", "missing", map[string]string{"command": "ls", "stdout": "true"}); !apierrors.IsNotFound(err) {
 		t.Errorf("exec past an allowing webhook: %v, want the missing pod's 404", err)
+	}
+	// pods/proxy is a CONNECT too, admitted with its PodProxyOptions
+	// before the pod is looked up.
+	err = client.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").Name("nowhere").SubResource("proxy", "forbidden").Do(t.Context()).Error()
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `admission webhook "connect.adm.example.com" denied the request: proxying to /forbidden is not allowed`) {
+		t.Errorf("pods/proxy: %v, want the webhook's denial", err)
 	}
 	seen := h.seen("/connect", "missing")
 	if len(seen) != 1 {
