@@ -120,7 +120,7 @@ nsenter --net=/var/run/netns/$netns "$W/nodevs" --kubeconfig "$W/api/kubeconfig"
 pids+=($!)
 for _ in $(seq 50); do [[ -s $W/proxy.kubeconfig ]] && break; sleep 0.2; done
 kc=$W/proxy.kubeconfig
-kubectl() { inns command kubectl --kubeconfig "$kc" "$@"; }
+kubectl() { inns /usr/bin/kubectl --kubeconfig "$kc" "$@"; }
 
 side_pid=
 start_side() { # kubelet|kite
