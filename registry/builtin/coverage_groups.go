@@ -35,6 +35,12 @@ func certificatesStrategies() []*registry.Strategy {
 			newList:  func() runtime.Object { return &certificatesv1.PodCertificateRequestList{} },
 			validate: certificatesvalidation.ValidatePodCertificateRequest, update: certificatesvalidation.ValidatePodCertificateRequestUpdate,
 			status: certificatesvalidation.ValidatePodCertificateRequestStatusUpdate,
+			// As upstream's field label conversion: the kubelet watches
+			// its node's requests by spec.nodeName.
+			fields: func(r *certificatesv1.PodCertificateRequest) fields.Set {
+				return fields.Set{"spec.signerName": r.Spec.SignerName, "spec.podName": r.Spec.PodName, "spec.nodeName": string(r.Spec.NodeName)}
+			},
+			fieldLabels: []string{"spec.signerName", "spec.podName", "spec.nodeName"},
 		}.strategy(),
 	}
 }

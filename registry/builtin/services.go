@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
@@ -40,6 +41,14 @@ func Services() *registry.Strategy {
 		Default:                  func(obj runtime.Object) { defaults.Service(obj.(*v1.Service)) },
 		ValidatesMetadata:        true,
 		AllowUnconditionalUpdate: true,
+		// As upstream's service SelectableFields: the kubelet lists
+		// services with spec.clusterIP!=None for its environment
+		// variables.
+		SelectableFields: func(obj runtime.Object) fields.Set {
+			svc := obj.(*v1.Service)
+			return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
+		},
+		FieldLabels: []string{"spec.clusterIP", "spec.type"},
 		Subresources: map[string]*registry.Subresource{
 			"status": {
 				PrepareForUpdate: func(obj, old runtime.Object) { obj.(*v1.Service).Spec = old.(*v1.Service).Spec },

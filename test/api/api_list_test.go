@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -262,5 +264,54 @@ func TestListBodiesAreUpstreamsEncoding(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestServiceAndPodCertificateRequestFieldSelectors: the field selectors
+// upstream's conversions accept for services (the kubelet lists services
+// with spec.clusterIP!=None to build its environment variables) and for
+// PodCertificateRequests (the kubelet watches its node's by
+// spec.nodeName) select, instead of a 400 "field label not supported".
+func TestServiceAndPodCertificateRequestFieldSelectors(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	ctx := t.Context()
+	ns := newNamespace(t, client)
+	port := []v1.ServicePort{{Port: 80}}
+	for _, svc := range []*v1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: v1.ServiceSpec{Ports: port}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "h"}, Spec: v1.ServiceSpec{Ports: port, ClusterIP: v1.ClusterIPNone}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: v1.ServiceSpec{Ports: port, Type: v1.ServiceTypeNodePort}},
+	} {
+		if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ selector, want string }{
+		{"spec.clusterIP!=None", "c,n"},
+		{"spec.clusterIP=None", "h"},
+		{"spec.type=NodePort", "n"},
+		{"spec.type=ClusterIP,metadata.name!=c", "h"},
+	} {
+		t.Run(tt.selector, func(t *testing.T) {
+			list, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{FieldSelector: tt.selector})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range list.Items {
+				names = append(names, s.Name)
+			}
+			if got := strings.Join(names, ","); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, selector := range []string{"spec.nodeName=node-a", "spec.signerName=x", "spec.podName=p"} {
+		if _, err := client.CertificatesV1().PodCertificateRequests(ns).List(ctx, metav1.ListOptions{FieldSelector: selector}); err != nil {
+			t.Errorf("podcertificaterequests with %s: %v", selector, err)
+		}
+	}
+	if _, err := client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.ports=80"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("services with an unknown field label: %v, want 400", err)
 	}
 }
