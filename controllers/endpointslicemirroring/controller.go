@@ -19,12 +19,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/controllers/controller"
+	"github.com/kite-project/kite/controllers/endpointslice"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/workqueue"
 	"github.com/kite-project/kite/listwatch"
@@ -152,7 +152,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	ep, _ := c.endpoints.Store().Get(key)
 	svc, _ := c.services.Store().Get(key)
 	existing, _ := c.slices.Store().ByIndex(mirrorIndex, key)
-	var plan Plan
+	var plan endpointslice.Plan
 	if Mirrors(ep, svc) {
 		var owned []*discoveryv1.EndpointSlice
 		for _, s := range existing {
@@ -171,40 +171,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		// them to the garbage collector: the Service may still be there.
 		plan.Delete = existing
 	}
-	if len(plan.Create)+len(plan.Update)+len(plan.Delete) == 0 {
+	if plan.Changes() == 0 {
 		c.expect.Forget(key)
 		return nil
 	}
 	ns, _, _ := strings.Cut(key, "/")
-	api := c.client.DiscoveryV1().EndpointSlices(ns)
-	var dels []string
-	for _, s := range plan.Delete {
-		dels = append(dels, controller.Key(s))
-	}
-	c.expect.Expect(key, len(plan.Create), nil, dels)
-	for i, s := range plan.Create {
-		if _, err := api.Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			// The creations and deletions not made will never be seen.
-			for range plan.Create[i:] {
-				c.expect.Created(key, "")
-			}
-			for _, d := range dels {
-				c.expect.Deleted(key, d)
-			}
-			return fmt.Errorf("create a mirrored EndpointSlice of Endpoints %s: %w", key, err)
-		}
-	}
-	for _, s := range plan.Update {
-		if _, err := api.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("update mirrored EndpointSlice %s/%s of Endpoints %s: %w", s.Namespace, s.Name, key, err)
-		}
-	}
-	for _, s := range plan.Delete {
-		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			c.expect.Deleted(key, controller.Key(s))
-			return fmt.Errorf("delete mirrored EndpointSlice %s/%s of Endpoints %s: %w", s.Namespace, s.Name, key, err)
-		}
+	if err := endpointslice.Apply(ctx, c.client.DiscoveryV1().EndpointSlices(ns), key, fieldManager, plan, c.expect); err != nil {
+		return fmt.Errorf("mirror Endpoints %s: %w", key, err)
 	}
 	klog.FromContext(ctx).V(4).Info("Mirrored Endpoints", "endpoints", key, "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
 	return nil

@@ -9,8 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/controllers/endpointslice"
 )
 
 const (
@@ -42,21 +43,13 @@ func Mirrors(ep *corev1.Endpoints, svc *corev1.Service) bool {
 	return !leader
 }
 
-// Group is the endpoints of one address type sharing one set of ports:
-// what one or more slices hold.
-type Group struct {
-	AddressType discoveryv1.AddressType
-	Ports       []discoveryv1.EndpointPort
-	Endpoints   []discoveryv1.Endpoint
-}
-
 // Desired groups the addresses of ep's subsets by address type and ports,
 // as upstream's reconciler: subsets with the same ports share a group, an
 // address is listed once per group (ready if any copy is), addresses that
 // are not IPs are left out, and each subset gives at most
 // MaxEndpointsPerSubset addresses, its ready ones first.
-func Desired(ep *corev1.Endpoints) []Group {
-	byKey := map[string]*Group{}
+func Desired(ep *corev1.Endpoints) []endpointslice.Group {
+	byKey := map[string]*endpointslice.Group{}
 	seen := map[string]map[string]int{} // group key -> address -> index
 	var keys []string
 	for _, ss := range ep.Subsets {
@@ -72,10 +65,10 @@ func Desired(ep *corev1.Endpoints) []Group {
 			if ip.To4() == nil {
 				at = discoveryv1.AddressTypeIPv6
 			}
-			k := groupKey(at, ports)
+			k := endpointslice.GroupKey(at, ports)
 			g := byKey[k]
 			if g == nil {
-				g = &Group{AddressType: at, Ports: ports, Endpoints: []discoveryv1.Endpoint{}}
+				g = &endpointslice.Group{AddressType: at, Ports: ports, Endpoints: []discoveryv1.Endpoint{}}
 				byKey[k], seen[k] = g, map[string]int{}
 				keys = append(keys, k)
 			}
@@ -103,7 +96,7 @@ func Desired(ep *corev1.Endpoints) []Group {
 		}
 	}
 	sort.Strings(keys)
-	out := make([]Group, 0, len(keys))
+	out := make([]endpointslice.Group, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, *byKey[k])
 	}
@@ -127,63 +120,15 @@ func slicePorts(ps []corev1.EndpointPort) []discoveryv1.EndpointPort {
 	return out
 }
 
-func groupKey(at discoveryv1.AddressType, ports []discoveryv1.EndpointPort) string {
-	var b strings.Builder
-	b.WriteString(string(at))
-	for _, p := range ports {
-		fmt.Fprintf(&b, "|%s/%d/%s/%s", deref(p.Name), deref(p.Port), deref(p.Protocol), deref(p.AppProtocol))
-	}
-	return b.String()
-}
-
-// Plan is what to write for an Endpoints object's mirrored slices.
-type Plan struct {
-	Create []*discoveryv1.EndpointSlice
-	Update []*discoveryv1.EndpointSlice
-	Delete []*discoveryv1.EndpointSlice
-}
-
 // Reconcile plans the writes that make the existing mirrored slices of ep
-// hold the groups: a group's slices are the existing ones of its address
-// type and ports, reused in name order; what is left over is created or
-// deleted. Unlike the EndpointSlice controller's, an Endpoints object
-// with no address has no slice (upstream keeps no placeholder here).
-func Reconcile(ep *corev1.Endpoints, groups []Group, existing []*discoveryv1.EndpointSlice) Plan {
-	var plan Plan
-	pool := map[string][]*discoveryv1.EndpointSlice{}
-	sorted := slices.Clone(existing)
-	slices.SortFunc(sorted, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
-	for _, s := range sorted {
-		k := groupKey(s.AddressType, s.Ports)
-		pool[k] = append(pool[k], s)
-	}
-	for _, g := range groups {
-		k := groupKey(g.AddressType, g.Ports)
-		for eps := range slices.Chunk(g.Endpoints, MaxEndpointsPerSubset) {
-			want := newSlice(ep, g.AddressType, g.Ports, eps)
-			if reuse := pool[k]; len(reuse) > 0 {
-				old := reuse[0]
-				pool[k] = reuse[1:]
-				if !sameSlice(old, want) {
-					up := old.DeepCopy()
-					up.Labels, up.Annotations, up.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
-					up.Ports, up.Endpoints = want.Ports, want.Endpoints
-					plan.Update = append(plan.Update, up)
-				}
-				continue
-			}
-			plan.Create = append(plan.Create, want)
-		}
-	}
-	keys := make([]string, 0, len(pool))
-	for k := range pool {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		plan.Delete = append(plan.Delete, pool[k]...)
-	}
-	return plan
+// hold the groups (endpointslice.Fill), at most MaxEndpointsPerSubset
+// endpoints a slice. Unlike the EndpointSlice controller, an Endpoints
+// object with no address has no slice (upstream keeps no placeholder
+// here).
+func Reconcile(ep *corev1.Endpoints, groups []endpointslice.Group, existing []*discoveryv1.EndpointSlice) endpointslice.Plan {
+	return endpointslice.Fill(groups, existing, MaxEndpointsPerSubset, func(g endpointslice.Group, eps []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return newSlice(ep, g.AddressType, g.Ports, eps)
+	})
 }
 
 // newSlice is a mirrored slice as upstream's newEndpointSlice makes it:
@@ -218,27 +163,4 @@ func newSlice(ep *corev1.Endpoints, at discoveryv1.AddressType, ports []discover
 	}
 }
 
-func sameSlice(old, want *discoveryv1.EndpointSlice) bool {
-	return equality.Semantic.DeepEqual(old.Labels, want.Labels) &&
-		equality.Semantic.DeepEqual(emptyIfNil(old.Annotations), want.Annotations) &&
-		equality.Semantic.DeepEqual(old.OwnerReferences, want.OwnerReferences) &&
-		equality.Semantic.DeepEqual(old.Ports, want.Ports) &&
-		equality.Semantic.DeepEqual(old.Endpoints, want.Endpoints)
-}
-
-func emptyIfNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
 func ptr[T any](v T) *T { return &v }
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

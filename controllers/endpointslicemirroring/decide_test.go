@@ -8,6 +8,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/controllers/endpointslice"
 )
 
 func TestMirrorsOnlySelectorlessServicesOwnEndpoints(t *testing.T) {
@@ -50,12 +52,12 @@ func TestDesiredGroupsSubsetsByAddressTypeAndPorts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		subsets []corev1.EndpointSubset
-		want    []Group
+		want    []endpointslice.Group
 	}{
 		{
 			name:    "one subset: ready and not ready addresses, protocol defaulted to TCP",
 			subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{port("", 80)}, Addresses: []corev1.EndpointAddress{addr("10.1.2.3")}, NotReadyAddresses: []corev1.EndpointAddress{addr("10.1.2.4")}}},
-			want:    []Group{{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("", 80)}, Endpoints: []discoveryv1.Endpoint{ready("10.1.2.3", true), ready("10.1.2.4", false)}}},
+			want:    []endpointslice.Group{{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("", 80)}, Endpoints: []discoveryv1.Endpoint{ready("10.1.2.3", true), ready("10.1.2.4", false)}}},
 		},
 		{
 			name: "subsets with the same ports in another order share a group; an address twice is listed once, ready if any copy is",
@@ -63,7 +65,7 @@ func TestDesiredGroupsSubsetsByAddressTypeAndPorts(t *testing.T) {
 				{Ports: []corev1.EndpointPort{port("a", 80), port("b", 81)}, NotReadyAddresses: []corev1.EndpointAddress{addr("10.0.0.1")}},
 				{Ports: []corev1.EndpointPort{port("b", 81), port("a", 80)}, Addresses: []corev1.EndpointAddress{addr("10.0.0.1"), addr("10.0.0.2")}},
 			},
-			want: []Group{{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("a", 80), sport("b", 81)},
+			want: []endpointslice.Group{{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("a", 80), sport("b", 81)},
 				Endpoints: []discoveryv1.Endpoint{ready("10.0.0.1", true), ready("10.0.0.2", true)}}},
 		},
 		{
@@ -72,13 +74,13 @@ func TestDesiredGroupsSubsetsByAddressTypeAndPorts(t *testing.T) {
 				{Ports: []corev1.EndpointPort{port("", 80)}, Addresses: []corev1.EndpointAddress{addr("10.0.0.1"), addr("fd00:0::1"), addr("web.example")}},
 				{Ports: []corev1.EndpointPort{port("", 443)}, Addresses: []corev1.EndpointAddress{addr("10.0.0.1")}},
 			},
-			want: []Group{
+			want: []endpointslice.Group{
 				{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("", 443)}, Endpoints: []discoveryv1.Endpoint{ready("10.0.0.1", true)}},
 				{AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{sport("", 80)}, Endpoints: []discoveryv1.Endpoint{ready("10.0.0.1", true)}},
 				{AddressType: discoveryv1.AddressTypeIPv6, Ports: []discoveryv1.EndpointPort{sport("", 80)}, Endpoints: []discoveryv1.Endpoint{ready("fd00::1", true)}},
 			},
 		},
-		{name: "no address, no group", subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{port("", 80)}}}, want: []Group{}},
+		{name: "no address, no group", subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{port("", 80)}}}, want: []endpointslice.Group{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Desired(&corev1.Endpoints{Subsets: tc.subsets})
