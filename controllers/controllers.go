@@ -40,6 +40,7 @@ import (
 	"github.com/kite-project/kite/controllers/disruption"
 	"github.com/kite-project/kite/controllers/endpoint"
 	"github.com/kite-project/kite/controllers/endpointslice"
+	"github.com/kite-project/kite/controllers/endpointslicemirroring"
 	"github.com/kite-project/kite/controllers/garbagecollector"
 	"github.com/kite-project/kite/controllers/informer"
 	"github.com/kite-project/kite/controllers/job"
@@ -103,6 +104,8 @@ const (
 	EndpointSlice = "endpointslice-controller"
 	// Endpoint fills Services' core/v1 Endpoints from their pods.
 	Endpoint = "endpoint-controller"
+	// EndpointSliceMirroring mirrors selector-less Services' Endpoints into EndpointSlices.
+	EndpointSliceMirroring = "endpointslice-mirroring-controller"
 	// NodeIPAM gives each Node its podCIDRs from the cluster CIDRs.
 	NodeIPAM = "node-ipam-controller"
 	// ResourceQuota keeps ResourceQuotas' status.hard and status.used.
@@ -250,6 +253,9 @@ func table() []entry {
 		}},
 		{Endpoint, func(b builder) (Controller, error) {
 			return built(endpoint.New(endpoint.Options{Client: b.client, Informers: b.informers}))
+		}},
+		{EndpointSliceMirroring, func(b builder) (Controller, error) {
+			return built(endpointslicemirroring.New(endpointslicemirroring.Options{Client: b.client, Informers: b.informers}))
 		}},
 		{NodeIPAM, func(b builder) (Controller, error) {
 			o := b.opts.NodeIPAM

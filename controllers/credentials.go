@@ -67,6 +67,8 @@ func serviceAccountOf(controller string) (sa string, ok bool) {
 		return "endpointslice-controller", true
 	case Endpoint:
 		return "endpoint-controller", true
+	case EndpointSliceMirroring:
+		return "endpointslicemirroring-controller", true
 	case ResourceQuota:
 		return "resourcequota-controller", true
 	case CSRSigning, CSRApproving, CSRCleaner:

@@ -19,7 +19,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -186,37 +185,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 	}
 	plan := Reconcile(svc, Desired(svc, pods), owned, c.max)
-	api := c.client.DiscoveryV1().EndpointSlices(svc.Namespace)
-	var dels []string
-	for _, s := range plan.Delete {
-		dels = append(dels, controller.Key(s))
+	if err := Apply(ctx, c.client.DiscoveryV1().EndpointSlices(svc.Namespace), key, fieldManager, plan, c.expect); err != nil {
+		return err
 	}
-	c.expect.Expect(key, len(plan.Create), nil, dels)
-	for i, s := range plan.Create {
-		if _, err := api.Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			// The creations not made will never be seen.
-			for range plan.Create[i:] {
-				c.expect.Created(key, "")
-			}
-			for _, d := range dels {
-				c.expect.Deleted(key, d)
-			}
-			return fmt.Errorf("create an EndpointSlice of Service %s: %w", key, err)
-		}
-	}
-	for _, s := range plan.Update {
-		if _, err := api.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("update EndpointSlice %s/%s of Service %s: %w", s.Namespace, s.Name, key, err)
-		}
-	}
-	for _, s := range plan.Delete {
-		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			c.expect.Deleted(key, controller.Key(s))
-			return fmt.Errorf("delete EndpointSlice %s/%s of Service %s: %w", s.Namespace, s.Name, key, err)
-		}
-	}
-	if n := len(plan.Create) + len(plan.Update) + len(plan.Delete); n > 0 {
+	if plan.Changes() > 0 {
 		klog.FromContext(ctx).V(4).Info("Synced EndpointSlices", "service", key, "created", len(plan.Create), "updated", len(plan.Update), "deleted", len(plan.Delete))
 	}
 	return nil

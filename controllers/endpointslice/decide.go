@@ -153,8 +153,8 @@ type Group struct {
 	Endpoints   []discoveryv1.Endpoint
 }
 
-// key identifies a group's address type and ports.
-func groupKey(at discoveryv1.AddressType, ports []discoveryv1.EndpointPort) string {
+// GroupKey identifies a group's address type and ports.
+func GroupKey(at discoveryv1.AddressType, ports []discoveryv1.EndpointPort) string {
 	var b strings.Builder
 	b.WriteString(string(at))
 	for _, p := range ports {
@@ -178,7 +178,7 @@ func Desired(svc *corev1.Service, pods []*corev1.Pod) []Group {
 				continue
 			}
 			ports := Ports(svc, p)
-			k := groupKey(at, ports)
+			k := GroupKey(at, ports)
 			g := byKey[k]
 			if g == nil {
 				g = &Group{AddressType: at, Ports: ports}
@@ -214,6 +214,23 @@ type Plan struct {
 // created or deleted. A Service with no endpoints keeps one empty slice,
 // as upstream's placeholder.
 func Reconcile(svc *corev1.Service, groups []Group, existing []*discoveryv1.EndpointSlice, max int) Plan {
+	if len(groups) == 0 {
+		// The placeholder: an empty slice of the first address type.
+		groups = []Group{{AddressType: AddressTypes(svc)[0], Ports: []discoveryv1.EndpointPort{}}}
+	}
+	return Fill(groups, existing, max, func(g Group, eps []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return newSlice(svc, g.AddressType, g.Ports, eps)
+	})
+}
+
+// Fill plans the writes that make existing slices hold the groups, at
+// most max endpoints a slice (MaxEndpoints when 0), each slice as
+// newSlice makes it: a group's slices are the existing slices of the
+// same address type and ports, reused in name order and updated (labels,
+// annotations when newSlice sets any, owners, ports, endpoints) where
+// they differ; what is left over is created or deleted. A group without
+// endpoints gets one empty slice.
+func Fill(groups []Group, existing []*discoveryv1.EndpointSlice, max int, newSlice func(Group, []discoveryv1.Endpoint) *discoveryv1.EndpointSlice) Plan {
 	if max <= 0 {
 		max = MaxEndpoints
 	}
@@ -222,24 +239,22 @@ func Reconcile(svc *corev1.Service, groups []Group, existing []*discoveryv1.Endp
 	sorted := slices.Clone(existing)
 	slices.SortFunc(sorted, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	for _, s := range sorted {
-		k := groupKey(s.AddressType, s.Ports)
+		k := GroupKey(s.AddressType, s.Ports)
 		pool[k] = append(pool[k], s)
 	}
-	if len(groups) == 0 {
-		// The placeholder: an empty slice of the first address type.
-		groups = []Group{{AddressType: AddressTypes(svc)[0], Ports: []discoveryv1.EndpointPort{}}}
-	}
 	for _, g := range groups {
-		k := groupKey(g.AddressType, g.Ports)
-		chunks := chunk(g.Endpoints, max)
-		for _, eps := range chunks {
-			want := newSlice(svc, g.AddressType, g.Ports, eps)
+		k := GroupKey(g.AddressType, g.Ports)
+		for _, eps := range chunk(g.Endpoints, max) {
+			want := newSlice(g, eps)
 			if reuse := pool[k]; len(reuse) > 0 {
 				old := reuse[0]
 				pool[k] = reuse[1:]
 				if !sameSlice(old, want) {
 					up := old.DeepCopy()
 					up.Labels, up.OwnerReferences = want.Labels, want.OwnerReferences
+					if want.Annotations != nil {
+						up.Annotations = want.Annotations
+					}
 					up.Ports, up.Endpoints = want.Ports, want.Endpoints
 					plan.Update = append(plan.Update, up)
 				}
@@ -311,6 +326,7 @@ func newSlice(svc *corev1.Service, at discoveryv1.AddressType, ports []discovery
 
 func sameSlice(old, want *discoveryv1.EndpointSlice) bool {
 	return equality.Semantic.DeepEqual(old.Labels, want.Labels) &&
+		(want.Annotations == nil || equality.Semantic.DeepEqual(old.Annotations, want.Annotations)) &&
 		equality.Semantic.DeepEqual(old.OwnerReferences, want.OwnerReferences) &&
 		equality.Semantic.DeepEqual(old.Ports, want.Ports) &&
 		equality.Semantic.DeepEqual(normal(old.Endpoints), want.Endpoints)
