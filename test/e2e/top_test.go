@@ -58,10 +58,10 @@ func TestKubectlTopShowsWhatPodsUse(t *testing.T) {
 	if cpu["burn"] < 20 || cpu["idle"] > 10 || cpu["burn"] <= cpu["idle"] {
 		t.Errorf("CPU burn %dm idle %dm:\n%s", cpu["burn"], cpu["idle"], out)
 	}
-	if got := kubectl(t, kc, "top", "node", "top-a", "--no-headers"); !strings.HasPrefix(got, "top-a") {
+	if got := topEventually(t, kc, "node", "top-a", "--no-headers"); !strings.HasPrefix(got, "top-a") {
 		t.Errorf("kubectl top node: %q", got)
 	}
-	if f := strings.Fields(kubectl(t, kc, "top", "pod", "burn", "--containers", "--no-headers")); len(f) < 4 || f[0] != "burn" || f[1] != "burn" {
+	if f := strings.Fields(topEventually(t, kc, "pod", "burn", "--containers", "--no-headers")); len(f) < 4 || f[0] != "burn" || f[1] != "burn" {
 		t.Errorf("kubectl top pod --containers: %q, want the pod's container", f)
 	}
 
@@ -93,4 +93,23 @@ spec:
 		t.Errorf("ScalingActive %q, want True", got)
 	}
 	hpaScalesDownOnceTheLoadStops(t, kc, "hot")
+}
+
+// topEventually is kubectl top with args, asked again for up to a minute
+// while it fails. Metrics are those of the last round whose scrape of the
+// node succeeded and read it twice: a scrape past its bound (the
+// resolution, 1 s here) leaves the node and its pods out for a round or
+// two, as metrics-server does.
+func topEventually(t *testing.T, kc string, args ...string) string {
+	t.Helper()
+	args = append([]string{"top"}, args...)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		out, err := tryKubectl(t, kc, args...)
+		if err == nil {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
