@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/storage/cacher/delegator"
 )
 
 // The work estimator's constants, upstream's defaults
@@ -63,7 +62,7 @@ func estimateWork(info *genericapirequest.RequestInfo, query url.Values, count O
 }
 
 // estimateList is upstream's listWorkEstimator with the object-count
-// estimate. A watch that starts with the current objects (from
+// estimate, for a server whose every list is served from its cache. A watch that starts with the current objects (from
 // resourceVersion "" or "0", or sendInitialEvents) costs what listing
 // them from the cache costs; another watch one seat.
 func estimateList(info *genericapirequest.RequestInfo, query url.Values, count ObjectCount, levelMaxSeats int) int {
@@ -79,11 +78,6 @@ func estimateList(info *genericapirequest.RequestInfo, query url.Values, count O
 			return minimumSeats
 		}
 	}
-	listFromStorage := true
-	if res, err := delegator.ShouldDelegateListMeta(&opts, delegator.CacheWithoutSnapshots{}); err == nil {
-		listFromStorage = res.ShouldDelegate
-	}
-	listFromStorage = listFromStorage && !watch
 	stored, ok := count(info.APIGroup, info.Resource)
 	if !ok {
 		return minimumSeats // upstream's ObjectCountNotFoundErr
@@ -91,22 +85,14 @@ func estimateList(info *genericapirequest.RequestInfo, query url.Values, count O
 	if stored < 0 {
 		stored = infiniteObjectCount
 	}
-	limit := stored
-	if opts.Limit > 0 && opts.Limit < stored {
-		limit = opts.Limit
-	}
-	var processed int64
-	switch {
-	case info.Name != "": // a list of one object, by its name
+	// Kite's watch cache answers every list once it is ready (exact and
+	// paginated ones too: storage/watchcache's list), so every list is
+	// upstream's list from the cache, which looks at every object
+	// whatever the limit; before the cache is ready the count is unknown
+	// and the list costs the most.
+	processed := stored
+	if info.Name != "" { // a list of one object, by its name
 		processed = 1
-	case !listFromStorage: // from the cache: every object is looked at
-		processed = stored
-	case opts.FieldSelector != "" || opts.LabelSelector != "":
-		// From etcd with a selector: every object is read and filtered,
-		// and up to limit of them are kept.
-		processed = stored + limit
-	default:
-		processed = 2 * limit
 	}
 	seats := int(math.Ceil(float64(processed) / objectsPerSeat))
 	return min(max(seats, minimumSeats), maxSeats)
