@@ -9,15 +9,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ServiceResolver resolves a webhook's Service reference from the
-// server's own stores: to a ready endpoint of the Service's
-// EndpointSlices when that resource is served (so a webhook served by a
-// pod works without a service proxy), else to the Service's clusterIP.
+// server's own stores. Where EndpointSlices are served it resolves as
+// kube-apiserver's endpoint resolver (--enable-aggregator-routing) does:
+// to a ready endpoint of the Service's slices, so that a webhook served by
+// a pod works without a service proxy on the API server's host, and to a
+// 503 "no endpoints available" when there is none. It never falls back to
+// the clusterIP then: with no proxy beside the API server, a clusterIP
+// leads wherever the host's default route does. Where EndpointSlices are
+// not served it resolves to the clusterIP, as upstream's default
+// resolver; an ExternalName Service resolves to its name.
 type ServiceResolver struct {
 	Stores Stores
 }
@@ -43,13 +50,18 @@ func (r *ServiceResolver) ResolveEndpoint(namespace, name string, port int32) (*
 	if sp == nil {
 		return nil, fmt.Errorf("service %s/%s has no port %d", namespace, name, port)
 	}
-	if slices := r.Stores("endpointslices.discovery.k8s.io"); slices != nil {
-		if u, err := fromSlices(ctx, r, namespace, name, sp); err == nil && u != nil {
-			return u, nil
-		}
-	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		return &url.URL{Scheme: "https", Host: net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(port)))}, nil
+	}
+	if slices := r.Stores("endpointslices.discovery.k8s.io"); slices != nil {
+		u, err := fromSlices(ctx, r, namespace, name, sp)
+		if err != nil {
+			return nil, fmt.Errorf("endpoints of service %s/%s: %w", namespace, name, err)
+		}
+		if u == nil {
+			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
+		}
+		return u, nil
 	}
 	if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return nil, fmt.Errorf("service %s/%s has no ready endpoint and no clusterIP", namespace, name)

@@ -553,8 +553,11 @@ func (d *Dispatcher) call(ctx context.Context, h hook, a admission.Attributes, i
 }
 
 func callError(h hook, err error) error {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code >= http.StatusBadRequest && status.Status().Code != http.StatusInternalServerError {
+	// Only the error itself, not one it wraps, as upstream's dispatchers
+	// assert it: a Service's resolver error wrapped in the dial's
+	// *url.Error is a failure to call, not the webhook's answer.
+	status, ok := err.(*apierrors.StatusError)
+	if ok && status.Status().Code >= http.StatusBadRequest && status.Status().Code != http.StatusInternalServerError {
 		// The webhook answered with an error status of its own.
 		s := status.Status()
 		return &webhookutil.ErrCallingWebhook{WebhookName: h.name, Reason: fmt.Errorf("failed to call webhook: %w", err), Status: &apierrors.StatusError{ErrStatus: s}}
