@@ -246,6 +246,12 @@ func untilAvailable(p *corev1.Pod, set *appsv1.StatefulSet, now time.Time) time.
 	return time.Second
 }
 
+// Status is the status the set's pods give it: the one Decide plans. The
+// runner calls it again with the pods it has just created, as the server
+// returned them (phase Pending), so that one status write counts them
+// rather than a second one after their watch events.
+func Status(in Input) appsv1.StatefulSetStatus { return status(in) }
+
 // status is upstream's computeReplicaStatus plus completeRollingUpdate:
 // the pods that exist, are Ready, available, at the current and at the
 // update revision; once every pod is at the update revision and Ready,
