@@ -268,10 +268,12 @@ func (c *Controller) claimer(set *appsv1.StatefulSet, sel labels.Selector) *cont
 // act carries out the plan's actions, stopping at the first error.
 // Expectations are set first, for every pod the plan makes or deletes.
 // An OrderedReady set's plan is done in order, one write after the other;
-// a Parallel set's in upstream's slow-start batches (1, 2, 4, ... writes
-// at once, as its runForAll with slowStartBatch), so a hundred pods take
-// a few round trips rather than a hundred, and a failing create costs one
-// failed batch rather than a hundred errors. It returns the pods it
+// a Parallel set's step by step, the replicas' and the condemned pods'
+// writes in upstream's slow-start batches (1, 2, 4, ... at once, as its
+// runForAll with slowStartBatch), so a hundred pods take a few round
+// trips rather than a hundred, and a failing create costs one failed
+// batch rather than a hundred errors; the rolling update's deletes one
+// after the other, as upstream's. It returns the pods it
 // created, as the server returned them.
 func (c *Controller) act(ctx context.Context, set *appsv1.StatefulSet, actions []Action, revs map[string]*appsv1.ControllerRevision) ([]*corev1.Pod, error) {
 	if len(actions) == 0 {
@@ -306,15 +308,24 @@ func (c *Controller) act(ctx context.Context, set *appsv1.StatefulSet, actions [
 		return err
 	}
 	var err error
-	if set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement {
-		var next atomic.Int64
-		_, err = controller.SlowStart(len(actions), func() error { return do(int(next.Add(1) - 1)) })
-	} else {
-		for i := range actions {
-			if err = do(i); err != nil {
-				break
+	parallel := set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+	for i := 0; i < len(actions) && err == nil; {
+		// One step at a time: the replicas, then the condemned pods (each
+		// step of a Parallel set in batches), then the rolling update.
+		end := i + 1
+		for end < len(actions) && actions[end].Step == actions[i].Step {
+			end++
+		}
+		if parallel && actions[i].Step != UpdateStep {
+			next := atomic.Int64{}
+			next.Store(int64(i))
+			_, err = controller.SlowStart(end-i, func() error { return do(int(next.Add(1) - 1)) })
+		} else {
+			for j := i; j < end && err == nil; j++ {
+				err = do(j)
 			}
 		}
+		i = end
 	}
 	if err != nil {
 		// What was not done will never be seen.
