@@ -15,7 +15,10 @@
 #
 # Env: W (default /tmp/bench/ctrlvs, deleted at the end unless KEEP=1), KITE (default: go build
 # ./cmd/kite), KCM (default /tmp/k8sbuild/bin/kube-controller-manager, from
-# ../shared/tools/k8s-build.sh ./cmd/kube-controller-manager), NODES and REPLICAS (default 100).
+# ../shared/tools/k8s-build.sh ./cmd/kube-controller-manager), NODES and REPLICAS (default 100),
+# ONLY (a subset of sts,ds,evict), BASE (another kite binary, e.g. of the commit before a change:
+# each round then runs base, kite, kcm, so that before/after/kcm alternate under the same load),
+# SIDES (default "kite kcm", or "base kite kcm" with BASE).
 # Output: one JSON line per run.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,13 +46,20 @@ common=namespace-controller,serviceaccount-controller,serviceaccount-token-contr
 kcm_limits=(--kube-api-qps=10000 --kube-api-burst=10000)
 [[ ${KCM_QPS:-} == default ]] && kcm_limits=()
 
+sides=${SIDES:-kite kcm}
+[[ -n ${BASE:-} && -z ${SIDES:-} ]] && sides="base kite kcm"
+only=()
+[[ -n ${ONLY:-} ]] && only=(--only "$ONLY")
+
 for ((i = 1; i <= rounds; i++)); do
-	for side in kite kcm; do
+	for side in $sides; do
 		d=$W/$side-$i
 		ctrls=$common
-		[[ $side == kite ]] && ctrls+=,statefulset-controller,daemonset-controller,disruption-controller
+		bin=$KITE
+		[[ $side == base ]] && bin=$BASE
+		[[ $side != kcm ]] && ctrls+=,statefulset-controller,daemonset-controller,disruption-controller
 		log "round $i: $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
-		"$KITE" apiserver --data-dir "$d" --secure-port 0 --unsafe-no-fsync --controllers "$ctrls" >"$d.log" 2>&1 &
+		"$bin" apiserver --data-dir "$d" --secure-port 0 --unsafe-no-fsync --controllers "$ctrls" >"$d.log" 2>&1 &
 		api=$!
 		pids+=("$api")
 		for _ in $(seq 240); do grep -q '^kite: ready' "$d.log" 2>/dev/null && break; sleep 0.5; done
@@ -61,7 +71,7 @@ for ((i = 1; i <= rounds; i++)); do
 			kcm=$!
 			pids+=("$kcm")
 		fi
-		"$W/ctrlvs" --kubeconfig "$d/kubeconfig" --label "$side round $i" --nodes "${NODES:-100}" --replicas "${REPLICAS:-100}" || log "$side round $i failed"
+		"$W/ctrlvs" --kubeconfig "$d/kubeconfig" --label "$side round $i" --nodes "${NODES:-100}" --replicas "${REPLICAS:-100}" "${only[@]}" || log "$side round $i failed"
 		[[ -n $kcm ]] && { kill "$kcm"; wait "$kcm" 2>/dev/null || true; }
 		kill "$api"
 		wait "$api" 2>/dev/null || true

@@ -3,7 +3,9 @@ package disruption_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -258,4 +260,62 @@ func TestEvictionDecisions(t *testing.T) {
 			t.Errorf("eviction of a missing pod: %v", err)
 		}
 	})
+}
+
+// Evictions racing on one budget each take exactly one of its allowed
+// disruptions: of twelve at once under a budget allowing five, five
+// succeed and record their pod in disruptedPods, seven get the 429, and
+// none is lost or taken twice (the evictions take turns on the budget,
+// each write still conditional on the budget as read).
+func TestConcurrentEvictionsTakeOneDisruptionEach(t *testing.T) {
+	cs, ns := start(t, false)
+	ctx := context.Background()
+	const pods, allowed = 12, 5
+	for i := range pods {
+		createPod(t, cs, ns, fmt.Sprintf("p%d", i), "web", true, nil)
+	}
+	createBudget(t, cs, ns, "web", "web", policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(pods - allowed))})
+	// The controller's work, by hand, so that nothing but the evictions
+	// writes the budget.
+	b, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: pods, DesiredHealthy: pods - allowed, ExpectedPods: pods}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, pods)
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() { errs[i] = evict(cs, ns, fmt.Sprintf("p%d", i), nil) })
+	}
+	wg.Wait()
+	var evicted []string
+	refused := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			evicted = append(evicted, fmt.Sprintf("p%d", i))
+		case apierrors.IsTooManyRequests(err):
+			refused++
+		default:
+			t.Errorf("eviction of p%d: %v", i, err)
+		}
+	}
+	if len(evicted) != allowed || refused != pods-allowed {
+		t.Fatalf("%d evicted (%v), %d refused; want %d and %d", len(evicted), evicted, refused, allowed, pods-allowed)
+	}
+	b, err = cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Status.DisruptionsAllowed != 0 || len(b.Status.DisruptedPods) != allowed {
+		t.Errorf("budget status %+v, want 0 allowed and the %d evicted pods disrupted", b.Status, allowed)
+	}
+	for _, name := range evicted {
+		if _, ok := b.Status.DisruptedPods[name]; !ok {
+			t.Errorf("evicted pod %s is not in disruptedPods %v", name, b.Status.DisruptedPods)
+		}
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,6 +72,19 @@ type Controller struct {
 	pods      *informer.Informer[*corev1.Pod]
 	revisions *informer.Informer[*appsv1.ControllerRevision]
 	claims    *informer.Informer[*corev1.PersistentVolumeClaim]
+
+	// written is, per set, its last status write: the set as the
+	// server returned it, and the resourceVersion the cache held then.
+	// While the cache still holds that version, the write is newer than
+	// the cache, and the next status write starts from it, rather than
+	// from the cache and into a certain conflict.
+	mu      sync.Mutex
+	written map[string]statusWrite
+}
+
+type statusWrite struct {
+	base string
+	set  *appsv1.StatefulSet
 }
 
 // New returns a Controller.
@@ -84,7 +99,7 @@ func New(opts Options) (*Controller, error) {
 		opts.Now = time.Now
 	}
 	c := &Controller{client: opts.Client, now: opts.Now,
-		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now),
+		queue: workqueue.New[string](workqueue.Options{}), expect: controller.NewExpectations(opts.Now), written: map[string]statusWrite{},
 		recorder: events.New(events.Options{Client: opts.Client, Component: "statefulset-controller"})}
 	var err error
 	c.sets, err = informer.For(opts.Informers, informer.Options[*appsv1.StatefulSet]{
@@ -94,7 +109,7 @@ func New(opts Options) (*Controller, error) {
 		Handlers: informer.Handlers[*appsv1.StatefulSet]{
 			OnAdd:    func(s *appsv1.StatefulSet) { c.queue.Add(key(s)) },
 			OnUpdate: func(_, s *appsv1.StatefulSet) { c.queue.Add(key(s)) },
-			OnDelete: func(s *appsv1.StatefulSet) { c.expect.Forget(key(s)); c.queue.Add(key(s)) },
+			OnDelete: func(s *appsv1.StatefulSet) { c.expect.Forget(key(s)); c.forgetWritten(key(s)); c.queue.Add(key(s)) },
 		},
 	})
 	if err != nil {
@@ -196,6 +211,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	set, ok := c.sets.Store().Get(k)
 	if !ok {
 		c.expect.Forget(k)
+		c.forgetWritten(k)
 		return nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
@@ -216,7 +232,16 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	plan.Status.CollisionCount = ptr.To(collisions)
 	var actErr error
 	if c.expect.Satisfied(k) {
-		actErr = c.act(ctx, set, plan.Actions, map[string]*appsv1.ControllerRevision{current.Name: current, update.Name: update})
+		var created []*corev1.Pod
+		created, actErr = c.act(ctx, set, plan.Actions, map[string]*appsv1.ControllerRevision{current.Name: current, update.Name: update})
+		if len(created) > 0 {
+			// The status counts them now: their watch events then find it
+			// current, and the next pod's sync is not held behind a
+			// second status write.
+			plan.Status = Status(Input{Set: set, Pods: append(slices.Clone(pods), created...),
+				CurrentRevision: current.Name, UpdateRevision: update.Name, Now: c.now()})
+			plan.Status.CollisionCount = ptr.To(collisions)
+		}
 	}
 	if err := c.writeStatus(ctx, set, plan.Status); err != nil {
 		return err
@@ -240,12 +265,19 @@ func (c *Controller) claimer(set *appsv1.StatefulSet, sel labels.Selector) *cont
 		}}
 }
 
-// act carries out the plan's actions in order, stopping at the first
-// error. Expectations are set first, for every pod the plan makes or
-// deletes.
-func (c *Controller) act(ctx context.Context, set *appsv1.StatefulSet, actions []Action, revs map[string]*appsv1.ControllerRevision) error {
+// act carries out the plan's actions, stopping at the first error.
+// Expectations are set first, for every pod the plan makes or deletes.
+// An OrderedReady set's plan is done in order, one write after the other;
+// a Parallel set's step by step, the replicas' and the condemned pods'
+// writes in upstream's slow-start batches (1, 2, 4, ... at once, as its
+// runForAll with slowStartBatch), so a hundred pods take a few round
+// trips rather than a hundred, and a failing create costs one failed
+// batch rather than a hundred errors; the rolling update's deletes one
+// after the other, as upstream's. It returns the pods it
+// created, as the server returned them.
+func (c *Controller) act(ctx context.Context, set *appsv1.StatefulSet, actions []Action, revs map[string]*appsv1.ControllerRevision) ([]*corev1.Pod, error) {
 	if len(actions) == 0 {
-		return nil
+		return nil, nil
 	}
 	k := key(set)
 	var named, dels []string
@@ -260,28 +292,60 @@ func (c *Controller) act(ctx context.Context, set *appsv1.StatefulSet, actions [
 	// Writes once sent are seen through even if the controller stops.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	for i, a := range actions {
+	done := make([]bool, len(actions))
+	made := make([]*corev1.Pod, len(actions))
+	do := func(i int) error {
+		a := actions[i]
 		var err error
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		} else if a.Type == Create {
-			err = c.createPod(wctx, set, a, revs[a.Revision])
+			made[i], err = c.createPod(wctx, set, a, revs[a.Revision])
 		} else {
 			err = c.deletePod(wctx, set, a)
 		}
-		if err != nil {
-			// What was not done will never be seen.
-			for _, rest := range actions[i:] {
-				if rest.Type == Create {
-					c.expect.Created(k, PodName(set, rest.Ordinal))
-				} else {
-					c.expect.Deleted(k, string(rest.Pod.UID))
-				}
+		done[i] = err == nil
+		return err
+	}
+	var err error
+	parallel := set.Spec.PodManagementPolicy == appsv1.ParallelPodManagement
+	for i := 0; i < len(actions) && err == nil; {
+		// One step at a time: the replicas, then the condemned pods (each
+		// step of a Parallel set in batches), then the rolling update.
+		end := i + 1
+		for end < len(actions) && actions[end].Step == actions[i].Step {
+			end++
+		}
+		if parallel && actions[i].Step != UpdateStep {
+			next := atomic.Int64{}
+			next.Store(int64(i))
+			_, err = controller.SlowStart(end-i, func() error { return do(int(next.Add(1) - 1)) })
+		} else {
+			for j := i; j < end && err == nil; j++ {
+				err = do(j)
 			}
-			return err
+		}
+		i = end
+	}
+	if err != nil {
+		// What was not done will never be seen.
+		for i, a := range actions {
+			switch {
+			case done[i]:
+			case a.Type == Create:
+				c.expect.Created(k, PodName(set, a.Ordinal))
+			default:
+				c.expect.Deleted(k, string(a.Pod.UID))
+			}
 		}
 	}
-	return nil
+	var created []*corev1.Pod
+	for _, p := range made {
+		if p != nil {
+			created = append(created, p)
+		}
+	}
+	return created, err
 }
 
 // NewPod is upstream's newVersionedStatefulSetPod for one revision of the
@@ -342,12 +406,14 @@ func NewClaim(set *appsv1.StatefulSet, ct *corev1.PersistentVolumeClaim, ordinal
 	return claim
 }
 
-func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, a Action, rev *appsv1.ControllerRevision) error {
+// createPod makes the action's claims and pod; it returns the pod the
+// server made (nil when it made none).
+func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, a Action, rev *appsv1.ControllerRevision) (*corev1.Pod, error) {
 	at := set
 	if rev != nil {
 		var err error
 		if at, err = ApplyRevision(set, rev); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Claims first: the pod must never start without its storage.
@@ -365,26 +431,26 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, a A
 		default:
 			c.recorder.Event(set, "StatefulSet", corev1.EventTypeWarning, "FailedCreate",
 				fmt.Sprintf("create Claim %s for Pod %s in StatefulSet %s failed error: %v", claim.Name, PodName(set, a.Ordinal), set.Name, err))
-			return fmt.Errorf("claim %s/%s: %w", set.Namespace, claim.Name, err)
+			return nil, fmt.Errorf("claim %s/%s: %w", set.Namespace, claim.Name, err)
 		}
 	}
 	pod := NewPod(at, a.Ordinal, a.Revision)
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(set, kind)}
-	_, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	made, err := c.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		c.recorder.Event(set, "StatefulSet", corev1.EventTypeNormal, "SuccessfulCreate",
 			fmt.Sprintf("create Pod %s in StatefulSet %s successful", pod.Name, set.Name))
-		return nil
+		return made, nil
 	case apierrors.IsAlreadyExists(err):
 		c.expect.Created(key(set), pod.Name) // its event came before, or will find nothing expected
-		return nil
+		return nil, nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return nil
+		return nil, nil
 	}
 	c.recorder.Event(set, "StatefulSet", corev1.EventTypeWarning, "FailedCreate",
 		fmt.Sprintf("create Pod %s in StatefulSet %s failed error: %v", pod.Name, set.Name, err))
-	return fmt.Errorf("pod %s/%s: %w", set.Namespace, pod.Name, err)
+	return nil, fmt.Errorf("pod %s/%s: %w", set.Namespace, pod.Name, err)
 }
 
 func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, a Action) error {
@@ -471,15 +537,34 @@ func (c *Controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSe
 }
 
 func (c *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, s appsv1.StatefulSetStatus) error {
+	k := key(set)
+	base := set.ResourceVersion
+	c.mu.Lock()
+	if w, ok := c.written[k]; ok && w.base == base && w.set.UID == set.UID {
+		set = w.set
+	}
+	c.mu.Unlock()
 	s.Conditions = set.Status.Conditions
 	if apiequality.Semantic.DeepEqual(set.Status, s) {
 		return nil
 	}
 	cp := set.DeepCopy()
 	cp.Status = s
-	_, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
+	out, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // the newer object is queued by its own event
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.written[k] = statusWrite{base: base, set: out}
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Controller) forgetWritten(k string) {
+	c.mu.Lock()
+	delete(c.written, k)
+	c.mu.Unlock()
 }

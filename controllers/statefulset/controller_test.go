@@ -280,3 +280,48 @@ func TestStatefulSetDeletedPodComesBackWithItsClaim(t *testing.T) {
 		t.Fatalf("claims: %d (%v), want 1", len(claims.Items), err)
 	}
 }
+
+// TestParallelSetMakesEveryPodAndClaimAtOnce: a Parallel set of 20 makes
+// all its pods, each after its claim, without waiting for any to be
+// Ready (in slow-start batches), each exactly once, and its status counts
+// them.
+func TestParallelSetMakesEveryPodAndClaimAtOnce(t *testing.T) {
+	cs, ns, _ := start(t)
+	ctx := context.Background()
+	const n = 20
+	s := newSet("burst", n)
+	s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "20 pods counted in status", func(ctx context.Context) (bool, error) {
+		s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "burst", metav1.GetOptions{})
+		return err == nil && s.Status.Replicas == n, err
+	})
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, gotClaims, want, wantClaims []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("burst-%d", i))
+		wantClaims = append(wantClaims, fmt.Sprintf("data-burst-%d", i))
+	}
+	for _, p := range pods.Items {
+		got = append(got, p.Name)
+	}
+	for _, c := range claims.Items {
+		gotClaims = append(gotClaims, c.Name)
+	}
+	slices.Sort(want)
+	slices.Sort(wantClaims)
+	slices.Sort(got)
+	slices.Sort(gotClaims)
+	if !slices.Equal(got, want) || !slices.Equal(gotClaims, wantClaims) {
+		t.Errorf("pods %v and claims %v, want %v and %v", got, gotClaims, want, wantClaims)
+	}
+}

@@ -77,7 +77,23 @@ type Action struct {
 	// Condemned says a deleted pod goes for good (scale down): its
 	// claims follow the whenScaled retention policy.
 	Condemned bool
+	// Step is the pass of upstream's updateStatefulSet that planned it:
+	// the replicas, the condemned pods, the rolling update. A Parallel
+	// set's runner finishes one step before the next, as upstream.
+	Step Step
 }
+
+// Step is a pass of the plan.
+type Step int
+
+const (
+	// ReplicaStep makes missing replicas and deletes finished ones.
+	ReplicaStep Step = iota
+	// CondemnedStep deletes the pods a scale down condemned.
+	CondemnedStep
+	// UpdateStep deletes pods of an old revision, one at a time.
+	UpdateStep
+)
 
 // Input is what Decide looks at: the set, the pods it owns (any phase,
 // terminating included), the names of its current and update revisions
@@ -201,7 +217,7 @@ func Decide(in Input) Plan {
 		if monotonic && !healthy(p) && p != firstUnhealthy {
 			return plan
 		}
-		plan.Actions = append(plan.Actions, Action{Type: Delete, Ordinal: Ordinal(set.Name, p.Name), Pod: p, Condemned: true})
+		plan.Actions = append(plan.Actions, Action{Type: Delete, Ordinal: Ordinal(set.Name, p.Name), Pod: p, Condemned: true, Step: CondemnedStep})
 		if monotonic {
 			return plan
 		}
@@ -227,7 +243,7 @@ func Decide(in Input) Plan {
 		if p == nil || p.DeletionTimestamp != nil || revisionOf(p) == in.UpdateRevision {
 			continue
 		}
-		plan.Actions = append(plan.Actions, Action{Type: Delete, Ordinal: start + i, Pod: p})
+		plan.Actions = append(plan.Actions, Action{Type: Delete, Ordinal: start + i, Pod: p, Step: UpdateStep})
 		if available(p, set, in.Now) {
 			unavailable++
 		}
@@ -245,6 +261,12 @@ func untilAvailable(p *corev1.Pod, set *appsv1.StatefulSet, now time.Time) time.
 	}
 	return time.Second
 }
+
+// Status is the status the set's pods give it: the one Decide plans. The
+// runner calls it again with the pods it has just created, as the server
+// returned them (phase Pending), so that one status write counts them
+// rather than a second one after their watch events.
+func Status(in Input) appsv1.StatefulSetStatus { return status(in) }
 
 // status is upstream's computeReplicaStatus plus completeRollingUpdate:
 // the pods that exist, are Ready, available, at the current and at the

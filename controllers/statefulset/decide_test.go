@@ -231,3 +231,23 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideNamesEachActionsStep: a Parallel plan tells the runner which
+// of upstream's passes made each action, so that it finishes the
+// replicas before the condemned pods and those before the rolling update.
+func TestDecideNamesEachActionsStep(t *testing.T) {
+	s := set(2, func(s *appsv1.StatefulSet) {
+		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		s.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	})
+	plan := Decide(Input{Set: s, Pods: []*corev1.Pod{pod(1, ready, "r1"), pod(2, ready, "r1")},
+		CurrentRevision: "r1", UpdateRevision: "r2", Now: now})
+	var got []string
+	for _, a := range plan.Actions {
+		got = append(got, fmt.Sprintf("%s web-%d step %d", a.Type, a.Ordinal, a.Step))
+	}
+	want := []string{"Create web-0 step 0", "Delete web-2 step 1", "Delete web-1 step 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,11 +85,53 @@ var evictionKind = policyv1.SchemeGroupVersion.WithKind("Eviction")
 
 // evictionSubresource is pods/eviction (POST policy/v1 Eviction).
 func evictionSubresource() *registry.Subresource {
+	budgets := &budgetLocks{held: map[string]*budgetLock{}}
 	return &registry.Subresource{
 		Kind:           evictionKind,
 		New:            func() runtime.Object { return &policyv1.Eviction{} },
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList { return nil },
-		Create:         evictPod,
+		Create: func(ctx context.Context, pods *registry.Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+			return evictPod(ctx, budgets, pods, namespace, name, body, opts)
+		},
+	}
+}
+
+// budgetLocks serialises, within this server, the evictions that take a
+// disruption from one budget. Every such eviction rewrites the budget's
+// status, and only one write per version of it can win: sixteen evictions
+// racing on one budget (kubectl drain of a node, a rollout) would each
+// retry until it is their turn, up to sixteen writes (and re-reads from
+// etcd) per eviction. Taking turns here makes it about one. The write
+// stays conditional on the budget as read, so other servers and the
+// disruption controller are still judged by optimistic concurrency.
+type budgetLocks struct {
+	mu   sync.Mutex
+	held map[string]*budgetLock
+}
+
+type budgetLock struct {
+	mu      sync.Mutex
+	waiters int
+}
+
+// lock takes key's turn and returns its release.
+func (b *budgetLocks) lock(key string) func() {
+	b.mu.Lock()
+	l := b.held[key]
+	if l == nil {
+		l = &budgetLock{}
+		b.held[key] = l
+	}
+	l.waiters++
+	b.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		b.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(b.held, key)
+		}
+		b.mu.Unlock()
 	}
 }
 
@@ -98,7 +141,7 @@ func evictionSubresource() *registry.Subresource {
 // which the eviction takes (disruptionsAllowed-1, the pod in
 // disruptedPods) in the same optimistic write that checks it, before the
 // pod is deleted with the eviction's DeleteOptions.
-func evictPod(ctx context.Context, pods *registry.Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+func evictPod(ctx context.Context, budgetLocks *budgetLocks, pods *registry.Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
 	eviction, ok := body.(*policyv1.Eviction)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a Eviction object: %T", body))
@@ -159,7 +202,10 @@ func evictPod(ctx context.Context, pods *registry.Store, namespace, name string,
 			guarded = true
 			break
 		}
-		if err := takeDisruption(ctx, pods.Peer(pdbResource), b, pod.Name, isDryRunOpts(deleteOptions.DryRun)); err != nil {
+		release := budgetLocks.lock(b.Namespace + "/" + b.Name)
+		err := takeDisruption(ctx, pods.Peer(pdbResource), b, pod.Name, isDryRunOpts(deleteOptions.DryRun))
+		release()
+		if err != nil {
 			return nil, err
 		}
 	}
