@@ -62,11 +62,17 @@ func (s *Store) listComputed(ctx context.Context, opts *metainternalversion.List
 	return list, nil
 }
 
-// listComputedCached is listComputed for encoders.
+// listComputedCached is listComputed for encoders, which need a
+// resourceVersion: "0", as no storage versions these objects (the API
+// server lists a computed resource with List, which sets none, as
+// upstream's).
 func (s *Store) listComputedCached(ctx context.Context, opts *metainternalversion.ListOptions) (*watchcache.CachedList, error) {
 	list, err := s.listComputed(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if m, err := meta.ListAccessor(list); err == nil {
+		m.SetResourceVersion("0")
 	}
 	out, err := watchcache.NewCachedList(list)
 	if err != nil {

@@ -64,11 +64,18 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		req := &tracked{flowSchema: fs.Name, distinguisher: distinguisher, arrive: time.Now(), user: u.GetName(), info: info}
 		if lc.exempt {
 			s, _ := c.dispatch.acquireTracked(ctx, c.waitContext, lc, 0, workEstimate{}, nil, req)
-			defer s.release()
 			fm.dispatched.Inc()
 			fm.executing.Inc()
 			defer fm.executing.Dec()
-			next.ServeHTTP(w, r)
+			if !watch {
+				defer s.release()
+				next.ServeHTTP(w, r)
+				return
+			}
+			// A watch executes until it is set up, as a limited one.
+			iw := &initWriter{ResponseWriter: w, release: s.release}
+			defer iw.initialized()
+			next.ServeHTTP(iw, r)
 			return
 		}
 		var watchers int

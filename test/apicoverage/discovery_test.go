@@ -66,6 +66,14 @@ func TestDiscoveryMatchesKubeAPIServer(t *testing.T) {
 	got := discoveryFacts(append(core.Items, groups.Items...))
 
 	t.Run("against upstream", func(t *testing.T) {
+		// A group upstream does not serve (a known difference) is left
+		// out of the order, which is upstream's for the others.
+		order := got["group order"]
+		got := maps.Clone(got)
+		got["group order"] = strings.Join(slices.DeleteFunc(strings.Fields(order), func(g string) bool {
+			_, known := knownDifferences[groupKey(g)]
+			return known && want[groupKey(g)] == ""
+		}), " ")
 		diffs := compareFacts(want, got)
 		used := map[string]bool{}
 		for _, d := range diffs {
