@@ -26,6 +26,42 @@ type tracked struct {
 	// queue is the index of the queue it left to run, -1 when it ran
 	// without waiting in one.
 	queue int
+	// prev and next link it into its level's executing requests.
+	prev, next *tracked
+}
+
+// trackedList is a level's executing requests in the order they started:
+// a linked list through the requests themselves, so that a request
+// allocates nothing more to be listed and leaves in constant time.
+type trackedList struct {
+	head, tail *tracked
+	n          int
+}
+
+func (l *trackedList) add(r *tracked) {
+	r.prev, r.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = r
+	} else {
+		l.head = r
+	}
+	l.tail = r
+	l.n++
+}
+
+func (l *trackedList) remove(r *tracked) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		l.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		l.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+	l.n--
 }
 
 // DebugPrefix is where the debug endpoints are served, as upstream's.
@@ -89,8 +125,8 @@ func (d *dispatcher) dumpPriorityLevels(w io.Writer, _ *http.Request) {
 				active++
 			}
 		}
-		row(w, name, strconv.Itoa(active), strconv.FormatBool(l.waiting == 0 && len(l.executing) == 0),
-			strconv.FormatBool(l.removed), strconv.Itoa(l.waiting), strconv.Itoa(len(l.executing)),
+		row(w, name, strconv.Itoa(active), strconv.FormatBool(l.waiting == 0 && l.executing.n == 0),
+			strconv.FormatBool(l.removed), strconv.Itoa(l.waiting), strconv.Itoa(l.executing.n),
 			strconv.Itoa(l.dispatched), strconv.Itoa(l.rejected), strconv.Itoa(l.timedout), strconv.Itoa(l.cancelled))
 		fmt.Fprint(w, "\n")
 	}
@@ -108,7 +144,7 @@ func (d *dispatcher) dumpQueues(w io.Writer, _ *http.Request) {
 	for _, name := range d.sortedLevelsLocked() {
 		l := d.levels[name]
 		executing := make([]int, len(l.queues))
-		for r := range l.executing {
+		for r := l.executing.head; r != nil; r = r.next {
 			if r.queue >= 0 && r.queue < len(executing) {
 				executing[r.queue]++
 			}
@@ -148,12 +184,7 @@ func (d *dispatcher) dumpRequests(w io.Writer, r *http.Request) {
 				}
 			}
 		}
-		executing := make([]*tracked, 0, len(l.executing))
-		for r := range l.executing {
-			executing = append(executing, r)
-		}
-		slices.SortFunc(executing, func(a, b *tracked) int { return a.start.Compare(b.start) })
-		for _, r := range executing {
+		for r := l.executing.head; r != nil; r = r.next {
 			dumpRequest(w, name, r.queue, -1, r, details)
 		}
 	}

@@ -34,7 +34,7 @@ type level struct {
 	retry   *retryAfter
 	// executing are the level's requests holding seats (or, exempt,
 	// running), and the counts the debug dumps show (debug.go).
-	executing                                 map[*tracked]struct{}
+	executing                                 trackedList
 	dispatched, rejected, timedout, cancelled int
 }
 
@@ -88,7 +88,7 @@ type seat struct {
 func (s seat) release() {
 	if s.req != nil {
 		s.d.mu.Lock()
-		delete(s.tl.executing, s.req)
+		s.tl.executing.remove(s.req)
 		s.d.mu.Unlock()
 	}
 	if s.l == nil {
@@ -277,10 +277,7 @@ func (d *dispatcher) startLocked(l *level, req *tracked, q *queue) outcome {
 				req.queue = i
 			}
 		}
-		if l.executing == nil {
-			l.executing = map[*tracked]struct{}{}
-		}
-		l.executing[req] = struct{}{}
+		l.executing.add(req)
 	}
 	return executed
 }
