@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -52,6 +53,23 @@ var connectSubresources = map[string][]connectSubresource{
 	},
 	"nodes":    {{"proxy", "NodeProxyOptions", proxyVerbs}},
 	"services": {{"proxy", "ServiceProxyOptions", proxyVerbs}},
+}
+
+// connectAllows reports whether a connect subresource of the core group
+// takes verb, as discovery lists its verbs: upstream registers a connect
+// subresource's handler for its methods only, and refuses the others with
+// 405. A proxy subresource takes every method (HEAD and OPTIONS too), as
+// upstream's; a subresource outside the table is not refused here.
+func connectAllows(group, resource, sub, verb string) bool {
+	if group != "" || sub == "proxy" {
+		return true
+	}
+	for _, c := range connectSubresources[resource] {
+		if c.name == sub {
+			return slices.Contains(c.verbs, verb)
+		}
+	}
+	return true
 }
 
 // discoverySubresource is one subresource as discovery lists it.
