@@ -252,6 +252,7 @@ func (s *Server) buildResources(opts Options) (err error) {
 		Admission:         builtin.AdmissionConfig{Enable: opts.EnableAdmissionPlugins, Disable: opts.DisableAdmissionPlugins},
 		Authentication:    s.auth.hooks(),
 		Authorizer:        s.policyAuthorizer,
+		ComponentStatuses: s.componentChecks(opts),
 	})
 	if err != nil {
 		return err
@@ -318,6 +319,9 @@ func (s *Server) newAPI(opts Options) error {
 	}
 	if opts.Profiling {
 		extra["/debug/pprof/"] = apiserver.Profiles()
+	}
+	if s.apf != nil {
+		extra[flowcontrol.DebugPrefix] = s.apf.DebugHandler()
 	}
 	s.api, err = apiserver.New(apiserver.Options{
 		Extra:         extra,

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kite-project/kite/registry"
+	"github.com/kite-project/kite/registry/builtin"
 )
 
 // apiGroup is one group and its versions, as discovery shows them.
@@ -25,9 +27,84 @@ type apiVersion struct {
 	discovery []apidiscoveryv2.APIResourceDiscovery
 }
 
+// connectSubresource is a subresource upstream serves by connecting
+// (rest.Connecter: pods/exec, nodes/proxy) or by streaming (pods/log),
+// which Options.Connect serves here outside the registry: discovery lists
+// it as upstream's does, with the kind of its options and the verbs of
+// the HTTP methods it takes (GET get, POST create, PUT update, PATCH
+// patch, DELETE delete).
+type connectSubresource struct {
+	name, kind string
+	verbs      []string
+}
+
+// proxyVerbs are the verbs of a proxy subresource: every method.
+var proxyVerbs = []string{"create", "delete", "get", "patch", "update"}
+
+// connectSubresources are upstream's connect subresources of the core
+// group, by resource (pkg/registry/core/{pod,node,service}/rest).
+var connectSubresources = map[string][]connectSubresource{
+	"pods": {
+		{"attach", "PodAttachOptions", []string{"create", "get"}},
+		{"exec", "PodExecOptions", []string{"create", "get"}},
+		{"log", "Pod", []string{"get"}},
+		{"portforward", "PodPortForwardOptions", []string{"create", "get"}},
+		{"proxy", "PodProxyOptions", proxyVerbs},
+	},
+	"nodes":    {{"proxy", "NodeProxyOptions", proxyVerbs}},
+	"services": {{"proxy", "ServiceProxyOptions", proxyVerbs}},
+}
+
+// connectAllows reports whether a connect subresource of the core group
+// takes verb, as discovery lists its verbs: upstream registers a connect
+// subresource's handler for its methods only, and refuses the others with
+// 405. A proxy subresource takes every method (HEAD and OPTIONS too), as
+// upstream's; a subresource outside the table is not refused here.
+func connectAllows(group, resource, sub, verb string) bool {
+	if group != "" || sub == "proxy" {
+		return true
+	}
+	for _, c := range connectSubresources[resource] {
+		if c.name == sub {
+			return slices.Contains(c.verbs, verb)
+		}
+	}
+	return true
+}
+
+// discoverySubresource is one subresource as discovery lists it.
+type discoverySubresource struct {
+	name  string
+	kind  schema.GroupVersionKind
+	verbs []string
+}
+
+// subresourcesOf lists the subresources of strat that discovery shows, in
+// name order: the registry's and those connect serves.
+func subresourcesOf(strat *registry.Strategy, connect Connecter) []discoverySubresource {
+	var out []discoverySubresource
+	for name, sub := range strat.Subresources {
+		kind := strat.Kind
+		if !sub.Kind.Empty() {
+			kind = sub.Kind
+		}
+		out = append(out, discoverySubresource{name: name, kind: kind, verbs: sub.Verbs()})
+	}
+	if connect != nil && strat.Kind.Group == "" {
+		for _, c := range connectSubresources[strat.Resource] {
+			if _, inRegistry := strat.Subresources[c.name]; !inRegistry && connect.Handles(strat.Resource, c.name) {
+				out = append(out, discoverySubresource{name: c.name, kind: strat.Kind.GroupVersion().WithKind(c.kind), verbs: c.verbs})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
 // buildGroups computes the discovery documents once: they change only
-// with the set of stores.
-func buildGroups(stores []*registry.Store) []*apiGroup {
+// with the set of stores. connect, when set, serves subresources outside
+// the registry that discovery lists too.
+func buildGroups(stores []*registry.Store, connect Connecter) []*apiGroup {
 	byName := map[string]*apiGroup{}
 	var groups []*apiGroup
 	for _, st := range stores {
@@ -72,15 +149,10 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			ShortNames:       strat.ShortNames,
 			Categories:       strat.Categories,
 		}
-		for _, name := range sortedKeys(strat.Subresources) {
-			sub := strat.Subresources[name]
-			kind := strat.Kind
-			if !sub.Kind.Empty() {
-				kind = sub.Kind
-			}
-			verbs := metav1.Verbs(sub.Verbs())
+		for _, sub := range subresourcesOf(strat, connect) {
+			kind, verbs := sub.kind, metav1.Verbs(sub.verbs)
 			res := metav1.APIResource{
-				Name:       strat.Resource + "/" + name,
+				Name:       strat.Resource + "/" + sub.name,
 				Namespaced: strat.Namespaced,
 				Kind:       kind.Kind,
 				Verbs:      verbs,
@@ -94,7 +166,7 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 			}
 			v.resources = append(v.resources, res)
 			d.Subresources = append(d.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-				Subresource:  name,
+				Subresource:  sub.name,
 				ResponseKind: &metav1.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind},
 				Verbs:        verbs,
 			})
@@ -102,17 +174,65 @@ func buildGroups(stores []*registry.Store) []*apiGroup {
 		v.discovery = append(v.discovery, d)
 	}
 	for _, g := range groups {
-		// Preferred first: the highest by Kubernetes version priority
-		// (v2 > v1 > v1beta1 > v1alpha1), as upstream orders CRD versions.
-		sort.SliceStable(g.versions, func(i, j int) bool {
-			return version.CompareKubeAwareVersionStrings(g.versions[i].gv.Version, g.versions[j].gv.Version) > 0
-		})
+		sortVersions(g.versions)
 		for _, v := range g.versions {
 			sort.Slice(v.resources, func(i, j int) bool { return v.resources[i].Name < v.resources[j].Name })
 			sort.Slice(v.discovery, func(i, j int) bool { return v.discovery[i].Resource < v.discovery[j].Resource })
 		}
 	}
+	sortGroups(groups)
 	return groups
+}
+
+// The priorities of a group version Kite serves that upstream has none
+// for (a custom resource's), as upstream's aggregated discovery gives a
+// group version added without one.
+const (
+	defaultGroupPriority   = 1000
+	defaultVersionPriority = 15
+)
+
+func priorityOf(gv schema.GroupVersion) (group, version int32) {
+	if g, v, ok := builtin.APIServicePriority(gv); ok {
+		return g, v
+	}
+	return defaultGroupPriority, defaultVersionPriority
+}
+
+// sortVersions puts a group's versions in upstream's order, preferred
+// first: by their APIServices' version priority, highest first, then by
+// Kubernetes version order (v2 > v1 > v1beta1 > v1alpha1).
+func sortVersions(versions []*apiVersion) {
+	sort.SliceStable(versions, func(i, j int) bool {
+		_, pi := priorityOf(versions[i].gv)
+		_, pj := priorityOf(versions[j].gv)
+		if pi != pj {
+			return pi > pj
+		}
+		return version.CompareKubeAwareVersionStrings(versions[i].gv.Version, versions[j].gv.Version) > 0
+	})
+}
+
+// sortGroups puts the groups in upstream's order (kube-aggregator's
+// discovery, legacy and aggregated): by the highest group priority
+// minimum of their versions, highest first, then by name.
+func sortGroups(groups []*apiGroup) {
+	priority := func(g *apiGroup) int32 {
+		var best int32
+		for _, v := range g.versions {
+			if p, _ := priorityOf(v.gv); p > best {
+				best = p
+			}
+		}
+		return best
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		pi, pj := priority(groups[i]), priority(groups[j])
+		if pi != pj {
+			return pi > pj
+		}
+		return groups[i].name < groups[j].name
+	})
 }
 
 func sortedKeys(m map[string]*registry.Subresource) []string {

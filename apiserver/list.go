@@ -38,7 +38,8 @@ func (s *Server) list(c *call) error {
 		return s.watch(c, opts)
 	}
 	mediaType := c.out.info.MediaType
-	if c.out.table != nil || c.out.partial != "" || (mediaType != mediaJSON && mediaType != mediaProtobuf) {
+	// A computed resource (componentstatuses) has no cached encodings.
+	if c.out.table != nil || c.out.partial != "" || (mediaType != mediaJSON && mediaType != mediaProtobuf) || c.strategy().Computed != nil {
 		obj, err := c.store.List(c.ctx(), c.info.Namespace, opts)
 		if err != nil {
 			return err

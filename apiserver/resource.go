@@ -64,6 +64,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 	if info.Subresource != "" && s.opts.Connect != nil && s.opts.Connect.Handles(info.Resource, info.Subresource) {
 		// Upstream's ConnectResource refuses dryRun: a stream cannot be
 		// half-run (pods/log is a read, not a connect, and ignores it).
+		if !connectAllows(info.GroupVersion.Group, info.Resource, info.Subresource, verb(r, info)) {
+			s.writeError(w, r, methodNotAllowed(r.Method, info))
+			return
+		}
 		if _, dry := r.URL.Query()["dryRun"]; dry && info.Subresource != "log" {
 			s.writeError(w, r, apierrors.NewBadRequest("dryRun is not supported"))
 			return

@@ -18,7 +18,7 @@ type resources struct {
 	groups []*apiGroup
 }
 
-func newResources(stores []*registry.Store) (*resources, error) {
+func newResources(stores []*registry.Store, connect Connecter) (*resources, error) {
 	if len(stores) == 0 {
 		return nil, errors.New("apiserver: no stores to serve")
 	}
@@ -33,7 +33,7 @@ func newResources(stores []*registry.Store) (*resources, error) {
 		}
 		set.routes[gv][st.Strategy().Resource] = st
 	}
-	set.groups = buildGroups(stores)
+	set.groups = buildGroups(stores, connect)
 	return set, nil
 }
 
@@ -42,7 +42,7 @@ func newResources(stores []*registry.Store) (*resources, error) {
 // found. It is safe to call while serving; bad input (no stores, two
 // stores for one resource) changes nothing.
 func (s *Server) SetStores(stores []*registry.Store) error {
-	set, err := newResources(stores)
+	set, err := newResources(stores, s.opts.Connect)
 	if err != nil {
 		return err
 	}

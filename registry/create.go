@@ -31,6 +31,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if s.strategy.Virtual != nil {
 		return s.strategy.Virtual(ctx, obj)
 	}
+	if s.strategy.CreateVia != "" {
+		return s.createVia(ctx, namespace, obj, opts)
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("object has no metadata: %v", err))

@@ -61,9 +61,9 @@ func New(opts Options) (*Store, error) {
 	switch {
 	case opts.Strategy == nil:
 		return nil, errors.New("registry: Options.Strategy is required")
-	case opts.Storage == nil && opts.Strategy.Virtual == nil:
+	case opts.Storage == nil && opts.Strategy.Stored():
 		return nil, fmt.Errorf("registry: Options.Storage is required for %s", opts.Strategy.Resource)
-	case opts.Strategy.New == nil || (opts.Strategy.NewList == nil && opts.Strategy.Virtual == nil):
+	case opts.Strategy.New == nil || (opts.Strategy.NewList == nil && (opts.Strategy.Stored() || opts.Strategy.Computed != nil)):
 		return nil, fmt.Errorf("registry: Strategy.New and NewList are required for %s", opts.Strategy.Resource)
 	}
 	s := &Store{
@@ -150,6 +150,9 @@ func (s *Store) collectionKey(namespace string) string {
 
 // Get returns one object.
 func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	if s.strategy.Computed != nil {
+		return s.strategy.Computed.Get(ctx, name)
+	}
 	obj := s.strategy.New()
 	if err := s.storage.Get(ctx, s.ObjectKey(namespace, name), storage.GetOptions{ResourceVersion: opts.ResourceVersion}, obj); err != nil {
 		return nil, s.interpret(err, name)
@@ -173,6 +176,9 @@ func (s *Store) GetSubresource(ctx context.Context, namespace, name, sub string,
 // List returns the objects of a namespace ("" = all namespaces) that match
 // opts, one page of them when opts.Limit is set.
 func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if s.strategy.Computed != nil {
+		return s.listComputed(ctx, opts)
+	}
 	key, storageOpts, err := s.listOptions(namespace, opts)
 	if err != nil {
 		return nil, err
@@ -196,6 +202,9 @@ type cachedLister interface {
 // own objects, shared with every list and watch; over plain storage each
 // item is wrapped fresh.
 func (s *Store) ListCached(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (*watchcache.CachedList, error) {
+	if s.strategy.Computed != nil {
+		return s.listComputedCached(ctx, opts)
+	}
 	key, storageOpts, err := s.listOptions(namespace, opts)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,20 @@ type Strategy struct {
 	// served, and the Store needs no storage.
 	Virtual func(ctx context.Context, obj runtime.Object) (runtime.Object, error)
 
+	// Computed, when set, makes the resource one that is not stored but
+	// computed on every read (componentstatuses): get and list only.
+	Computed *Computed
+
+	// CreateVia, when set ("pods/binding"), makes the resource a
+	// create-only alias of a subresource of another resource of its
+	// group: POST of an object named N is a POST of <resource>/N/<sub>
+	// (core bindings, upstream's LegacyBindingREST).
+	CreateVia string
+
+	// NoDeleteCollection leaves deletecollection out of the verbs
+	// (namespaces, whose upstream storage has none: 405).
+	NoDeleteCollection bool
+
 	// New returns an empty object, NewList an empty list.
 	New     func() runtime.Object
 	NewList func() runtime.Object

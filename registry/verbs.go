@@ -12,14 +12,22 @@ var storedVerbs = []string{"create", "delete", "deletecollection", "get", "list"
 
 // Verbs returns the Kubernetes verbs the resource serves, sorted: what
 // routing admits, discovery lists and the OpenAPI documents describe. A
-// virtual resource takes only create. The caller may keep but not modify
-// the slice.
+// virtual resource or a CreateVia alias takes only create, a computed one
+// get and list. The caller may keep but not modify the slice.
 func (s *Strategy) Verbs() []string {
-	if s.Virtual != nil {
+	switch {
+	case s.Virtual != nil || s.CreateVia != "":
 		return []string{"create"}
+	case s.Computed != nil:
+		return []string{"get", "list"}
+	case s.NoDeleteCollection:
+		return withoutDeleteCollection
 	}
 	return storedVerbs
 }
+
+// withoutDeleteCollection are the verbs of a NoDeleteCollection resource.
+var withoutDeleteCollection = slices.DeleteFunc(slices.Clone(storedVerbs), func(v string) bool { return v == "deletecollection" })
 
 // DiscoveryVerbs returns the verbs discovery lists: Verbs, but while the
 // resource is terminating only delete, deletecollection, get, list and

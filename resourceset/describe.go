@@ -17,7 +17,7 @@ import (
 // name order, so that the documents do not depend on map order.
 func Describe(strat *registry.Strategy) openapi.Resource {
 	r := openapi.Resource{GVK: strat.Kind, Plural: strat.Resource, Namespaced: strat.Namespaced, Verbs: strat.Verbs(), Object: strat.New()}
-	if strat.Virtual == nil {
+	if strat.Virtual == nil && strat.CreateVia == "" {
 		r.List = strat.NewList()
 	}
 	for _, name := range slices.Sorted(maps.Keys(strat.Subresources)) {

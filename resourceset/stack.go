@@ -47,6 +47,8 @@ type Options struct {
 	// Authorizer returns the server's authorizer (admission policies'
 	// CEL authorizer variable); nil allows everything.
 	Authorizer func() authorizer.UnconditionalAuthorizer
+	// ComponentStatuses are the components componentstatuses reports.
+	ComponentStatuses map[string]builtin.ComponentCheck
 }
 
 // Builder builds a resource's storage stack from its Strategy: the
@@ -106,8 +108,8 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 	gr := strat.GroupResource()
 	noStop := func() {}
 	switch {
-	case strat.Virtual != nil:
-		store, err := registry.New(registry.Options{Strategy: strat})
+	case !strat.Stored():
+		store, err := registry.New(registry.Options{Strategy: strat, Peers: b.peers})
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +269,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		}
 	}()
 	built := map[schema.GroupResource]*Stack{}
-	for _, strat := range append(builtin.All(time.Now, builtin.WithAuthentication(opts.Authentication)), apiextensions.Strategy(time.Now)) {
+	for _, strat := range append(builtin.All(time.Now, builtin.WithAuthentication(opts.Authentication), builtin.WithComponentStatuses(opts.ComponentStatuses)), apiextensions.Strategy(time.Now)) {
 		var so StackOptions
 		if strat.Conversion != nil {
 			if inner := built[strat.StoredWith]; inner != nil {

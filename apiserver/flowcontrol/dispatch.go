@@ -32,6 +32,10 @@ type level struct {
 	vt      float64
 	removed bool
 	retry   *retryAfter
+	// executing are the level's requests holding seats (or, exempt,
+	// running), and the counts the debug dumps show (debug.go).
+	executing                                 trackedList
+	dispatched, rejected, timedout, cancelled int
 }
 
 type queue struct {
@@ -49,6 +53,8 @@ type waiter struct {
 	state waiterState
 	// width is the seats the request takes (its work estimate).
 	width int
+	// req describes the request to the debug dumps; nil when untracked.
+	req *tracked
 }
 
 type waiterState int
@@ -73,9 +79,18 @@ type seat struct {
 	q       *queue
 	width   int
 	latency time.Duration
+	// req is the tracked request, tl its level (also set for exempt
+	// requests, which hold no seat).
+	req *tracked
+	tl  *level
 }
 
 func (s seat) release() {
+	if s.req != nil {
+		s.d.mu.Lock()
+		s.tl.executing.remove(s.req)
+		s.d.mu.Unlock()
+	}
 	if s.l == nil {
 		return
 	}
@@ -160,9 +175,25 @@ type gauge interface {
 // we.seats seats, given back we.additionalLatency after release. inQueue,
 // when not nil, counts the request while it waits in a queue.
 func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64, we workEstimate, inQueue gauge) (seat, outcome) {
+	return d.acquireTracked(ctx, waitContext, lc, hash, we, inQueue, nil)
+}
+
+// acquireTracked is acquireWork for a request the debug dumps show: req,
+// when not nil, is listed while it waits and while it holds its seat
+// (until release), and its level's counts move (debug.go).
+func (d *dispatcher) acquireTracked(ctx context.Context, waitContext func(context.Context) (context.Context, context.CancelFunc), lc *levelConfig, hash uint64, we workEstimate, inQueue gauge, req *tracked) (seat, outcome) {
 	width := max(1, we.seats)
 	if lc.exempt {
-		return seat{}, executed
+		if req == nil {
+			return seat{}, executed
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		l := d.levels[lc.pl.Name]
+		if l == nil {
+			return seat{}, executed
+		}
+		return seat{d: d, req: req, tl: l}, d.startLocked(l, req, nil)
 	}
 	d.mu.Lock()
 	l := d.levels[lc.pl.Name]
@@ -175,8 +206,9 @@ func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.C
 	}
 	if l.waiting == 0 && d.canDispatchLocked(l, width) {
 		d.takeLocked(l, width)
+		d.startLocked(l, req, nil)
 		d.mu.Unlock()
-		return seat{d: d, l: l, width: width, latency: we.additionalLatency}, executed
+		return seat{d: d, l: l, width: width, latency: we.additionalLatency, req: req, tl: l}, executed
 	}
 	if l.cfg.reject || len(l.queues) == 0 {
 		d.rejectLocked(l)
@@ -190,7 +222,7 @@ func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.C
 		d.mu.Unlock()
 		return seat{}, rejectedFull
 	}
-	w := &waiter{ch: make(chan struct{}), hash: hash, width: width}
+	w := &waiter{ch: make(chan struct{}), hash: hash, width: width, req: req}
 	d.enqueueLocked(l, q, w)
 	// Seats may be free while a wider request waits for more: fair
 	// queuing decides whether this one goes first (upstream dispatches
@@ -213,13 +245,41 @@ func (d *dispatcher) acquireWork(ctx context.Context, waitContext func(context.C
 	defer d.mu.Unlock()
 	switch w.state {
 	case granted:
-		return seat{d: d, l: l, q: w.q, width: width, latency: we.additionalLatency}, executed
-	case waiting:
+		return seat{d: d, l: l, q: w.q, width: width, latency: we.additionalLatency, req: req, tl: l}, executed
+	}
+	timedOut := w.state == waiting
+	if timedOut {
 		// Timed out (or the client left): out of the queue.
 		d.dequeueLocked(l, w)
 	}
 	d.rejectLocked(l)
+	if timedOut {
+		// Counted as upstream's queue set counts them: not as rejected.
+		l.rejected--
+		if ctx.Err() != nil {
+			l.cancelled++
+		} else {
+			l.timedout++
+		}
+	}
 	return seat{}, rejectedTimeout
+}
+
+// startLocked counts a request of l dispatched and, when tracked, lists
+// it as executing from now, from queue q (nil: none).
+func (d *dispatcher) startLocked(l *level, req *tracked, q *queue) outcome {
+	l.dispatched++
+	if req != nil {
+		req.start = d.now()
+		req.queue = -1
+		for i, c := range l.queues {
+			if c == q {
+				req.queue = i
+			}
+		}
+		l.executing.add(req)
+	}
+	return executed
 }
 
 // chooseQueue is the queue of the hand with the fewest requests, waiting
@@ -260,6 +320,7 @@ func (d *dispatcher) dequeueLocked(l *level, w *waiter) {
 }
 
 func (d *dispatcher) rejectLocked(l *level) {
+	l.rejected++
 	l.retry.drop(d.now().Unix())
 }
 
@@ -310,6 +371,7 @@ func (d *dispatcher) dispatchOneLocked(l *level, q *queue) {
 	l.waiting--
 	d.waiting--
 	d.takeLocked(l, w.width)
+	d.startLocked(l, w.req, q)
 	w.state = granted
 	close(w.ch)
 }

@@ -59,11 +59,23 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		h[priorityLevelHeader] = []string{string(lc.pl.UID)}
 		h[flowSchemaHeader] = []string{string(fs.UID)}
 		fm := c.metrics.flow(lc.pl.Name, fs.Name)
+		distinguisher := flowDistinguisher(fs, d)
+		// What the debug dumps show of the request (debug.go).
+		req := &tracked{flowSchema: fs.Name, distinguisher: distinguisher, arrive: time.Now(), user: u.GetName(), info: info}
 		if lc.exempt {
+			s, _ := c.dispatch.acquireTracked(ctx, c.waitContext, lc, 0, workEstimate{}, nil, req)
 			fm.dispatched.Inc()
 			fm.executing.Inc()
 			defer fm.executing.Dec()
-			next.ServeHTTP(w, r)
+			if !watch {
+				defer s.release()
+				next.ServeHTTP(w, r)
+				return
+			}
+			// A watch executes until it is set up, as a limited one.
+			iw := &initWriter{ResponseWriter: w, release: s.release}
+			defer iw.initialized()
+			next.ServeHTTP(iw, r)
 			return
 		}
 		var watchers int
@@ -76,8 +88,9 @@ func (c *Controller) Wrap(next http.Handler) http.Handler {
 		if watchers > 0 {
 			fm.watchCountSamples.Observe(float64(watchers))
 		}
-		begin := time.Now()
-		s, out := c.dispatch.acquireWork(ctx, c.waitContext, lc, flowHash(fs.Name, flowDistinguisher(fs, d)), we, fm.inQueue)
+		begin := req.arrive
+		req.we = we
+		s, out := c.dispatch.acquireTracked(ctx, c.waitContext, lc, flowHash(fs.Name, distinguisher), we, fm.inQueue, req)
 		waited := time.Since(begin).Seconds()
 		if out != executed {
 			fm.waitRejected.Observe(waited)

@@ -46,5 +46,6 @@ func All(now func() time.Time, opts ...Option) []*registry.Strategy {
 		SubjectAccessReviews(),
 		SelfSubjectReviews(),
 		TokenReviews(o.auth.Reviewer),
-	}, workloadStorageStrategies(now), coverageStrategies(), rbacStrategies())
+	}, workloadStorageStrategies(now), coverageStrategies(), rbacStrategies(),
+		[]*registry.Strategy{Bindings(), ComponentStatuses(o.components)})
 }

@@ -53,7 +53,8 @@ type Authentication struct {
 type Option func(*options)
 
 type options struct {
-	auth Authentication
+	auth       Authentication
+	components map[string]ComponentCheck // componentstatuses.go
 }
 
 // WithAuthentication gives serviceaccounts/token and tokenreviews their

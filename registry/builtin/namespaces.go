@@ -60,6 +60,8 @@ func Namespaces(now func() time.Time) *registry.Strategy {
 		MarkForDeletion:          namespaceMarkForDeletion(now),
 		ShouldDeleteDuringUpdate: func(obj runtime.Object) bool { return len(obj.(*v1.Namespace).Spec.Finalizers) == 0 },
 		AllowUnconditionalUpdate: true,
+		// Upstream's namespace storage is no CollectionDeleter.
+		NoDeleteCollection: true,
 		Subresources: map[string]*registry.Subresource{
 			"status": {
 				PrepareForUpdate: func(obj, old runtime.Object) { obj.(*v1.Namespace).Spec = old.(*v1.Namespace).Spec },

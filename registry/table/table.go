@@ -84,6 +84,7 @@ func New(opts Options) *Convertor {
 	registerCoverage(c)
 	registerRBAC(c)
 	registerCertificates(c)
+	registerComponentStatus(c)
 	return c
 }
 

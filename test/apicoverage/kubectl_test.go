@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,31 @@ func TestKubectlExplainNewKinds(t *testing.T) {
 		if out := kubectl(t, "explain", tc.path); !strings.Contains(out, tc.want) {
 			t.Errorf("kubectl explain %s:\n%s\nwant %q", tc.path, out, tc.want)
 		}
+	}
+}
+
+// TestKubectlAPIResourcesAsUpstream: kubectl api-resources -o wide on
+// Kite prints what it prints on kube-apiserver 1.37.2 (the recorded
+// api-resources-wide.txt: names, short names, group versions, scope,
+// kinds, verbs, categories, in upstream's group order), besides the
+// resource metrics API, which Kite serves itself.
+func TestKubectlAPIResourcesAsUpstream(t *testing.T) {
+	normalize := func(text string) []string {
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+			if strings.Contains(l, "metrics.k8s.io/") {
+				continue
+			}
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+		return lines
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "discovery-1.37.2", "api-resources-wide.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := normalize(kubectl(t, "api-resources", "-o", "wide"))
+	if w := normalize(string(want)); !slices.Equal(got, w) {
+		t.Errorf("kubectl api-resources -o wide:\n%s\nwant (kube-apiserver 1.37.2)\n%s", strings.Join(got, "\n"), strings.Join(w, "\n"))
 	}
 }
