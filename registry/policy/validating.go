@@ -83,6 +83,11 @@ type validator struct {
 	failurePolicy                    admissionregistrationv1.FailurePolicyType
 	matcher                          matchconditions.Matcher
 	validations, messages, auditions plugincel.ConditionEvaluator
+	// hasMessages and hasAudits say whether there is any
+	// messageExpression or auditAnnotation: without them their
+	// evaluation (a CEL activation of its own per request) is skipped,
+	// which gives what upstream's evaluation of nothing gives.
+	hasMessages, hasAudits bool
 }
 
 func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *validator {
@@ -105,6 +110,7 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 		validations[i] = &validationExpr{val}
 		if val.MessageExpression != "" {
 			messages[i] = &messageExpr{val.MessageExpression}
+			v.hasMessages = true
 		}
 	}
 	audits := make([]plugincel.ExpressionAccessor, len(pol.Spec.AuditAnnotations))
@@ -114,6 +120,7 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 	v.validations = c.CompileCondition(validations, opts, environment.StoredExpressions)
 	v.messages = c.CompileCondition(messages, msgOpts, environment.StoredExpressions)
 	v.auditions = c.CompileCondition(audits, opts, environment.StoredExpressions)
+	v.hasAudits = len(audits) > 0
 	return v
 }
 
@@ -162,7 +169,11 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 	if err != nil {
 		return []decision{v.onError(err.Error())}, nil
 	}
-	msgResults, _, msgErr := v.messages.ForInput(ctx, va, req, msgVars, nsObj, remaining)
+	var msgResults []plugincel.EvaluationResult
+	var msgErr error
+	if v.hasMessages {
+		msgResults, _, msgErr = v.messages.ForInput(ctx, va, req, msgVars, nsObj, remaining)
+	}
 	decisions := make([]decision, len(results))
 	for i, r := range results {
 		val, ok := r.ExpressionAccessor.(*validationExpr)
@@ -180,6 +191,9 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 			}
 			decisions[i] = denial(val.v, msg)
 		}
+	}
+	if !v.hasAudits {
+		return decisions, nil
 	}
 	auditResults, _, err := v.auditions.ForInput(ctx, va, req, plugincel.OptionalVariableBindings{VersionedParams: param}, ns, celconfig.RuntimeCELCostBudget)
 	if err != nil {
