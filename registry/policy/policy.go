@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,13 +49,18 @@ type Options struct {
 	// Scheme creates, converts and encodes the built-in kinds (JSONPatch
 	// mutations).
 	Scheme *runtime.Scheme
+	// Metrics, if set, is the registry of upstream's
+	// apiserver_validating_admission_policy_* series (the server's
+	// /metrics).
+	Metrics prometheus.Registerer
 }
 
 // Policies evaluates the ValidatingAdmissionPolicies and
 // MutatingAdmissionPolicies of the stores.
 type Policies struct {
-	opts Options
-	oi   admission.ObjectInterfaces
+	opts    Options
+	oi      admission.ObjectInterfaces
+	metrics *metrics // nil: none
 
 	mu sync.Mutex
 	// compiled policies by uid/resourceVersion: a policy is compiled
@@ -65,7 +71,7 @@ type Policies struct {
 
 // New returns the policy plugins of opts.
 func New(opts Options) *Policies {
-	p := &Policies{opts: opts, validators: map[string]*validator{}, mutators: map[string]*mutator{}}
+	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[string]*validator{}, mutators: map[string]*mutator{}}
 	if opts.Scheme != nil {
 		p.oi = admission.NewObjectInterfacesFromScheme(opts.Scheme)
 	}

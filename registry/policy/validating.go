@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
@@ -132,12 +133,15 @@ type decision struct {
 	evalError bool
 	message   string
 	reason    metav1.StatusReason
+	// elapsed is the validation's evaluation time (for the metrics).
+	elapsed time.Duration
 }
 
 // auditResult is one auditAnnotation's outcome: a value to publish, an
 // error (under failurePolicy Fail) or nothing.
 type auditResult struct {
 	key, value, err string
+	elapsed         time.Duration
 }
 
 // onError is the decision on an evaluation error: a denial under
@@ -191,6 +195,7 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 			}
 			decisions[i] = denial(val.v, msg)
 		}
+		decisions[i].elapsed = r.Elapsed
 	}
 	if !v.hasAudits {
 		return decisions, nil
@@ -205,7 +210,7 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 		if !ok {
 			continue
 		}
-		res := auditResult{key: ae.a.Key}
+		res := auditResult{key: ae.a.Key, elapsed: r.Elapsed}
 		switch {
 		case r.Error != nil:
 			if v.failurePolicy == admissionregistrationv1.Ignore {
@@ -354,22 +359,30 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 				decisions, audits := v.evaluate(ctx, t, va, param, ns, authz)
 				for i, d := range decisions {
 					if !d.deny {
+						if d.evalError {
+							p.metrics.observe(pol.Name, b.Name, actionAllow, d)
+						}
 						continue
 					}
 					for _, action := range b.Spec.ValidationActions {
 						switch action {
 						case admissionregistrationv1.Deny:
 							denials = append(denials, denied{decision: d, policy: pol.Name, binding: b.Name})
+							p.metrics.observe(pol.Name, b.Name, actionDeny, d)
 						case admissionregistrationv1.Warn:
 							warning.AddWarning(ctx, "", fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, d.message))
+							p.metrics.observe(pol.Name, b.Name, actionWarn, d)
 						case admissionregistrationv1.Audit:
 							failures = append(failures, validationFailure{Message: d.message, Policy: pol.Name, Binding: b.Name, ExpressionIndex: i, ValidationActions: b.Spec.ValidationActions})
+							p.metrics.observe(pol.Name, b.Name, actionAudit, d)
 						}
 					}
 				}
 				for _, au := range audits {
 					if au.err != "" {
-						denials = append(denials, denied{decision: decision{deny: true, evalError: true, message: au.err}, policy: pol.Name, binding: b.Name})
+						d := decision{deny: true, evalError: true, message: au.err, elapsed: au.elapsed}
+						denials = append(denials, denied{decision: d, policy: pol.Name, binding: b.Name})
+						p.metrics.observe(pol.Name, b.Name, actionDeny, d)
 						continue
 					}
 					value := au.value
