@@ -31,7 +31,7 @@ func BenchmarkEvaluateFiveValidations(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", i), Namespace: "ns"}, Data: map[string]string{"k0": "v"}}
 		a := admission.NewAttributesRecord(cm, nil, gvk, "ns", cm.Name, gvr, "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "admin"})
-		va, err := versioned(b.Context(), a, t)
+		va, err := versioned(b.Context(), a, t, true)
 		if err != nil {
 			b.Fatal(err)
 		}

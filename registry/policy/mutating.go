@@ -218,7 +218,7 @@ func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invoc
 	if isNil(a.GetObject()) {
 		return invoked{}, nil, nil // nothing to mutate (a deletion)
 	}
-	va, err := versioned(ctx, a, inv.target)
+	va, err := versioned(ctx, a, inv.target, false)
 	if err != nil {
 		return invoked{}, nil, apierrors.NewInternalError(err)
 	}

@@ -400,8 +400,11 @@ func isNil(obj runtime.Object) bool {
 
 // versioned returns the request's objects as t's kind (a copy with
 // apiVersion and kind set where they were not: CEL and the patchers see
-// them as upstream's converted objects).
-func versioned(ctx context.Context, a admission.Attributes, t *target) (*admission.VersionedAttributes, error) {
+// them as upstream's converted objects). readOnly says the caller only
+// reads them (validation: CEL never changes its input), so a typed
+// object's copy may share everything but its apiVersion and kind with the
+// request's object instead of being a deep copy.
+func versioned(ctx context.Context, a admission.Attributes, t *target, readOnly bool) (*admission.VersionedAttributes, error) {
 	va := &admission.VersionedAttributes{Attributes: a, VersionedKind: t.kind}
 	conv := func(obj runtime.Object) (runtime.Object, error) {
 		if isNil(obj) {
@@ -416,7 +419,7 @@ func versioned(ctx context.Context, a admission.Attributes, t *target) (*admissi
 			return out, nil
 		}
 		if obj.GetObjectKind().GroupVersionKind() != t.kind {
-			obj = obj.DeepCopyObject()
+			obj = kindedCopy(obj, readOnly)
 			obj.GetObjectKind().SetGroupVersionKind(t.kind)
 		}
 		return obj, nil
@@ -436,6 +439,24 @@ func versioned(ctx context.Context, a admission.Attributes, t *target) (*admissi
 		va.VersionedObject.Set(obj)
 	}
 	return va, nil
+}
+
+// kindedCopy returns a copy of obj whose apiVersion and kind may be set
+// without touching obj: a deep copy, or with shallow a copy of the
+// top-level struct only (its TypeMeta is its own, the rest is shared).
+// An unstructured object keeps its apiVersion and kind in its map, so it
+// is always copied deeply.
+func kindedCopy(obj runtime.Object, shallow bool) runtime.Object {
+	v := reflect.ValueOf(obj)
+	if _, ok := obj.(*unstructured.Unstructured); ok || !shallow || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return obj.DeepCopyObject()
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	if out, ok := c.Interface().(runtime.Object); ok {
+		return out
+	}
+	return obj.DeepCopyObject()
 }
 
 // paramSource is where a policy's parameters come from: the Store of

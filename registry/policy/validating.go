@@ -346,7 +346,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 				continue
 			}
 			if va == nil {
-				if va, err = versioned(ctx, a, t); err != nil {
+				if va, err = versioned(ctx, a, t, true); err != nil {
 					configError(err, b.Name)
 					continue
 				}
