@@ -76,6 +76,16 @@ func (r *Reinvocations) Called(key string, changed, ifNeeded bool) {
 	}
 }
 
+// Patched records that a policy applied a patch on this pass, whether or
+// not the patch changed anything: upstream's policy dispatcher then (its
+// versioned attributes "dirty" at the end of the pass) reinvokes every
+// IfNeeded one called so far, the patching one included, and makes the
+// chain run its second pass.
+func (r *Reinvocations) Patched() {
+	r.requireReinvoking()
+	r.attrs.GetReinvocationContext().SetShouldReinvoke()
+}
+
 func (r *Reinvocations) requireReinvoking() {
 	if len(r.invoked) == 0 {
 		return

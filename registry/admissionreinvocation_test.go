@@ -13,10 +13,12 @@ import (
 )
 
 // reinvocable is one webhook or policy of a fake plugin: it may change
-// the ConfigMap (it says whether it did) and may be IfNeeded.
+// the ConfigMap (it says whether it did), may be IfNeeded, and may apply
+// a patch (as a policy: whether or not the patch changes anything).
 type reinvocable struct {
 	key      string
 	ifNeeded bool
+	patches  bool
 	mutate   func(cm *corev1.ConfigMap) bool
 }
 
@@ -26,6 +28,7 @@ func fakeMutatingPlugin(name string, calls *[]string, rs ...reinvocable) registr
 	return registry.AdmissionPlugin{Name: name, Admit: func(_ context.Context, a admission.Attributes) error {
 		r := registry.BeginReinvocations(a, name)
 		defer r.End()
+		patched := false
 		for _, x := range rs {
 			if r.Skip(x.key) {
 				continue
@@ -33,6 +36,10 @@ func fakeMutatingPlugin(name string, calls *[]string, rs ...reinvocable) registr
 			*calls = append(*calls, x.key)
 			changed := x.mutate != nil && x.mutate(a.GetObject().(*corev1.ConfigMap))
 			r.Called(x.key, changed, x.ifNeeded)
+			patched = patched || x.patches
+		}
+		if patched {
+			r.Patched()
 		}
 		return nil
 	}}
@@ -111,6 +118,17 @@ func TestChainReinvokesAsUpstream(t *testing.T) {
 			policies: []reinvocable{{key: "p", ifNeeded: true}},
 			webhooks: []reinvocable{{key: "w", ifNeeded: true, mutate: setLabelOnce("w", "")}},
 			want:     []string{"builtin", "p", "w", "builtin", "p"},
+		},
+		{
+			name:     "a policy's patch that changes nothing forces the second pass, in which the IfNeeded policy runs again",
+			policies: []reinvocable{{key: "p", ifNeeded: true, patches: true}},
+			webhooks: []reinvocable{{key: "w", ifNeeded: true}},
+			want:     []string{"builtin", "p", "w", "builtin", "p"},
+		},
+		{
+			name:     "a Never policy's patch that changes nothing reinvokes an IfNeeded one before it",
+			policies: []reinvocable{{key: "p1", ifNeeded: true}, {key: "p2", patches: true}},
+			want:     []string{"builtin", "p1", "p2", "builtin", "p1"},
 		},
 		{
 			name:     "a change on the second pass reinvokes the IfNeeded ones after it, and there is no third pass",

@@ -1,11 +1,13 @@
 package resourceset
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/kite-project/kite/apiserver/metrics"
 	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/policy"
 	"github.com/kite-project/kite/registry/webhook"
@@ -15,8 +17,13 @@ import (
 // MutatingAdmissionPolicy plugins over the set that set returns once it
 // is built: policies, bindings, parameters and namespaces come from its
 // stores, ApplyConfigurations merge with its field managers' schemas.
-func admissionPolicies(set func() *Set, scheme *runtime.Scheme, authz func() authorizer.UnconditionalAuthorizer) map[string]registry.AdmissionPlugin {
+func admissionPolicies(set func() *Set, scheme *runtime.Scheme, authz func() authorizer.UnconditionalAuthorizer, m *metrics.Metrics) map[string]registry.AdmissionPlugin {
+	var reg prometheus.Registerer
+	if m != nil {
+		reg = m.Registry()
+	}
 	p := policy.New(policy.Options{
+		Metrics: reg,
 		Stores: func(gr string) *registry.Store {
 			if s := set(); s != nil {
 				return s.Store(gr)

@@ -242,7 +242,7 @@ func New(ctx context.Context, opts Options) (_ *Set, err error) {
 		"MutatingAdmissionWebhook":   hooks.MutatingPlugin(),
 		"ValidatingAdmissionWebhook": hooks.ValidatingPlugin(),
 	}
-	maps.Copy(ac.Plugins, admissionPolicies(func() *Set { return set }, scheme, opts.Authorizer))
+	maps.Copy(ac.Plugins, admissionPolicies(func() *Set { return set }, scheme, opts.Authorizer, opts.Metrics))
 	maps.Copy(ac.Plugins, builtin.StorageAdmissionPlugins(func(gr string) *registry.Store { return set.Store(gr) }))
 	for name, p := range opts.Admission.Plugins {
 		ac.Plugins[name] = p

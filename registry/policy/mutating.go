@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
@@ -166,53 +167,70 @@ func (p *Policies) admit(ctx context.Context, a admission.Attributes) error {
 		// webhook) changed the object runs once more on the second pass.
 		r := registry.BeginReinvocations(a, mutatingPluginName)
 		defer r.End()
+		// Upstream keeps one set of versioned attributes per kind for the
+		// pass, marked dirty by any patch applied to it, and looks at the
+		// last invoked one's at the end: a patch there, even one that
+		// changed nothing, forces the second pass (Patched).
+		patchedKinds := map[schema.GroupVersionKind]bool{}
+		var lastKind *schema.GroupVersionKind
 		for _, inv := range invocations {
 			if r.Skip(inv.key()) {
 				continue
 			}
-			changed, called, perr, err := p.invoke(ctx, a, inv, ns, authz)
+			res, perr, err := p.invoke(ctx, a, inv, ns, authz)
 			if err != nil {
 				return err
 			}
 			errs = append(errs, perr...)
-			if called {
-				r.Called(inv.key(), changed, inv.policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy)
+			if res.called {
+				lastKind = &inv.target.kind
+				patchedKinds[inv.target.kind] = patchedKinds[inv.target.kind] || res.patched
+				r.Called(inv.key(), res.changed, inv.policy.Spec.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy)
 			}
+		}
+		if lastKind != nil && patchedKinds[*lastKind] {
+			r.Patched()
 		}
 	}
 	return policyErrors(a, errs)
 }
 
+// invoked is what one invocation did: whether it ran at all (its
+// matchConditions matched and there was an object), applied a patch
+// (whatever the patch did) and changed the object.
+type invoked struct {
+	called, patched, changed bool
+}
+
 // invoke applies one invocation's mutations to the request's object and
-// says whether they changed it and whether they ran at all (its
-// matchConditions matched). A status error ends the request; other
-// errors are the policy's, weighed by its failurePolicy.
-func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) (changed, called bool, _ []policyError, _ error) {
+// says what they did. A status error ends the request; other errors are
+// the policy's, weighed by its failurePolicy.
+func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invocation, ns *corev1.Namespace, authz authorizer.UnconditionalAuthorizer) (invoked, []policyError, error) {
 	fail := func(err error) []policyError {
 		return []policyError{{policy: inv.policy.Name, binding: inv.binding.Name, failurePolicy: inv.policy.Spec.FailurePolicy, err: err, reason: metav1.StatusReasonInvalid}}
 	}
 	if inv.mutator.err != nil {
-		return false, false, fail(inv.mutator.err), nil
+		return invoked{}, fail(inv.mutator.err), nil
 	}
 	if len(inv.mutator.patchers) != len(inv.policy.Spec.Mutations) {
-		return false, false, nil, apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v", len(inv.policy.Spec.Mutations), inv.policy.Name, len(inv.mutator.patchers)))
+		return invoked{}, nil, apierrors.NewInternalError(fmt.Errorf("expected %v compiled evaluators for policy %v, got %v", len(inv.policy.Spec.Mutations), inv.policy.Name, len(inv.mutator.patchers)))
 	}
 	if isNil(a.GetObject()) {
-		return false, false, nil, nil // nothing to mutate (a deletion)
+		return invoked{}, nil, nil // nothing to mutate (a deletion)
 	}
-	va, err := versioned(ctx, a, inv.target)
+	va, err := versioned(ctx, a, inv.target, false)
 	if err != nil {
-		return false, false, nil, apierrors.NewInternalError(err)
+		return invoked{}, nil, apierrors.NewInternalError(err)
 	}
 	// Variables are composed once per invocation, as upstream's.
 	ctx = inv.mutator.compiler.CreateContext(ctx)
 	if inv.mutator.matcher != nil {
 		res := inv.mutator.matcher.Match(ctx, va, inv.param, authz)
 		if res.Error != nil {
-			return false, false, fail(res.Error), nil
+			return invoked{}, fail(res.Error), nil
 		}
 		if !res.Matches {
-			return false, false, nil, nil
+			return invoked{}, nil, nil
 		}
 	}
 	var errs []policyError
@@ -220,25 +238,25 @@ func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invoc
 		if err := p.patch(ctx, patcher, va, inv, ns, authz); err != nil {
 			var status *apierrors.StatusError
 			if errors.As(err, &status) {
-				return false, true, nil, status
+				return invoked{called: true, patched: va.Dirty}, nil, status
 			}
 			errs = append(errs, fail(err)...)
 		}
 	}
 	if !va.Dirty {
-		return false, true, errs, nil
+		return invoked{called: true}, errs, nil
 	}
 	next := va.VersionedObject.Object()
 	if inv.target.convertBack != nil {
 		if next, err = inv.target.convertBack(ctx, next); err != nil {
-			return false, true, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+			return invoked{called: true, patched: true}, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 		}
 	}
-	changed, err = replace(a.GetObject(), next)
+	changed, err := replace(a.GetObject(), next)
 	if err != nil {
-		return false, true, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
+		return invoked{called: true, patched: true}, nil, apierrors.NewInternalError(fmt.Errorf("failed to convert object: %w", err))
 	}
-	return changed, true, errs, nil
+	return invoked{called: true, patched: true, changed: changed}, errs, nil
 }
 
 // patch runs one patcher over the versioned object (upstream's

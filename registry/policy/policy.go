@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,13 +49,18 @@ type Options struct {
 	// Scheme creates, converts and encodes the built-in kinds (JSONPatch
 	// mutations).
 	Scheme *runtime.Scheme
+	// Metrics, if set, is the registry of upstream's
+	// apiserver_validating_admission_policy_* series (the server's
+	// /metrics).
+	Metrics prometheus.Registerer
 }
 
 // Policies evaluates the ValidatingAdmissionPolicies and
 // MutatingAdmissionPolicies of the stores.
 type Policies struct {
-	opts Options
-	oi   admission.ObjectInterfaces
+	opts    Options
+	oi      admission.ObjectInterfaces
+	metrics *metrics // nil: none
 
 	mu sync.Mutex
 	// compiled policies by uid/resourceVersion: a policy is compiled
@@ -65,7 +71,7 @@ type Policies struct {
 
 // New returns the policy plugins of opts.
 func New(opts Options) *Policies {
-	p := &Policies{opts: opts, validators: map[string]*validator{}, mutators: map[string]*mutator{}}
+	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[string]*validator{}, mutators: map[string]*mutator{}}
 	if opts.Scheme != nil {
 		p.oi = admission.NewObjectInterfacesFromScheme(opts.Scheme)
 	}
@@ -394,8 +400,11 @@ func isNil(obj runtime.Object) bool {
 
 // versioned returns the request's objects as t's kind (a copy with
 // apiVersion and kind set where they were not: CEL and the patchers see
-// them as upstream's converted objects).
-func versioned(ctx context.Context, a admission.Attributes, t *target) (*admission.VersionedAttributes, error) {
+// them as upstream's converted objects). readOnly says the caller only
+// reads them (validation: CEL never changes its input), so a typed
+// object's copy may share everything but its apiVersion and kind with the
+// request's object instead of being a deep copy.
+func versioned(ctx context.Context, a admission.Attributes, t *target, readOnly bool) (*admission.VersionedAttributes, error) {
 	va := &admission.VersionedAttributes{Attributes: a, VersionedKind: t.kind}
 	conv := func(obj runtime.Object) (runtime.Object, error) {
 		if isNil(obj) {
@@ -410,7 +419,7 @@ func versioned(ctx context.Context, a admission.Attributes, t *target) (*admissi
 			return out, nil
 		}
 		if obj.GetObjectKind().GroupVersionKind() != t.kind {
-			obj = obj.DeepCopyObject()
+			obj = kindedCopy(obj, readOnly)
 			obj.GetObjectKind().SetGroupVersionKind(t.kind)
 		}
 		return obj, nil
@@ -430,6 +439,24 @@ func versioned(ctx context.Context, a admission.Attributes, t *target) (*admissi
 		va.VersionedObject.Set(obj)
 	}
 	return va, nil
+}
+
+// kindedCopy returns a copy of obj whose apiVersion and kind may be set
+// without touching obj: a deep copy, or with shallow a copy of the
+// top-level struct only (its TypeMeta is its own, the rest is shared).
+// An unstructured object keeps its apiVersion and kind in its map, so it
+// is always copied deeply.
+func kindedCopy(obj runtime.Object, shallow bool) runtime.Object {
+	v := reflect.ValueOf(obj)
+	if _, ok := obj.(*unstructured.Unstructured); ok || !shallow || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return obj.DeepCopyObject()
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	if out, ok := c.Interface().(runtime.Object); ok {
+		return out
+	}
+	return obj.DeepCopyObject()
 }
 
 // paramSource is where a policy's parameters come from: the Store of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	celtypes "github.com/google/cel-go/common/types"
@@ -83,6 +84,11 @@ type validator struct {
 	failurePolicy                    admissionregistrationv1.FailurePolicyType
 	matcher                          matchconditions.Matcher
 	validations, messages, auditions plugincel.ConditionEvaluator
+	// hasMessages and hasAudits say whether there is any
+	// messageExpression or auditAnnotation: without them their
+	// evaluation (a CEL activation of its own per request) is skipped,
+	// which gives what upstream's evaluation of nothing gives.
+	hasMessages, hasAudits bool
 }
 
 func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *validator {
@@ -105,6 +111,7 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 		validations[i] = &validationExpr{val}
 		if val.MessageExpression != "" {
 			messages[i] = &messageExpr{val.MessageExpression}
+			v.hasMessages = true
 		}
 	}
 	audits := make([]plugincel.ExpressionAccessor, len(pol.Spec.AuditAnnotations))
@@ -114,6 +121,7 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 	v.validations = c.CompileCondition(validations, opts, environment.StoredExpressions)
 	v.messages = c.CompileCondition(messages, msgOpts, environment.StoredExpressions)
 	v.auditions = c.CompileCondition(audits, opts, environment.StoredExpressions)
+	v.hasAudits = len(audits) > 0
 	return v
 }
 
@@ -125,12 +133,15 @@ type decision struct {
 	evalError bool
 	message   string
 	reason    metav1.StatusReason
+	// elapsed is the validation's evaluation time (for the metrics).
+	elapsed time.Duration
 }
 
 // auditResult is one auditAnnotation's outcome: a value to publish, an
 // error (under failurePolicy Fail) or nothing.
 type auditResult struct {
 	key, value, err string
+	elapsed         time.Duration
 }
 
 // onError is the decision on an evaluation error: a denial under
@@ -162,7 +173,11 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 	if err != nil {
 		return []decision{v.onError(err.Error())}, nil
 	}
-	msgResults, _, msgErr := v.messages.ForInput(ctx, va, req, msgVars, nsObj, remaining)
+	var msgResults []plugincel.EvaluationResult
+	var msgErr error
+	if v.hasMessages {
+		msgResults, _, msgErr = v.messages.ForInput(ctx, va, req, msgVars, nsObj, remaining)
+	}
 	decisions := make([]decision, len(results))
 	for i, r := range results {
 		val, ok := r.ExpressionAccessor.(*validationExpr)
@@ -180,6 +195,10 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 			}
 			decisions[i] = denial(val.v, msg)
 		}
+		decisions[i].elapsed = r.Elapsed
+	}
+	if !v.hasAudits {
+		return decisions, nil
 	}
 	auditResults, _, err := v.auditions.ForInput(ctx, va, req, plugincel.OptionalVariableBindings{VersionedParams: param}, ns, celconfig.RuntimeCELCostBudget)
 	if err != nil {
@@ -191,7 +210,7 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 		if !ok {
 			continue
 		}
-		res := auditResult{key: ae.a.Key}
+		res := auditResult{key: ae.a.Key, elapsed: r.Elapsed}
 		switch {
 		case r.Error != nil:
 			if v.failurePolicy == admissionregistrationv1.Ignore {
@@ -327,7 +346,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 				continue
 			}
 			if va == nil {
-				if va, err = versioned(ctx, a, t); err != nil {
+				if va, err = versioned(ctx, a, t, true); err != nil {
 					configError(err, b.Name)
 					continue
 				}
@@ -340,22 +359,30 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 				decisions, audits := v.evaluate(ctx, t, va, param, ns, authz)
 				for i, d := range decisions {
 					if !d.deny {
+						if d.evalError {
+							p.metrics.observe(pol.Name, b.Name, actionAllow, d)
+						}
 						continue
 					}
 					for _, action := range b.Spec.ValidationActions {
 						switch action {
 						case admissionregistrationv1.Deny:
 							denials = append(denials, denied{decision: d, policy: pol.Name, binding: b.Name})
+							p.metrics.observe(pol.Name, b.Name, actionDeny, d)
 						case admissionregistrationv1.Warn:
 							warning.AddWarning(ctx, "", fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.Name, b.Name, d.message))
+							p.metrics.observe(pol.Name, b.Name, actionWarn, d)
 						case admissionregistrationv1.Audit:
 							failures = append(failures, validationFailure{Message: d.message, Policy: pol.Name, Binding: b.Name, ExpressionIndex: i, ValidationActions: b.Spec.ValidationActions})
+							p.metrics.observe(pol.Name, b.Name, actionAudit, d)
 						}
 					}
 				}
 				for _, au := range audits {
 					if au.err != "" {
-						denials = append(denials, denied{decision: decision{deny: true, evalError: true, message: au.err}, policy: pol.Name, binding: b.Name})
+						d := decision{deny: true, evalError: true, message: au.err, elapsed: au.elapsed}
+						denials = append(denials, denied{decision: d, policy: pol.Name, binding: b.Name})
+						p.metrics.observe(pol.Name, b.Name, actionDeny, d)
 						continue
 					}
 					value := au.value

@@ -113,3 +113,50 @@ func TestReinvocationAcrossPoliciesAndWebhooks(t *testing.T) {
 func containsKey(raw []byte, quoted string) bool {
 	return strings.Contains(string(raw), quoted)
 }
+
+// TestPolicyPatchForcesReinvocation: as upstream's policy dispatcher, a
+// MutatingAdmissionPolicy that applied a patch on the first pass makes
+// the mutating chain run a second pass, in which the IfNeeded policies
+// called so far run again, itself included, even when nothing else
+// changed the object (Kite reinvoked only after a change by a later
+// one). The policy appends "x" to data "trail" on every call, so the
+// stored trail counts its calls.
+func TestPolicyPatchForcesReinvocation(t *testing.T) {
+	client := kubernetes.NewForConfigOrDie(config(t))
+	trail := applyConfiguration(`Object{data: {"trail": (has(object.data) && 'trail' in object.data ? object.data.trail : "") + "x"}}`)
+	for _, tc := range []struct {
+		name string
+		// policies run in name order.
+		policies  map[string]admissionregistrationv1.MutatingAdmissionPolicySpec
+		wantTrail string
+	}{
+		{
+			name:      "an IfNeeded policy that patched runs again on the second pass",
+			policies:  map[string]admissionregistrationv1.MutatingAdmissionPolicySpec{"a": {ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{trail}}},
+			wantTrail: "xx",
+		},
+		{
+			name:      "a Never policy runs once",
+			policies:  map[string]admissionregistrationv1.MutatingAdmissionPolicySpec{"a": {ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{trail}}},
+			wantTrail: "x",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := policyNamespace(t, client, nil)
+			for suffix, spec := range tc.policies {
+				name := ns + "-" + suffix
+				spec.MatchConstraints = configMapsIn(client, t, ns)
+				installMutatingPolicy(t, client, &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec},
+					&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-binding"},
+						Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name}})
+			}
+			got, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subject"}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if got.Data["trail"] != tc.wantTrail {
+				t.Errorf("trail %q, want %q", got.Data["trail"], tc.wantTrail)
+			}
+		})
+	}
+}
