@@ -146,9 +146,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		{"newAuthentication", func() error { return s.newAuthentication(opts) }},
 		{"buildResources", func() error { return s.buildResources(opts) }},
 		{"startOpenAPI", func() error { s.startOpenAPI(opts); return nil }},
-		{"allocateServices", func() error { return s.allocateServices(ctx, opts) }},
-		{"EnsureNamespaces", func() error { return s.resources.EnsureNamespaces(ctx) }},
-		{"EnsureStartupObjects", func() error { return s.resources.EnsureStartupObjects(ctx) }},
+		// Independent of each other: the allocators wait for the
+		// Services' watch cache, the others write to etcd meanwhile.
+		{"allocateServices+EnsureNamespaces+EnsureStartupObjects", func() error {
+			return parallel(func() error { return s.allocateServices(ctx, opts) },
+				func() error { return s.resources.EnsureNamespaces(ctx) },
+				func() error { return s.resources.EnsureStartupObjects(ctx) })
+		}},
 		{"newAPI", func() error { return s.newAPI(opts) }},
 		{"serveHTTPS", func() error { return s.serveHTTPS(ctx, opts) }},
 		{"ensureKubernetesService", func() error { return s.ensureKubernetesService(ctx, opts) }},
