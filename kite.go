@@ -18,10 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -149,9 +146,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		{"newAuthentication", func() error { return s.newAuthentication(opts) }},
 		{"buildResources", func() error { return s.buildResources(opts) }},
 		{"startOpenAPI", func() error { s.startOpenAPI(opts); return nil }},
-		{"allocateServices", func() error { return s.allocateServices(ctx, opts) }},
-		{"EnsureNamespaces", func() error { return s.resources.EnsureNamespaces(ctx) }},
-		{"EnsureStartupObjects", func() error { return s.resources.EnsureStartupObjects(ctx) }},
+		// Independent of each other: the allocators wait for the
+		// Services' watch cache, the others write to etcd meanwhile.
+		{"allocateServices+EnsureNamespaces+EnsureStartupObjects", func() error {
+			return parallel(func() error { return s.allocateServices(ctx, opts) },
+				func() error { return s.resources.EnsureNamespaces(ctx) },
+				func() error { return s.resources.EnsureStartupObjects(ctx) })
+		}},
 		{"newAPI", func() error { return s.newAPI(opts) }},
 		{"serveHTTPS", func() error { return s.serveHTTPS(ctx, opts) }},
 		{"ensureKubernetesService", func() error { return s.ensureKubernetesService(ctx, opts) }},
@@ -413,21 +414,15 @@ func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
 	if err := s.authz.WaitSynced(ctx); err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(s.RESTConfig())
-	if err != nil {
-		return err
-	}
 	policy, err := s.policy.get()
 	if err != nil {
 		return err
 	}
 	// The authorizer's caches are synced: the watch caches they fill from
 	// hold every object written before, so the reconciler reads them
-	// there (resourceVersion 0) and only writes cost a request.
-	read := func(resource, namespace, name string) (kruntime.Object, error) {
-		return s.resources.Store(resource+".rbac.authorization.k8s.io").Get(ctx, namespace, name, &metav1.GetOptions{ResourceVersion: "0"})
-	}
-	if err := authz.EnsureBootstrapPolicyReading(ctx, cs, policy, read); err != nil {
+	// there, and writes what is missing or out of date in process
+	// (registryModifiers): no object costs a request.
+	if err := authz.EnsureBootstrapPolicyWith(ctx, registryModifiers(withLoopbackUser(ctx), s.resources), policy); err != nil {
 		return fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
 	s.hooks.rbac.finish()

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kite-project/kite/apiserver/metrics"
+	"github.com/kite-project/kite/registry"
 	"github.com/kite-project/kite/registry/apiextensions"
 	"github.com/kite-project/kite/registry/builtin"
 )
@@ -20,18 +23,16 @@ import (
 // Scheme knows every built-in kind the set serves, plus the meta kinds.
 func (r *Set) Scheme() *runtime.Scheme { return r.build.scheme }
 
-// EnsureNamespaces creates the namespaces that exist from the start.
+// EnsureNamespaces creates the namespaces that exist from the start,
+// those missing (createMissing).
 func (r *Set) EnsureNamespaces(ctx context.Context) error {
 	ns := r.Store("namespaces")
-	for _, name := range builtin.ImmortalNamespaces {
-		obj := ns.Strategy().New()
-		obj.(metav1.Object).SetName(name)
-		_, err := ns.Create(ctx, "", obj, &metav1.CreateOptions{FieldManager: "kite"})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", name, err)
-		}
+	objs := make([]runtime.Object, len(builtin.ImmortalNamespaces))
+	for i, name := range builtin.ImmortalNamespaces {
+		objs[i] = ns.Strategy().New()
+		objs[i].(metav1.Object).SetName(name)
 	}
-	return nil
+	return createMissing(ctx, ns, objs)
 }
 
 // ReadinessCheck fails until every watch cache has filled: /readyz's
@@ -98,27 +99,64 @@ func (r *Set) CountObjects(ctx context.Context, m *metrics.Metrics, interval tim
 
 // EnsureStartupObjects creates the objects kube-apiserver keeps from its
 // start (builtin.StartupObjects: the system priority classes, API priority
-// and fairness' configuration) where they are missing, all at once so
-// that a start waits for one round trip to etcd rather than one per
-// object. An object already there is left as it is.
+// and fairness' configuration, the local APIServices) where they are
+// missing (createMissing), the resources at once.
 func (r *Set) EnsureStartupObjects(ctx context.Context) error {
 	objs := builtin.StartupObjects(apiextensions.Strategy(time.Now))
-	errs := make([]error, len(objs))
-	var wg sync.WaitGroup
-	for i, o := range objs {
-		st := r.Store(o.Resource.String())
-		if st == nil {
+	byResource := map[string][]runtime.Object{}
+	var resources []string
+	for _, o := range objs {
+		gr := o.Resource.String()
+		if r.Store(gr) == nil {
 			continue // not served (an embedder's choice)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := st.Create(ctx, "", o.Object, &metav1.CreateOptions{FieldManager: "kite"})
+		if _, ok := byResource[gr]; !ok {
+			resources = append(resources, gr)
+		}
+		byResource[gr] = append(byResource[gr], o.Object)
+	}
+	errs := make([]error, len(resources))
+	var wg sync.WaitGroup
+	for i, gr := range resources {
+		wg.Go(func() { errs[i] = createMissing(ctx, r.Store(gr), byResource[gr]) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// createMissing creates those of the cluster-scoped objs that st does not
+// hold, all at once, as the field manager "kite". What exists is read
+// with one list at resourceVersion 0 (the watch cache once filled, else
+// etcd): on every start but the first nothing is missing and nothing is
+// written, where a create per object would each be prepared (defaults,
+// admission, managed fields) only to be refused by etcd. An object
+// created meanwhile by someone else is left as it is.
+func createMissing(ctx context.Context, st *registry.Store, objs []runtime.Object) error {
+	gr := st.Strategy().GroupResource()
+	list, err := st.List(ctx, "", &metainternalversion.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", gr, err)
+	}
+	existing := map[string]bool{}
+	if err := meta.EachListItem(list, func(o runtime.Object) error {
+		existing[o.(metav1.Object).GetName()] = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list %s: %w", gr, err)
+	}
+	errs := make([]error, len(objs))
+	var wg sync.WaitGroup
+	for i, obj := range objs {
+		name := obj.(metav1.Object).GetName()
+		if existing[name] {
+			continue
+		}
+		wg.Go(func() {
+			_, err := st.Create(ctx, "", obj, &metav1.CreateOptions{FieldManager: "kite"})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
-				name := o.Object.(metav1.Object).GetName()
-				errs[i] = fmt.Errorf("create %s %s: %w", o.Resource, name, err)
+				errs[i] = fmt.Errorf("create %s %s: %w", gr, name, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/auth/rbac/reconciliation"
 	"k8s.io/klog/v2"
@@ -22,42 +20,33 @@ import (
 // rbac.authorization.kubernetes.io/autoupdate: "false" left alone. It
 // tries every object and returns the errors of those that failed.
 func EnsureBootstrapPolicy(ctx context.Context, cs kubernetes.Interface, p *bootstrappolicy.Policy) error {
-	return EnsureBootstrapPolicyReading(ctx, cs, p, nil)
+	return EnsureBootstrapPolicyWith(ctx, ClientModifiers(cs), p)
 }
 
-// ReadRBAC reads the current object of an RBAC resource ("clusterroles",
-// "clusterrolebindings", "roles", "rolebindings") without a request, e.g.
-// from the server's watch cache; a missing one is a NotFound error.
-type ReadRBAC func(resource, namespace, name string) (runtime.Object, error)
+// Modifiers are where the reconciler reads and writes each kind of the
+// policy: a client's requests (ClientModifiers), or the server's own
+// registry in process (the start's, docs/startup.md).
+type Modifiers struct {
+	ClusterRoles, Roles               reconciliation.RuleOwnerModifier
+	ClusterRoleBindings, RoleBindings reconciliation.RoleBindingModifier
+}
 
-// EnsureBootstrapPolicyReading is EnsureBootstrapPolicy reading the
-// current objects with read (when not nil) instead of a GET each: the
-// server's own start reads its synced cache, and only the objects that
-// are missing or out of date cost a request (docs/startup.md).
-func EnsureBootstrapPolicyReading(ctx context.Context, cs kubernetes.Interface, p *bootstrappolicy.Policy, read ReadRBAC) error {
+// ClientModifiers are Modifiers making requests through cs, as upstream's
+// hook does through its loopback client.
+func ClientModifiers(cs kubernetes.Interface) Modifiers {
 	rbac, namespaces := cs.RbacV1(), cs.CoreV1().Namespaces()
-	var clusterRoles reconciliation.RuleOwnerModifier = reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()}
-	var clusterRoleBindings reconciliation.RoleBindingModifier = reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()}
-	var roles reconciliation.RuleOwnerModifier = reconciliation.RoleModifier{Client: rbac, NamespaceClient: namespaces}
-	var roleBindings reconciliation.RoleBindingModifier = reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: namespaces}
-	if read != nil {
-		clusterRoles = readingRoles{clusterRoles, func(ns, name string) (reconciliation.RuleOwner, error) {
-			o, err := readAs[*rbacv1.ClusterRole](read, "clusterroles", ns, name)
-			return reconciliation.ClusterRoleRuleOwner{ClusterRole: o}, err
-		}}
-		roles = readingRoles{roles, func(ns, name string) (reconciliation.RuleOwner, error) {
-			o, err := readAs[*rbacv1.Role](read, "roles", ns, name)
-			return reconciliation.RoleRuleOwner{Role: o}, err
-		}}
-		clusterRoleBindings = readingBindings{clusterRoleBindings, func(ns, name string) (reconciliation.RoleBinding, error) {
-			o, err := readAs[*rbacv1.ClusterRoleBinding](read, "clusterrolebindings", ns, name)
-			return reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: o}, err
-		}}
-		roleBindings = readingBindings{roleBindings, func(ns, name string) (reconciliation.RoleBinding, error) {
-			o, err := readAs[*rbacv1.RoleBinding](read, "rolebindings", ns, name)
-			return reconciliation.RoleBindingAdapter{RoleBinding: o}, err
-		}}
+	return Modifiers{
+		ClusterRoles:        reconciliation.ClusterRoleModifier{Client: rbac.ClusterRoles()},
+		ClusterRoleBindings: reconciliation.ClusterRoleBindingClientAdapter{Client: rbac.ClusterRoleBindings()},
+		Roles:               reconciliation.RoleModifier{Client: rbac, NamespaceClient: namespaces},
+		RoleBindings:        reconciliation.RoleBindingClientAdapter{Client: rbac, NamespaceClient: namespaces},
 	}
+}
+
+// EnsureBootstrapPolicyWith is EnsureBootstrapPolicy reading and writing
+// with m.
+func EnsureBootstrapPolicyWith(ctx context.Context, m Modifiers, p *bootstrappolicy.Policy) error {
+	clusterRoles, clusterRoleBindings, roles, roleBindings := m.ClusterRoles, m.ClusterRoleBindings, m.Roles, m.RoleBindings
 	var steps []reconcileStep
 	for i := range p.ClusterRoles {
 		r := p.ClusterRoles[i].DeepCopy()
@@ -121,8 +110,10 @@ func EnsureBootstrapPolicyReading(ctx context.Context, cs kubernetes.Interface, 
 }
 
 // bootstrapParallelism is how many objects of the bootstrap policy are
-// reconciled at once.
-const bootstrapParallelism = 8
+// reconciled at once: enough that etcd commits the creates of a fresh
+// data directory in a few batches rather than one round trip after
+// another (the start writes in process, no request is involved).
+const bootstrapParallelism = 32
 
 // reconcile runs the step and logs what it did.
 func (s reconcileStep) reconcile(log klog.Logger) error {
@@ -156,42 +147,4 @@ func ofBinding(res *reconciliation.ReconcileClusterRoleBindingResult, err error)
 		return reconciliation.ReconcileNone, false, err
 	}
 	return res.Operation, res.Protected, err
-}
-
-// readingRoles reads roles with get and writes them with the modifier.
-type readingRoles struct {
-	reconciliation.RuleOwnerModifier
-	get func(namespace, name string) (reconciliation.RuleOwner, error)
-}
-
-func (m readingRoles) Get(namespace, name string) (reconciliation.RuleOwner, error) {
-	return m.get(namespace, name)
-}
-
-// readingBindings reads bindings with get and writes them with the
-// modifier.
-type readingBindings struct {
-	reconciliation.RoleBindingModifier
-	get func(namespace, name string) (reconciliation.RoleBinding, error)
-}
-
-func (m readingBindings) Get(namespace, name string) (reconciliation.RoleBinding, error) {
-	return m.get(namespace, name)
-}
-
-// readAs reads one object with read, a copy (the reconciler changes
-// what it gets), as T.
-func readAs[T interface {
-	runtime.Object
-	*R
-}, R any](read ReadRBAC, resource, namespace, name string) (T, error) {
-	o, err := read(resource, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	t, ok := o.DeepCopyObject().(T)
-	if !ok {
-		return nil, fmt.Errorf("read %s %s/%s: got %T", resource, namespace, name, o)
-	}
-	return t, nil
 }

@@ -169,7 +169,6 @@ func (p *Producer) Ensure(ctx context.Context) error {
 // typedClient is the part of client-go's typed client of one kind the
 // producer uses (FlowSchemaInterface, PriorityLevelConfigurationInterface).
 type typedClient[T, L any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 	List(ctx context.Context, opts metav1.ListOptions) (L, error)
@@ -185,7 +184,6 @@ func clientOf[T interface {
 }, L any](kind string, c typedClient[T, L], items func(L) []metav1.Object, deepCopy func(T) T, decide func(current, boot T, mandatory bool) T) kindClient[T] {
 	return kindClient[T]{
 		kind: kind,
-		get:  func(ctx context.Context, name string) (T, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
 		create: func(ctx context.Context, o T) error {
 			_, err := c.Create(ctx, deepCopy(o), metav1.CreateOptions{FieldManager: ProducerFieldManager})
 			return err
@@ -224,7 +222,6 @@ type kindClient[T interface {
 	comparable
 }] struct {
 	kind           string
-	get            func(context.Context, string) (T, error)
 	create, update func(context.Context, T) error
 	list           func(context.Context) ([]metav1.Object, error)
 	delete         func(context.Context, string) error
@@ -234,11 +231,24 @@ type kindClient[T interface {
 }
 
 // ensureKind creates the missing bootstrap objects of one kind, updates
-// the existing ones as decide says, and deletes the unwanted ones.
+// the existing ones as decide says, and deletes the unwanted ones. What
+// exists is read with one list (as upstream's producer reads its
+// informers' caches), not a request per object: a pass that finds
+// everything in place, as on every start but the first, is two requests.
 func ensureKind[T interface {
 	metav1.Object
 	comparable
 }](ctx context.Context, c kindClient[T], mandatory, suggested []T) []error {
+	objs, err := c.list(ctx)
+	if err != nil {
+		return []error{fmt.Errorf("list %ss: %w", c.kind, err)}
+	}
+	current := make(map[string]T, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			current[o.GetName()] = t
+		}
+	}
 	var errs []error
 	names := map[string]bool{}
 	for _, set := range []struct {
@@ -247,11 +257,10 @@ func ensureKind[T interface {
 	}{{mandatory, true}, {suggested, false}} {
 		for _, boot := range set.objs {
 			names[boot.GetName()] = true
-			cur, err := c.get(ctx, boot.GetName())
-			switch {
-			case apierrors.IsNotFound(err):
+			var err error
+			if cur, ok := current[boot.GetName()]; !ok {
 				err = c.create(ctx, boot)
-			case err == nil:
+			} else {
 				var none T
 				if up := c.decide(cur, boot, set.mandatory); up != none {
 					err = c.update(ctx, up)
@@ -261,10 +270,6 @@ func ensureKind[T interface {
 				errs = append(errs, fmt.Errorf("%s %s: %w", c.kind, boot.GetName(), err))
 			}
 		}
-	}
-	objs, err := c.list(ctx)
-	if err != nil {
-		return append(errs, fmt.Errorf("list %ss: %w", c.kind, err))
 	}
 	for _, o := range objs {
 		if unwanted(o, names) {
