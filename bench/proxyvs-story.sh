@@ -26,6 +26,19 @@ AGNHOST=registry.k8s.io/e2e-test-images/agnhost:2.66.1
 bridge=kite-story0 net=10.216.0
 log() { echo "story: $(date -u +%T) $*" >&2; }
 
+# The pods' containers stay when their node stops (as on a real node): their shims (ours when
+# they serve a containerd under $W) and their processes go, then the mounts under $W.
+reap() {
+	local p c
+	for p in $(pgrep -f containerd-shim-runc-v2); do
+		grep -qF "$W/" "/proc/$p/cmdline" 2>/dev/null || continue
+		for c in $(pgrep -P "$p"); do kill -KILL "$c"; done
+		kill -KILL "$p"
+	done
+	sleep 1
+	awk -v w="$W/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+}
+reap # what an earlier run left
 rm -rf "$W"
 mkdir -p "$W"
 if [[ -z "${KITE:-}" ]]; then
@@ -45,15 +58,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	# The pods' containers stay when their node stops (as on a real node): their shims (ours when
-	# they serve containerd under $W) and their processes go, then the mounts under $W.
-	for p in $(pgrep -f containerd-shim-runc-v2); do
-		grep -qF "$W/" "/proc/$p/cmdline" 2>/dev/null || continue
-		for c in $(pgrep -P "$p"); do kill -KILL "$c"; done
-		kill -KILL "$p"
-	done
-	sleep 1
-	awk -v w="$W/" 'index($2, w) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	reap
 	for n in 1 2; do [[ -e /run/netns/kite-story-n$n ]] && ip netns delete "kite-story-n$n"; done
 	ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
 	[[ ${KEEP:-0} == 1 ]] || rm -rf "$W"
