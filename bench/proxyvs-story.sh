@@ -95,7 +95,9 @@ done
 in1() { nsenter --net=/run/netns/kite-story-n1 -- "$@"; }
 kubectl() { in1 /usr/bin/kubectl "$@"; }
 log "kite server ${flags[*]}"
-in1 "$KITE" server "${flags[@]}" >"$W/server.log" 2>&1 &
+# nsenter itself, not the in1 function, in the background: $! is then the server (nsenter execs
+# it), which the clean-up stops; a backgrounded function would be a subshell of its own.
+nsenter --net=/run/netns/kite-story-n1 -- "$KITE" server "${flags[@]}" >"$W/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 240); do grep -q '^kite: ready' "$W/server.log" 2>/dev/null && break; sleep 0.5; done
 grep -q '^kite: ready' "$W/server.log" || { tail -20 "$W/server.log" >&2; exit 1; }
