@@ -57,7 +57,7 @@ inns ip link set pvs2 up
 inns ip route add default dev pvs1
 
 log "kite apiserver"
-inns "$KITE" apiserver --data-dir "$W/api" --secure-port 6443 --unsafe-no-fsync >"$W/apiserver.log" 2>&1 &
+nsenter --net=/var/run/netns/$netns "$KITE" apiserver --data-dir "$W/api" --secure-port 6443 --unsafe-no-fsync >"$W/apiserver.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 240); do grep -q '^kite: ready' "$W/apiserver.log" 2>/dev/null && break; sleep 0.5; done
 grep -q '^kite: ready' "$W/apiserver.log" || { log "the API server is not ready:"; tail -20 "$W/apiserver.log" >&2; exit 1; }
