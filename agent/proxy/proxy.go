@@ -188,8 +188,16 @@ func (p *Proxy) Run(ctx context.Context) {
 		case <-p.changed:
 		default:
 		}
-		last = time.Now()
-		err := p.sync(ctx)
+		start := time.Now()
+		wrote, err := p.sync(ctx)
+		// Only a sync that ran nft opens the minimum period: the periodic
+		// resync and events that change no rule (an EndpointSlice whose
+		// Service is not there yet) find nothing to write, and must not
+		// hold back the next real change by up to a period (upstream's
+		// runner has no periodic sync to do so).
+		if wrote || err != nil {
+			last = start
+		}
 		next := p.opts.SyncPeriod
 		if err != nil {
 			logger.Error(err, "Applying the service rules failed; retrying")
@@ -203,7 +211,8 @@ func (p *Proxy) Run(ctx context.Context) {
 // an update of what the tables hold, or whole when that is unknown (the
 // first sync, after a failure), when an update cannot express the change,
 // or once per FullSyncPeriod.
-func (p *Proxy) sync(ctx context.Context) error {
+// It says whether it wrote anything.
+func (p *Proxy) sync(ctx context.Context) (bool, error) {
 	start := time.Now()
 	next := Rules(p.services.list(), p.slices.list(), p.config())
 	res := SyncResult{Rules: next}
@@ -231,7 +240,7 @@ func (p *Proxy) sync(ctx context.Context) error {
 	if p.opts.OnSync != nil {
 		p.opts.OnSync(res)
 	}
-	return res.Err
+	return res.Script != "", res.Err
 }
 
 // config is the node's part of the decision: options, else the Node.
