@@ -497,11 +497,12 @@ func (s *Server) installCRDs(ctx context.Context, opts Options) error {
 }
 
 // servingHosts are the serving certificate's SANs besides the loopback
-// ones: ExtraSANs, and the bind address when it is one address (as
+// ones: ExtraSANs, the `kubernetes` Service's names and cluster IPs
+// (pods' in-cluster clients), and the bind address when it is one address (as
 // kube-apiserver's certificate names its advertise address), so that a
 // client on another host that dials it can verify the server.
 func servingHosts(opts Options) []string {
-	hosts := slices.Clone(opts.ExtraSANs)
+	hosts := append(slices.Clone(opts.ExtraSANs), kubernetesServiceHosts(opts)...)
 	if ip := net.ParseIP(opts.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, ip.String())
 	}
