@@ -71,6 +71,13 @@ func (m *Manager) backOffOf(pod *v1.Pod) *podactions.BackOff {
 // failure is CreateContainerConfigError), create, start, postStart. Each
 // failure is recorded as the container's Waiting reason and an event.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, rt *podruntime.Pod, sandboxID string, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) error {
+	return m.startContainerTargeting(ctx, pod, c, "", rt, sandboxID, sb, volumes)
+}
+
+// startContainerTargeting is startContainer for a container that shares
+// the process namespace of the pod's container target (an ephemeral
+// container's targetContainerName; "" for none).
+func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v1.Container, target string, rt *podruntime.Pod, sandboxID string, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) error {
 	// Only the pod's worker uses its back-off.
 	var lastExited *podruntime.Container
 	for _, inst := range rt.Instances(c.Name) {
@@ -118,6 +125,11 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	cfg, err := m.volumes.ContainerConfig(ctx, pod, c, restartCount, volumes, imgUser, rt.IPs)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
+	}
+	if target != "" {
+		if err := targetNamespaces(cfg, sb, target, rt); err != nil {
+			return fail(podstatus.ReasonCreateContainerConfigError, err)
+		}
 	}
 	id, err := m.rt.CreateContainer(ctx, sandboxID, cfg, sb)
 	if err != nil {

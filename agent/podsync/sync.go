@@ -144,6 +144,20 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		}
 		errs = append(errs, err)
 	}
+	// Ephemeral containers first, as the kubelet's step 7: one may debug
+	// an init container that keeps failing.
+	for _, i := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[i]
+		target := ec.TargetContainerName
+		if pod.Spec.HostPID || (pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace) {
+			// Already in a process namespace with the target, as the
+			// kubelet's NamespacesForPod targets only a container's own.
+			target = ""
+		}
+		if err := m.startContainerTargeting(ctx, pod, (*v1.Container)(&ec.EphemeralContainerCommon), target, rt, sandboxID, sbConfig, volumes); err != nil {
+			note(err)
+		}
+	}
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
 		if err := m.startContainer(ctx, pod, c, rt, sandboxID, sbConfig, volumes); err != nil {

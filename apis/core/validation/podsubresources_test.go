@@ -42,7 +42,9 @@ func TestEphemeralContainersUpdateAsUpstream(t *testing.T) {
 		update func(*corev1.Pod)
 		want   []string // substrings of the errors, in order; none: valid
 	}{
-		{name: "add one", update: func(p *corev1.Pod) { p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, debugger("debug")) }},
+		{name: "add one", update: func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, debugger("debug"))
+		}},
 		{name: "add one with a target", update: func(p *corev1.Pod) {
 			d := debugger("debug")
 			d.TargetContainerName = "main"
@@ -118,7 +120,10 @@ func TestPodResizeAsUpstream(t *testing.T) {
 			want: []string{"spec: Forbidden: Pod running on node without support for resize"}},
 		{name: "remove a limit", update: func(p *corev1.Pod) { delete(p.Spec.Containers[0].Resources.Limits, corev1.ResourceCPU) },
 			want: []string{"spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"}},
-		{name: "QoS class changes", update: func(p *corev1.Pod) { cpu(&p.Spec.Containers[0], "200m", "200m"); p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi") },
+		{name: "QoS class changes", update: func(p *corev1.Pod) {
+			cpu(&p.Spec.Containers[0], "200m", "200m")
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("128Mi")
+		},
 			want: []string{"spec: Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"}},
 		{name: "other resource", update: func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Limits[corev1.ResourceEphemeralStorage] = resource.MustParse("1Gi")

@@ -1,0 +1,160 @@
+package cri
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/agent/runtime/cri/critest"
+)
+
+const kubectlPath = "/usr/bin/kubectl"
+
+// kubectl runs kubectl against the shared server with stdin and returns
+// its combined output.
+func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	if _, err := os.Stat(kubectlPath); err != nil {
+		t.Skip("kubectl not installed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", shared.KubeconfigPath()}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectlInteractive runs kubectl with input on its stdin, which it
+// closes once the output holds want (or after 60 s).
+func kubectlInteractive(t *testing.T, input, want string, args ...string) (string, error) {
+	t.Helper()
+	if _, err := os.Stat(kubectlPath); err != nil {
+		t.Skip("kubectl not installed")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig", shared.KubeconfigPath()}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, input)
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), want) && time.Now().Before(deadline); {
+		<-timeAfter(50)
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	return out.String(), err
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ephemeralStatus is the status of the pod's ephemeral container name.
+func ephemeralStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	for i := range p.Status.EphemeralContainerStatuses {
+		if p.Status.EphemeralContainerStatuses[i].Name == name {
+			return &p.Status.EphemeralContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// TestKubectlDebugRunsEphemeralContainers: kubectl debug adds an
+// ephemeral container through pods/ephemeralcontainers; the agent starts
+// it in the pod's sandbox, in the process namespace of its target (it
+// sees the target's sleep), reports it in ephemeralContainerStatuses, and
+// kubectl logs -c reads it; kubectl debug -i attaches to one; the API
+// refuses removing or changing one, as upstream.
+func TestKubectlDebugRunsEphemeralContainers(t *testing.T) {
+	a := startAgent(t, "cri-debug", t.TempDir())
+	p := a.pod(t, "dbg", func(p *v1.Pod) {
+		p.Spec.Containers[0].Args = []string{"sleep", "3517"}
+	})
+	p = a.wait(t, p, "Running", running)
+
+	out, err := kubectl(t, "", "-n", p.Namespace, "debug", p.Name, "--image="+critest.BusyBox, "--target=main", "-c", "debugger", "--", "sh", "-c", "ps -o args")
+	if err != nil {
+		t.Fatalf("kubectl debug: %v\n%s", err, out)
+	}
+	p = a.wait(t, p, "the debugger to exit 0", func(p *v1.Pod) bool {
+		s := ephemeralStatus(p, "debugger")
+		return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0
+	})
+	if s := ephemeralStatus(p, "debugger"); !strings.HasPrefix(s.ContainerID, "containerd://") || s.Ready || s.Image != critest.BusyBox {
+		t.Errorf("debugger status %+v: want a containerd:// ID, not ready, image %s", s, critest.BusyBox)
+	}
+	if out, err := kubectl(t, "", "-n", p.Namespace, "logs", p.Name, "-c", "debugger"); err != nil || !strings.Contains(out, "sleep 3517") {
+		t.Errorf("kubectl logs -c debugger: %v\n%s\nwant the target's process (sleep 3517) in the debugger's ps", err, out)
+	}
+
+	t.Run("kubectl debug -i attaches", func(t *testing.T) {
+		// As someone at a terminal: the input stays open until the
+		// answer came (stdin closed at once may end the session before
+		// the output is relayed).
+		out, err := kubectlInteractive(t, "ping\n", "got ping", "-n", p.Namespace, "debug", "-i", p.Name, "--image="+critest.BusyBox, "--target=main", "-c", "interactive", "--", "sh", "-c", "read x; echo got $x")
+		if err != nil || !strings.Contains(out, "got ping") {
+			t.Errorf("kubectl debug -i: %v\n%s\nwant got ping", err, out)
+		}
+	})
+
+	t.Run("existing ones may not be removed or changed", func(t *testing.T) {
+		cur, err := a.cs.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name   string
+			mutate func(*v1.Pod)
+			want   string
+		}{
+			{"remove", func(p *v1.Pod) { p.Spec.EphemeralContainers = p.Spec.EphemeralContainers[1:] }, `existing ephemeral containers "debugger" may not be removed`},
+			{"change", func(p *v1.Pod) { p.Spec.EphemeralContainers[0].Image = "other" }, `existing ephemeral containers "debugger" may not be changed`},
+			{"ports", func(p *v1.Pod) {
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+					Name: "withports", Image: critest.BusyBox, Ports: []v1.ContainerPort{{ContainerPort: 80}}}})
+			}, "spec.ephemeralContainers[2].ports: Forbidden: cannot be set for an Ephemeral Container"},
+		} {
+			pod := cur.DeepCopy()
+			tc.mutate(pod)
+			_, err := a.cs.CoreV1().Pods(p.Namespace).UpdateEphemeralContainers(context.Background(), p.Name, pod, metav1.UpdateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v; want Invalid with %q", tc.name, err, tc.want)
+			}
+		}
+	})
+}
