@@ -21,6 +21,7 @@ func ephemeralContainerStatuses(in Input, old []v1.ContainerStatus) []v1.Contain
 	for i := range out {
 		out[i].Ready = false
 		out[i].Started = nil
+		out[i].AllocatedResources, out[i].Resources = nil, nil
 	}
 	return out
 }

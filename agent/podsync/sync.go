@@ -36,7 +36,9 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 		waiting[k] = v
 	}
 	m.mu.Unlock()
+	alloc, actuated, resizeConditions := m.resizeView(pod)
 	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
+		Allocation: alloc, Actuated: actuated, ResizeConditions: resizeConditions,
 		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
 }
 
@@ -81,6 +83,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		return podworkers.SyncResult{}, err
 	}
+	// New instances start with what was allocated, which a pending
+	// resize leaves behind the spec.
+	allocated := m.allocate(pod)
 	actions := podactions.Compute(pod, rt, m.probes)
 	m.removeDead(ctx, rt)
 
@@ -159,8 +164,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		}
 	}
 	for _, i := range actions.InitContainersToStart {
-		c := &pod.Spec.InitContainers[i]
-		if err := m.startContainer(ctx, pod, c, rt, sandboxID, sbConfig, volumes); err != nil {
+		c := &allocated.Spec.InitContainers[i]
+		if err := m.startContainer(ctx, allocated, c, rt, sandboxID, sbConfig, volumes); err != nil {
 			note(err)
 			if !podactions.IsSidecar(c) {
 				break // the next init container waits for this one
@@ -168,9 +173,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		}
 	}
 	for _, i := range actions.ContainersToStart {
-		if err := m.startContainer(ctx, pod, &pod.Spec.Containers[i], rt, sandboxID, sbConfig, volumes); err != nil {
+		if err := m.startContainer(ctx, allocated, &allocated.Spec.Containers[i], rt, sandboxID, sbConfig, volumes); err != nil {
 			note(err)
 		}
+	}
+	if !actions.CreateSandbox {
+		m.actuate(ctx, allocated, rt, func(c *v1.Container) error {
+			return m.startContainer(ctx, allocated, c, rt, sandboxID, sbConfig, volumes)
+		})
 	}
 	// Report what was started without waiting for the next relist.
 	if rt2, err := m.runtimePod(ctx, pod); err == nil {

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kite-project/kite/agent/runtime/cri/critest"
@@ -155,6 +157,115 @@ func TestKubectlDebugRunsEphemeralContainers(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: %v; want Invalid with %q", tc.name, err, tc.want)
 			}
+		}
+	})
+}
+
+// podCondition is the pod's condition of type t, or nil.
+func podCondition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// containerStatus is the status of the pod's container name.
+func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// TestKubectlPatchResizesInPlace: kubectl patch --subresource resize
+// changes a running container's cpu and memory limits in place (its cgroup
+// says so, it is not restarted), or by a restart where its resizePolicy
+// asks for one; the status reports allocatedResources and resources; a
+// resize the node cannot fit is Deferred with the admission's message
+// until it is taken back; the API takes no other resource (and drops
+// any other field of the patch, as upstream's strategy).
+func TestKubectlPatchResizesInPlace(t *testing.T) {
+	a := startAgent(t, "cri-resize", t.TempDir())
+	res := func(reqCPU, reqMem, limCPU, limMem string) v1.ResourceRequirements {
+		return v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(reqCPU), v1.ResourceMemory: resource.MustParse(reqMem)},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse(limCPU), v1.ResourceMemory: resource.MustParse(limMem)},
+		}
+	}
+	p := a.pod(t, "rsz", func(p *v1.Pod) {
+		main := &p.Spec.Containers[0]
+		main.Args = []string{"sleep", "3600"}
+		main.Resources = res("100m", "32Mi", "200m", "64Mi")
+		restarting := *main.DeepCopy()
+		restarting.Name = "restarting"
+		restarting.ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+		p.Spec.Containers = append(p.Spec.Containers, restarting)
+	})
+	p = a.wait(t, p, "Running with resources reported", func(p *v1.Pod) bool {
+		s := containerStatus(p, "main")
+		return running(p) && s != nil && s.Resources != nil
+	})
+
+	patch := `{"spec":{"containers":[{"name":"main","resources":{"limits":{"cpu":"400m","memory":"96Mi"}}},{"name":"restarting","resources":{"limits":{"memory":"80Mi"}}}]}}`
+	if out, err := kubectl(t, "", "-n", p.Namespace, "patch", "pod", p.Name, "--subresource", "resize", "--patch", patch); err != nil {
+		t.Fatalf("kubectl patch --subresource resize: %v\n%s", err, out)
+	}
+	want := res("100m", "32Mi", "400m", "96Mi")
+	p = a.wait(t, p, "the resize to be actuated", func(p *v1.Pod) bool {
+		s, r := containerStatus(p, "main"), containerStatus(p, "restarting")
+		return s != nil && s.Resources != nil && apiequality.Semantic.DeepEqual(*s.Resources, want) &&
+			apiequality.Semantic.DeepEqual(s.AllocatedResources, want.Requests) &&
+			r != nil && r.RestartCount == 1 && r.State.Running != nil &&
+			podCondition(p, v1.PodResizePending) == nil && podCondition(p, v1.PodResizeInProgress) == nil
+	})
+	if s := containerStatus(p, "main"); s.RestartCount != 0 {
+		t.Errorf("main restarted %d times; want a resize in place", s.RestartCount)
+	}
+	for _, tc := range []struct{ name, container, script, want string }{
+		{"cpu limit in place", "main", "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", "40000"},
+		{"memory limit in place", "main", "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes", "100663296"},
+		{"memory limit after the restart", "restarting", "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes", "83886080"},
+	} {
+		pod := p.DeepCopy()
+		if tc.container != "main" {
+			pod.Spec.Containers = pod.Spec.Containers[1:]
+		}
+		out, err := a.exec(t, pod, "sh", "-c", tc.script)
+		if err != nil || !strings.HasPrefix(out, tc.want) {
+			t.Errorf("%s: %s gave %q, %v; want %s", tc.name, tc.script, out, err, tc.want)
+		}
+	}
+
+	t.Run("deferred while the node cannot fit it", func(t *testing.T) {
+		big := `{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}}]}}`
+		if out, err := kubectl(t, "", "-n", p.Namespace, "patch", "pod", p.Name, "--subresource", "resize", "--patch", big); err != nil {
+			t.Fatalf("kubectl patch: %v\n%s", err, out)
+		}
+		got := a.wait(t, p, "PodResizePending Deferred", func(p *v1.Pod) bool {
+			c := podCondition(p, v1.PodResizePending)
+			return c != nil && c.Reason == v1.PodReasonDeferred
+		})
+		if c := podCondition(got, v1.PodResizePending); !strings.HasPrefix(c.Message, "Node didn't have enough resource: cpu, requested: 1000") {
+			t.Errorf("PodResizePending message %q; want the admission's", c.Message)
+		}
+		if s := containerStatus(got, "main"); !apiequality.Semantic.DeepEqual(s.AllocatedResources, want.Requests) {
+			t.Errorf("allocatedResources %v while deferred; want the old %v", s.AllocatedResources, want.Requests)
+		}
+		back := `{"spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"400m"}}}]}}`
+		if out, err := kubectl(t, "", "-n", p.Namespace, "patch", "pod", p.Name, "--subresource", "resize", "--patch", back); err != nil {
+			t.Fatalf("kubectl patch: %v\n%s", err, out)
+		}
+		a.wait(t, p, "PodResizePending gone", func(p *v1.Pod) bool { return podCondition(p, v1.PodResizePending) == nil })
+	})
+
+	t.Run("only cpu and memory through resize", func(t *testing.T) {
+		out, err := kubectl(t, "", "-n", p.Namespace, "patch", "pod", p.Name, "--subresource", "resize", "--patch", `{"spec":{"containers":[{"name":"main","resources":{"limits":{"ephemeral-storage":"1Gi"}}}]}}`)
+		if err == nil || !strings.Contains(out, "only cpu and memory resources are mutable") {
+			t.Errorf("ephemeral-storage through resize: %v\n%s\nwant refused: only cpu and memory resources are mutable", err, out)
 		}
 	})
 }
