@@ -10,3 +10,7 @@ import (
 func Resources(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) *runtimeapi.LinuxContainerResources {
 	return resources(pod, c, allocatable)
 }
+
+// AllContainers are the pod's init containers and containers, in that
+// order.
+func AllContainers(pod *v1.Pod) []*v1.Container { return allContainers(pod) }

@@ -115,7 +115,9 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	var errs []error
-	for _, c := range resizable(allocated) {
+	// The app containers and the init containers (restartable ones run
+	// beside them).
+	for _, c := range containerconfig.AllContainers(allocated) {
 		inst := rt.Instances(c.Name)
 		if len(inst) == 0 || inst[0].State != podruntime.Running {
 			continue
@@ -153,19 +155,6 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
-}
-
-// resizable are the containers a resize reaches: the app containers and
-// the init containers (restartable ones run beside them).
-func resizable(pod *v1.Pod) []*v1.Container {
-	var out []*v1.Container
-	for i := range pod.Spec.InitContainers {
-		out = append(out, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
 }
 
 func (m *Manager) setActuated(uid types.UID, id string, r v1.ResourceRequirements) {

@@ -149,23 +149,20 @@ func resizeSupported(pod *corev1.Pod) bool {
 }
 
 func validateResizeContainerOrdering(newPod, oldPod *corev1.Pod, specPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if len(newPod.Spec.Containers) != len(oldPod.Spec.Containers) {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("containers"), "containers may not be added or removed on resize"))
-	} else {
-		for i, old := range oldPod.Spec.Containers {
-			if newPod.Spec.Containers[i].Name != old.Name {
-				allErrs = append(allErrs, field.Forbidden(specPath.Child("containers").Index(i).Child("name"), "containers may not be renamed or reordered on resize"))
-			}
-		}
+	allErrs := validateResizeSameContainers(newPod.Spec.Containers, oldPod.Spec.Containers, specPath.Child("containers"), "containers")
+	return append(allErrs, validateResizeSameContainers(newPod.Spec.InitContainers, oldPod.Spec.InitContainers, specPath.Child("initContainers"), "initContainers")...)
+}
+
+// validateResizeSameContainers: a resize keeps the containers of a list
+// (kind: "containers", "initContainers"), their number, order and names.
+func validateResizeSameContainers(containers, old []corev1.Container, fldPath *field.Path, kind string) field.ErrorList {
+	if len(containers) != len(old) {
+		return field.ErrorList{field.Forbidden(fldPath, kind+" may not be added or removed on resize")}
 	}
-	if len(newPod.Spec.InitContainers) != len(oldPod.Spec.InitContainers) {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("initContainers"), "initContainers may not be added or removed on resize"))
-	} else {
-		for i, old := range oldPod.Spec.InitContainers {
-			if newPod.Spec.InitContainers[i].Name != old.Name {
-				allErrs = append(allErrs, field.Forbidden(specPath.Child("initContainers").Index(i).Child("name"), "initContainers may not be renamed or reordered on resize"))
-			}
+	var allErrs field.ErrorList
+	for i := range old {
+		if containers[i].Name != old[i].Name {
+			allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("name"), kind+" may not be renamed or reordered on resize"))
 		}
 	}
 	return allErrs

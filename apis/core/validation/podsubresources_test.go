@@ -26,6 +26,18 @@ func subresourcePod() *corev1.Pod {
 	}
 }
 
+// subresourceUpdate is the stored pod (subresourcePod changed by old)
+// and the update of it.
+func subresourceUpdate(old, update func(*corev1.Pod)) (*corev1.Pod, *corev1.Pod) {
+	stored := subresourcePod()
+	if old != nil {
+		old(stored)
+	}
+	pod := stored.DeepCopy()
+	update(pod)
+	return pod, stored
+}
+
 func debugger(name string) corev1.EphemeralContainer {
 	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "busybox",
 		ImagePullPolicy: corev1.PullIfNotPresent, TerminationMessagePolicy: corev1.TerminationMessageReadFile}}
@@ -82,12 +94,7 @@ func TestEphemeralContainersUpdateAsUpstream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old := subresourcePod()
-			if tt.old != nil {
-				tt.old(old)
-			}
-			pod := old.DeepCopy()
-			tt.update(pod)
+			pod, old := subresourceUpdate(tt.old, tt.update)
 			checkErrorMessages(t, ValidatePodEphemeralContainersUpdate(pod, old).ToAggregate(), tt.want)
 		})
 	}
@@ -138,12 +145,7 @@ func TestPodResizeAsUpstream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old := subresourcePod()
-			if tt.old != nil {
-				tt.old(old)
-			}
-			pod := old.DeepCopy()
-			tt.update(pod)
+			pod, old := subresourceUpdate(tt.old, tt.update)
 			checkErrorMessages(t, ValidatePodResize(pod, old).ToAggregate(), tt.want)
 		})
 	}
