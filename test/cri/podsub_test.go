@@ -38,8 +38,8 @@ func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// kubectlInteractive runs kubectl with input on its stdin, which it
-// closes once the output holds want (or after 60 s).
+// kubectlInteractive runs kubectl with input on its stdin, typed once a
+// second until the output holds want (or for 60 s), then closed.
 func kubectlInteractive(t *testing.T, input, want string, args ...string) (string, error) {
 	t.Helper()
 	if _, err := os.Stat(kubectlPath); err != nil {
@@ -58,9 +58,12 @@ func kubectlInteractive(t *testing.T, input, want string, args ...string) (strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(stdin, input)
+	// As a person at a terminal, who types again when nothing answers
+	// ("If you don't see a command prompt, try pressing enter"): input
+	// typed before the session is attached may not reach the container.
 	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), want) && time.Now().Before(deadline); {
-		<-timeAfter(50)
+		io.WriteString(stdin, input)
+		<-timeAfter(1000)
 	}
 	stdin.Close()
 	err = cmd.Wait()
