@@ -47,8 +47,9 @@ func (s *resizeState) forget(uid types.UID) {
 // allocate decides the pod's resize and returns the pod with the
 // resources its containers run with (the allocation), as the kubelet's
 // handlePodResourcesResize before its SyncPod: the first sync allocates
-// the spec; a later spec change is allocated when it fits, else the
-// PodResizePending condition says why (with a ResizeDeferred or
+// the spec; a later spec change is allocated when it fits (with
+// PodResizeInProgress until actuate gave it to every running instance),
+// else the PodResizePending condition says why (with a ResizeDeferred or
 // ResizeInfeasible event when it changes).
 func (m *Manager) allocate(pod *v1.Pod) *v1.Pod {
 	_, supported := m.rt.(runtime.ResourceUpdater)
@@ -77,6 +78,10 @@ func (m *Manager) allocate(pod *v1.Pod) *v1.Pod {
 		m.resize.allocated[pod.UID] = pod
 		m.resize.conditions[pod.UID] = withoutCondition(old, v1.PodResizePending)
 		if d.Allocate {
+			// In progress until actuate has given every running
+			// instance its allocation.
+			m.resize.conditions[pod.UID] = withCondition(m.resize.conditions[pod.UID], v1.PodCondition{Type: v1.PodResizeInProgress,
+				Status: v1.ConditionTrue, ObservedGeneration: pod.Generation})
 			m.events.Eventf(pod, v1.EventTypeNormal, "ResizeStarted", "Pod resize started: %s", resizeSummary(pod))
 		}
 		return pod

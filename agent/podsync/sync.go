@@ -60,6 +60,12 @@ func (m *Manager) setStatus(pod *v1.Pod, s v1.PodStatus) {
 // SyncPod and kuberuntime's SyncPod: status first (a terminal phase ends
 // here), then the volumes, then the actions podactions.Compute decides.
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
+	// The resize first, as the kubelet's handlePodResourcesResize: the
+	// status of this generation then says PodResizeInProgress (or
+	// Pending) until the new resources are actuated. New instances start
+	// with what was allocated, which a pending resize leaves behind the
+	// spec.
+	allocated := m.allocate(pod)
 	rt, err := m.runtimePod(ctx, pod)
 	if err != nil {
 		return podworkers.SyncResult{}, err
@@ -83,9 +89,6 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		m.events.Eventf(pod, v1.EventTypeWarning, "FailedMount", "%s", err.Error())
 		return podworkers.SyncResult{}, err
 	}
-	// New instances start with what was allocated, which a pending
-	// resize leaves behind the spec.
-	allocated := m.allocate(pod)
 	actions := podactions.Compute(pod, rt, m.probes)
 	m.removeDead(ctx, rt)
 
