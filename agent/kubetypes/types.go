@@ -105,7 +105,8 @@ func IsMirrorPod(pod *v1.Pod) bool {
 // kept as the API has it. The one rule for both.
 func PodConditionByAgent(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
+	case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -53,6 +53,9 @@ type Actions struct {
 	InitContainersToStart []int
 	// ContainersToStart are indexes into spec.containers, in spec order.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into spec.ephemeralContainers
+	// of those that never ran: they start once, never again.
+	EphemeralContainersToStart []int
 	// ContainersToKill are running containers to stop, by instance ID.
 	ContainersToKill map[string]Kill
 }
@@ -108,6 +111,13 @@ func Compute(pod *v1.Pod, status *podruntime.Pod, probes Probes) Actions {
 		return a
 	}
 
+	// Ephemeral containers may start before the pod is initialized
+	// (upstream: so that one can debug an init container that fails).
+	for i := range pod.Spec.EphemeralContainers {
+		if status.Find(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
+	}
 	initialized := initActions(pod, status, probes, &a)
 	if a.KillPod || !initialized {
 		return a

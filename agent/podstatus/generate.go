@@ -91,6 +91,16 @@ type Input struct {
 	// containers will not run again whatever the restart policy.
 	Terminal bool
 	Now      time.Time
+	// Allocation is what the agent allocated of each container's
+	// resources (allocatedResources; the resources of an instance whose
+	// own are not known); nil reports neither.
+	Allocation podactions.Allocation
+	// Actuated are the resources each running instance has, by runtime
+	// ID (a container's status resources).
+	Actuated map[string]v1.ResourceRequirements
+	// ResizeConditions are the pod's PodResizePending and
+	// PodResizeInProgress conditions, when it has them.
+	ResizeConditions []v1.PodCondition
 }
 
 // Generate is the pod's status.
@@ -103,6 +113,7 @@ func Generate(in Input) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true, old.InitContainerStatuses)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false, old.ContainerStatuses)
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
+	s.EphemeralContainerStatuses = ephemeralContainerStatuses(in, old.EphemeralContainerStatuses)
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, initialized(pod, s.InitContainerStatuses, s.ContainerStatuses))
 	// A terminal phase is final (the kubelet's three-way check), also
@@ -141,14 +152,18 @@ func Generate(in Input) v1.PodStatus {
 		ready,
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	)
+	s.Conditions = append(s.Conditions, in.ResizeConditions...)
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
 		if !kubetypes.PodConditionByAgent(c.Type) {
 			continue
 		}
 		// The generation the agent saw (the kubelet's
-		// PodObservedGenerationTracking, on by default since 1.35).
-		c.ObservedGeneration = pod.Generation
+		// PodObservedGenerationTracking, on by default since 1.35); a
+		// resize condition keeps the generation it was set for.
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = pod.Generation
+		}
 		c.LastTransitionTime = metav1.NewTime(in.Now.Truncate(time.Second))
 		for _, o := range append(old.Conditions, pod.Status.Conditions...) {
 			if o.Type == c.Type {
@@ -246,6 +261,9 @@ func containerStatuses(in Input, containers []v1.Container, init bool, old []v1.
 			st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
 		}
 		st.Started = &started
+		if in.Allocation != nil {
+			resourcesStatus(&st, in, c.Name, instances)
+		}
 		out = append(out, st)
 	}
 	return out

@@ -71,6 +71,13 @@ func (m *Manager) backOffOf(pod *v1.Pod) *podactions.BackOff {
 // failure is CreateContainerConfigError), create, start, postStart. Each
 // failure is recorded as the container's Waiting reason and an event.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, rt *podruntime.Pod, sandboxID string, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) error {
+	return m.startContainerTargeting(ctx, pod, c, "", rt, sandboxID, sb, volumes)
+}
+
+// startContainerTargeting is startContainer for a container that shares
+// the process namespace of the pod's container target (an ephemeral
+// container's targetContainerName; "" for none).
+func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v1.Container, target string, rt *podruntime.Pod, sandboxID string, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) error {
 	// Only the pod's worker uses its back-off.
 	var lastExited *podruntime.Container
 	for _, inst := range rt.Instances(c.Name) {
@@ -119,6 +126,11 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}
+	if target != "" {
+		if err := targetNamespaces(cfg, sb, target, rt); err != nil {
+			return fail(podstatus.ReasonCreateContainerConfigError, err)
+		}
+	}
 	id, err := m.rt.CreateContainer(ctx, sandboxID, cfg, sb)
 	if err != nil {
 		return fail(podstatus.ReasonCreateContainerError, err)
@@ -128,6 +140,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return fail(podstatus.ReasonRunContainerError, err)
 	}
 	m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Started", "Container started")
+	m.setActuated(pod.UID, id, c.Resources)
 	m.clearWaiting(pod, c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := m.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, 0); err != nil {

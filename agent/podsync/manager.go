@@ -140,6 +140,8 @@ type Manager struct {
 	// imageBackOff is the pull back-off of every pod's images.
 	imageBackOff podactions.ImageBackOff
 	last         map[types.UID]v1.PodStatus // standalone: the status last computed
+	// resize is the in-place resize state of every pod (resize.go).
+	resize resizeState
 }
 
 // resolvConf is the node's resolver configuration, the base of pods'
@@ -167,7 +169,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, rt: opts.Runtime, volumes: vm, events: opts.Events, seenAll: opts.SeenAllSources, hooks: newHookClient(),
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
-		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}}
+		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, resize: newResizeState()}
 	if opts.Client != nil {
 		if m.status, err = status.New(status.Options{Client: opts.Client.CoreV1(), SyncPeriod: opts.StatusSyncPeriod}); err != nil {
 			return nil, fmt.Errorf("podsync: %w", err)
@@ -495,6 +497,7 @@ func (m *Manager) forget(uid types.UID) {
 	delete(m.waiting, uid)
 	delete(m.backOff, uid)
 	delete(m.last, uid)
+	m.resize.forget(uid)
 	m.mu.Unlock()
 }
 

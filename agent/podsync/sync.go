@@ -36,7 +36,9 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 		waiting[k] = v
 	}
 	m.mu.Unlock()
+	alloc, actuated, resizeConditions := m.resizeView(pod)
 	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
+		Allocation: alloc, Actuated: actuated, ResizeConditions: resizeConditions,
 		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
 }
 
@@ -58,6 +60,12 @@ func (m *Manager) setStatus(pod *v1.Pod, s v1.PodStatus) {
 // SyncPod and kuberuntime's SyncPod: status first (a terminal phase ends
 // here), then the volumes, then the actions podactions.Compute decides.
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
+	// The resize first, as the kubelet's handlePodResourcesResize: the
+	// status of this generation then says PodResizeInProgress (or
+	// Pending) until the new resources are actuated. New instances start
+	// with what was allocated, which a pending resize leaves behind the
+	// spec.
+	allocated := m.allocate(pod)
 	rt, err := m.runtimePod(ctx, pod)
 	if err != nil {
 		return podworkers.SyncResult{}, err
@@ -144,9 +152,23 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		}
 		errs = append(errs, err)
 	}
+	// Ephemeral containers first, as the kubelet's step 7: one may debug
+	// an init container that keeps failing.
+	for _, i := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[i]
+		target := ec.TargetContainerName
+		if pod.Spec.HostPID || (pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace) {
+			// Already in a process namespace with the target, as the
+			// kubelet's NamespacesForPod targets only a container's own.
+			target = ""
+		}
+		if err := m.startContainerTargeting(ctx, pod, (*v1.Container)(&ec.EphemeralContainerCommon), target, rt, sandboxID, sbConfig, volumes); err != nil {
+			note(err)
+		}
+	}
 	for _, i := range actions.InitContainersToStart {
-		c := &pod.Spec.InitContainers[i]
-		if err := m.startContainer(ctx, pod, c, rt, sandboxID, sbConfig, volumes); err != nil {
+		c := &allocated.Spec.InitContainers[i]
+		if err := m.startContainer(ctx, allocated, c, rt, sandboxID, sbConfig, volumes); err != nil {
 			note(err)
 			if !podactions.IsSidecar(c) {
 				break // the next init container waits for this one
@@ -154,9 +176,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		}
 	}
 	for _, i := range actions.ContainersToStart {
-		if err := m.startContainer(ctx, pod, &pod.Spec.Containers[i], rt, sandboxID, sbConfig, volumes); err != nil {
+		if err := m.startContainer(ctx, allocated, &allocated.Spec.Containers[i], rt, sandboxID, sbConfig, volumes); err != nil {
 			note(err)
 		}
+	}
+	if !actions.CreateSandbox {
+		m.actuate(ctx, allocated, rt, func(c *v1.Container) error {
+			return m.startContainer(ctx, allocated, c, rt, sandboxID, sbConfig, volumes)
+		})
 	}
 	// Report what was started without waiting for the next relist.
 	if rt2, err := m.runtimePod(ctx, pod); err == nil {

@@ -66,6 +66,13 @@ type Service interface {
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (ExecResult, error)
 }
 
+// ResourceUpdater is a runtime that changes the resources of a running
+// container in place (the CRI's UpdateContainerResources), which
+// in-place pod resize needs; a runtime without it cannot resize.
+type ResourceUpdater interface {
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.LinuxContainerResources) error
+}
+
 // TerminalSize is a terminal's width and height in characters, for a
 // command run on a terminal (an exec with a tty).
 type TerminalSize struct{ Width, Height uint16 }

@@ -61,7 +61,9 @@ func Pods() *registry.Strategy {
 				ValidateUpdate: func(obj, old runtime.Object) field.ErrorList { return nil },
 				Create:         bindPod,
 			},
-			"eviction": evictionSubresource(),
+			"eviction":            evictionSubresource(),
+			"ephemeralcontainers": ephemeralContainersSubresource(),
+			"resize":              resizeSubresource(),
 		},
 	}
 }

@@ -1,0 +1,213 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kite-project/kite/agent/containerconfig"
+	"github.com/kite-project/kite/agent/podactions"
+	"github.com/kite-project/kite/agent/podruntime"
+	"github.com/kite-project/kite/agent/runtime"
+)
+
+// resizeState is the kubelet's allocation manager and resize conditions,
+// in memory (guarded by Manager.mu): what each pod was allocated, what
+// each running container instance was given, and each pod's
+// PodResizePending / PodResizeInProgress conditions. After an agent
+// restart the allocation starts again from the spec and every running
+// instance is given it once more.
+type resizeState struct {
+	// allocated are the pods with their allocated resources, by UID: the
+	// other pods a resize must fit beside.
+	allocated map[types.UID]*v1.Pod
+	// actuated are the resources each container instance was started
+	// with or last updated to, by pod UID and runtime ID.
+	actuated map[types.UID]map[string]v1.ResourceRequirements
+	// conditions are each pod's resize conditions.
+	conditions map[types.UID][]v1.PodCondition
+}
+
+func newResizeState() resizeState {
+	return resizeState{allocated: map[types.UID]*v1.Pod{}, actuated: map[types.UID]map[string]v1.ResourceRequirements{}, conditions: map[types.UID][]v1.PodCondition{}}
+}
+
+func (s *resizeState) forget(uid types.UID) {
+	delete(s.allocated, uid)
+	delete(s.actuated, uid)
+	delete(s.conditions, uid)
+}
+
+// allocate decides the pod's resize and returns the pod with the
+// resources its containers run with (the allocation), as the kubelet's
+// handlePodResourcesResize before its SyncPod: the first sync allocates
+// the spec; a later spec change is allocated when it fits (with
+// PodResizeInProgress until actuate gave it to every running instance),
+// else the PodResizePending condition says why (with a ResizeDeferred or
+// ResizeInfeasible event when it changes).
+func (m *Manager) allocate(pod *v1.Pod) *v1.Pod {
+	_, supported := m.rt.(runtime.ResourceUpdater)
+	m.mu.Lock()
+	prev, ok := m.resize.allocated[pod.UID]
+	if !ok {
+		m.resize.allocated[pod.UID] = pod
+		m.mu.Unlock()
+		return pod
+	}
+	var others []*v1.Pod
+	for uid, p := range m.resize.allocated {
+		if uid != pod.UID {
+			others = append(others, p)
+		}
+	}
+	m.mu.Unlock()
+	alloc := podactions.AllocationOf(prev)
+	d := podactions.DecideResize(pod, alloc, others, m.opts.Allocatable, m.opts.MaxPods, supported)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.resize.conditions[pod.UID]
+	switch {
+	case d.Allocate || !podactions.ResizeRequested(pod, alloc):
+		// Allocated, or the spec went back to the allocation.
+		m.resize.allocated[pod.UID] = pod
+		m.resize.conditions[pod.UID] = withoutCondition(old, v1.PodResizePending)
+		if d.Allocate {
+			// In progress until actuate has given every running
+			// instance its allocation.
+			m.resize.conditions[pod.UID] = withCondition(m.resize.conditions[pod.UID], v1.PodCondition{Type: v1.PodResizeInProgress,
+				Status: v1.ConditionTrue, ObservedGeneration: pod.Generation})
+			m.events.Eventf(pod, v1.EventTypeNormal, "ResizeStarted", "Pod resize started: %s", resizeSummary(pod))
+		}
+		return pod
+	default:
+		if c := findCondition(old, v1.PodResizePending); c == nil || c.Reason != d.Reason || c.ObservedGeneration != pod.Generation {
+			event := "ResizeDeferred"
+			if d.Reason == podactions.ResizeInfeasible {
+				event = "ResizeInfeasible"
+			}
+			m.events.Eventf(pod, v1.EventTypeWarning, event, "Pod resize %s: %s", d.Reason, d.Message)
+		}
+		m.resize.conditions[pod.UID] = withCondition(old, v1.PodCondition{Type: v1.PodResizePending, Status: v1.ConditionTrue,
+			Reason: d.Reason, Message: d.Message, ObservedGeneration: pod.Generation})
+		return podactions.WithAllocation(pod, alloc)
+	}
+}
+
+// resizeSummary is the spec's container resources, for the event.
+func resizeSummary(pod *v1.Pod) string {
+	var out []string
+	for _, c := range pod.Spec.Containers {
+		out = append(out, fmt.Sprintf("%s: requests %v limits %v", c.Name, c.Resources.Requests, c.Resources.Limits))
+	}
+	return fmt.Sprint(out)
+}
+
+// actuate gives every running container instance of the pod its
+// allocated resources, as kuberuntime's doPodResizeAction: through
+// UpdateContainerResources, or by a restart where the container's
+// resizePolicy asks for one for a resource that changed. A failure is the
+// PodResizeInProgress condition with reason Error until a later sync
+// succeeds; no condition is left once every instance has its allocation.
+func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime.Pod, start func(c *v1.Container) error) {
+	updater, ok := m.rt.(runtime.ResourceUpdater)
+	if !ok {
+		return
+	}
+	var errs []error
+	// The app containers and the init containers (restartable ones run
+	// beside them).
+	for _, c := range containerconfig.AllContainers(allocated) {
+		inst := rt.Instances(c.Name)
+		if len(inst) == 0 || inst[0].State != podruntime.Running {
+			continue
+		}
+		id := inst[0].ID
+		m.mu.Lock()
+		have, known := m.resize.actuated[allocated.UID][id]
+		m.mu.Unlock()
+		if known && apiequality.Semantic.DeepEqual(have, c.Resources) {
+			continue
+		}
+		if known && podactions.RestartsToResize(c, have, c.Resources) {
+			klog.FromContext(ctx).V(2).Info("Restarting container to resize it", "pod", klog.KObj(allocated), "container", c.Name)
+			if err := m.killContainer(ctx, allocated, c, id, fmt.Sprintf("Container %s resize requires restart", c.Name), nil); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := start(c); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := updater.UpdateContainerResources(ctx, id, containerconfig.Resources(allocated, c, m.opts.Allocatable)); err != nil {
+			errs = append(errs, fmt.Errorf("resize container %s of pod %s/%s: %w", c.Name, allocated.Namespace, allocated.Name, err))
+			continue
+		}
+		m.setActuated(allocated.UID, id, c.Resources)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.resize.conditions[allocated.UID]
+	if err := errors.Join(errs...); err != nil {
+		m.resize.conditions[allocated.UID] = withCondition(old, v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonError, Message: err.Error(), ObservedGeneration: allocated.Generation})
+		return
+	}
+	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
+}
+
+func (m *Manager) setActuated(uid types.UID, id string, r v1.ResourceRequirements) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.resize.actuated[uid] == nil {
+		m.resize.actuated[uid] = map[string]v1.ResourceRequirements{}
+	}
+	m.resize.actuated[uid][id] = *r.DeepCopy()
+}
+
+// resizeView is what the status reports of the pod's resize: the
+// allocation, the resources of each running instance, the conditions.
+func (m *Manager) resizeView(pod *v1.Pod) (podactions.Allocation, map[string]v1.ResourceRequirements, []v1.PodCondition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.resize.allocated[pod.UID]
+	if !ok {
+		p = pod
+	}
+	actuated := make(map[string]v1.ResourceRequirements, len(m.resize.actuated[pod.UID]))
+	for id, r := range m.resize.actuated[pod.UID] {
+		actuated[id] = r
+	}
+	return podactions.AllocationOf(p), actuated, append([]v1.PodCondition(nil), m.resize.conditions[pod.UID]...)
+}
+
+func findCondition(cs []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func withCondition(cs []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	out := withoutCondition(cs, c.Type)
+	c.LastProbeTime = metav1.Time{}
+	return append(out, c)
+}
+
+func withoutCondition(cs []v1.PodCondition, t v1.PodConditionType) []v1.PodCondition {
+	var out []v1.PodCondition
+	for _, c := range cs {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package builtin
+
+import (
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kite-project/kite/apis/core/validation"
+	"github.com/kite-project/kite/registry"
+)
+
+// ephemeralContainersSubresource is pods/ephemeralcontainers (get, patch,
+// update of a Pod), as upstream's EphemeralContainersStrategy: a write
+// changes spec.ephemeralContainers and nothing else (the rest of spec,
+// status and the metadata a status write may not change come from the
+// stored pod), and bumps the generation when it added one.
+func ephemeralContainersSubresource() *registry.Subresource {
+	return &registry.Subresource{
+		PrepareForUpdate: func(obj, old runtime.Object) {
+			pod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
+			ephemeral := pod.Spec.EphemeralContainers
+			pod.Spec = oldPod.Spec
+			pod.Status = oldPod.Status
+			metav1.ResetObjectMetaForStatus(&pod.ObjectMeta, &oldPod.ObjectMeta)
+			pod.Spec.EphemeralContainers = ephemeral
+			bumpPodGeneration(pod, oldPod)
+		},
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidatePodEphemeralContainersUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+		},
+	}
+}
+
+// resizeSubresource is pods/resize (get, patch, update of a Pod), as
+// upstream's ResizeStrategy: a write changes the resources and
+// resizePolicy of containers and init containers and nothing else. When
+// containers were added, removed, renamed or reordered the write is kept
+// as it came, for validation to refuse it with upstream's message.
+func resizeSubresource() *registry.Subresource {
+	return &registry.Subresource{
+		PrepareForUpdate: func(obj, old runtime.Object) {
+			pod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
+			if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) || len(pod.Spec.InitContainers) != len(oldPod.Spec.InitContainers) {
+				return
+			}
+			containers, ok := keepResizeFields(pod.Spec.Containers, oldPod.Spec.Containers)
+			if !ok {
+				return
+			}
+			inits, ok := keepResizeFields(pod.Spec.InitContainers, oldPod.Spec.InitContainers)
+			if !ok {
+				return
+			}
+			resources := pod.Spec.Resources
+			pod.Spec = *oldPod.Spec.DeepCopy()
+			pod.Spec.Resources = resources
+			pod.Spec.Containers, pod.Spec.InitContainers = containers, inits
+			pod.Status = oldPod.Status
+			metav1.ResetObjectMetaForStatus(&pod.ObjectMeta, &oldPod.ObjectMeta)
+			bumpPodGeneration(pod, oldPod)
+		},
+		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
+			return validation.ValidatePodResize(obj.(*v1.Pod), old.(*v1.Pod))
+		},
+	}
+}
+
+// keepResizeFields is old's containers with the resources and
+// resizePolicy of the new ones (upstream's
+// dropNonResizeUpdatesForContainers); false when a name differs.
+func keepResizeFields(containers, old []v1.Container) ([]v1.Container, bool) {
+	if len(containers) == 0 {
+		return containers, true
+	}
+	out := make([]v1.Container, len(old))
+	for i := range old {
+		if containers[i].Name != old[i].Name {
+			return nil, false
+		}
+		out[i] = *old[i].DeepCopy()
+		out[i].Resources = containers[i].Resources
+		out[i].ResizePolicy = containers[i].ResizePolicy
+	}
+	return out, true
+}
+
+// bumpPodGeneration is upstream's updatePodGeneration: a change of spec
+// is a new generation.
+func bumpPodGeneration(pod, old *v1.Pod) {
+	if !apiequality.Semantic.DeepEqual(pod.Spec, old.Spec) {
+		pod.Generation = old.Generation + 1
+	}
+}
