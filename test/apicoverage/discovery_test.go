@@ -24,8 +24,6 @@ import (
 // test fails on an entry that no longer matches a difference, so none
 // outlives its reason.
 var knownDifferences = map[string]string{
-	// Being built on the podsub branch (issue 27).
-	"core/pods": "pods/ephemeralcontainers and pods/resize are not served",
 	// The resource metrics API is Kite's own (issue 25), where upstream
 	// serves it once metrics-server is installed.
 	"group metrics.k8s.io": "served by Kite itself (apiserver/metricsapi), as metrics-server serves it on other clusters",
