@@ -37,7 +37,7 @@ func TestDescribeGivesSubresourcesTheirOwnKindOnlyWhenTheyHaveOne(t *testing.T) 
 	}{
 		{"deployments", builtinStrategy(t, "deployments.apps"), true, []sub{{"scale", scale}, {"status", schema.GroupVersionKind{}}}},
 		{"custom resource", crd, true, []sub{{"scale", scale}, {"status", schema.GroupVersionKind{}}}},
-		{"pods", builtinStrategy(t, "pods"), true, []sub{{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}}, {"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}}, {"status", schema.GroupVersionKind{}}}},
+		{"pods", builtinStrategy(t, "pods"), true, []sub{{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}}, {"ephemeralcontainers", schema.GroupVersionKind{}}, {"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}}, {"resize", schema.GroupVersionKind{}}, {"status", schema.GroupVersionKind{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Describe(tc.strat)
