@@ -422,7 +422,15 @@ func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
 	// hold every object written before, so the reconciler reads them
 	// there, and writes what is missing or out of date in process
 	// (registryModifiers): no object costs a request.
-	if err := authz.EnsureBootstrapPolicyWith(ctx, registryModifiers(withLoopbackUser(ctx), s.resources), policy); err != nil {
+	modifiers, written := registryModifiers(withLoopbackUser(ctx), s.resources)
+	if err := authz.EnsureBootstrapPolicyWith(ctx, modifiers, policy); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	}
+	// The writes were in process and quick: the authorizer's caches hear
+	// of them a moment later. Controllers start next, as their own users,
+	// and must find the policy that lets them in (else every informer's
+	// first list is forbidden and backs off).
+	if err := s.authz.WaitFor(ctx, written.get()); err != nil {
 		return fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
 	s.hooks.rbac.finish()

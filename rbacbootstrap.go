@@ -3,6 +3,9 @@ package kite
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,10 +34,12 @@ const loopbackFieldManager = "kube-apiserver"
 // managed fields, the RBAC escalation checks), as a request would be,
 // without TLS, HTTP, serialization, authentication, authorization or
 // priority and fairness. ctx must carry the caller's user
-// (withLoopbackUser).
-func registryModifiers(ctx context.Context, rs *resourceset.Set) authz.Modifiers {
+// (withLoopbackUser). The returned versions record, per resource, the
+// resourceVersion of the last write, for the authorizer to catch up to.
+func registryModifiers(ctx context.Context, rs *resourceset.Set) (authz.Modifiers, *writtenVersions) {
+	written := &writtenVersions{max: map[string]uint64{}}
 	rw := func(resource string) storeRW {
-		return storeRW{ctx: ctx, store: rs.Store(resource + ".rbac.authorization.k8s.io"), namespaces: rs.Store("namespaces")}
+		return storeRW{ctx: ctx, resource: resource, store: rs.Store(resource + ".rbac.authorization.k8s.io"), namespaces: rs.Store("namespaces"), written: written}
 	}
 	return authz.Modifiers{
 		ClusterRoles: roleRW[*rbacv1.ClusterRole]{rw("clusterroles"), func(r *rbacv1.ClusterRole) reconciliation.RuleOwner {
@@ -47,7 +52,36 @@ func registryModifiers(ctx context.Context, rs *resourceset.Set) authz.Modifiers
 		RoleBindings: bindingRW[*rbacv1.RoleBinding]{rw("rolebindings"), func(b *rbacv1.RoleBinding) reconciliation.RoleBinding {
 			return reconciliation.RoleBindingAdapter{RoleBinding: b}
 		}},
+	}, written
+}
+
+// writtenVersions are the highest resourceVersions the reconciler wrote,
+// by resource. The reconciler writes from several goroutines at once.
+type writtenVersions struct {
+	mu  sync.Mutex
+	max map[string]uint64
+}
+
+// record notes obj's resourceVersion as written to resource.
+func (w *writtenVersions) record(resource string, obj runtime.Object) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
 	}
+	rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.max[resource] = max(w.max[resource], rv)
+}
+
+// get returns a copy of the versions.
+func (w *writtenVersions) get() map[string]uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.max)
 }
 
 // withLoopbackUser is ctx carrying upstream's loopback identity
@@ -61,8 +95,10 @@ func withLoopbackUser(ctx context.Context) context.Context {
 // storeRW reads and writes one RBAC resource's objects in process.
 type storeRW struct {
 	ctx        context.Context
+	resource   string
 	store      *registry.Store
 	namespaces *registry.Store
+	written    *writtenVersions
 }
 
 // get reads the object from the watch cache, a copy: the reconciler
@@ -85,7 +121,11 @@ func (m storeRW) create(obj runtime.Object) (runtime.Object, error) {
 			return nil, err
 		}
 	}
-	return m.store.Create(m.ctx, ns, o, &metav1.CreateOptions{FieldManager: loopbackFieldManager})
+	out, err := m.store.Create(m.ctx, ns, o, &metav1.CreateOptions{FieldManager: loopbackFieldManager})
+	if err == nil {
+		m.written.record(m.resource, out)
+	}
+	return out, err
 }
 
 // update writes obj over the stored object: a PUT, so its
@@ -99,6 +139,9 @@ func (m storeRW) update(obj runtime.Object) (runtime.Object, error) {
 		Options: metav1.UpdateOptions{FieldManager: loopbackFieldManager},
 		Object:  func(context.Context, runtime.Object) (runtime.Object, error) { return o.DeepCopyObject(), nil },
 	})
+	if err == nil {
+		m.written.record(m.resource, out)
+	}
 	return out, err
 }
 

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -195,6 +197,31 @@ func (a *Authorizer) WaitSynced(ctx context.Context) error {
 		case <-r.Synced():
 		case <-ctx.Done():
 			return fmt.Errorf("authorizer caches (%s) not filled: %w", r.Name(), ctx.Err())
+		}
+	}
+	return nil
+}
+
+// WaitFor waits until the cache of each resource named in seen
+// ("roles", "clusterroles", "rolebindings", "clusterrolebindings",
+// "pods") has been given a resourceVersion at least the one named with
+// it: the writes made up to it are then what the authorizer decides by.
+// A resource the authorizer does not cache is not waited for.
+func (a *Authorizer) WaitFor(ctx context.Context, seen map[string]uint64) error {
+	for _, r := range a.reflectors {
+		want, ok := seen[strings.TrimPrefix(r.Name(), "authorizer ")]
+		if !ok {
+			continue
+		}
+		for {
+			if rv, err := strconv.ParseUint(r.LastSyncResourceVersion(), 10, 64); err == nil && rv >= want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("authorizer cache (%s) not at resourceVersion %d: %w", r.Name(), want, ctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
 		}
 	}
 	return nil
