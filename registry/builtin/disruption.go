@@ -109,38 +109,41 @@ type budgetLocks struct {
 	held map[string]*budgetLock
 }
 
+// budgetLock is one budget's turn: a token in turn, taken by the eviction
+// whose write is in flight. A channel rather than a mutex, so that an
+// eviction waiting for its turn gives up when its request ends.
 type budgetLock struct {
-	mu      sync.Mutex
-	waiters int
+	turn    chan struct{}
+	waiters int // guarded by budgetLocks.mu
 }
 
-// lock takes key's turn and returns its release.
-func (b *budgetLocks) lock(key string) func() {
+// lock takes key's turn and returns its release, or ctx's error if the
+// request ends first.
+func (b *budgetLocks) lock(ctx context.Context, key string) (func(), error) {
 	b.mu.Lock()
 	l := b.held[key]
 	if l == nil {
-		l = &budgetLock{}
+		l = &budgetLock{turn: make(chan struct{}, 1)}
 		b.held[key] = l
 	}
 	l.waiters++
 	b.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
+	leave := func() {
 		b.mu.Lock()
 		if l.waiters--; l.waiters == 0 {
 			delete(b.held, key)
 		}
 		b.mu.Unlock()
 	}
+	select {
+	case l.turn <- struct{}{}:
+		return func() { <-l.turn; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, fmt.Errorf("waiting for the disruption budget %s: %w", key, ctx.Err())
+	}
 }
 
-// evictPod is upstream's EvictionREST.Create: a pod that has already
-// caused its disruption (terminal, pending or being deleted) is deleted
-// at once; otherwise its one PodDisruptionBudget must allow a disruption,
-// which the eviction takes (disruptionsAllowed-1, the pod in
-// disruptedPods) in the same optimistic write that checks it, before the
-// pod is deleted with the eviction's DeleteOptions.
 func evictPod(ctx context.Context, budgetLocks *budgetLocks, pods *registry.Store, namespace, name string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
 	eviction, ok := body.(*policyv1.Eviction)
 	if !ok {
@@ -202,8 +205,11 @@ func evictPod(ctx context.Context, budgetLocks *budgetLocks, pods *registry.Stor
 			guarded = true
 			break
 		}
-		release := budgetLocks.lock(b.Namespace + "/" + b.Name)
-		err := takeDisruption(ctx, pods.Peer(pdbResource), b, pod.Name, isDryRunOpts(deleteOptions.DryRun))
+		release, err := budgetLocks.lock(ctx, b.Namespace+"/"+b.Name)
+		if err != nil {
+			return nil, err
+		}
+		err = takeDisruption(ctx, pods.Peer(pdbResource), b, pod.Name, isDryRunOpts(deleteOptions.DryRun))
 		release()
 		if err != nil {
 			return nil, err
