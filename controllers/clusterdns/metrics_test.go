@@ -146,13 +146,21 @@ func grepLines(s, substr string) string {
 // serves CoreDNS's series there.
 func TestKiteServesItsDNSMetrics(t *testing.T) {
 	query(t, "udp", "kubernetes.default.svc.cluster.local.", dns.TypeA)
-	resp, err := http.Get("http://" + srv.ClusterDNSMetricsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	want := `coredns_dns_requests_total{family="1",proto="udp",server="dns://` + srv.ClusterDNSAddr() + `",type="A",view="",zone="."}`
+	// The request is counted once its answer is written, as CoreDNS's
+	// metrics plugin counts it: a moment after the client has it.
+	var b []byte
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + srv.ClusterDNSMetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), want) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !strings.Contains(string(b), want) {
 		t.Errorf("Kite's DNS metrics at %s lack %s:\n%s", srv.ClusterDNSMetricsAddr(), want, grepLines(string(b), "coredns_dns_requests"))
 	}
