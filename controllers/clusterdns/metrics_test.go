@@ -97,14 +97,23 @@ func TestForwardedAnswersAreCachedAndCounted(t *testing.T) {
 	}
 	ask("kubernetes.default.svc.cluster.local.", dns.TypeA)
 
-	resp, err := http.Get("http://" + d.MetricsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	body := string(b)
 	server := `server="dns://` + d.Addr() + `"`
+	// A request is counted once its answer is written, a moment after
+	// the client has it: wait for the fifth.
+	last := `coredns_dns_request_duration_seconds_count{` + server + `,type="A",view="",zone="."} 5`
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get("http://" + d.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, last) || time.Now().After(deadline) {
+			break
+		}
+	}
 	for _, want := range []string{
 		`coredns_dns_requests_total{family="1",proto="udp",` + server + `,type="A",view="",zone="."} 5`,
 		`coredns_dns_responses_total{plugin="forward",rcode="NOERROR",` + server + `,view="",zone="."} 1`,
