@@ -13,11 +13,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kite-project/kite/bench/procstat"
 	"os"
 	"os/signal"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -173,15 +173,6 @@ func (t *tracker) wait(ctx context.Context, names []string, in func(*tracker) ma
 func running(t *tracker) map[string]time.Time { return t.running }
 func gone(t *tracker) map[string]time.Time    { return t.gone }
 
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 func run(ctx context.Context, o options) (*result, error) {
 	if o.node == "" || o.kubeconfig == "" {
 		return nil, errors.New("--node and --kubeconfig are required")
@@ -235,7 +226,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 
 	// One at a time.
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	var lat []time.Duration
 	var seq []string
 	for i := range o.seq {
@@ -261,7 +252,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 
 	// All at once, then idle.
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	burst := make([]string, o.burst)
 	for i := range burst {
 		burst[i] = "burst-" + strconv.Itoa(i)
@@ -277,8 +268,8 @@ func run(ctx context.Context, o options) (*result, error) {
 	if o.pid > 0 {
 		// Let the status writes of the burst settle before the idle minute.
 		time.Sleep(10 * time.Second)
-		r.Load = append(r.Load, loadavg())
-		c0, err := cpuSeconds(o.pid)
+		r.Load = append(r.Load, procstat.Load())
+		c0, err := procstat.CPUSeconds(o.pid)
 		if err != nil {
 			return nil, err
 		}
@@ -288,14 +279,14 @@ func run(ctx context.Context, o options) (*result, error) {
 			return nil, ctx.Err()
 		case <-time.After(o.idle):
 		}
-		c1, err := cpuSeconds(o.pid)
+		c1, err := procstat.CPUSeconds(o.pid)
 		if err != nil {
 			return nil, err
 		}
 		r.IdleSec = time.Since(t0).Seconds()
 		r.IdleCPUSec = c1 - c0
 		r.CPUPerPodPct = 100 * r.IdleCPUSec / r.IdleSec / float64(o.burst)
-		mem, err := memory(o.pid)
+		mem, err := procstat.Memory(o.pid)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +295,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err := deleteAll(burst); err != nil {
 		return nil, err
 	}
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	return r, nil
 }
 
@@ -314,40 +305,3 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// cpuSeconds is the process's user+system time from /proc/<pid>/stat
-// (fields 14 and 15, in clock ticks of 1/100 s on Linux).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
-	}
-	// The command may hold spaces; fields count from after its ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu of %d: short stat %q", pid, s)
-	}
-	u, err1 := strconv.ParseFloat(f[11], 64)
-	sy, err2 := strconv.ParseFloat(f[12], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
-	}
-	return (u + sy) / 100, nil
-}
-
-// memory is VmRSS, RssAnon and RssFile of /proc/<pid>/status in KiB.
-func memory(pid int) (map[string]float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, fmt.Errorf("memory of %d: %w", pid, err)
-	}
-	mem := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "VmRSS" || k == "RssAnon" || k == "RssFile") {
-			mem[k], _ = strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		}
-	}
-	return mem, nil
-}

@@ -34,12 +34,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kite-project/kite/bench/procstat"
 	"os"
 	"os/exec"
 	"os/signal"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -422,7 +422,7 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 	time.Sleep(500 * time.Millisecond) // nft monitor subscribed
 
 	// Single changes.
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	var all, created, moved, polls []time.Duration
 	for i := range o.samples {
 		t0 := time.Now()
@@ -468,7 +468,7 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 	stopMonitor() // the bulk's transactions are large: read the table instead
 
 	// Bulk.
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	bulk := make([]string, o.services)
 	clusterIPs := make([]string, o.services)
 	first := time.Now()
@@ -512,9 +512,9 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 
 	// Idle with those Services.
 	time.Sleep(5 * time.Second)
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	pid := p.cmd.Process.Pid
-	c0, err := cpuSeconds(pid)
+	c0, err := procstat.CPUSeconds(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -524,13 +524,13 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 		return nil, ctx.Err()
 	case <-time.After(o.idle):
 	}
-	c1, err := cpuSeconds(pid)
+	c1, err := procstat.CPUSeconds(pid)
 	if err != nil {
 		return nil, err
 	}
 	r.IdleSec, r.IdleCPUSec = time.Since(t0).Seconds(), c1-c0
 	r.IdleCPUPct = 100 * r.IdleCPUSec / r.IdleSec
-	mem, err := memory(pid)
+	mem, err := procstat.Memory(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -542,7 +542,7 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 	if out, _, _ := rs.read(ctx); strings.Contains(out, "table") {
 		r.Errors = append(r.Errors, "table left after stop and clean-up")
 	}
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	t0 = time.Now()
 	if p, err = start(o.command); err != nil {
 		return nil, err
@@ -552,7 +552,7 @@ func run(ctx context.Context, c kubernetes.Interface, o options) (*result, error
 		return nil, fmt.Errorf("restart: %w", err)
 	}
 	r.RestartMS = ms(at.Sub(t0))
-	r.Load = append(r.Load, loadavg())
+	r.Load = append(r.Load, procstat.Load())
 	return r, nil
 }
 
@@ -578,48 +578,3 @@ func pct(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// cpuSeconds is the process's user+system time from /proc/<pid>/stat
-// (fields 14 and 15, in ticks of 1/100 s).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu of %d: short stat %q", pid, s)
-	}
-	u, err1 := strconv.ParseFloat(f[11], 64)
-	sy, err2 := strconv.ParseFloat(f[12], 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
-	}
-	return (u + sy) / 100, nil
-}
-
-// memory is VmRSS and RssAnon of /proc/<pid>/status in KiB.
-func memory(pid int) (map[string]float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, fmt.Errorf("memory of %d: %w", pid, err)
-	}
-	mem := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "VmRSS" || k == "RssAnon") {
-			mem[k], _ = strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		}
-	}
-	return mem, nil
-}

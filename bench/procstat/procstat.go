@@ -1,0 +1,59 @@
+// Package procstat reads what the side-by-side benchmarks report of a
+// process and the machine from /proc: CPU time, resident memory and the
+// load average.
+package procstat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Load is /proc/loadavg's 1, 5 and 15 minute figures, or "?".
+func Load() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// CPUSeconds is the process's user+system time from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
+	}
+	// The command may hold spaces; fields count from after its ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu of %d: short stat %q", pid, s)
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	sy, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
+	}
+	return (u + sy) / 100, nil
+}
+
+// Memory is VmRSS, RssAnon and RssFile of /proc/<pid>/status in KiB.
+func Memory(pid int) (map[string]float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, fmt.Errorf("memory of %d: %w", pid, err)
+	}
+	mem := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (k == "VmRSS" || k == "RssAnon" || k == "RssFile") {
+			mem[k], _ = strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		}
+	}
+	return mem, nil
+}
