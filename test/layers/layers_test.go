@@ -50,7 +50,7 @@ func layerOf(rel string) (layer, bool) {
 	}
 	top, _, _ := strings.Cut(rel, "/")
 	switch top {
-	case "apis", "version", "pki", "kubeconfig", "batchconn", "listwatch":
+	case "apis", "version", "pki", "kubeconfig", "batchconn", "listwatch", "eventwriter":
 		return base, true
 	case "storage":
 		return storage, true
