@@ -50,7 +50,8 @@ type Options struct {
 	// mutations).
 	Scheme *runtime.Scheme
 	// Metrics, if set, is the registry of upstream's
-	// apiserver_validating_admission_policy_* series (the server's
+	// apiserver_validating_admission_policy_* and
+	// apiserver_mutating_admission_policy_* series (the server's
 	// /metrics).
 	Metrics prometheus.Registerer
 }
