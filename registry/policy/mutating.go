@@ -357,7 +357,7 @@ func policyErrors(a admission.Attributes, errs []policyError) error {
 // mutatingHooks lists the MutatingAdmissionPolicies that bindings name,
 // with their bindings.
 func (p *Policies) mutatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding], error) {
-	return loadHooks(ctx, p, mutatingPolicies, mutatingBindings,
+	return loadHooks(ctx, p, &p.mhooks, mutatingPolicies, mutatingBindings,
 		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicy {
 			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyList).Items)
 		},
