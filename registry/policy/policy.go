@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
@@ -68,12 +69,14 @@ type Policies struct {
 	mu sync.Mutex
 	// compiled policies by uid/resourceVersion: a policy is compiled
 	// once per version, and an old version is dropped when the map grows.
-	validators map[string]*validator
-	mutators   map[string]*mutator
+	validators map[versionKey]*validator
+	mutators   map[versionKey]*mutator
+	// selectors are the parsed label selectors of policies and bindings.
+	selectors map[*metav1.LabelSelector]parsedSelector
 
 	// stores keeps what opts.Stores returned (group resource → *Store).
 	stores sync.Map
-	// validatingHooks and mutatingHooks keep each kind's policies paired
+	// vhooks and mhooks keep each kind's policies paired
 	// with their bindings while the two watch caches stay where they were.
 	vhooks hookCache[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding]
 	mhooks hookCache[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding]
@@ -81,7 +84,8 @@ type Policies struct {
 
 // New returns the policy plugins of opts.
 func New(opts Options) *Policies {
-	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[string]*validator{}, mutators: map[string]*mutator{}}
+	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[versionKey]*validator{}, mutators: map[versionKey]*mutator{},
+		selectors: map[*metav1.LabelSelector]parsedSelector{}}
 	if opts.Scheme != nil {
 		p.oi = admission.NewObjectInterfacesFromScheme(opts.Scheme)
 	}
@@ -301,7 +305,7 @@ func (p *Policies) matches(ctx context.Context, a admission.Attributes, mr *admi
 	if !nsMatch && nsErr == nil {
 		return false, nil, nil
 	}
-	objMatch, objErr := objectMatches(a, mr.ObjectSelector)
+	objMatch, objErr := p.objectMatches(a, mr.ObjectSelector)
 	if !objMatch && objErr == nil {
 		return false, nil, nil
 	}
@@ -381,7 +385,7 @@ func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes,
 	if a.GetNamespace() == "" && a.GetResource().Resource != "namespaces" {
 		return true, nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+	selector, err := p.selector(sel)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -460,8 +464,8 @@ func (m *nsMemo) get(ctx context.Context, p *Policies, name string) (*corev1.Nam
 
 // objectMatches is upstream's object predicate: the object's or the old
 // object's labels.
-func objectMatches(a admission.Attributes, sel *metav1.LabelSelector) (bool, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+func (p *Policies) objectMatches(a admission.Attributes, sel *metav1.LabelSelector) (bool, error) {
+	selector, err := p.selector(sel)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -676,10 +680,40 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 	return authorizer.DecisionAllow, "", nil
 }
 
+// parsedSelector is a label selector parsed once.
+type parsedSelector struct {
+	selector labels.Selector
+	err      error
+}
+
+// selector is metav1.LabelSelectorAsSelector, kept per selector: the
+// selectors are those of policies and bindings from the watch cache,
+// shared and never changed, and the kept pairing hands the same ones to
+// every request until a policy or binding changes.
+func (p *Policies) selector(sel *metav1.LabelSelector) (labels.Selector, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ps, ok := p.selectors[sel]; ok {
+		return ps.selector, ps.err
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if len(p.selectors) > 1000 {
+		clear(p.selectors) // objects changed many times: start over
+	}
+	p.selectors[sel] = parsedSelector{s, err}
+	return s, err
+}
+
+// versionKey names one version of a policy.
+type versionKey struct {
+	uid             types.UID
+	resourceVersion string
+}
+
 // cached returns the compiled form of a policy version, compiling it on
 // first use.
-func cached[T any](p *Policies, m map[string]T, obj metav1.Object, compile func() T) T {
-	key := string(obj.GetUID()) + "/" + obj.GetResourceVersion()
+func cached[T any](p *Policies, m map[versionKey]T, obj metav1.Object, compile func() T) T {
+	key := versionKey{obj.GetUID(), obj.GetResourceVersion()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := m[key]; ok {
