@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -235,7 +236,10 @@ func (p *Policies) invoke(ctx context.Context, a admission.Attributes, inv invoc
 	}
 	var errs []policyError
 	for _, patcher := range inv.mutator.patchers {
-		if err := p.patch(ctx, patcher, va, inv, ns, authz); err != nil {
+		start := time.Now()
+		err := p.patch(ctx, patcher, va, inv, ns, authz)
+		p.metrics.observeMutation(inv.policy.Name, inv.binding.Name, err, time.Since(start))
+		if err != nil {
 			var status *apierrors.StatusError
 			if errors.As(err, &status) {
 				return invoked{called: true, patched: va.Dirty}, nil, status
@@ -353,7 +357,7 @@ func policyErrors(a admission.Attributes, errs []policyError) error {
 // mutatingHooks lists the MutatingAdmissionPolicies that bindings name,
 // with their bindings.
 func (p *Policies) mutatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding], error) {
-	return loadHooks(ctx, p, mutatingPolicies, mutatingBindings,
+	return loadHooks(ctx, p, &p.mhooks, mutatingPolicies, mutatingBindings,
 		func(l runtime.Object) []*admissionregistrationv1.MutatingAdmissionPolicy {
 			return ptrs(l.(*admissionregistrationv1.MutatingAdmissionPolicyList).Items)
 		},

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
@@ -32,7 +33,9 @@ import (
 type Options struct {
 	// Stores returns the served Store of a group resource
 	// ("validatingadmissionpolicies.admissionregistration.k8s.io",
-	// "namespaces") or nil; it is asked per request.
+	// "namespaces") or nil. Only built-in resources are asked for, whose
+	// Stores are the server's for its whole life: a Store once returned
+	// is kept (nil is asked again).
 	Stores func(groupResource string) *registry.Store
 	// ForKind returns the served Store whose objects are of kind (a
 	// policy's paramKind) or nil; asked per request.
@@ -50,7 +53,8 @@ type Options struct {
 	// mutations).
 	Scheme *runtime.Scheme
 	// Metrics, if set, is the registry of upstream's
-	// apiserver_validating_admission_policy_* series (the server's
+	// apiserver_validating_admission_policy_* and
+	// apiserver_mutating_admission_policy_* series (the server's
 	// /metrics).
 	Metrics prometheus.Registerer
 }
@@ -65,13 +69,23 @@ type Policies struct {
 	mu sync.Mutex
 	// compiled policies by uid/resourceVersion: a policy is compiled
 	// once per version, and an old version is dropped when the map grows.
-	validators map[string]*validator
-	mutators   map[string]*mutator
+	validators map[versionKey]*validator
+	mutators   map[versionKey]*mutator
+	// selectors are the parsed label selectors of policies and bindings.
+	selectors map[*metav1.LabelSelector]parsedSelector
+
+	// stores keeps what opts.Stores returned (group resource → *Store).
+	stores sync.Map
+	// vhooks and mhooks keep each kind's policies paired
+	// with their bindings while the two watch caches stay where they were.
+	vhooks hookCache[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding]
+	mhooks hookCache[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding]
 }
 
 // New returns the policy plugins of opts.
 func New(opts Options) *Policies {
-	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[string]*validator{}, mutators: map[string]*mutator{}}
+	p := &Policies{opts: opts, metrics: newMetrics(opts.Metrics), validators: map[versionKey]*validator{}, mutators: map[versionKey]*mutator{},
+		selectors: map[*metav1.LabelSelector]parsedSelector{}}
 	if opts.Scheme != nil {
 		p.oi = admission.NewObjectInterfacesFromScheme(opts.Scheme)
 	}
@@ -120,10 +134,22 @@ type bound[P, B any] struct {
 	bindings []B
 }
 
+// store returns the served Store of a built-in group resource, or nil.
+func (p *Policies) store(resource string) *registry.Store {
+	if s, ok := p.stores.Load(resource); ok {
+		return s.(*registry.Store)
+	}
+	s := p.opts.Stores(resource)
+	if s != nil {
+		p.stores.Store(resource, s)
+	}
+	return s
+}
+
 // list returns the items of a resource from the watch cache, or nil when
 // it is not served.
 func (p *Policies) list(ctx context.Context, resource string) (runtime.Object, error) {
-	store := p.opts.Stores(resource)
+	store := p.store(resource)
 	if store == nil {
 		return nil, nil
 	}
@@ -132,6 +158,53 @@ func (p *Policies) list(ctx context.Context, resource string) (runtime.Object, e
 		return nil, fmt.Errorf("list %s: %w", resource, err)
 	}
 	return list, nil
+}
+
+// cacheVersion is the resourceVersion a Store's watch cache is current
+// to; false when the Store has no ready watch cache (its lists then come
+// from etcd and nothing can tell that they changed).
+func cacheVersion(s *registry.Store) (uint64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	c, ok := s.Storage().(interface {
+		Ready() bool
+		ResourceVersion() uint64
+	})
+	if !ok || !c.Ready() {
+		return 0, false
+	}
+	rv := c.ResourceVersion()
+	return rv, rv != 0
+}
+
+// hookCache is one kind's policies paired with their bindings (bind),
+// with the resourceVersions the bindings' and the policies' watch caches
+// had before they were listed. Any change to either moves its cache's
+// resourceVersion, so while both stay the pairing is what listing them
+// again would give, and every request in between uses it instead of
+// listing both and pairing them again (what upstream's informer-fed
+// policy source keeps too).
+type hookCache[P, B any] struct {
+	mu                     sync.Mutex
+	valid                  bool
+	bindingsRV, policiesRV uint64
+	hooks                  []bound[P, B]
+}
+
+func (c *hookCache[P, B]) get(bindingsRV, policiesRV uint64) ([]bound[P, B], bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.bindingsRV != bindingsRV || c.policiesRV != policiesRV {
+		return nil, false
+	}
+	return c.hooks, true
+}
+
+func (c *hookCache[P, B]) set(bindingsRV, policiesRV uint64, hooks []bound[P, B]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.valid, c.bindingsRV, c.policiesRV, c.hooks = true, bindingsRV, policiesRV, hooks
 }
 
 // bind pairs each policy with the bindings that name it, leaving out
@@ -157,8 +230,28 @@ func bind[P, B any](policies []P, bindings []B, policyName func(P) string, bindi
 
 // loadHooks lists the bindings and policies of one kind from the watch
 // caches and pairs them (bind); nothing when no binding exists, which
-// spares the policies' list on most clusters.
-func loadHooks[P, B metav1.Object](ctx context.Context, p *Policies, policyRes, bindingRes string, policies func(runtime.Object) []P, bindings func(runtime.Object) []B, bindingPolicy func(B) string) ([]bound[P, B], error) {
+// spares the policies' list on most clusters. The pairing is kept in
+// cache (shared, read-only) until either watch cache moves on.
+func loadHooks[P, B metav1.Object](ctx context.Context, p *Policies, cache *hookCache[P, B], policyRes, bindingRes string, policies func(runtime.Object) []P, bindings func(runtime.Object) []B, bindingPolicy func(B) string) ([]bound[P, B], error) {
+	// The versions are read before the lists: a change landing in
+	// between is in the lists and moves a version past the one kept, so
+	// the next request pairs again (never the other way round).
+	brv, bok := cacheVersion(p.store(bindingRes))
+	prv, pok := cacheVersion(p.store(policyRes))
+	keep := bok && pok
+	if keep {
+		if hooks, ok := cache.get(brv, prv); ok {
+			return hooks, nil
+		}
+	}
+	hooks, err := pairHooks(ctx, p, policyRes, bindingRes, policies, bindings, bindingPolicy)
+	if err == nil && keep {
+		cache.set(brv, prv, hooks)
+	}
+	return hooks, err
+}
+
+func pairHooks[P, B metav1.Object](ctx context.Context, p *Policies, policyRes, bindingRes string, policies func(runtime.Object) []P, bindings func(runtime.Object) []B, bindingPolicy func(B) string) ([]bound[P, B], error) {
 	bl, err := p.list(ctx, bindingRes)
 	if err != nil || bl == nil {
 		return nil, err
@@ -212,7 +305,7 @@ func (p *Policies) matches(ctx context.Context, a admission.Attributes, mr *admi
 	if !nsMatch && nsErr == nil {
 		return false, nil, nil
 	}
-	objMatch, objErr := objectMatches(a, mr.ObjectSelector)
+	objMatch, objErr := p.objectMatches(a, mr.ObjectSelector)
 	if !objMatch && objErr == nil {
 		return false, nil, nil
 	}
@@ -292,7 +385,7 @@ func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes,
 	if a.GetNamespace() == "" && a.GetResource().Resource != "namespaces" {
 		return true, nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+	selector, err := p.selector(sel)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -322,7 +415,7 @@ func (p *Policies) namespaceMatches(ctx context.Context, a admission.Attributes,
 // when the cache has not heard of it yet (upstream's live lookup); nil
 // when namespaces are not served.
 func (p *Policies) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	store := p.opts.Stores("namespaces")
+	store := p.store("namespaces")
 	if store == nil {
 		return nil, nil
 	}
@@ -371,8 +464,8 @@ func (m *nsMemo) get(ctx context.Context, p *Policies, name string) (*corev1.Nam
 
 // objectMatches is upstream's object predicate: the object's or the old
 // object's labels.
-func objectMatches(a admission.Attributes, sel *metav1.LabelSelector) (bool, error) {
-	selector, err := metav1.LabelSelectorAsSelector(sel)
+func (p *Policies) objectMatches(a admission.Attributes, sel *metav1.LabelSelector) (bool, error) {
+	selector, err := p.selector(sel)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -587,10 +680,40 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 	return authorizer.DecisionAllow, "", nil
 }
 
+// parsedSelector is a label selector parsed once.
+type parsedSelector struct {
+	selector labels.Selector
+	err      error
+}
+
+// selector is metav1.LabelSelectorAsSelector, kept per selector: the
+// selectors are those of policies and bindings from the watch cache,
+// shared and never changed, and the kept pairing hands the same ones to
+// every request until a policy or binding changes.
+func (p *Policies) selector(sel *metav1.LabelSelector) (labels.Selector, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ps, ok := p.selectors[sel]; ok {
+		return ps.selector, ps.err
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if len(p.selectors) > 1000 {
+		clear(p.selectors) // objects changed many times: start over
+	}
+	p.selectors[sel] = parsedSelector{s, err}
+	return s, err
+}
+
+// versionKey names one version of a policy.
+type versionKey struct {
+	uid             types.UID
+	resourceVersion string
+}
+
 // cached returns the compiled form of a policy version, compiling it on
 // first use.
-func cached[T any](p *Policies, m map[string]T, obj metav1.Object, compile func() T) T {
-	key := string(obj.GetUID()) + "/" + obj.GetResourceVersion()
+func cached[T any](p *Policies, m map[versionKey]T, obj metav1.Object, compile func() T) T {
+	key := versionKey{obj.GetUID(), obj.GetResourceVersion()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := m[key]; ok {

@@ -466,7 +466,7 @@ func containsString(list []string, s string) bool {
 // validatingHooks lists the ValidatingAdmissionPolicies that bindings
 // name, with their bindings.
 func (p *Policies) validatingHooks(ctx context.Context) ([]bound[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding], error) {
-	return loadHooks(ctx, p, validatingPolicies, validatingBindings,
+	return loadHooks(ctx, p, &p.vhooks, validatingPolicies, validatingBindings,
 		func(l runtime.Object) []*admissionregistrationv1.ValidatingAdmissionPolicy {
 			return ptrs(l.(*admissionregistrationv1.ValidatingAdmissionPolicyList).Items)
 		},
