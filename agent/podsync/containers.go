@@ -127,7 +127,7 @@ func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}
 	if target != "" {
-		if err := targetNamespaces(cfg, sb, target, rt); err != nil {
+		if err := targetNamespaces(cfg, pod, target, rt); err != nil {
 			return fail(podstatus.ReasonCreateContainerConfigError, err)
 		}
 	}
