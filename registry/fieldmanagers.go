@@ -87,10 +87,11 @@ func NewFieldManagers(scheme *runtime.Scheme) *FieldManagers {
 }
 
 // For returns the field manager of kind's subresource ("" = main), or nil
-// when the schema does not know the kind. Fields under reset (the
-// top-level fields a writer of this (sub)resource cannot change, e.g.
-// status for the main resource) are never owned by its writers.
-func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, reset ...string) *managedfields.FieldManager {
+// when the schema does not know the kind. What its writers come to own
+// passes reset first (upstream's reset fields: nil keeps everything; e.g.
+// the main resource's writers never own status), so fields a writer of
+// this (sub)resource cannot change are never theirs.
+func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, reset fieldpath.Filter) *managedfields.FieldManager {
 	k := fieldManagerKey{kind, subresource}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -98,13 +99,9 @@ func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, re
 		return m
 	}
 	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
-	if len(reset) > 0 {
-		set := fieldpath.NewSet()
-		for _, name := range reset {
-			set.Insert(fieldpath.MakePathOrDie(name))
-		}
+	if reset != nil {
 		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{
-			fieldpath.APIVersion(kind.GroupVersion().String()): fieldpath.NewExcludeSetFilter(set),
+			fieldpath.APIVersion(kind.GroupVersion().String()): reset,
 		}
 	}
 	var m *managedfields.FieldManager
@@ -125,6 +122,17 @@ func (f *FieldManagers) For(kind schema.GroupVersionKind, subresource string, re
 	}
 	f.managers[k] = m
 	return m
+}
+
+// ExcludeFields is the reset filter that keeps every field but the
+// top-level ones named (a status subresource's "spec", a main resource's
+// "status").
+func ExcludeFields(names ...string) fieldpath.Filter {
+	set := fieldpath.NewSet()
+	for _, name := range names {
+		set.Insert(fieldpath.MakePathOrDie(name))
+	}
+	return fieldpath.NewExcludeSetFilter(set)
 }
 
 var errUnknownKind = errors.New("registry: the structured-merge schema does not know the kind")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -116,20 +117,26 @@ func (s *Store) FieldManager(subresource string) *managedfields.FieldManager {
 		if sub.ReplicasPaths == nil {
 			return nil
 		}
-		return s.fields.For(sub.Kind, subresource)
+		return s.fields.For(sub.Kind, subresource, nil)
 	}
-	// As upstream's GetResetFields: with a status subresource, writers of
-	// the object do not own its status, and status writers not its spec.
-	var reset []string
+	// A subresource that says which fields its writers own has that
+	// (upstream's GetResetFieldsFilter: pods/ephemeralcontainers,
+	// pods/resize). Otherwise, as upstream's GetResetFields: with a status
+	// subresource, writers of the object do not own its status, and
+	// status writers not its spec.
+	if sub := s.strategy.Subresources[subresource]; sub != nil && sub.ResetFields != nil {
+		return s.fields.For(s.strategy.Kind, subresource, sub.ResetFields)
+	}
+	var reset fieldpath.Filter
 	if _, hasStatus := s.strategy.Subresources["status"]; hasStatus {
 		switch subresource {
 		case "":
-			reset = []string{"status"}
+			reset = ExcludeFields("status")
 		case "status":
-			reset = []string{"spec"}
+			reset = ExcludeFields("spec")
 		}
 	}
-	return s.fields.For(s.strategy.Kind, subresource, reset...)
+	return s.fields.For(s.strategy.Kind, subresource, reset)
 }
 
 // ObjectKey returns the storage key of one object.

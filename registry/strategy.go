@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kite-project/kite/storage/intern"
 )
@@ -226,6 +227,12 @@ type Subresource struct {
 	// field manager against the parent's owners of replicas. Without it a
 	// view takes no server-side apply and its writes are not recorded.
 	ReplicasPaths managedfields.ResourcePathMappings
+	// ResetFields, when set, filters what the subresource's writers come
+	// to own in managedFields (upstream's GetResetFieldsFilter): an
+	// include filter of the fields they may change (pods/resize: the
+	// containers' resources and resizePolicy). Nil is the default: a
+	// status subresource's writers own no spec.
+	ResetFields fieldpath.Filter
 	// UpdateOnly makes the subresource take PUT alone (namespaces/finalize,
 	// as upstream).
 	UpdateOnly bool

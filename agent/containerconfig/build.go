@@ -206,6 +206,11 @@ func Build(pod *v1.Pod, c *v1.Container, in Inputs) (*runtimeapi.ContainerConfig
 	if err != nil {
 		return nil, err
 	}
+	// Each container states the pod's namespaces, as the kubelet's
+	// determineEffectiveSecurityContext: a runtime reads none from the
+	// sandbox, and takes a container without them as one sharing the
+	// pod's PID namespace (containerd's zero value, POD).
+	sc.NamespaceOptions = Namespaces(pod, in.PodNetwork)
 	labels := podLabels(pod)
 	labels[runtime.LabelContainerName] = c.Name
 	annotations := map[string]string{

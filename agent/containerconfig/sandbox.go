@@ -12,7 +12,7 @@ import (
 // SandboxConfig is the pod's sandbox configuration for attempt, as the
 // kubelet's generatePodSandboxConfig: metadata, labels and annotations,
 // the log directory, DNS, port mappings, and the Linux options (the
-// network namespace, the pod's users and groups, privileged when a
+// namespaces (Namespaces), the pod's users and groups, privileged when a
 // container is, sysctls, the pod cgroup's resources). With a pod network
 // (in.PodNetwork) a pod that is not hostNetwork has a network namespace
 // of its own (the runtime runs CNI for it) and its hostname (Hostname);
@@ -26,7 +26,7 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 	// The sandbox (its pause process) runs under the runtime's default
 	// seccomp profile whatever the pod asks, as the kubelet's
 	// (kubernetes#84623).
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: Namespaces(pod, in.PodNetwork),
 		Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}}
 	var sysctls map[string]string
 	if p := pod.Spec.SecurityContext; p != nil {
@@ -45,8 +45,7 @@ func SandboxConfig(pod *v1.Pod, in Inputs, attempt uint32) *runtimeapi.PodSandbo
 	}
 	dnsConfig, _ := PodDNS(pod, in)
 	hostname := ""
-	if in.PodNetwork && !pod.Spec.HostNetwork {
-		sc.NamespaceOptions.Network = runtimeapi.NamespaceMode_POD
+	if sc.NamespaceOptions.Network == runtimeapi.NamespaceMode_POD {
 		hostname = Hostname(pod)
 	}
 	return &runtimeapi.PodSandboxConfig{

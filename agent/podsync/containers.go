@@ -127,7 +127,7 @@ func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v
 		return fail(podstatus.ReasonCreateContainerConfigError, err)
 	}
 	if target != "" {
-		if err := targetNamespaces(cfg, sb, target, rt); err != nil {
+		if err := targetNamespaces(cfg, pod, target, rt); err != nil {
 			return fail(podstatus.ReasonCreateContainerConfigError, err)
 		}
 	}
@@ -141,6 +141,7 @@ func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v
 	}
 	m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Started", "Container started")
 	m.setActuated(pod.UID, id, c.Resources)
+	m.saveAllocations(ctx)
 	m.clearWaiting(pod, c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		if msg, err := m.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, 0); err != nil {

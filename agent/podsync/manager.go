@@ -142,6 +142,8 @@ type Manager struct {
 	last         map[types.UID]v1.PodStatus // standalone: the status last computed
 	// resize is the in-place resize state of every pod (resize.go).
 	resize resizeState
+	// restoreErr is why the allocation checkpoint could not be read.
+	restoreErr error
 }
 
 // resolvConf is the node's resolver configuration, the base of pods'
@@ -170,6 +172,9 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, rt: opts.Runtime, volumes: vm, events: opts.Events, seenAll: opts.SeenAllSources, hooks: newHookClient(),
 		waiting: map[types.UID]map[string]podstatus.Waiting{}, backOff: map[types.UID]*podactions.BackOff{},
 		probes: noProbes{}, last: map[types.UID]v1.PodStatus{}, resize: newResizeState()}
+	// The allocations of the agent's previous run; a checkpoint that
+	// cannot be read is logged at Run and the agent starts from the specs.
+	m.resize.restored, m.restoreErr = loadAllocations(opts.RootDir)
 	if opts.Client != nil {
 		if m.status, err = status.New(status.Options{Client: opts.Client.CoreV1(), SyncPeriod: opts.StatusSyncPeriod}); err != nil {
 			return nil, fmt.Errorf("podsync: %w", err)
@@ -206,6 +211,9 @@ func newHookClient() *http.Client {
 // container.
 func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 	logger := klog.FromContext(ctx)
+	if m.restoreErr != nil {
+		logger.Error(m.restoreErr, "Pod allocations of the previous run lost; starting from the pods' specs")
+	}
 	if !m.running.CompareAndSwap(false, true) {
 		logger.Error(nil, "Pod manager already ran; ignoring a second Run")
 		return
@@ -361,7 +369,10 @@ func (m *Manager) ObserveMirror(mirror *v1.Pod) {
 // must fit beside the active pods (not yet terminated), and the node must
 // be able to enforce its AppArmor profiles. Pods the workers
 // know already, pods in a terminal phase or being deleted, and static pods
-// are not checked.
+// are not checked. Each pod counts with its allocation, as the kubelet's
+// allocation manager admits (AddPod): after an agent restart a pod whose
+// resize was deferred is admitted with what it was allocated, not
+// rejected for the resize the node could not fit.
 func (m *Manager) admit(pod *v1.Pod, pods map[types.UID]*v1.Pod) *podactions.Rejection {
 	if m.workers.PodStatus(pod.UID).Known || pod.DeletionTimestamp != nil || kubetypes.IsStaticPod(pod) ||
 		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
@@ -370,10 +381,10 @@ func (m *Manager) admit(pod *v1.Pod, pods map[types.UID]*v1.Pod) *podactions.Rej
 	var active []*v1.Pod
 	for uid, p := range pods {
 		if st := m.workers.PodStatus(uid); uid != pod.UID && st.Known && !st.Terminated {
-			active = append(active, p)
+			active = append(active, m.allocatedPod(p))
 		}
 	}
-	if r := podactions.Admit(pod, active, m.opts.Allocatable, m.opts.MaxPods); r != nil {
+	if r := podactions.Admit(m.allocatedPod(pod), active, m.opts.Allocatable, m.opts.MaxPods); r != nil {
 		return r
 	}
 	if err := containerconfig.AppArmorUnenforceable(pod, m.opts.AppArmorHost); err != nil {
@@ -440,6 +451,7 @@ func (m *Manager) housekeeping(ctx context.Context, pods map[types.UID]*v1.Pod, 
 	for _, uid := range m.workers.SyncKnownPods(desired) {
 		m.forget(uid)
 	}
+	m.dropRestored(ctx, desired)
 	known := m.workers.Known()
 	for uid, p := range pods {
 		if !known[uid] && !rejected[uid] {

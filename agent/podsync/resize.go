@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,12 +18,16 @@ import (
 	"github.com/kite-project/kite/agent/runtime"
 )
 
-// resizeState is the kubelet's allocation manager and resize conditions,
-// in memory (guarded by Manager.mu): what each pod was allocated, what
-// each running container instance was given, and each pod's
-// PodResizePending / PodResizeInProgress conditions. After an agent
-// restart the allocation starts again from the spec and every running
-// instance is given it once more.
+// resizeState is the kubelet's allocation manager and resize conditions
+// (guarded by Manager.mu): what each pod was allocated, what each running
+// container instance was given, and each pod's PodResizePending /
+// PodResizeInProgress conditions. The allocations and what each instance
+// was given are checkpointed (allocstate.go, <root-dir>/allocated_pods_state)
+// whenever they change, so that after an agent restart a pod's first sync
+// starts from its allocation, not its spec: a resize applied before the
+// restart is neither applied again nor taken for a new one, one deferred
+// stays deferred, and a container whose resizePolicy restarts it is not
+// restarted for nothing.
 type resizeState struct {
 	// allocated are the pods with their allocated resources, by UID: the
 	// other pods a resize must fit beside.
@@ -32,6 +37,14 @@ type resizeState struct {
 	actuated map[types.UID]map[string]v1.ResourceRequirements
 	// conditions are each pod's resize conditions.
 	conditions map[types.UID][]v1.PodCondition
+	// restored are the checkpoint's entries of pods not synced since the
+	// agent started; a pod's first sync claims its entry. Housekeeping
+	// drops the entries of pods no source has.
+	restored map[types.UID]allocationEntry
+	// saveMu serializes checkpoint writes; saved is the content last
+	// written (guarded by saveMu).
+	saveMu sync.Mutex
+	saved  []byte
 }
 
 func newResizeState() resizeState {
@@ -39,6 +52,7 @@ func newResizeState() resizeState {
 }
 
 func (s *resizeState) forget(uid types.UID) {
+	delete(s.restored, uid)
 	delete(s.allocated, uid)
 	delete(s.actuated, uid)
 	delete(s.conditions, uid)
@@ -51,14 +65,28 @@ func (s *resizeState) forget(uid types.UID) {
 // PodResizeInProgress until actuate gave it to every running instance),
 // else the PodResizePending condition says why (with a ResizeDeferred or
 // ResizeInfeasible event when it changes).
-func (m *Manager) allocate(pod *v1.Pod) *v1.Pod {
+//
+// A pod first synced after an agent restart starts from its checkpointed
+// allocation (and its instances from what they were given), as the
+// kubelet's allocation manager after a restart.
+func (m *Manager) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
+	defer m.saveAllocations(ctx)
 	_, supported := m.rt.(runtime.ResourceUpdater)
 	m.mu.Lock()
 	prev, ok := m.resize.allocated[pod.UID]
 	if !ok {
-		m.resize.allocated[pod.UID] = pod
-		m.mu.Unlock()
-		return pod
+		e, restored := m.resize.restored[pod.UID]
+		if !restored {
+			m.resize.allocated[pod.UID] = pod
+			m.mu.Unlock()
+			return pod
+		}
+		delete(m.resize.restored, pod.UID)
+		prev = podactions.WithAllocation(pod, e.ContainerResources)
+		m.resize.allocated[pod.UID] = prev
+		if len(e.ActuatedResources) > 0 {
+			m.resize.actuated[pod.UID] = e.ActuatedResources
+		}
 	}
 	var others []*v1.Pod
 	for uid, p := range m.resize.allocated {
@@ -97,6 +125,21 @@ func (m *Manager) allocate(pod *v1.Pod) *v1.Pod {
 			Reason: d.Reason, Message: d.Message, ObservedGeneration: pod.Generation})
 		return podactions.WithAllocation(pod, alloc)
 	}
+}
+
+// allocatedPod is pod with its containers' resources its allocation (this
+// run's, else the checkpoint's), or pod itself when it has none yet, as
+// the kubelet's UpdatePodFromAllocation.
+func (m *Manager) allocatedPod(pod *v1.Pod) *v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.resize.allocated[pod.UID]; ok {
+		return podactions.WithAllocation(pod, podactions.AllocationOf(p))
+	}
+	if e, ok := m.resize.restored[pod.UID]; ok {
+		return podactions.WithAllocation(pod, e.ContainerResources)
+	}
+	return pod
 }
 
 // resizeSummary is the spec's container resources, for the event.
@@ -151,6 +194,7 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		}
 		m.setActuated(allocated.UID, id, c.Resources)
 	}
+	m.saveAllocations(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.resize.conditions[allocated.UID]
@@ -162,6 +206,8 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
 }
 
+// setActuated records that instance id of the pod has r; the caller
+// checkpoints it (saveAllocations).
 func (m *Manager) setActuated(uid types.UID, id string, r v1.ResourceRequirements) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -169,6 +215,27 @@ func (m *Manager) setActuated(uid types.UID, id string, r v1.ResourceRequirement
 		m.resize.actuated[uid] = map[string]v1.ResourceRequirements{}
 	}
 	m.resize.actuated[uid][id] = *r.DeepCopy()
+}
+
+// saveAllocations checkpoints the resize state if it changed. A failed
+// write is logged: the agent goes on from memory, as the kubelet does.
+func (m *Manager) saveAllocations(ctx context.Context) {
+	if err := m.checkpointAllocations(); err != nil {
+		klog.FromContext(ctx).Error(err, "Failed to checkpoint pod allocations")
+	}
+}
+
+// dropRestored forgets the checkpoint entries of pods not in desired (gone
+// while the agent was down) and checkpoints what is left.
+func (m *Manager) dropRestored(ctx context.Context, desired map[types.UID]bool) {
+	m.mu.Lock()
+	for uid := range m.resize.restored {
+		if !desired[uid] {
+			delete(m.resize.restored, uid)
+		}
+	}
+	m.mu.Unlock()
+	m.saveAllocations(ctx)
 }
 
 // resizeView is what the status reports of the pod's resize: the

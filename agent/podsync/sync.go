@@ -65,7 +65,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	// Pending) until the new resources are actuated. New instances start
 	// with what was allocated, which a pending resize leaves behind the
 	// spec.
-	allocated := m.allocate(pod)
+	allocated := m.allocate(ctx, pod)
 	rt, err := m.runtimePod(ctx, pod)
 	if err != nil {
 		return podworkers.SyncResult{}, err

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,9 +241,21 @@ func (p *Proxy) nodeURL(ctx context.Context, nodeName string) (*url.URL, error) 
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
 }
 
-// containerFor is the container a request names, defaulted as upstream:
-// the only one, else an error that lists them.
+// containerFor is the container a request names, defaulted as upstream's
+// validateContainer (pkg/registry/core/pod/strategy.go): the only one,
+// else an error that lists every container, init, regular and ephemeral
+// in that order (podutil.VisitContainers), as one list.
 func containerFor(pod *v1.Pod, container string) (string, error) {
+	var all []string
+	for _, c := range pod.Spec.InitContainers {
+		all = append(all, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		all = append(all, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		all = append(all, c.Name)
+	}
 	if container == "" {
 		switch len(pod.Spec.Containers) {
 		case 1:
@@ -250,33 +263,12 @@ func containerFor(pod *v1.Pod, container string) (string, error) {
 		case 0:
 			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s", pod.Name))
 		}
-		msg := fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, names(pod.Spec.Containers))
-		if len(pod.Spec.InitContainers) > 0 {
-			msg += fmt.Sprintf(" or one of the init containers: [%s]", names(pod.Spec.InitContainers))
-		}
-		return "", apierrors.NewBadRequest(msg)
+		return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %s", pod.Name, all))
 	}
-	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for _, c := range cs {
-			if c.Name == container {
-				return container, nil
-			}
-		}
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == container {
-			return container, nil
-		}
+	if slices.Contains(all, container) {
+		return container, nil
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
-}
-
-func names(cs []v1.Container) string {
-	n := make([]string, len(cs))
-	for i, c := range cs {
-		n[i] = c.Name
-	}
-	return strings.Join(n, " ")
 }
 
 // ValidateLogOptions is upstream's ValidatePodLogOptions.

@@ -20,6 +20,12 @@ func TestContainerFor(t *testing.T) {
 		}
 		return p
 	}
+	withEphemeral := func(p *v1.Pod, names ...string) *v1.Pod {
+		for _, n := range names {
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n}})
+		}
+		return p
+	}
 	cases := []struct {
 		name      string
 		pod       *v1.Pod
@@ -31,7 +37,9 @@ func TestContainerFor(t *testing.T) {
 		{"named", pod([]string{"a", "b"}, nil), "b", "b", ""},
 		{"an init container", pod([]string{"a"}, []string{"init"}), "init", "init", ""},
 		{"several, none named", pod([]string{"a", "b"}, nil), "", "", "a container name must be specified for pod p, choose one of: [a b]"},
-		{"several and inits, none named", pod([]string{"a", "b"}, []string{"i"}), "", "", "a container name must be specified for pod p, choose one of: [a b] or one of the init containers: [i]"},
+		{"several and inits, none named: one list, inits first", pod([]string{"a", "b"}, []string{"i"}), "", "", "a container name must be specified for pod p, choose one of: [i a b]"},
+		{"several, inits and ephemeral, none named: all in upstream's order", withEphemeral(pod([]string{"a", "b"}, []string{"i"}), "dbg"), "", "", "a container name must be specified for pod p, choose one of: [i a b dbg]"},
+		{"an ephemeral container", withEphemeral(pod([]string{"a", "b"}, nil), "dbg"), "dbg", "dbg", ""},
 		{"unknown", pod([]string{"a"}, nil), "z", "", "container z is not valid for pod p"},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
@@ -30,6 +31,9 @@ func ephemeralContainersSubresource() *registry.Subresource {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validation.ValidatePodEphemeralContainersUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 		},
+		// Its writers own spec.ephemeralContainers alone, as upstream's
+		// EphemeralContainersStrategy's reset fields filter.
+		ResetFields: fieldpath.NewIncludeMatcherFilter(fieldpath.MakePrefixMatcherOrDie("spec", "ephemeralContainers")),
 	}
 }
 
@@ -64,6 +68,15 @@ func resizeSubresource() *registry.Subresource {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validation.ValidatePodResize(obj.(*v1.Pod), old.(*v1.Pod))
 		},
+		// Its writers own the containers' and init containers' resources
+		// and resizePolicy alone, as upstream's ResizeStrategy's reset
+		// fields filter (which, in 1.37, leaves out spec.resources).
+		ResetFields: fieldpath.NewIncludeMatcherFilter(
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "containers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resources"),
+			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
+		),
 	}
 }
 
