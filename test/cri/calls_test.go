@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent"
+	"github.com/kite-project/kite/agent/podworkers"
 	"github.com/kite-project/kite/agent/runtime/cri"
 	"github.com/kite-project/kite/agent/runtime/cri/critest"
 )
@@ -120,6 +121,7 @@ func TestStartingPodsCostsTheCRICallsItNeeds(t *testing.T) {
 	rt := &countingRuntime{Runtime: critest.Runtime(t), calls: map[string]int{}}
 	a := startAgentWith(t, "cri-calls", t.TempDir(), func(o *agent.Options) { o.Runtime = rt })
 	const n = 5
+	start := time.Now()
 	var pods []*v1.Pod
 	for i := range n {
 		pods = append(pods, a.pod(t, fmt.Sprintf("calls-%d", i), func(p *v1.Pod) {
@@ -138,7 +140,11 @@ func TestStartingPodsCostsTheCRICallsItNeeds(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	got := rt.settled(t)
-	if over := overBudget(got, n); len(over) > 0 {
+	// Each pod's worker also syncs once a minute when nothing happens (one
+	// more read of its state each): on a machine so loaded that this took
+	// longer, those are not the burst's.
+	resyncs := int(time.Since(start) / podworkers.DefaultResyncInterval)
+	if over := overBudget(got, n, resyncs); len(over) > 0 {
 		t.Errorf("CRI calls for %d pods over the budget of %v per pod: %v (all calls: %v)", n, perPodCalls, over, got)
 	}
 	zero := int64(0)
@@ -149,10 +155,13 @@ func TestStartingPodsCostsTheCRICallsItNeeds(t *testing.T) {
 }
 
 // overBudget are the per-pod methods called more than n times their
-// budget.
-func overBudget(got map[string]int, n int) map[string]string {
+// budget, the reads of the pod's state with resyncs more each.
+func overBudget(got map[string]int, n, resyncs int) map[string]string {
 	over := map[string]string{}
 	for m, per := range perPodCalls {
+		if m == "ListPodSandbox(pod)" || m == "ListContainers(pod)" || m == "ContainerStatus" {
+			per += resyncs
+		}
 		if got[m] > n*per {
 			over[m] = fmt.Sprintf("%d > %d", got[m], n*per)
 		}
