@@ -17,7 +17,12 @@
 # Env: W (work dir, default /tmp/bench/nodevs, deleted at the end unless KEEP=1), KITE (kite
 # binary, default: go build ./cmd/kite), KUBELET (default /tmp/k8sbuild/bin/kubelet, from
 # ../shared/tools/k8s-build.sh ./cmd/kubelet), SEQ (pods one at a time, default 30), BURST
-# (default 110), IDLE (default 60s). Output: one JSON line per run on stdout.
+# (default 110), IDLE (default 60s), CTRD_LOG (containerd's --log-level, e.g. trace to count the
+# CRI calls per side in $W/containerd.log; it costs containerd CPU), SIDES (default "kubelet kite";
+# a side named kite-NAME runs the binary in $KITE_NAME, e.g. SIDES="kite kite-new" KITE_new=...
+# alternates two builds of the agent). Output: one JSON line per run on stdout; burst_cpu is the
+# CPU seconds per component during the burst (bench/nodevs/acct.go: BSD process accounting for
+# the processes that exit, /proc for the agent, containerd and the shims).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-2}
@@ -103,8 +108,9 @@ cat >"$c/net.d/10-bench.conflist" <<EOF
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 EOF
 log "containerd"
-nsenter --net=/var/run/netns/$netns containerd --config "$c/config.toml" >"$W/containerd.log" 2>&1 &
-pids+=($!)
+nsenter --net=/var/run/netns/$netns containerd --config "$c/config.toml" ${CTRD_LOG:+--log-level "$CTRD_LOG"} >"$W/containerd.log" 2>&1 &
+ctrd_pid=$!
+pids+=($ctrd_pid)
 for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.2; done
 ctr() { command ctr --address "$sock" -n k8s.io "$@"; }
 for _ in $(seq 50); do ctr images ls -q >/dev/null 2>&1 && break; sleep 0.2; done
@@ -134,12 +140,17 @@ start_side() { # kubelet|kite
 			--authentication-token-webhook=false --authorization-mode AlwaysAllow --max-pods 110 \
 			>>"$W/kubelet.log" 2>&1 &
 		;;
-	kite)
-		nsenter --net=/var/run/netns/$netns "$KITE" agent --kubeconfig "$kc" --hostname-override kite-node --node-ip 10.251.0.1 \
-			--container-runtime-endpoint "unix://$sock" --root-dir "$W/agent" --proxy-mode none \
+	kite*)
+		bin=$KITE
+		if [[ $1 == kite-* ]]; then
+			v=KITE_${1#kite-}
+			bin=${!v}
+		fi
+		nsenter --net=/var/run/netns/$netns "$bin" agent --kubeconfig "$kc" --hostname-override kite-node --node-ip 10.251.0.1 \
+			--container-runtime-endpoint "unix://$sock" --root-dir "$W/$1" --proxy-mode none \
 			--pod-routes none --eviction-hard 'memory.available<100Mi' \
 			--image-gc-high-threshold 100 --image-gc-low-threshold 99 --max-pods 110 \
-			>>"$W/agent.log" 2>&1 &
+			>>"$W/$1.log" 2>&1 &
 		;;
 	esac
 	side_pid=$! # nsenter without --fork execs the agent: this is the agent's PID
@@ -148,7 +159,7 @@ start_side() { # kubelet|kite
 node_of() { [[ $1 == kubelet ]] && echo kubelet-node || echo kite-node; }
 
 for ((i = 1; i <= rounds; i++)); do
-	for side in kubelet kite; do
+	for side in ${SIDES:-kubelet kite}; do
 		node=$(node_of "$side")
 		log "round $i: $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
 		start_side "$side"
@@ -162,7 +173,8 @@ for ((i = 1; i <= rounds; i++)); do
 		done
 		log "$node: Ready (load $(cut -d' ' -f1-3 /proc/loadavg)), taints: ${state#True}"
 		inns "$W/nodevs" --kubeconfig "$kc" --node "$node" --pid "$side_pid" --label "$side round $i" \
-			--seq "$SEQ" --burst "$BURST" --idle "$IDLE" || log "$side round $i failed"
+			--seq "$SEQ" --burst "$BURST" --idle "$IDLE" \
+			--containerd-pid "$ctrd_pid" --containerd-socket "$sock" --acct-dir "$W" || log "$side round $i failed"
 		# Every sandbox gone (the side removes its deleted pods' sandboxes) before the other starts.
 		for _ in $(seq 240); do
 			[[ -z $(ctr containers ls -q 2>/dev/null) ]] && break

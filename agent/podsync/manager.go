@@ -418,7 +418,11 @@ func (m *Manager) relist(ctx context.Context, before map[string]runtimeapi.Conta
 	changed := map[types.UID]bool{}
 	for _, c := range list {
 		now[c.Id] = c.State
-		if s, ok := before[c.Id]; !ok || s != c.State {
+		// A container just created is its worker's, which starts it in
+		// the same sync; its start (or failure to start) is the change
+		// that syncs the pod, so the pods of a burst are not synced once
+		// more for each container caught between create and start.
+		if s, ok := before[c.Id]; (!ok || s != c.State) && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			changed[types.UID(c.Labels[runtime.LabelPodUID])] = true
 		}
 	}

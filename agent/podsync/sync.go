@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/podactions"
@@ -180,13 +183,27 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 			note(err)
 		}
 	}
+	// Whether this sync changed anything in the runtime: a sync with
+	// nothing to do (most of them: the relist's, the prober's) reports from
+	// what it read at its start rather than read the pod's sandboxes and
+	// containers again, which a node starting many pods at once pays for
+	// in its runtime's CPU.
+	changed := actions.KillPod || actions.CreateSandbox || len(actions.ContainersToKill) > 0 ||
+		len(actions.EphemeralContainersToStart)+len(actions.InitContainersToStart)+len(actions.ContainersToStart) > 0
 	if !actions.CreateSandbox {
+		before := m.actuatedOf(pod.UID)
 		m.actuate(ctx, allocated, rt, func(c *v1.Container) error {
+			changed = true
 			return m.startContainer(ctx, allocated, c, rt, sandboxID, sbConfig, volumes)
+		})
+		changed = changed || !maps.EqualFunc(before, m.actuatedOf(pod.UID), func(a, b v1.ResourceRequirements) bool {
+			return apiequality.Semantic.DeepEqual(a, b)
 		})
 	}
 	// Report what was started without waiting for the next relist.
-	if rt2, err := m.runtimePod(ctx, pod); err == nil {
+	if !changed {
+		m.setStatus(pod, m.generate(pod, rt, false))
+	} else if rt2, err := m.runtimePod(ctx, pod); err == nil {
 		m.setStatus(pod, m.generate(pod, rt2, false))
 	}
 	if deadline > 0 && (wait == 0 || deadline < wait) {
@@ -254,6 +271,15 @@ func (m *Manager) removeDead(ctx context.Context, rt *podruntime.Pod) {
 			m.rt.RemoveContainer(ctx, c.ID)
 		}
 	}
+}
+
+// actuatedOf is a copy of the resources actuated for each container
+// instance of the pod: an in-place resize (actuate) changes them when it
+// updates a container's resources in the runtime.
+func (m *Manager) actuatedOf(uid types.UID) map[string]v1.ResourceRequirements {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.resize.actuated[uid])
 }
 
 func specOf(pod *v1.Pod, name string) *v1.Container {

@@ -32,6 +32,8 @@ import (
 type options struct {
 	kubeconfig, node, image, label string
 	pid, seq, burst                int
+	ctrdPID                        int
+	ctrdSock, acctDir              string
 	idle, timeout                  time.Duration
 }
 
@@ -50,6 +52,7 @@ type result struct {
 	IdleCPUSec   float64   `json:"idle_cpu_s"`
 	IdleSec      float64   `json:"idle_s"`
 	CPUPerPodPct float64   `json:"idle_cpu_per_pod_pct"` // percent of one core per pod
+	BurstCPU     *burstCPU `json:"burst_cpu,omitempty"`  // CPU seconds per component during the burst (acct.go)
 }
 
 func main() {
@@ -59,6 +62,9 @@ func main() {
 	flag.StringVar(&o.image, "image", "registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "image of the pods (already in the runtime)")
 	flag.StringVar(&o.label, "label", "", "name of this run in the output")
 	flag.IntVar(&o.pid, "pid", 0, "the agent's process ID, for RSS and CPU")
+	flag.IntVar(&o.ctrdPID, "containerd-pid", 0, "containerd's process ID: with --pid, --containerd-socket and --acct-dir, the burst's CPU per component (acct.go)")
+	flag.StringVar(&o.ctrdSock, "containerd-socket", "", "containerd's socket, which its shims' command lines name")
+	flag.StringVar(&o.acctDir, "acct-dir", "", "directory for the process accounting file of the burst")
 	flag.IntVar(&o.seq, "seq", 30, "pods created one at a time")
 	flag.IntVar(&o.burst, "burst", 110, "pods created at once")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "how long the agent's CPU is read with the burst's pods running")
@@ -257,6 +263,13 @@ func run(ctx context.Context, o options) (*result, error) {
 	for i := range burst {
 		burst[i] = "burst-" + strconv.Itoa(i)
 	}
+	var bc *burstCPU
+	if o.pid > 0 && o.ctrdPID > 0 && o.acctDir != "" {
+		if bc, err = startBurstCPU(o.acctDir, o.pid, o.ctrdPID, o.ctrdSock); err != nil {
+			return nil, err
+		}
+		defer syscall.Acct("") // accounting off on every way out (stop switches it off first)
+	}
 	start := time.Now()
 	if err := create(burst); err != nil {
 		return nil, err
@@ -265,6 +278,12 @@ func run(ctx context.Context, o options) (*result, error) {
 		return nil, err
 	}
 	r.BurstMS = ms(time.Since(start))
+	if bc != nil {
+		if err := bc.stop(); err != nil {
+			return nil, err
+		}
+		r.BurstCPU = bc
+	}
 	if o.pid > 0 {
 		// Let the status writes of the burst settle before the idle minute.
 		time.Sleep(10 * time.Second)
