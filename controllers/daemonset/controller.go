@@ -240,10 +240,15 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if c.afterList != nil {
 		c.afterList()
 	}
-	var candidates []*corev1.Pod
+	var candidates, terminating []*corev1.Pod
 	for _, p := range all {
-		if p.DeletionTimestamp == nil {
+		switch {
+		case p.DeletionTimestamp == nil:
 			candidates = append(candidates, p)
+		case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
+				terminating = append(terminating, p)
+			}
 		}
 	}
 	pods, err := c.claimer(ds, sel).Claim(ctx, candidates)
@@ -261,7 +266,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return err
 	}
 	hash := update.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
-	plan := Decide(Input{DaemonSet: ds, Nodes: c.nodes.Store().List(), Pods: pods, Hash: hash, Now: c.now()})
+	plan := Decide(Input{DaemonSet: ds, Nodes: c.nodes.Store().List(), Pods: pods, Terminating: terminating, Hash: hash, Now: c.now()})
 	var actErr error
 	if satisfied && ds.DeletionTimestamp == nil {
 		actErr = c.act(ctx, ds, plan, hash)

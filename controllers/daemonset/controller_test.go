@@ -176,13 +176,18 @@ func TestDaemonSetRollingUpdate(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		createNode(t, cs, ns+"-"+n, ns)
 	}
-	// Play the nodes: every bound pod runs and is Ready.
+	// Play the nodes: every bound pod runs and is Ready, and one being
+	// deleted is gone at once (a daemon pod's successor waits for that).
 	nodeCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for nodeCtx.Err() == nil {
 			if l, err := cs.CoreV1().Pods(ns).List(nodeCtx, metav1.ListOptions{}); err == nil {
 				for _, p := range l.Items {
+					if p.DeletionTimestamp != nil {
+						_ = cs.CoreV1().Pods(ns).Delete(nodeCtx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+						continue
+					}
 					if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
 						p.Status.Phase = corev1.PodRunning
 						p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
