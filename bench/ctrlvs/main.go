@@ -52,6 +52,10 @@ type result struct {
 	EvictionsPerSec     float64 `json:"evictions_per_s"`
 	Evictions           int     `json:"evictions"`
 	EvictionsRefused429 int     `json:"evictions_refused_429"`
+	// Requests are the API requests made during each phase (sts_Parallel,
+	// sts_OrderedReady, ds_ready, ds_rollout, evict), by "VERB
+	// resource[/subresource] code", from apiserver_request_total.
+	Requests map[string]map[string]float64 `json:"requests,omitempty"`
 }
 
 func main() {
@@ -61,6 +65,7 @@ func main() {
 	replicas := flag.Int("replicas", 100, "StatefulSet replicas and evicted pods")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound of each wait")
 	only := flag.String("only", "", "comma-separated subset of sts,ds,evict (default all)")
+	timeline := flag.String("timeline", "", "write every event of the benchmark's pods to this file (JSON lines)")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -75,7 +80,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	b := &bench{client: client, nodes: *nodes, replicas: *replicas, timeout: *timeout, only: *only,
+	b := &bench{client: client, nodes: *nodes, replicas: *replicas, timeout: *timeout, only: *only, timelinePath: *timeline,
 		r: &result{Label: *label, Start: time.Now()}}
 	if err := b.run(ctx); err != nil {
 		fail(err)
@@ -95,6 +100,7 @@ type bench struct {
 	nodes, replicas int
 	timeout         time.Duration
 	only            string
+	timelinePath    string
 	r               *result
 }
 
@@ -120,10 +126,19 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.hollowKubelets(hctx); err != nil {
 		return err
 	}
+	if b.timelinePath != "" {
+		if err := b.timeline(hctx, b.timelinePath); err != nil {
+			return err
+		}
+	}
 	if b.want("sts") {
 		for _, policy := range []appsv1.PodManagementPolicyType{appsv1.ParallelPodManagement, appsv1.OrderedReadyPodManagement} {
 			b.r.Load = append(b.r.Load, loadavg())
-			created, ready, err := b.statefulSet(ctx, policy)
+			var created, ready float64
+			err := b.phase(ctx, "sts_"+string(policy), func() (err error) {
+				created, ready, err = b.statefulSet(ctx, policy)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -380,7 +395,7 @@ func (b *bench) daemonSet(ctx context.Context) error {
 			return s.ObservedGeneration >= gen && s.DesiredNumberScheduled == n && s.NumberReady == n && s.UpdatedNumberScheduled == n && s.NumberAvailable == n, nil
 		}
 	}
-	if err := poll(ctx, b.timeout, "daemonset ready", done1(1)); err != nil {
+	if err := b.phase(ctx, "ds_ready", func() error { return poll(ctx, b.timeout, "daemonset ready", done1(1)) }); err != nil {
 		return err
 	}
 	b.r.DSReady = time.Since(start).Seconds()
@@ -389,12 +404,15 @@ func (b *bench) daemonSet(ctx context.Context) error {
 		return err
 	}
 	d.Spec.Template.Spec.Containers[0].Env = []v1.EnvVar{{Name: "ROLLOUT", Value: "2"}}
-	start = time.Now()
-	d, err = dsc.Update(ctx, d, metav1.UpdateOptions{})
+	err = b.phase(ctx, "ds_rollout", func() error {
+		start = time.Now()
+		d, err = dsc.Update(ctx, d, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("update daemonset: %w", err)
+		}
+		return poll(ctx, b.timeout, "daemonset rollout", done1(d.Generation))
+	})
 	if err != nil {
-		return fmt.Errorf("update daemonset: %w", err)
-	}
-	if err := poll(ctx, b.timeout, "daemonset rollout", done1(d.Generation)); err != nil {
 		return err
 	}
 	b.r.DSRollout = time.Since(start).Seconds()
@@ -445,6 +463,7 @@ func (b *bench) evictions(ctx context.Context) error {
 	}
 	close(next)
 	errs := make(chan error, 16)
+	before, berr := b.requestCounts(ctx)
 	start := time.Now()
 	for range 16 {
 		go func() {
@@ -476,6 +495,9 @@ func (b *bench) evictions(ctx context.Context) error {
 		return err
 	}
 	d := time.Since(start)
+	if after, aerr := b.requestCounts(ctx); berr == nil && aerr == nil {
+		b.record("evict", before, after)
+	}
 	b.r.Evictions, b.r.EvictionsRefused429 = b.replicas, refused
 	b.r.EvictionsPerSec = float64(b.replicas) / d.Seconds()
 	return nil

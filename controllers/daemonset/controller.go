@@ -77,6 +77,9 @@ type Controller struct {
 	nodes     *informer.Informer[*corev1.Node]
 	pods      *informer.Informer[*corev1.Pod]
 	revisions *informer.Informer[*appsv1.ControllerRevision]
+	// afterList, set by tests only, runs in sync between reading the
+	// pods' cache and deciding: the window in which a watch event lands.
+	afterList func()
 }
 
 // New returns a Controller.
@@ -225,11 +228,27 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	if err != nil {
 		return nil // validation refuses such selectors
 	}
+	// Expectations are read before the cache, as upstream's syncDaemonSet
+	// does: an informer stores an object before its handler lowers the
+	// expectations, so satisfied expectations read first guarantee that
+	// the list below holds what they waited for. Read after the list, a
+	// pod created by the last sync whose event lands in between would be
+	// missing from the list yet count as seen, and its node would get a
+	// second pod.
+	satisfied := c.expect.Satisfied(k)
 	all, _ := c.pods.Store().ByIndex(namespaceIndex, ds.Namespace)
-	var candidates []*corev1.Pod
+	if c.afterList != nil {
+		c.afterList()
+	}
+	var candidates, terminating []*corev1.Pod
 	for _, p := range all {
-		if p.DeletionTimestamp == nil {
+		switch {
+		case p.DeletionTimestamp == nil:
 			candidates = append(candidates, p)
+		case p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed:
+			if ref := metav1.GetControllerOf(p); ref != nil && ref.UID == ds.UID {
+				terminating = append(terminating, p)
+			}
 		}
 	}
 	pods, err := c.claimer(ds, sel).Claim(ctx, candidates)
@@ -247,9 +266,9 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 		return err
 	}
 	hash := update.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]
-	plan := Decide(Input{DaemonSet: ds, Nodes: c.nodes.Store().List(), Pods: pods, Hash: hash, Now: c.now()})
+	plan := Decide(Input{DaemonSet: ds, Nodes: c.nodes.Store().List(), Pods: pods, Terminating: terminating, Hash: hash, Now: c.now()})
 	var actErr error
-	if c.expect.Satisfied(k) && ds.DeletionTimestamp == nil {
+	if satisfied && ds.DeletionTimestamp == nil {
 		actErr = c.act(ctx, ds, plan, hash)
 	}
 	plan.Status.CollisionCount = ptr.To(collisions)

@@ -176,27 +176,7 @@ func TestDaemonSetRollingUpdate(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		createNode(t, cs, ns+"-"+n, ns)
 	}
-	// Play the nodes: every bound pod runs and is Ready.
-	nodeCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for nodeCtx.Err() == nil {
-			if l, err := cs.CoreV1().Pods(ns).List(nodeCtx, metav1.ListOptions{}); err == nil {
-				for _, p := range l.Items {
-					if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
-						p.Status.Phase = corev1.PodRunning
-						p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-						_, _ = cs.CoreV1().Pods(ns).UpdateStatus(nodeCtx, &p, metav1.UpdateOptions{})
-					}
-				}
-			}
-			select {
-			case <-nodeCtx.Done():
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	})
-	defer func() { stop(); wg.Wait() }()
+	defer playNodes(cs, ns)()
 	if _, err := cs.AppsV1().DaemonSets(ns).Create(ctx, newDaemonSet("log", ns), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +216,35 @@ func TestDaemonSetRollingUpdate(t *testing.T) {
 	if err != nil || len(revs.Items) != 2 {
 		t.Errorf("revisions: %d (%v), want 2", len(revs.Items), err)
 	}
+}
+
+// playNodes plays the nodes of ns's pods until the returned stop is
+// called: every bound pod runs and is Ready, and one being deleted is gone
+// at once, as a kubelet removes it (a daemon pod's successor waits for
+// that).
+func playNodes(cs kubernetes.Interface, ns string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			if l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+				for _, p := range l.Items {
+					if p.DeletionTimestamp != nil {
+						_ = cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+						continue
+					}
+					if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning {
+						p.Status.Phase = corev1.PodRunning
+						p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+						_, _ = cs.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
 }

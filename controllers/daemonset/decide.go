@@ -116,13 +116,19 @@ func tolerated(tols []corev1.Toleration, t *corev1.Taint) bool {
 }
 
 // Input is what Decide looks at: the DaemonSet, every node, the pods the
-// set owns (not terminating), the current revision's hash and the clock.
+// set owns (not terminating), those of its pods being deleted that have
+// not finished, the current revision's hash and the clock.
 type Input struct {
 	DaemonSet *appsv1.DaemonSet
 	Nodes     []*corev1.Node
 	Pods      []*corev1.Pod
-	Hash      string
-	Now       time.Time
+	// Terminating pods still run: as upstream's manage, a node holding
+	// one gets its new pod once it is gone (a DaemonSet's pods often hold
+	// host ports), unless the set surges, and the rolling update counts
+	// the node unavailable meanwhile.
+	Terminating []*corev1.Pod
+	Hash        string
+	Now         time.Time
 }
 
 // Plan is Decide's answer: the nodes to make a pod for, the pods to
@@ -152,6 +158,10 @@ func Decide(in Input) Plan {
 	for _, p := range in.Pods {
 		byNode[TargetNode(p)] = append(byNode[TargetNode(p)], p)
 	}
+	terminating := map[string]bool{}
+	for _, p := range in.Terminating {
+		terminating[TargetNode(p)] = true
+	}
 	var plan Plan
 	known := map[string]bool{}
 	var desired []*corev1.Node
@@ -173,7 +183,9 @@ func Decide(in Input) Plan {
 		}
 		switch {
 		case run && len(pods) == 0:
-			plan.Create = append(plan.Create, node.Name)
+			if !terminating[node.Name] || allowsSurge(ds) {
+				plan.Create = append(plan.Create, node.Name)
+			}
 		case stay:
 			var live []*corev1.Pod
 			for _, p := range pods {
@@ -219,24 +231,28 @@ func Decide(in Input) Plan {
 	st.NumberUnavailable = max(st.DesiredNumberScheduled-st.NumberAvailable, 0)
 	st.ObservedGeneration = ds.Generation
 	if ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType && len(plan.Create) == 0 && len(plan.Delete) == 0 {
-		rollingUpdate(in, desired, byNode, &plan)
+		rollingUpdate(in, desired, byNode, terminating, &plan)
 	}
 	return plan
 }
 
-// surging says a node holds an old and a new pod on purpose.
-func surging(ds *appsv1.DaemonSet, live []*corev1.Pod, hash string) bool {
+// allowsSurge is upstream's AllowsSurge: a rolling update whose maxSurge
+// is not zero.
+func allowsSurge(ds *appsv1.DaemonSet) bool {
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
 	if ru == nil || ru.MaxSurge == nil || ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
 		return false
 	}
-	if v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, 1, true); err != nil || v == 0 {
-		return false
-	}
-	return len(live) == 2 && isUpdated(live[0], hash) != isUpdated(live[1], hash)
+	v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, 1, true)
+	return err == nil && v != 0
 }
 
-func rollingUpdate(in Input, desired []*corev1.Node, byNode map[string][]*corev1.Pod, plan *Plan) {
+// surging says a node holds an old and a new pod on purpose.
+func surging(ds *appsv1.DaemonSet, live []*corev1.Pod, hash string) bool {
+	return allowsSurge(ds) && len(live) == 2 && isUpdated(live[0], hash) != isUpdated(live[1], hash)
+}
+
+func rollingUpdate(in Input, desired []*corev1.Node, byNode map[string][]*corev1.Pod, terminating map[string]bool, plan *Plan) {
 	ds := in.DaemonSet
 	n := len(desired)
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
@@ -265,6 +281,8 @@ func rollingUpdate(in Input, desired []*corev1.Node, byNode map[string][]*corev1
 				}
 			}
 			switch {
+			case newPod == nil && oldPod == nil && terminating[node.Name]:
+				unavailable++ // its new pod comes once the old one is gone
 			case newPod != nil:
 				if !avail(newPod) {
 					unavailable++

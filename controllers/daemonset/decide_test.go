@@ -106,41 +106,49 @@ func TestDecide(t *testing.T) {
 		pods       []*corev1.Pod
 		wantCreate []string
 		wantDelete []string
+		// terminating are pods being deleted, still running.
+		terminating []*corev1.Pod
 	}{
-		{"one pod per node", daemonSet(), []*corev1.Node{node("a"), node("b")}, []*corev1.Pod{pod("p-a", "a", "h2", true)}, []string{"b"}, nil},
+		{"one pod per node", daemonSet(), []*corev1.Node{node("a"), node("b")}, []*corev1.Pod{pod("p-a", "a", "h2", true)}, []string{"b"}, nil, nil},
 		{"a pod on a node that should not run it goes", daemonSet(), []*corev1.Node{node("a", taint("x", corev1.TaintEffectNoExecute))},
-			[]*corev1.Pod{pod("p-a", "a", "h2", true)}, nil, []string{"p-a"}},
+			[]*corev1.Pod{pod("p-a", "a", "h2", true)}, nil, []string{"p-a"}, nil},
 		{"a failed pod is replaced", daemonSet(), []*corev1.Node{node("a")}, []*corev1.Pod{func() *corev1.Pod {
 			p := pod("p-a", "a", "h2", false)
 			p.Status.Phase = corev1.PodFailed
 			return p
-		}()}, []string{"a"}, []string{"p-a"}},
+		}()}, []string{"a"}, []string{"p-a"}, nil},
 		{"extra pods beyond the oldest go", daemonSet(), []*corev1.Node{node("a")}, []*corev1.Pod{pod("old", "a", "h2", true), func() *corev1.Pod {
 			p := pod("new", "a", "h2", true)
 			p.CreationTimestamp = metav1.NewTime(now)
 			return p
-		}()}, nil, []string{"new"}},
+		}()}, nil, []string{"new"}, nil},
 		{"an unbound pod for a node gone goes", daemonSet(), []*corev1.Node{node("a")}, []*corev1.Pod{pod("p-a", "a", "h2", true), pod("p-gone", "gone", "h2", false)},
-			nil, []string{"p-gone"}},
+			nil, []string{"p-gone"}, nil},
 		{"rolling update: maxUnavailable 1", daemonSet(), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("p-b", "b", "h1", true)}, nil, []string{"p-a"}},
+			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("p-b", "b", "h1", true)}, nil, []string{"p-a"}, nil},
 		{"rolling update waits for the new pod", daemonSet(), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h2", false), pod("p-b", "b", "h1", true)}, nil, nil},
+			[]*corev1.Pod{pod("p-a", "a", "h2", false), pod("p-b", "b", "h1", true)}, nil, nil, nil},
 		{"rolling update: unavailable old pods go at once", daemonSet(), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h1", false), pod("p-b", "b", "h1", false)}, nil, []string{"p-a", "p-b"}},
+			[]*corev1.Pod{pod("p-a", "a", "h1", false), pod("p-b", "b", "h1", false)}, nil, []string{"p-a", "p-b"}, nil},
 		{"OnDelete leaves old pods", daemonSet(func(ds *appsv1.DaemonSet) {
 			ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
-		}), []*corev1.Node{node("a")}, []*corev1.Pod{pod("p-a", "a", "h1", true)}, nil, nil},
+		}), []*corev1.Node{node("a")}, []*corev1.Pod{pod("p-a", "a", "h1", true)}, nil, nil, nil},
 		{"surge: the new pod beside the old", daemonSet(surge), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("p-b", "b", "h1", true)}, []string{"a"}, nil},
+			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("p-b", "b", "h1", true)}, []string{"a"}, nil, nil},
 		{"surge: the old pod goes once the new one is available, the next node surges", daemonSet(surge), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("n-a", "a", "h2", true), pod("p-b", "b", "h1", true)}, []string{"b"}, []string{"p-a"}},
+			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("n-a", "a", "h2", true), pod("p-b", "b", "h1", true)}, []string{"b"}, []string{"p-a"}, nil},
 		{"surge: one at a time", daemonSet(surge), []*corev1.Node{node("a"), node("b")},
-			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("n-a", "a", "h2", false), pod("p-b", "b", "h1", true)}, nil, nil},
+			[]*corev1.Pod{pod("p-a", "a", "h1", true), pod("n-a", "a", "h2", false), pod("p-b", "b", "h1", true)}, nil, nil, nil},
+		{"no new pod beside a terminating one: it comes once the old one is gone", daemonSet(), []*corev1.Node{node("a"), node("b")},
+			[]*corev1.Pod{pod("p-b", "b", "h2", true)}, nil, nil, []*corev1.Pod{pod("p-a", "a", "h1", true)}},
+		{"rolling update: a node whose old pod terminates counts unavailable", daemonSet(), []*corev1.Node{node("a"), node("b")},
+			[]*corev1.Pod{pod("p-b", "b", "h1", true)}, nil, nil, []*corev1.Pod{pod("p-a", "a", "h1", true)}},
+		{"surge: the new pod beside a terminating one", daemonSet(surge), []*corev1.Node{node("a")},
+			nil, []string{"a"}, nil, []*corev1.Pod{pod("p-a", "a", "h1", true)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := Decide(Input{DaemonSet: tc.ds, Nodes: tc.nodes, Pods: tc.pods, Hash: "h2", Now: now})
+			plan := Decide(Input{DaemonSet: tc.ds, Nodes: tc.nodes, Pods: tc.pods, Terminating: tc.terminating, Hash: "h2", Now: now})
 			slices.Sort(plan.Create)
 			got := names(plan.Delete)
 			slices.Sort(got)
