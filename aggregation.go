@@ -79,6 +79,17 @@ func (rs remotes) Groups() []metav1.APIGroup {
 	return out
 }
 
+// GroupPriority is the priority of the first remote that serves group,
+// the one Proxy routes to.
+func (rs remotes) GroupPriority(group string) (int32, string, bool) {
+	for _, r := range rs {
+		if p, name, ok := r.GroupPriority(group); ok {
+			return p, name, true
+		}
+	}
+	return 0, "", false
+}
+
 func (rs remotes) Discovery() []apidiscoveryv2.APIGroupDiscovery {
 	var out []apidiscoveryv2.APIGroupDiscovery
 	for _, r := range rs {

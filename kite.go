@@ -85,6 +85,9 @@ type Server struct {
 	// starts from.
 	authz  *authz.Authorizer
 	policy *future[*bootstrappolicy.Policy]
+	// rbacWritten is the reconciliation of the bootstrap policy, running
+	// since startAuthorization: the resourceVersions it wrote.
+	rbacWritten *future[map[string]uint64]
 	// openAPI is the OpenAPI documents of the built-in resources, built
 	// while the start writes its first objects.
 	openAPI *future[*openapi.Service]
@@ -146,6 +149,15 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		{"newAuthentication", func() error { return s.newAuthentication(opts) }},
 		{"buildResources", func() error { return s.buildResources(opts) }},
 		{"startOpenAPI", func() error { s.startOpenAPI(opts); return nil }},
+		// The bootstrap RBAC policy needs only the stores and the
+		// authorizer's caches: it is written from here on, meanwhile.
+		{"newAuthorizer+startAuthorization", func() error {
+			if err := s.newAuthorizer(opts); err != nil {
+				return err
+			}
+			s.startAuthorization(ctx, opts)
+			return nil
+		}},
 		// Independent of each other: the allocators wait for the
 		// Services' watch cache, the others write to etcd meanwhile.
 		{"allocateServices+EnsureNamespaces+EnsureStartupObjects", func() error {
@@ -278,9 +290,6 @@ func (s *Server) ensureCertificates(opts Options) (err error) {
 // newAPI makes the API server of the resources, with its OpenAPI
 // documents and its proxy to agents, and starts following the CRDs.
 func (s *Server) newAPI(opts Options) error {
-	if err := s.newAuthorizer(opts); err != nil {
-		return err
-	}
 	if err := s.newAuthenticator(opts); err != nil {
 		return err
 	}
@@ -404,19 +413,35 @@ func (s *Server) newAuthorizer(opts Options) (err error) {
 	return nil
 }
 
-// ensureAuthorization waits for the authorizer's caches and reconciles
-// the bootstrap policy, as kube-apiserver's rbac/bootstrap-roles
-// PostStartHook, before Start returns: clients then find the default
-// roles and bindings, and are authorized by them.
-func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
+// startAuthorization starts reconciling the bootstrap policy, as
+// kube-apiserver's rbac/bootstrap-roles PostStartHook, on a goroutine of
+// its own: it writes in process, so it needs neither the API server nor
+// the namespaces' step (it makes the namespaces it writes into), and its
+// ~150 creates on a fresh data directory overlap the steps before
+// ensureAuthorization rather than following them. It ends with Start's
+// ctx, the ready timeout or Close.
+func (s *Server) startAuthorization(ctx context.Context, opts Options) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
-	defer cancel()
+	stop := context.AfterFunc(s.runCtx, cancel)
+	s.rbacWritten = &future[map[string]uint64]{done: make(chan struct{})}
+	s.wg.Go(func() {
+		defer close(s.rbacWritten.done)
+		defer stop()
+		defer cancel()
+		s.rbacWritten.v, s.rbacWritten.err = s.reconcileAuthorization(ctx)
+	})
+}
+
+// reconcileAuthorization waits for the authorizer's caches and reconciles
+// the bootstrap policy; it returns the resourceVersions it wrote, by
+// resource.
+func (s *Server) reconcileAuthorization(ctx context.Context) (map[string]uint64, error) {
 	if err := s.authz.WaitSynced(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	policy, err := s.policy.get()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The authorizer's caches are synced: the watch caches they fill from
 	// hold every object written before, so the reconciler reads them
@@ -424,13 +449,26 @@ func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
 	// (registryModifiers): no object costs a request.
 	modifiers, written := registryModifiers(withLoopbackUser(ctx), s.resources)
 	if err := authz.EnsureBootstrapPolicyWith(ctx, modifiers, policy); err != nil {
-		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+		return nil, fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
+	return written.get(), nil
+}
+
+// ensureAuthorization waits for the reconciliation of the bootstrap
+// policy (startAuthorization) before Start goes on: clients then find the
+// default roles and bindings, and are authorized by them.
+func (s *Server) ensureAuthorization(ctx context.Context, opts Options) error {
+	written, err := s.rbacWritten.get()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.ReadyTimeout, 60*time.Second))
+	defer cancel()
 	// The writes were in process and quick: the authorizer's caches hear
 	// of them a moment later. Controllers start next, as their own users,
 	// and must find the policy that lets them in (else every informer's
 	// first list is forbidden and backs off).
-	if err := s.authz.WaitFor(ctx, written.get()); err != nil {
+	if err := s.authz.WaitFor(ctx, written); err != nil {
 		return fmt.Errorf("bootstrap RBAC policy: %w", err)
 	}
 	s.hooks.rbac.finish()

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"net"
 	"net/http"
 	"slices"
@@ -235,6 +236,62 @@ func sortGroups(groups []*apiGroup) {
 	})
 }
 
+// groupRank is what kube-aggregator orders a group by among all groups,
+// local and remote: the highest groupPriorityMinimum of its versions'
+// APIServices, then, in legacy /apis, the name of the first of them at
+// that priority (upstream's SortedByGroupAndVersion), in aggregated
+// discovery the group's name.
+type groupRank struct {
+	priority   int32
+	apiService string
+}
+
+type groupRanks map[string]groupRank
+
+// add ranks group by one of its APIServices; the better rank stays.
+func (rs groupRanks) add(group string, r groupRank) {
+	if have, ok := rs[group]; ok && (have.priority > r.priority || have.priority == r.priority && have.apiService <= r.apiService) {
+		return
+	}
+	rs[group] = r
+}
+
+// compare orders groups a and b: the higher priority first, then by
+// APIService name (legacy) or group name.
+func (rs groupRanks) compare(a, b string, legacy bool) int {
+	ra, rb := rs[a], rs[b]
+	if c := cmp.Compare(rb.priority, ra.priority); c != 0 {
+		return c
+	}
+	if legacy {
+		if c := cmp.Compare(ra.apiService, rb.apiService); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a, b)
+}
+
+// groupRanks ranks the local groups by their versions' (local
+// APIServices') priorities and the remote ones by what the aggregation
+// layer says of their APIServices.
+func (s *Server) groupRanks() groupRanks {
+	ranks := groupRanks{}
+	for _, g := range s.set.Load().groups {
+		for _, v := range g.versions {
+			p, _ := priorityOf(v.gv)
+			ranks.add(g.name, groupRank{priority: p, apiService: v.gv.Version + "." + g.name})
+		}
+	}
+	if s.opts.Remote != nil {
+		for _, g := range s.opts.Remote.Groups() {
+			if p, name, ok := s.opts.Remote.GroupPriority(g.Name); ok {
+				ranks.add(g.Name, groupRank{priority: p, apiService: name})
+			}
+		}
+	}
+	return ranks
+}
+
 func sortedKeys(m map[string]*registry.Subresource) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -286,6 +343,9 @@ func (s *Server) serveAPIGroups(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	list.Groups = mergeGroups(list.Groups, s.remoteGroups(), r)
+	// Local and remote groups alike, by their APIServices (groupRanks).
+	ranks := s.groupRanks()
+	slices.SortStableFunc(list.Groups, func(a, b metav1.APIGroup) int { return ranks.compare(a.Name, b.Name, true) })
 	s.writeObject(w, r, http.StatusOK, out, schema.GroupVersion{Version: "v1"}, list)
 }
 
@@ -317,7 +377,11 @@ func (s *Server) writeAggregated(w http.ResponseWriter, r *http.Request, out out
 		list.Items = append(list.Items, item)
 	}
 	if !legacy && s.opts.Remote != nil {
-		list.Items = mergeDiscovery(list.Items, s.opts.Remote.Discovery())
+		if remote := s.opts.Remote.Discovery(); len(remote) > 0 {
+			list.Items = mergeDiscovery(list.Items, remote)
+			ranks := s.groupRanks()
+			slices.SortStableFunc(list.Items, func(a, b apidiscoveryv2.APIGroupDiscovery) int { return ranks.compare(a.Name, b.Name, false) })
+		}
 	}
 	s.writeObject(w, r, http.StatusOK, out, apidiscoveryv2.SchemeGroupVersion, list)
 }

@@ -19,6 +19,13 @@ type Remote interface {
 	Groups() []metav1.APIGroup
 	// Discovery is the aggregated discovery of the remote groups.
 	Discovery() []apidiscoveryv2.APIGroupDiscovery
+	// GroupPriority is what a remote group is ordered by among all
+	// groups, as kube-aggregator orders them: the highest
+	// groupPriorityMinimum of the group's APIServices, and the name of
+	// the first of those at that priority (legacy /apis breaks ties by
+	// APIService name, aggregated discovery by group name); ok is false
+	// for a group it does not serve.
+	GroupPriority(group string) (minimum int32, apiService string, ok bool)
 }
 
 // remoteHandler is the proxy of the /apis/<group>/<version>/... path when

@@ -10,6 +10,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/kite-project/kite/storage/watchcache"
 )
@@ -83,6 +84,10 @@ func (s *Store) listComputedCached(ctx context.Context, opts *metainternalversio
 
 // createVia creates through the subresource CreateVia names, on the
 // object the body names: the body's metadata.name is the parent's name.
+// Admission sees the create of this resource, not of the subresource, as
+// upstream's LegacyBindingREST: a POST to core bindings is resource
+// "bindings" with no subresource (a webhook or policy matching
+// "pods/binding" does not see it; one matching "bindings" does).
 func (s *Store) createVia(ctx context.Context, namespace string, obj runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
 	parent, sub, _ := strings.Cut(s.strategy.CreateVia, "/")
 	m, err := meta.Accessor(obj)
@@ -104,5 +109,14 @@ func (s *Store) createVia(ctx context.Context, namespace string, obj runtime.Obj
 	if store == nil {
 		return nil, fmt.Errorf("%s: %s is not served", s.strategy.Resource, gr)
 	}
-	return store.CreateSubresource(ctx, m.GetNamespace(), m.GetName(), sub, obj, opts)
+	if s.admission != nil {
+		a := s.admissionAttributes(ctx, admission.Create, obj, nil, m.GetNamespace(), m.GetName(), "", opts, isDryRun(opts.DryRun))
+		if err := s.admitMutating(ctx, a); err != nil {
+			return nil, err
+		}
+		if err := s.admitValidating(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	return store.createSubresource(ctx, m.GetNamespace(), m.GetName(), sub, obj, opts, false)
 }

@@ -105,11 +105,18 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 // sees the body as the create of the subresource, as upstream's, then the
 // subresource's Create runs it.
 func (s *Store) CreateSubresource(ctx context.Context, namespace, name, subresource string, body runtime.Object, opts *metav1.CreateOptions) (runtime.Object, error) {
+	return s.createSubresource(ctx, namespace, name, subresource, body, opts, true)
+}
+
+// createSubresource is CreateSubresource, with the subresource's
+// admission only when admit (an alias such as core bindings runs its own:
+// createVia).
+func (s *Store) createSubresource(ctx context.Context, namespace, name, subresource string, body runtime.Object, opts *metav1.CreateOptions, admit bool) (runtime.Object, error) {
 	sub := s.strategy.Subresources[subresource]
 	if sub == nil || sub.Create == nil {
 		return nil, apierrors.NewNotFound(s.strategy.GroupResource(), name)
 	}
-	if s.admission != nil {
+	if admit && s.admission != nil {
 		a := s.admissionAttributes(ctx, admission.Create, body, nil, namespace, name, subresource, opts, isDryRun(opts.DryRun))
 		if err := s.admitMutating(ctx, a); err != nil {
 			return nil, err

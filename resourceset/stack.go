@@ -109,7 +109,12 @@ func (b *Builder) Build(ctx context.Context, strat *registry.Strategy, so StackO
 	noStop := func() {}
 	switch {
 	case !strat.Stored():
-		store, err := registry.New(registry.Options{Strategy: strat, Peers: b.peers})
+		opts := registry.Options{Strategy: strat, Peers: b.peers}
+		if strat.CreateVia != "" {
+			// Admission sees the alias's own create (registry's createVia).
+			opts.Admission = b.admission
+		}
+		store, err := registry.New(opts)
 		if err != nil {
 			return nil, err
 		}

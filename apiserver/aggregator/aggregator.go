@@ -100,6 +100,8 @@ type state struct {
 	groups []metav1.APIGroup
 	// discovery is the aggregated discovery of those that answered.
 	discovery []apidiscoveryv2.APIGroupDiscovery
+	// priorities order the remote groups among all groups (GroupPriority).
+	priorities map[string]groupPriority
 }
 
 // New returns an Aggregator; Run makes it work.
@@ -236,6 +238,7 @@ func (a *Aggregator) sync(ctx context.Context) bool {
 		next.remotes[gv] = r
 	}
 	next.groups, next.discovery = discoveryOf(remotes, next.remotes)
+	next.priorities = prioritiesOf(remotes)
 	a.state.Store(next)
 
 	allAvailable := true

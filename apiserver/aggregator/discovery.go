@@ -17,6 +17,35 @@ import (
 // what it said before, marked Stale, as upstream's discovery manager.
 func (a *Aggregator) Discovery() []apidiscoveryv2.APIGroupDiscovery { return a.state.Load().discovery }
 
+// GroupPriority implements the apiserver's Remote: what kube-aggregator
+// orders group among all groups by, local and remote alike: the highest
+// groupPriorityMinimum of its APIServices and the name of the first
+// APIService at that priority (by name, /apis' tie-break).
+func (a *Aggregator) GroupPriority(group string) (minimum int32, apiService string, ok bool) {
+	p, ok := a.state.Load().priorities[group]
+	return p.minimum, p.apiService, ok
+}
+
+// groupPriority is one group's GroupPriority.
+type groupPriority struct {
+	minimum    int32
+	apiService string
+}
+
+// prioritiesOf are the GroupPriority of the groups of svcs, as upstream's
+// SortedByGroupAndVersion ranks them: a pure function.
+func prioritiesOf(svcs []*apiregistrationv1.APIService) map[string]groupPriority {
+	out := map[string]groupPriority{}
+	for _, svc := range svcs {
+		p := groupPriority{minimum: svc.Spec.GroupPriorityMinimum, apiService: svc.Name}
+		if have, ok := out[svc.Spec.Group]; ok && (have.minimum > p.minimum || have.minimum == p.minimum && have.apiService <= p.apiService) {
+			continue
+		}
+		out[svc.Spec.Group] = p
+	}
+	return out
+}
+
 // discoveryOf computes the remote groups of /apis and their aggregated
 // discovery from the remote APIServices and what their servers said. A
 // pure function.

@@ -152,6 +152,16 @@ func (a *API) Groups() []metav1.APIGroup {
 	return []metav1.APIGroup{{Name: GroupVersion.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}}
 }
 
+// GroupPriority implements the apiserver's Remote: metrics-server's
+// APIService (v1beta1.metrics.k8s.io, groupPriorityMinimum 100), which
+// this API stands for.
+func (a *API) GroupPriority(group string) (int32, string, bool) {
+	if group != GroupVersion.Group {
+		return 0, "", false
+	}
+	return 100, GroupVersion.Version + "." + GroupVersion.Group, true
+}
+
 var resources = []metav1.APIResource{
 	{Name: "nodes", Kind: "NodeMetrics", Verbs: []string{"get", "list"}},
 	{Name: "pods", Kind: "PodMetrics", Namespaced: true, Verbs: []string{"get", "list"}},

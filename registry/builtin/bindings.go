@@ -11,6 +11,8 @@ import (
 // LegacyBindingREST: POST /api/v1/namespaces/<ns>/bindings binds the pod
 // the Binding's metadata.name names, exactly as POST
 // pods/<name>/binding does (the same handler, bindPod); no other verb.
+// Admission sees it as upstream's does: resource bindings, no
+// subresource, kind Binding (registry's createVia).
 func Bindings() *registry.Strategy {
 	return &registry.Strategy{
 		Kind:         v1.SchemeGroupVersion.WithKind("Binding"),
