@@ -17,10 +17,11 @@ func TestBusyBoxImageWgetTakesATimeout(t *testing.T) {
 	a := startAgent(t, "cri-wget", t.TempDir())
 	p := a.pod(t, "wget", func(p *v1.Pod) {
 		// busybox's httpd serves a page; nc accepts a connection and
-		// never answers it.
+		// never answers it (its input a pipe that stays open: on EOF it
+		// would close the connection).
 		p.Spec.Containers[0].Args = []string{"sh", "-c",
 			"mkdir -p /tmp/www && echo hello > /tmp/www/index.html && httpd -p 127.0.0.1:18099 -h /tmp/www && " +
-				"{ nc -l -p 18098 >/dev/null & } && exec sleep 3600"}
+				"{ sleep 3600 | nc -l -p 18098 >/dev/null & } && exec sleep 3600"}
 	})
 	a.wait(t, p, "Running", running)
 	const url = "http://127.0.0.1:18099/"
