@@ -147,8 +147,8 @@ func TestPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	if hostNet.Status.PodIP != "127.0.0.1" || hostNet.Status.HostIP != "127.0.0.1" {
 		t.Errorf("hostNetwork pod: podIP %s hostIP %s; want the node's 127.0.0.1", hostNet.Status.PodIP, hostNet.Status.HostIP)
 	}
-	// nc rather than wget: the wget of Debian's static busybox, which the
-	// test image is made of, crashes.
+	// nc with its own timeout: under sh, busybox runs its wget applet
+	// directly, and Debian's busybox ignores wget's -T (scripts/images).
 	var out string
 	get := "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 " + server.Status.PodIP + " 8080"
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
