@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -104,14 +105,26 @@ func (s *Server) clusterDNSConfig(ctx context.Context, admin kubernetes.Interfac
 		{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 	}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// What was created here must be what the authorizer decides by before
+	// the DNS's first lists, or they are forbidden and back off.
+	written := map[string]uint64{}
+	if created, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err == nil {
+		written["clusterroles"], _ = strconv.ParseUint(created.ResourceVersion, 10, 64)
+	} else if !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("cluster DNS: clusterrole %s: %w", role.Name, err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: coreDNSRole},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: coreDNSRole},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if created, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err == nil {
+		written["clusterrolebindings"], _ = strconv.ParseUint(created.ResourceVersion, 10, 64)
+	} else if !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("cluster DNS: clusterrolebinding %s: %w", binding.Name, err)
+	}
+	if s.authz != nil {
+		if err := s.authz.WaitFor(ctx, written); err != nil {
+			return nil, fmt.Errorf("cluster DNS: its role and binding: %w", err)
+		}
 	}
 	name := serviceaccount.MakeUsername(sa.Namespace, sa.Name)
 	c, err := s.AddUser(name, serviceaccount.MakeGroupNames(sa.Namespace))
