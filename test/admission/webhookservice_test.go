@@ -51,13 +51,16 @@ func TestWebhookServiceWithoutReadyEndpoints(t *testing.T) {
 
 	want := `Internal error occurred: failed calling webhook "svc.hook.example.com": failed to call webhook: Post "https://hook.` + ns + `.svc:443/svc?timeout=10s": no endpoints available for service "hook"`
 	// create tries a ConfigMap until the webhook fails it; the
-	// configuration reaches the server's cache a moment after its create.
+	// configuration reaches the server's cache a moment after its create,
+	// and so does the Service (until then the call fails with
+	// `services "hook" not found`, as upstream's informer-fed resolver).
 	create := func(name string) error {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-			if (err != nil && strings.Contains(err.Error(), "webhook")) || time.Now().After(deadline) {
+			settled := err != nil && strings.Contains(err.Error(), "webhook") && !strings.Contains(err.Error(), `services "hook" not found`)
+			if settled || time.Now().After(deadline) {
 				return err
 			}
 			_ = client.CoreV1().ConfigMaps(ns).Delete(t.Context(), name, metav1.DeleteOptions{})
