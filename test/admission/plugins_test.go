@@ -284,6 +284,13 @@ func TestPodSecurityFromNamespaceLabels(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// As above: the plugin decides by the cache's labels.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Namespaces().Get(ctx, warned, metav1.GetOptions{ResourceVersion: "0"})
+		return err == nil && n.Labels["pod-security.kubernetes.io/warn"] == "restricted", nil
+	}); err != nil {
+		t.Fatalf("namespace %s's label not in the cache: %v", warned, err)
+	}
 	if _, err := client.CoreV1().Pods(warned).Create(ctx, plainPod("loose", nil, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("warn only: %v", err)
 	}
