@@ -52,6 +52,8 @@ type result struct {
 	IdleCPUSec   float64   `json:"idle_cpu_s"`
 	IdleSec      float64   `json:"idle_s"`
 	CPUPerPodPct float64   `json:"idle_cpu_per_pod_pct"` // percent of one core per pod
+	MinFlt       float64   `json:"minflt"`               // the agent's minor faults from its start to the RSS reading
+	IdleMinFlt   float64   `json:"idle_minflt"`          // its minor faults during the idle window
 	BurstCPU     *burstCPU `json:"burst_cpu,omitempty"`  // CPU seconds per component during the burst (acct.go)
 }
 
@@ -292,6 +294,10 @@ func run(ctx context.Context, o options) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
+		f0, err := procstat.MinorFaults(o.pid)
+		if err != nil {
+			return nil, err
+		}
 		t0 := time.Now()
 		select {
 		case <-ctx.Done():
@@ -302,8 +308,13 @@ func run(ctx context.Context, o options) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
+		f1, err := procstat.MinorFaults(o.pid)
+		if err != nil {
+			return nil, err
+		}
 		r.IdleSec = time.Since(t0).Seconds()
 		r.IdleCPUSec = c1 - c0
+		r.MinFlt, r.IdleMinFlt = f1, f1-f0
 		r.CPUPerPodPct = 100 * r.IdleCPUSec / r.IdleSec / float64(o.burst)
 		mem, err := procstat.Memory(o.pid)
 		if err != nil {

@@ -42,6 +42,26 @@ func CPUSeconds(pid int) (float64, error) {
 	return (u + sy) / 100, nil
 }
 
+// MinorFaults is the process's minor page faults so far (/proc/<pid>/stat
+// field 10, minflt): faults served without I/O, e.g. a page of the
+// executable mapped again from the page cache.
+func MinorFaults(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("minor faults of %d: %w", pid, err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 8 {
+		return 0, fmt.Errorf("minor faults of %d: short stat %q", pid, s)
+	}
+	n, err := strconv.ParseFloat(f[7], 64)
+	if err != nil {
+		return 0, fmt.Errorf("minor faults of %d: %w", pid, err)
+	}
+	return n, nil
+}
+
 // Memory is VmRSS, RssAnon and RssFile of /proc/<pid>/status in KiB.
 func Memory(pid int) (map[string]float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 
 	"github.com/kite-project/kite/agent"
+	"github.com/kite-project/kite/agent/exepages"
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/options"
 	"github.com/kite-project/kite/agent/proxy"
@@ -44,6 +46,17 @@ agent on the same --root-dir adopts them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := &syncWriter{w: cmd.OutOrStdout()}
+			// The initialisers of the control plane's packages, linked into
+			// this one binary, have faulted in tens of MiB of its code that
+			// the agent never runs: drop those mappings, the agent faults
+			// back what it uses (agent/exepages, docs/agent.md "Memory").
+			// KITE_AGENT_EXE_PAGES=keep skips it and =fault-around keeps the
+			// kernel's fault-around on, for measuring the difference.
+			if mode := os.Getenv("KITE_AGENT_EXE_PAGES"); mode != "keep" {
+				if _, err := exepages.Release(mode == "fault-around"); err != nil {
+					fmt.Fprintf(out, "kite: agent: %v\n", err)
+				}
+			}
 			if err := join.join(klog.NewContext(cmd.Context(), newLogger(out, verbosity)), out, o); err != nil {
 				return err
 			}

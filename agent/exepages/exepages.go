@@ -1,0 +1,72 @@
+// Package exepages releases the pages of the running executable that the
+// agent's process mapped while Go ran the binary's package initialisers.
+//
+// Kite is one binary: `kite agent` links the API server, etcd, CEL and the
+// controllers too, and Go runs the init function of every linked package
+// (about 590) before main, whatever the subcommand. Each initialiser touches
+// its package's code and read-only data, and the kernel maps each such page
+// fault's 64 KiB neighbourhood from the page cache ("fault-around"), so a
+// `kite agent` starts with ~60 MiB of the binary resident, most of which the
+// agent never touches again. The kernel offers no per-process way to switch
+// fault-around off (MADV_RANDOM only turns off read-ahead; measured:
+// docs/agent.md), so once main runs, Release drops this process's page table
+// entries for the executable's read-only mappings (MADV_DONTNEED). What the
+// agent then uses faults back in from the page cache (minor faults, no I/O:
+// the pages stay cached, and they are clean copies of the file); what only the
+// initialisers used stays out of the agent's resident set for good.
+//
+// Only mappings of the executable that are neither writable nor shared are
+// released: a private writable mapping (.data) may hold the process's own
+// modified pages, which MADV_DONTNEED would replace with the file's original
+// contents.
+package exepages
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Range is one mapping of the executable, [Start, End).
+type Range struct{ Start, End uintptr }
+
+// ReadOnlyMappings returns the mappings in maps (the text of
+// /proc/self/maps) of the file exe that are private and not writable: the
+// executable's code and read-only data, which MADV_DONTNEED can drop without
+// changing what the process reads there.
+func ReadOnlyMappings(maps, exe string) ([]Range, error) {
+	var out []Range
+	for _, line := range strings.Split(maps, "\n") {
+		if line == "" {
+			continue
+		}
+		// address perms offset dev inode [path]; the path is everything
+		// after the fifth field and may contain spaces.
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		path := strings.Join(f[5:], " ")
+		if path != exe {
+			continue
+		}
+		perms := f[1]
+		if len(perms) != 4 {
+			return nil, fmt.Errorf("mapping %q: permissions %q", line, perms)
+		}
+		if perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
+		if !ok {
+			return nil, fmt.Errorf("mapping %q: address %q", line, f[0])
+		}
+		s, err1 := strconv.ParseUint(lo, 16, 64)
+		e, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || e <= s {
+			return nil, fmt.Errorf("mapping %q: address %q", line, f[0])
+		}
+		out = append(out, Range{Start: uintptr(s), End: uintptr(e)})
+	}
+	return out, nil
+}
