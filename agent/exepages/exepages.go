@@ -7,13 +7,15 @@
 // its package's code and read-only data, and the kernel maps each such page
 // fault's 64 KiB neighbourhood from the page cache ("fault-around"), so a
 // `kite agent` starts with ~60 MiB of the binary resident, most of which the
-// agent never touches again. The kernel offers no per-process way to switch
-// fault-around off (MADV_RANDOM only turns off read-ahead; measured:
-// docs/agent.md), so once main runs, Release drops this process's page table
-// entries for the executable's read-only mappings (MADV_DONTNEED). What the
-// agent then uses faults back in from the page cache (minor faults, no I/O:
-// the pages stay cached, and they are clean copies of the file); what only the
-// initialisers used stays out of the agent's resident set for good.
+// agent never touches again. Once main runs, Release first switches the
+// kernel's fault-around off for the executable's read-only mappings where
+// the kernel allows it (fault_linux.go: MADV_RANDOM does not do it; an
+// asynchronous write-protect userfaultfd registration does), then drops
+// this process's page table entries for them (MADV_DONTNEED). What the agent
+// then uses faults back in from the page cache, one page per minor fault,
+// with no I/O (the pages stay cached, clean copies of the file); what only
+// the initialisers, or only the neighbours of used code, held stays out of
+// the agent's resident set for good. Figures: docs/agent.md "Memory".
 //
 // Only mappings of the executable that are neither writable nor shared are
 // released: a private writable mapping (.data) may hold the process's own
