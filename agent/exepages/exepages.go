@@ -33,15 +33,39 @@ import (
 type Range struct{ Start, End uintptr }
 
 // ReadOnlyMappings returns the mappings in maps (the text of
-// /proc/self/maps) of the file exe that are private and not writable: the
-// executable's code and read-only data, which MADV_DONTNEED can drop without
-// changing what the process reads there.
+// /proc/self/smaps, or of /proc/self/maps) of the file exe that are private
+// and not writable: the executable's code and read-only data, which
+// MADV_DONTNEED can drop without changing what the process reads there.
+//
+// With smaps' per-mapping fields, a mapping that holds anonymous pages is
+// left out too: a read-only mapping of the file can still hold the
+// process's own copies of pages written before it was made read-only (a
+// position-independent build's relocated .data.rel.ro), and dropping those
+// would bring back the file's unrelocated contents.
 func ReadOnlyMappings(maps, exe string) ([]Range, error) {
 	var out []Range
+	// last is the index in out of the mapping whose smaps fields follow,
+	// or -1 when they belong to a mapping not taken.
+	last := -1
 	for _, line := range strings.Split(maps, "\n") {
 		if line == "" {
 			continue
 		}
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.ContainsAny(k, " -") {
+			// A field of the mapping above (smaps): "Anonymous:   8 kB".
+			if k == "Anonymous" && last >= 0 {
+				kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("smaps field %q: %w", line, err)
+				}
+				if kb > 0 {
+					out = out[:last]
+				}
+				last = -1
+			}
+			continue
+		}
+		last = -1
 		// address perms offset dev inode [path]; the path is everything
 		// after the fifth field and may contain spaces.
 		f := strings.Fields(line)
@@ -68,6 +92,7 @@ func ReadOnlyMappings(maps, exe string) ([]Range, error) {
 		if err1 != nil || err2 != nil || e <= s {
 			return nil, fmt.Errorf("mapping %q: address %q", line, f[0])
 		}
+		last = len(out)
 		out = append(out, Range{Start: uintptr(s), End: uintptr(e)})
 	}
 	return out, nil

@@ -38,6 +38,22 @@ c000000000-c004000000 rw-p 00000000 00:00 0
 			want: []Range{{0x400000, 0x401000}},
 		},
 		{
+			name: "smaps: a read-only mapping holding anonymous pages (relocated read-only data) is kept",
+			maps: `00400000-02a00000 r-xp 00000000 08:01 1234 /usr/local/bin/kite
+Size:              38912 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+02a00000-02b00000 r--p 02600000 08:01 1234 /usr/local/bin/kite
+Size:               1024 kB
+Anonymous:             8 kB
+VmFlags: rd mr mw me
+02b00000-05800000 r--p 02700000 08:01 1234 /usr/local/bin/kite
+Size:              46080 kB
+Anonymous:             0 kB
+`, exe: exe,
+			want: []Range{{0x400000, 0x2a00000}, {0x2b00000, 0x5800000}},
+		},
+		{
 			name: "no mapping of the executable",
 			maps: "00400000-00401000 r-xp 00000000 08:01 1 /bin/sh\n", exe: exe,
 		},

@@ -19,11 +19,6 @@ const (
 	uffdioRegisterModeW = 1 << 1     // UFFDIO_REGISTER_MODE_WP
 )
 
-// faultFd is the userfaultfd that keeps the registration of
-// noFaultAround alive: closing it would end it. It lives as long as the
-// process.
-var faultFd = -1
-
 // noFaultAround switches the kernel's fault-around off for the ranges:
 // a page fault there then maps the one page touched instead of its 64 KiB
 // neighbourhood. The kernel skips fault-around in a mapping registered with
@@ -52,6 +47,7 @@ func noFaultAround(rs []Range) error {
 			return fmt.Errorf("userfaultfd register %#x-%#x: %w", r.Start, r.End, errno)
 		}
 	}
-	faultFd = int(fd)
+	// The descriptor is never closed: closing it would end the
+	// registration, which is meant to last as long as the process.
 	return nil
 }

@@ -21,7 +21,7 @@ func Release(faultAround bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("release executable pages: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	maps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return 0, fmt.Errorf("release executable pages: %w", err)
 	}
