@@ -333,7 +333,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 			continue
 		}
 		v := cached(p, p.validators, pol, func() *validator { return compileValidator(pol) })
-		annotations := map[string][]string{}
+		var annotations map[string][]string // made by the first audit annotation
 		var annotationKeys []string
 		var va *admission.VersionedAttributes
 		for _, b := range h.bindings {
@@ -398,6 +398,9 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 					value := au.value
 					if len(value) > maxAuditAnnotationValueLength {
 						value = value[:maxAuditAnnotationValueLength]
+					}
+					if annotations == nil {
+						annotations = map[string][]string{}
 					}
 					if _, seen := annotations[au.key]; !seen {
 						annotationKeys = append(annotationKeys, au.key)
