@@ -80,10 +80,17 @@ func newMatcher(c *plugincel.CompositedCompiler, conds []admissionregistrationv1
 
 // validator is one version of a ValidatingAdmissionPolicy, compiled.
 type validator struct {
-	err                              error
-	failurePolicy                    admissionregistrationv1.FailurePolicyType
-	matcher                          matchconditions.Matcher
-	validations, messages, auditions plugincel.ConditionEvaluator
+	err           error
+	failurePolicy admissionregistrationv1.FailurePolicyType
+	matcher       matchconditions.Matcher
+	// compiler is the policy's, with its variables: each expression set
+	// evaluated makes its composition context from it.
+	compiler *plugincel.CompositedCompiler
+	// validations and messages are evaluated on lazily built inputs
+	// (inputs.evaluate); messages has a placeholder where a validation has
+	// no messageExpression.
+	validations, messages []plugincel.CompilationResult
+	auditions             plugincel.ConditionEvaluator
 	// hasMessages and hasAudits say whether there is any
 	// messageExpression or auditAnnotation: without them their
 	// evaluation (a CEL activation of its own per request) is skipped,
@@ -118,8 +125,9 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 	for i := range pol.Spec.AuditAnnotations {
 		audits[i] = &auditExpr{pol.Spec.AuditAnnotations[i]}
 	}
-	v.validations = c.CompileCondition(validations, opts, environment.StoredExpressions)
-	v.messages = c.CompileCondition(messages, msgOpts, environment.StoredExpressions)
+	v.compiler = c
+	v.validations = compileAll(c, validations, opts)
+	v.messages = compileAll(c, messages, msgOpts)
 	v.auditions = c.CompileCondition(audits, opts, environment.StoredExpressions)
 	v.hasAudits = len(audits) > 0
 	return v
@@ -165,18 +173,17 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 			return nil, nil
 		}
 	}
-	vars := plugincel.OptionalVariableBindings{VersionedParams: param, Authorizer: authz}
-	msgVars := plugincel.OptionalVariableBindings{VersionedParams: param}
-	req := plugincel.CreateAdmissionRequest(va.Attributes, metav1.GroupVersionResource(t.resource), metav1.GroupVersionKind(va.VersionedKind))
-	nsObj := plugincel.CreateNamespaceObject(ns)
-	results, remaining, err := v.validations.ForInput(ctx, va, req, vars, nsObj, celconfig.RuntimeCELCostBudget)
+	// The validations see the authorizer, the messageExpressions do not
+	// (upstream's optionalVars and expressionOptionalVars).
+	in := newInputs(va, t, param, ns, authz)
+	results, remaining, err := in.evaluate(ctx, v.compiler, v.validations, true, celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		return []decision{v.onError(err.Error())}, nil
 	}
 	var msgResults []plugincel.EvaluationResult
 	var msgErr error
 	if v.hasMessages {
-		msgResults, _, msgErr = v.messages.ForInput(ctx, va, req, msgVars, nsObj, remaining)
+		msgResults, _, msgErr = in.evaluate(ctx, v.compiler, v.messages, false, remaining)
 	}
 	decisions := make([]decision, len(results))
 	for i, r := range results {
@@ -200,6 +207,9 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 	if !v.hasAudits {
 		return decisions, nil
 	}
+	// As upstream's: the audit annotations see the namespace itself, not
+	// the copy the validations see.
+	req := plugincel.CreateAdmissionRequest(va.Attributes, metav1.GroupVersionResource(t.resource), metav1.GroupVersionKind(va.VersionedKind))
 	auditResults, _, err := v.auditions.ForInput(ctx, va, req, plugincel.OptionalVariableBindings{VersionedParams: param}, ns, celconfig.RuntimeCELCostBudget)
 	if err != nil {
 		return []decision{v.onError(err.Error())}, nil
@@ -323,7 +333,7 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 			continue
 		}
 		v := cached(p, p.validators, pol, func() *validator { return compileValidator(pol) })
-		annotations := map[string][]string{}
+		var annotations map[string][]string // made by the first audit annotation
 		var annotationKeys []string
 		var va *admission.VersionedAttributes
 		for _, b := range h.bindings {
@@ -388,6 +398,9 @@ func (p *Policies) validate(ctx context.Context, a admission.Attributes) error {
 					value := au.value
 					if len(value) > maxAuditAnnotationValueLength {
 						value = value[:maxAuditAnnotationValueLength]
+					}
+					if annotations == nil {
+						annotations = map[string][]string{}
 					}
 					if _, seen := annotations[au.key]; !seen {
 						annotationKeys = append(annotationKeys, au.key)
