@@ -82,7 +82,7 @@ func (m *Manager) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 			return pod
 		}
 		delete(m.resize.restored, pod.UID)
-		prev = podactions.WithAllocation(pod, e.ContainerResources)
+		prev = podactions.WithAllocation(pod, e.allocation())
 		m.resize.allocated[pod.UID] = prev
 		if len(e.ActuatedResources) > 0 {
 			m.resize.actuated[pod.UID] = e.ActuatedResources
@@ -137,7 +137,7 @@ func (m *Manager) allocatedPod(pod *v1.Pod) *v1.Pod {
 		return podactions.WithAllocation(pod, podactions.AllocationOf(p))
 	}
 	if e, ok := m.resize.restored[pod.UID]; ok {
-		return podactions.WithAllocation(pod, e.ContainerResources)
+		return podactions.WithAllocation(pod, e.allocation())
 	}
 	return pod
 }
@@ -163,6 +163,11 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	var errs []error
+	// The pod's cgroup first, so that containers given more find room in
+	// it (the kubelet orders it by the direction of the change).
+	if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
+		errs = append(errs, err)
+	}
 	// The app containers and the init containers (restartable ones run
 	// beside them).
 	for _, c := range containerconfig.AllContainers(allocated) {
@@ -204,6 +209,44 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
+}
+
+// actuatePodLevel gives the pod's ready sandbox (its cgroup) the
+// allocated pod-level resources when they changed, through the runtime's
+// UpdatePodSandboxResources; what it was given is recorded under the
+// sandbox's ID, as a container instance's is.
+func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *podruntime.Pod) error {
+	updater, ok := m.rt.(runtime.PodResourceUpdater)
+	if !ok || allocated.Spec.Resources == nil {
+		return nil
+	}
+	var id string
+	for _, sb := range rt.Sandboxes {
+		if sb.Ready {
+			id = sb.ID
+			break
+		}
+	}
+	if id == "" {
+		return nil
+	}
+	want := *allocated.Spec.Resources
+	m.mu.Lock()
+	have, known := m.resize.actuated[allocated.UID][id]
+	m.mu.Unlock()
+	if !known {
+		// The sandbox was created with its allocation (RunPodSandbox).
+		m.setActuated(allocated.UID, id, want)
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(have, want) {
+		return nil
+	}
+	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+		return fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+	}
+	m.setActuated(allocated.UID, id, want)
+	return nil
 }
 
 // setActuated records that instance id of the pod has r; the caller
