@@ -52,28 +52,38 @@ func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, reso
 // setPodCgroup writes the limits of a pod's cgroup, as the kubelet's pod
 // container manager does before it tells the runtime: containerd 1.6
 // creates the cgroup parent of a sandbox with no limits and changes none.
-// Only the cgroupfs driver on a unified (v2) hierarchy is written here;
-// elsewhere the pod's cgroup keeps what it had.
+// Only the cgroupfs driver is written here (v2 unified, or v1's cpu and
+// memory hierarchies); under systemd the pod's slice keeps what it had.
 func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResources) error {
 	if r.driver != CgroupFS || uid == "" {
 		return nil
 	}
-	dir := filepath.Join("/sys/fs/cgroup", CgroupParent(r.driver, uid))
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.controllers")); err != nil {
-		return nil
+	parent := CgroupParent(r.driver, uid)
+	var writes [][3]string
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", parent, "cgroup.controllers")); err == nil {
+		for _, w := range podCgroupWritesV2(res) {
+			writes = append(writes, [3]string{filepath.Join("/sys/fs/cgroup", parent), w[0], w[1]})
+		}
+	} else {
+		for _, w := range podCgroupWritesV1(res) {
+			dir := filepath.Join("/sys/fs/cgroup", w[0], parent)
+			if _, err := os.Stat(dir); err == nil {
+				writes = append(writes, [3]string{dir, w[1], w[2]})
+			}
+		}
 	}
-	for _, w := range podCgroupWrites(res) {
-		if err := os.WriteFile(filepath.Join(dir, w[0]), []byte(w[1]), 0); err != nil {
-			return fmt.Errorf("write %s of pod %s: %w", w[0], uid, err)
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(w[0], w[1]), []byte(w[2]), 0); err != nil {
+			return fmt.Errorf("write %s of pod %s: %w", filepath.Join(w[0], w[1]), uid, err)
 		}
 	}
 	return nil
 }
 
-// podCgroupWrites are the cgroup v2 files and values of res (runc's
+// podCgroupWritesV2 are the cgroup v2 files and values of res (runc's
 // conversions): cpu.weight from shares, cpu.max from quota and period
 // ("max" without a quota), memory.max ("max" without a limit).
-func podCgroupWrites(res *runtimeapi.LinuxContainerResources) [][2]string {
+func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources) [][2]string {
 	var w [][2]string
 	if s := res.GetCpuShares(); s > 0 {
 		w = append(w, [2]string{"cpu.weight", strconv.FormatInt(1+((s-2)*9999)/262142, 10)})
@@ -92,4 +102,26 @@ func podCgroupWrites(res *runtimeapi.LinuxContainerResources) [][2]string {
 		mem = strconv.FormatInt(m, 10)
 	}
 	return append(w, [2]string{"memory.max", mem})
+}
+
+// podCgroupWritesV1 are the cgroup v1 hierarchy, file and value of res:
+// -1 is no quota, no memory limit.
+func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources) [][3]string {
+	var w [][3]string
+	if s := res.GetCpuShares(); s > 0 {
+		w = append(w, [3]string{"cpu", "cpu.shares", strconv.FormatInt(s, 10)})
+	}
+	if p := res.GetCpuPeriod(); p > 0 {
+		w = append(w, [3]string{"cpu", "cpu.cfs_period_us", strconv.FormatInt(p, 10)})
+	}
+	quota := int64(-1)
+	if q := res.GetCpuQuota(); q > 0 {
+		quota = q
+	}
+	w = append(w, [3]string{"cpu", "cpu.cfs_quota_us", strconv.FormatInt(quota, 10)})
+	mem := int64(-1)
+	if m := res.GetMemoryLimitInBytes(); m > 0 {
+		mem = m
+	}
+	return append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
 }
