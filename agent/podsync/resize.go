@@ -163,10 +163,15 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	var errs []error
-	// The pod's cgroup first, so that containers given more find room in
-	// it (the kubelet orders it by the direction of the change).
-	if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
-		errs = append(errs, err)
+	// The pod's cgroup before the containers when its limits grow (so
+	// that containers given more find room in it), after them when they
+	// shrink (cgroup v1 refuses a parent quota below a child's), as the
+	// kubelet orders them by the direction of the change.
+	shrinks := m.podLevelShrinks(allocated, rt)
+	if !shrinks {
+		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	// The app containers and the init containers (restartable ones run
 	// beside them).
@@ -199,6 +204,11 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		}
 		m.setActuated(allocated.UID, id, c.Resources)
 	}
+	if shrinks {
+		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	m.saveAllocations(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -209,6 +219,31 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
+}
+
+// podLevelShrinks says that a cpu or memory limit of the pod's cgroup
+// goes down (or appears) with the allocation.
+func (m *Manager) podLevelShrinks(allocated *v1.Pod, rt *podruntime.Pod) bool {
+	if allocated.Spec.Resources == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sb := range rt.Sandboxes {
+		have, ok := m.resize.actuated[allocated.UID][sb.ID]
+		if !sb.Ready || !ok {
+			continue
+		}
+		for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			want, limited := allocated.Spec.Resources.Limits[n]
+			old, was := have.Limits[n]
+			if limited && (!was || want.Cmp(old) < 0) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // actuatePodLevel gives the pod's ready sandbox (its cgroup) the
