@@ -10,8 +10,13 @@ import (
 // Allocation is what the agent admitted of a pod's containers, by
 // container name: the resources its containers run with, which differ
 // from the spec while a resize is pending (the kubelet's allocation
-// manager's checkpoint).
+// manager's checkpoint). The pod-level resources (spec.resources), when
+// the pod has them, are under PodLevel, a name no container can have
+// (the kubelet's PodResourceInfo.PodLevelResources).
 type Allocation map[string]v1.ResourceRequirements
+
+// PodLevel is the Allocation key of the pod-level resources.
+const PodLevel = ""
 
 // AllocationOf is the pod's spec as an allocation.
 func AllocationOf(pod *v1.Pod) Allocation {
@@ -21,11 +26,16 @@ func AllocationOf(pod *v1.Pod) Allocation {
 			a[cs[i].Name] = *cs[i].Resources.DeepCopy()
 		}
 	}
+	if pod.Spec.Resources != nil {
+		a[PodLevel] = *pod.Spec.Resources.DeepCopy()
+	}
 	return a
 }
 
-// WithAllocation is pod with its containers' resources those of a (the
-// kubelet's UpdatePodFromAllocation): what new instances start with.
+// WithAllocation is pod with its containers' resources and its pod-level
+// resources those of a (the kubelet's UpdatePodFromAllocation, with
+// InPlacePodLevelResourcesVerticalScaling): what new instances and the
+// pod's cgroup run with.
 func WithAllocation(pod *v1.Pod, a Allocation) *v1.Pod {
 	if a == nil {
 		return pod
@@ -37,6 +47,13 @@ func WithAllocation(pod *v1.Pod, a Allocation) *v1.Pod {
 				cs[i].Resources = *r.DeepCopy()
 			}
 		}
+	}
+	if r, ok := a[PodLevel]; ok {
+		out.Spec.Resources = r.DeepCopy()
+	} else {
+		// Allocated without pod-level resources (a resize added them
+		// and is not allocated yet).
+		out.Spec.Resources = nil
 	}
 	return out
 }
@@ -82,11 +99,17 @@ func DecideResize(pod *v1.Pod, a Allocation, others []*v1.Pod, allocatable v1.Re
 	return ResizeDecision{Allocate: true}
 }
 
-// ResizeRequested says that the spec's resources of a container differ
-// from its allocation.
+// ResizeRequested says that the spec's resources of a container, or the
+// pod-level ones, differ from the allocation.
 func ResizeRequested(pod *v1.Pod, a Allocation) bool {
 	for name, want := range AllocationOf(pod) {
-		if got, ok := a[name]; ok && !apiequality.Semantic.DeepEqual(got, want) {
+		got, ok := a[name]
+		if ok && !apiequality.Semantic.DeepEqual(got, want) {
+			return true
+		}
+		// Pod-level resources the allocation lacks were added by a
+		// resize.
+		if !ok && name == PodLevel {
 			return true
 		}
 	}

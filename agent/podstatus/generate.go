@@ -114,6 +114,9 @@ func Generate(in Input) v1.PodStatus {
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false, old.ContainerStatuses)
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
 	s.EphemeralContainerStatuses = ephemeralContainerStatuses(in, old.EphemeralContainerStatuses)
+	if in.Allocation != nil {
+		podResourcesStatus(&s, in)
+	}
 
 	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, initialized(pod, s.InitContainerStatuses, s.ContainerStatuses))
 	// A terminal phase is final (the kubelet's three-way check), also

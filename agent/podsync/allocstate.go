@@ -38,7 +38,36 @@ type allocationEntries struct {
 
 type allocationEntry struct {
 	ContainerResources map[string]v1.ResourceRequirements `json:"ContainerResources,omitempty"`
-	ActuatedResources  map[string]v1.ResourceRequirements `json:"ActuatedResources,omitempty"`
+	// PodLevelResources are the pod's allocated spec.resources, as the
+	// kubelet's PodResourceInfo keeps them.
+	PodLevelResources *v1.ResourceRequirements           `json:"PodLevelResources,omitempty"`
+	ActuatedResources map[string]v1.ResourceRequirements `json:"ActuatedResources,omitempty"`
+}
+
+// entryOf is the checkpoint entry of an allocation and what the pod's
+// instances (and, under podactions.PodLevel, its cgroup) were given.
+func entryOf(a podactions.Allocation, actuated map[string]v1.ResourceRequirements) allocationEntry {
+	e := allocationEntry{ContainerResources: map[string]v1.ResourceRequirements{}, ActuatedResources: actuated}
+	for name, r := range a {
+		if name == podactions.PodLevel {
+			e.PodLevelResources = r.DeepCopy()
+			continue
+		}
+		e.ContainerResources[name] = r
+	}
+	return e
+}
+
+// allocation is the entry's allocation, pod-level resources included.
+func (e allocationEntry) allocation() podactions.Allocation {
+	a := podactions.Allocation{}
+	for name, r := range e.ContainerResources {
+		a[name] = r
+	}
+	if e.PodLevelResources != nil {
+		a[podactions.PodLevel] = *e.PodLevelResources.DeepCopy()
+	}
+	return a
 }
 
 // encodeAllocations is the checkpoint of entries.
@@ -111,7 +140,7 @@ func (m *Manager) checkpointAllocations() error {
 		entries[uid] = e
 	}
 	for uid, p := range m.resize.allocated {
-		entries[uid] = allocationEntry{ContainerResources: podactions.AllocationOf(p), ActuatedResources: m.resize.actuated[uid]}
+		entries[uid] = entryOf(podactions.AllocationOf(p), m.resize.actuated[uid])
 	}
 	b, err := encodeAllocations(entries)
 	m.mu.Unlock()

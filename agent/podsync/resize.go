@@ -82,7 +82,7 @@ func (m *Manager) allocate(ctx context.Context, pod *v1.Pod) *v1.Pod {
 			return pod
 		}
 		delete(m.resize.restored, pod.UID)
-		prev = podactions.WithAllocation(pod, e.ContainerResources)
+		prev = podactions.WithAllocation(pod, e.allocation())
 		m.resize.allocated[pod.UID] = prev
 		if len(e.ActuatedResources) > 0 {
 			m.resize.actuated[pod.UID] = e.ActuatedResources
@@ -137,7 +137,7 @@ func (m *Manager) allocatedPod(pod *v1.Pod) *v1.Pod {
 		return podactions.WithAllocation(pod, podactions.AllocationOf(p))
 	}
 	if e, ok := m.resize.restored[pod.UID]; ok {
-		return podactions.WithAllocation(pod, e.ContainerResources)
+		return podactions.WithAllocation(pod, e.allocation())
 	}
 	return pod
 }
@@ -163,6 +163,16 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	var errs []error
+	// The pod's cgroup before the containers when its limits grow (so
+	// that containers given more find room in it), after them when they
+	// shrink (cgroup v1 refuses a parent quota below a child's), as the
+	// kubelet orders them by the direction of the change.
+	shrinks := m.podLevelShrinks(allocated, rt)
+	if !shrinks {
+		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// The app containers and the init containers (restartable ones run
 	// beside them).
 	for _, c := range containerconfig.AllContainers(allocated) {
@@ -194,6 +204,11 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		}
 		m.setActuated(allocated.UID, id, c.Resources)
 	}
+	if shrinks {
+		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	m.saveAllocations(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -204,6 +219,69 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
+}
+
+// podLevelShrinks says that a cpu or memory limit of the pod's cgroup
+// goes down (or appears) with the allocation.
+func (m *Manager) podLevelShrinks(allocated *v1.Pod, rt *podruntime.Pod) bool {
+	if allocated.Spec.Resources == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, sb := range rt.Sandboxes {
+		have, ok := m.resize.actuated[allocated.UID][sb.ID]
+		if !sb.Ready || !ok {
+			continue
+		}
+		for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			want, limited := allocated.Spec.Resources.Limits[n]
+			old, was := have.Limits[n]
+			if limited && (!was || want.Cmp(old) < 0) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// actuatePodLevel gives the pod's ready sandbox (its cgroup) the
+// allocated pod-level resources when they changed, through the runtime's
+// UpdatePodSandboxResources; what it was given is recorded under the
+// sandbox's ID, as a container instance's is.
+func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *podruntime.Pod) error {
+	updater, ok := m.rt.(runtime.PodResourceUpdater)
+	if !ok || allocated.Spec.Resources == nil {
+		return nil
+	}
+	var id string
+	for _, sb := range rt.Sandboxes {
+		if sb.Ready {
+			id = sb.ID
+			break
+		}
+	}
+	if id == "" {
+		return nil
+	}
+	want := *allocated.Spec.Resources
+	m.mu.Lock()
+	have, known := m.resize.actuated[allocated.UID][id]
+	m.mu.Unlock()
+	if !known {
+		// The sandbox was created with its allocation (RunPodSandbox).
+		m.setActuated(allocated.UID, id, want)
+		return nil
+	}
+	if apiequality.Semantic.DeepEqual(have, want) {
+		return nil
+	}
+	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+		return fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+	}
+	m.setActuated(allocated.UID, id, want)
+	return nil
 }
 
 // setActuated records that instance id of the pod has r; the caller

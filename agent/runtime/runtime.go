@@ -73,6 +73,13 @@ type ResourceUpdater interface {
 	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.LinuxContainerResources) error
 }
 
+// PodResourceUpdater is a runtime that changes the limits of a running
+// pod's cgroup (the CRI's UpdatePodSandboxResources), which in-place
+// resize of pod-level resources needs.
+type PodResourceUpdater interface {
+	UpdatePodSandboxResources(ctx context.Context, sandboxID string, resources *runtimeapi.LinuxContainerResources) error
+}
+
 // TerminalSize is a terminal's width and height in characters, for a
 // command run on a terminal (an exec with a tty).
 type TerminalSize struct{ Width, Height uint16 }

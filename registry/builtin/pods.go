@@ -91,12 +91,21 @@ func podSelectableFields(obj runtime.Object) fields.Set {
 func preparePodForCreate(obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	pod.Generation = 1
+	// Pod-level resources are completed before the QoS class is taken
+	// from them, as upstream's PrepareForCreate.
+	defaults.PodLevelResources(pod)
 	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
 }
 
 func preparePodForUpdate(obj, old runtime.Object) {
 	pod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
 	pod.Status = oldPod.Status
+	// A client that knows nothing of pod-level resources drops them
+	// from its update; they are kept, as upstream's PrepareForUpdate with
+	// PodLevelResourcesFixDefaulting (on in 1.37).
+	if pod.Spec.Resources == nil && oldPod.Spec.Resources != nil {
+		pod.Spec.Resources = oldPod.Spec.Resources.DeepCopy()
+	}
 	if !apiequality.Semantic.DeepEqual(pod.Spec, oldPod.Spec) {
 		pod.Generation = oldPod.Generation + 1
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/kite-project/kite/apis/core/defaults"
 	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
@@ -38,31 +39,21 @@ func ephemeralContainersSubresource() *registry.Subresource {
 }
 
 // resizeSubresource is pods/resize (get, patch, update of a Pod), as
-// upstream's ResizeStrategy: a write changes the resources and
-// resizePolicy of containers and init containers and nothing else. When
+// upstream's ResizeStrategy with 1.37's gates
+// (InPlacePodLevelResourcesVerticalScaling and
+// PodLevelResourcesFixDefaulting beta, on): a write changes the
+// pod-level resources (spec.resources) and the resources and
+// resizePolicy of containers and init containers, and nothing else;
+// pod-level resources a write leaves out are kept, and those it sets are
+// completed as on create (defaults.PodLevelResources). When
 // containers were added, removed, renamed or reordered the write is kept
 // as it came, for validation to refuse it with upstream's message.
 func resizeSubresource() *registry.Subresource {
 	return &registry.Subresource{
 		PrepareForUpdate: func(obj, old runtime.Object) {
 			pod, oldPod := obj.(*v1.Pod), old.(*v1.Pod)
-			if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) || len(pod.Spec.InitContainers) != len(oldPod.Spec.InitContainers) {
-				return
-			}
-			containers, ok := keepResizeFields(pod.Spec.Containers, oldPod.Spec.Containers)
-			if !ok {
-				return
-			}
-			inits, ok := keepResizeFields(pod.Spec.InitContainers, oldPod.Spec.InitContainers)
-			if !ok {
-				return
-			}
-			resources := pod.Spec.Resources
-			pod.Spec = *oldPod.Spec.DeepCopy()
-			pod.Spec.Resources = resources
-			pod.Spec.Containers, pod.Spec.InitContainers = containers, inits
-			pod.Status = oldPod.Status
-			metav1.ResetObjectMetaForStatus(&pod.ObjectMeta, &oldPod.ObjectMeta)
+			dropNonResizeUpdates(pod, oldPod)
+			preparePodLevelResize(pod, oldPod)
 			bumpPodGeneration(pod, oldPod)
 		},
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
@@ -77,6 +68,41 @@ func resizeSubresource() *registry.Subresource {
 			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resources"),
 			fieldpath.MakePrefixMatcherOrDie("spec", "initContainers", fieldpath.MatchAnyPathElement(), "resizePolicy"),
 		),
+	}
+}
+
+// dropNonResizeUpdates is upstream's: pod becomes oldPod with the
+// pod-level resources and the containers' resources and resizePolicy of
+// pod, unless containers were added, removed, renamed or reordered.
+func dropNonResizeUpdates(pod, oldPod *v1.Pod) {
+	if len(pod.Spec.Containers) != len(oldPod.Spec.Containers) || len(pod.Spec.InitContainers) != len(oldPod.Spec.InitContainers) {
+		return
+	}
+	containers, ok := keepResizeFields(pod.Spec.Containers, oldPod.Spec.Containers)
+	if !ok {
+		return
+	}
+	inits, ok := keepResizeFields(pod.Spec.InitContainers, oldPod.Spec.InitContainers)
+	if !ok {
+		return
+	}
+	resources := pod.Spec.Resources
+	pod.Spec = *oldPod.Spec.DeepCopy()
+	pod.Spec.Resources = resources
+	pod.Spec.Containers, pod.Spec.InitContainers = containers, inits
+	pod.Status = oldPod.Status
+	metav1.ResetObjectMetaForStatus(&pod.ObjectMeta, &oldPod.ObjectMeta)
+}
+
+// preparePodLevelResize keeps the pod-level resources a client unaware
+// of them dropped, and completes those set, as upstream's
+// podResizeStrategy.PrepareForUpdate.
+func preparePodLevelResize(pod, oldPod *v1.Pod) {
+	if pod.Spec.Resources == nil && oldPod.Spec.Resources != nil {
+		pod.Spec.Resources = oldPod.Spec.Resources.DeepCopy()
+	}
+	if pod.Spec.Resources != nil {
+		defaults.PodLevelResources(pod)
 	}
 }
 

@@ -2,17 +2,126 @@ package cri
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/runtime"
 )
 
-var _ runtime.ResourceUpdater = (*Runtime)(nil)
+var (
+	_ runtime.ResourceUpdater    = (*Runtime)(nil)
+	_ runtime.PodResourceUpdater = (*Runtime)(nil)
+)
 
 // UpdateContainerResources sets the cgroup limits of a running container,
 // as the kubelet's in-place resize does through the CRI.
 func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.LinuxContainerResources) error {
 	_, err := r.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: resources})
 	return wrap(err, "UpdateContainerResources", id)
+}
+
+// UpdatePodSandboxResources sets the pod's cgroup limits (setPodCgroup)
+// and tells the runtime, as the kubelet's updatePodSandboxResources: the
+// telling is best effort, a
+// runtime that has not implemented it (containerd 1.6, whose CRI has no
+// such call; containerd 2.2 answers Unknown "not implemented yet") is
+// not an error.
+func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, resources *runtimeapi.LinuxContainerResources) error {
+	st, err := r.PodSandboxStatus(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := r.setPodCgroup(st.GetMetadata().GetUid(), resources); err != nil {
+		return err
+	}
+	_, err = r.rs.UpdatePodSandboxResources(ctx, &runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: id, Resources: resources})
+	if st, ok := status.FromError(err); ok && err != nil && (st.Code() == codes.Unimplemented || st.Code() == codes.Unknown && strings.Contains(st.Message(), "not implemented")) {
+		return nil
+	}
+	return wrap(err, "UpdatePodSandboxResources", id)
+}
+
+// setPodCgroup writes the limits of a pod's cgroup, as the kubelet's pod
+// container manager does before it tells the runtime: containerd 1.6
+// creates the cgroup parent of a sandbox with no limits and changes none.
+// Only the cgroupfs driver is written here (v2 unified, or v1's cpu and
+// memory hierarchies); under systemd the pod's slice keeps what it had.
+func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResources) error {
+	if r.driver != CgroupFS || uid == "" {
+		return nil
+	}
+	parent := CgroupParent(r.driver, uid)
+	var writes [][3]string
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", parent, "cgroup.controllers")); err == nil {
+		for _, w := range podCgroupWritesV2(res) {
+			writes = append(writes, [3]string{filepath.Join("/sys/fs/cgroup", parent), w[0], w[1]})
+		}
+	} else {
+		for _, w := range podCgroupWritesV1(res) {
+			dir := filepath.Join("/sys/fs/cgroup", w[0], parent)
+			if _, err := os.Stat(dir); err == nil {
+				writes = append(writes, [3]string{dir, w[1], w[2]})
+			}
+		}
+	}
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(w[0], w[1]), []byte(w[2]), 0); err != nil {
+			return fmt.Errorf("write %s of pod %s: %w", filepath.Join(w[0], w[1]), uid, err)
+		}
+	}
+	return nil
+}
+
+// podCgroupWritesV2 are the cgroup v2 files and values of res (runc's
+// conversions): cpu.weight from shares, cpu.max from quota and period
+// ("max" without a quota), memory.max ("max" without a limit).
+func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources) [][2]string {
+	var w [][2]string
+	if s := res.GetCpuShares(); s > 0 {
+		w = append(w, [2]string{"cpu.weight", strconv.FormatInt(1+((s-2)*9999)/262142, 10)})
+	}
+	period := res.GetCpuPeriod()
+	if period == 0 {
+		period = 100000
+	}
+	quota := "max"
+	if q := res.GetCpuQuota(); q > 0 {
+		quota = strconv.FormatInt(q, 10)
+	}
+	w = append(w, [2]string{"cpu.max", quota + " " + strconv.FormatInt(period, 10)})
+	mem := "max"
+	if m := res.GetMemoryLimitInBytes(); m > 0 {
+		mem = strconv.FormatInt(m, 10)
+	}
+	return append(w, [2]string{"memory.max", mem})
+}
+
+// podCgroupWritesV1 are the cgroup v1 hierarchy, file and value of res:
+// -1 is no quota, no memory limit.
+func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources) [][3]string {
+	var w [][3]string
+	if s := res.GetCpuShares(); s > 0 {
+		w = append(w, [3]string{"cpu", "cpu.shares", strconv.FormatInt(s, 10)})
+	}
+	if p := res.GetCpuPeriod(); p > 0 {
+		w = append(w, [3]string{"cpu", "cpu.cfs_period_us", strconv.FormatInt(p, 10)})
+	}
+	quota := int64(-1)
+	if q := res.GetCpuQuota(); q > 0 {
+		quota = q
+	}
+	w = append(w, [3]string{"cpu", "cpu.cfs_quota_us", strconv.FormatInt(quota, 10)})
+	mem := int64(-1)
+	if m := res.GetMemoryLimitInBytes(); m > 0 {
+		mem = m
+	}
+	return append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
 }

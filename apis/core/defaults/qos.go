@@ -11,12 +11,17 @@ import (
 // agent does the same for static pods). Only cpu and memory count:
 // BestEffort when no container requests or limits either, Guaranteed when
 // every container limits both and requests equal limits, Burstable
-// otherwise. Pod-level resources are not considered.
+// otherwise. Pod-level resources (spec.resources), when set, decide
+// alone, as they do upstream with 1.37's PodLevelResources and
+// PodLevelResourcesFixKubeletQOSClass (both on).
 func PodQOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	requests := corev1.ResourceList{}
 	limits := corev1.ResourceList{}
 	guaranteed := true
 	all := append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
+	if r := pod.Spec.Resources; r != nil && len(r.Requests)+len(r.Limits) > 0 {
+		all = []corev1.Container{{Resources: *r}}
+	}
 	for _, c := range all {
 		add(requests, c.Resources.Requests)
 		found := add(limits, c.Resources.Limits)

@@ -21,7 +21,7 @@ import (
 // Left out from upstream: seccomp/AppArmor annotations and their agreement
 // with the fields; in security contexts, SELinux options, sysctls, Windows
 // options and user-namespace (hostUsers) combinations; matchLabelKeys in pod affinity and topology spread
-// constraints; resource claims; pod-level resources; hugepage sizes;
+// constraints; resource claims; hugepage sizes;
 // OS-specific rules; resize policy; volume devices; the field-by-field rules
 // of the cloud and network volume types (only their presence is counted).
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
@@ -144,6 +144,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	}
 	allErrs = append(allErrs, validateSchedulingGates(spec.SchedulingGates, fldPath.Child("schedulingGates"))...)
 	allErrs = append(allErrs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
+	allErrs = append(allErrs, validatePodLevelResources(spec, fldPath)...)
 	return allErrs
 }
 

@@ -56,8 +56,11 @@ func ValidatePodEphemeralContainersUpdate(newPod, oldPod *corev1.Pod) field.Erro
 // renamed nor reordered, requests and limits are not removed, and only
 // cpu and memory requests and limits (and resizePolicy) change.
 //
-// Left out: pod-level resources (spec.resources) resize, beta upstream;
-// a resize that touches them is forbidden here.
+// Pod-level resources (spec.resources) resize as 1.37 has them by default
+// (InPlacePodLevelResourcesVerticalScaling beta, on): they may not be
+// removed, nor their requests or limits, and only their cpu and memory
+// change. Left out: the check of pod-level resources against DRA claims
+// (DRANodeAllocatableResources, alpha, off).
 func ValidatePodResize(newPod, oldPod *corev1.Pod) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	allErrs := apivalidation.ValidateObjectMetaUpdate(&newPod.ObjectMeta, &oldPod.ObjectMeta, metaPath)
@@ -81,9 +84,11 @@ func ValidatePodResize(newPod, oldPod *corev1.Pod) field.ErrorList {
 	if !resizeSupported(oldPod) {
 		allErrs = append(allErrs, field.Forbidden(specPath, "Pod running on node without support for resize"))
 	}
-	if !equality.Semantic.DeepEqual(newPod.Spec.Resources, oldPod.Spec.Resources) {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("resources"), "resize of pod-level resources is not supported"))
-		return allErrs
+	// munged is the new spec with the old cpu and memory put back;
+	// whatever still differs may not change on resize.
+	munged := newPod.Spec.DeepCopy()
+	if podLevelResourcesSet(oldPod) || podLevelResourcesSet(newPod) {
+		allErrs = append(allErrs, validatePodLevelResize(newPod, oldPod, munged, specPath)...)
 	}
 
 	if errs := validateResizeContainerOrdering(newPod, oldPod, specPath); len(errs) > 0 {
@@ -98,9 +103,6 @@ func ValidatePodResize(newPod, oldPod *corev1.Pod) field.ErrorList {
 			specPath.Child("containers").Index(i).Child("resources"))...)
 	}
 
-	// Put the old cpu and memory back; whatever still differs may not
-	// change on resize.
-	munged := newPod.Spec.DeepCopy()
 	for i := range munged.Containers {
 		c := &munged.Containers[i]
 		keepOldCPUMemory(c, &oldPod.Spec.Containers[i])
@@ -131,6 +133,49 @@ func ValidatePodResize(newPod, oldPod *corev1.Pod) field.ErrorList {
 	}
 	if !equality.Semantic.DeepEqual(*munged, oldPod.Spec) {
 		allErrs = append(allErrs, field.Forbidden(specPath, "only cpu and memory resources are mutable"))
+	}
+	return allErrs
+}
+
+func podLevelResourcesSet(pod *corev1.Pod) bool {
+	r := pod.Spec.Resources
+	return r != nil && len(r.Requests)+len(r.Limits) > 0
+}
+
+// validatePodLevelResize is upstream's validatePodLevelResourcesResize:
+// pod-level resources, their requests and their limits may not be
+// removed, and only cpu and memory change. It puts the old cpu and
+// memory back into munged's pod-level resources, for the final check
+// that nothing else changed.
+func validatePodLevelResize(newPod, oldPod *corev1.Pod, munged *corev1.PodSpec, specPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if oldPod.Spec.Resources != nil && newPod.Spec.Resources == nil {
+		return field.ErrorList{field.Forbidden(specPath.Child("resources"), "pod-level resources cannot be removed")}
+	}
+	if old := oldPod.Spec.Resources; old != nil {
+		if resourcesRemoved(newPod.Spec.Resources.Requests, old.Requests) {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("resources").Child("requests"), "pod-level resource requests cannot be removed"))
+		}
+		if resourcesRemoved(newPod.Spec.Resources.Limits, old.Limits) {
+			allErrs = append(allErrs, field.Forbidden(specPath.Child("resources").Child("limits"), "pod-level resource limits cannot be removed"))
+		}
+	}
+	if r := munged.Resources; r != nil {
+		var oldReqs, oldLims corev1.ResourceList
+		if oldPod.Spec.Resources != nil {
+			oldReqs, oldLims = oldPod.Spec.Resources.Requests, oldPod.Spec.Resources.Limits
+		}
+		r.Requests = keepOldCPUMemoryOf(r.Requests, oldReqs)
+		r.Limits = keepOldCPUMemoryOf(r.Limits, oldLims)
+		// Pod-level resources added by the resize with nothing but cpu
+		// and memory are none once those are put back (upstream sets the
+		// block to nil then).
+		if oldPod.Spec.Resources == nil && len(r.Requests) == 0 && len(r.Limits) == 0 && len(r.Claims) == 0 {
+			munged.Resources = nil
+		}
+	}
+	if !equality.Semantic.DeepEqual(munged.Resources, oldPod.Spec.Resources) {
+		allErrs = append(allErrs, field.Forbidden(specPath, "only cpu and memory resources are mutable at pod-level"))
 	}
 	return allErrs
 }

@@ -170,3 +170,66 @@ func checkErrorMessages(t *testing.T, err error, want []string) {
 		}
 	}
 }
+
+// TestPodLevelResizeAsUpstream: with 1.37's default gates
+// (InPlacePodLevelResourcesVerticalScaling on) pods/resize changes the
+// pod-level cpu and memory; pod-level resources, their requests and
+// limits are not removed, nothing else changes at pod level, and the
+// result agrees with the containers' resources as a created pod must.
+func TestPodLevelResizeAsUpstream(t *testing.T) {
+	q := resource.MustParse
+	withPodLevel := func(p *corev1.Pod) {
+		p.Spec.Resources = &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("256Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("512Mi")},
+		}
+	}
+	tests := []struct {
+		name   string
+		old    func(*corev1.Pod)
+		update func(*corev1.Pod)
+		want   []string
+	}{
+		{name: "pod-level cpu and memory", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Requests[corev1.ResourceCPU] = q("700m")
+			p.Spec.Resources.Limits[corev1.ResourceMemory] = q("1Gi")
+		}},
+		{name: "pod-level and container together", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Requests[corev1.ResourceCPU] = q("700m")
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = q("600m")
+			p.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = q("1")
+		}},
+		{name: "add pod-level cpu and memory", update: func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m"), corev1.ResourceMemory: q("256Mi")}}
+		}},
+		{name: "remove pod-level resources", old: withPodLevel, update: func(p *corev1.Pod) { p.Spec.Resources = nil },
+			want: []string{"spec.resources: Forbidden: pod-level resources cannot be removed"}},
+		{name: "remove a pod-level request", old: withPodLevel, update: func(p *corev1.Pod) {
+			delete(p.Spec.Resources.Requests, corev1.ResourceMemory)
+		}, want: []string{"spec.resources.requests: Forbidden: pod-level resource requests cannot be removed"}},
+		{name: "remove a pod-level limit", old: withPodLevel, update: func(p *corev1.Pod) {
+			delete(p.Spec.Resources.Limits, corev1.ResourceCPU)
+		}, want: []string{"spec.resources.limits: Forbidden: pod-level resource limits cannot be removed"}},
+		{name: "pod-level hugepages", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Limits["hugepages-2Mi"] = q("2Mi")
+			p.Spec.Resources.Requests["hugepages-2Mi"] = q("2Mi")
+		}, want: []string{"spec: Forbidden: only cpu and memory resources are mutable at pod-level"}},
+		{name: "pod-level request below the containers'", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Requests[corev1.ResourceCPU] = q("50m")
+		}, want: []string{`spec.resources.requests[cpu]: Invalid value: "50m": must be greater than or equal to aggregate container requests of 100m`}},
+		{name: "pod-level limit below a container's", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Limits[corev1.ResourceMemory] = q("100Mi")
+			p.Spec.Resources.Requests[corev1.ResourceMemory] = q("100Mi")
+		}, want: []string{`spec.resources.containers[0][memory].limits: Invalid value: "128Mi": must be less than or equal to pod limits of 100Mi`}},
+		{name: "pod-level QoS class changes", old: withPodLevel, update: func(p *corev1.Pod) {
+			p.Spec.Resources.Requests[corev1.ResourceCPU] = q("1")
+			p.Spec.Resources.Requests[corev1.ResourceMemory] = q("512Mi")
+		}, want: []string{"Pod QOS Class may not change as a result of resizing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod, old := subresourceUpdate(tt.old, tt.update)
+			checkErrorMessages(t, ValidatePodResize(pod, old).ToAggregate(), tt.want)
+		})
+	}
+}

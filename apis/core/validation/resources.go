@@ -17,6 +17,12 @@ import (
 // request is at most its limit, and resources that cannot be overcommitted
 // (extended resources, hugepages) have request equal to limit.
 func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
+	return validateRequirementsNamed(r, fldPath, validateContainerResourceName)
+}
+
+// validateRequirementsNamed is validateResourceRequirements with the
+// check of resource names given (containers' or the pod's).
+func validateRequirementsNamed(r *corev1.ResourceRequirements, fldPath *field.Path, validateName func(corev1.ResourceName, *field.Path) field.ErrorList) field.ErrorList {
 	var allErrs field.ErrorList
 	limPath := fldPath.Child("limits")
 	reqPath := fldPath.Child("requests")
@@ -24,7 +30,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field
 	for _, name := range sortedNames(r.Limits) {
 		q := r.Limits[name]
 		p := limPath.Key(string(name))
-		allErrs = append(allErrs, validateContainerResourceName(name, p)...)
+		allErrs = append(allErrs, validateName(name, p)...)
 		allErrs = append(allErrs, validateResourceQuantityValue(name, q, p)...)
 		hugePages = hugePages || isHugePageResourceName(name)
 		limCPUOrMemory = limCPUOrMemory || name == corev1.ResourceCPU || name == corev1.ResourceMemory
@@ -32,7 +38,7 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, fldPath *field
 	for _, name := range sortedNames(r.Requests) {
 		q := r.Requests[name]
 		p := reqPath.Key(string(name))
-		allErrs = append(allErrs, validateContainerResourceName(name, p)...)
+		allErrs = append(allErrs, validateName(name, p)...)
 		allErrs = append(allErrs, validateResourceQuantityValue(name, q, p)...)
 		if limit, ok := r.Limits[name]; ok {
 			if q.Cmp(limit) != 0 && !isOvercommitAllowed(name) {
