@@ -375,7 +375,7 @@ func New(opts Options) (*Manager, error) {
 	}
 	cfg := rest.CopyConfig(opts.Config)
 	cfg.UserAgent = "kite-controllers"
-	client, err := typedClient(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("controllers: client: %w", err)
 	}
@@ -433,41 +433,12 @@ func (b builder) as(name string) (builder, error) {
 		}
 		cfg = b.creds.configFor(sa)
 	}
-	client, err := typedClient(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return builder{}, fmt.Errorf("controllers: client of %s: %w", name, err)
 	}
 	b.cfg, b.client = cfg, client
 	return b, nil
-}
-
-// Media types of the controllers' typed clients.
-const (
-	mediaProtobuf = "application/vnd.kubernetes.protobuf"
-	mediaJSON     = "application/json"
-)
-
-// TypedConfig is cfg as the controllers' typed clients use it: speaking
-// protobuf, as kube-controller-manager's clients do by default
-// (--kube-api-content-type), with JSON accepted for what has no protobuf
-// form. Every pod, node and lease the in-process informers watch is then
-// decoded from protobuf rather than JSON, several times cheaper in CPU,
-// which the API server's process shares with them. The dynamic,
-// metadata, scale and metrics clients keep cfg as it is: they reach
-// custom resources and aggregated APIs, which may speak JSON only.
-func TypedConfig(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.ContentType == "" || cfg.ContentType == mediaJSON {
-		cfg.ContentType = mediaProtobuf
-	}
-	if cfg.AcceptContentTypes == "" {
-		cfg.AcceptContentTypes = cfg.ContentType + "," + mediaJSON
-	}
-	return cfg
-}
-
-func typedClient(cfg *rest.Config) (kubernetes.Interface, error) {
-	return kubernetes.NewForConfig(TypedConfig(cfg))
 }
 
 // serviceAccountConfig is the configuration of the ServiceAccount sa
@@ -477,7 +448,7 @@ func (b builder) serviceAccountConfig(sa string) (*rest.Config, kubernetes.Inter
 		return b.cfg, b.client, nil
 	}
 	cfg := b.creds.configFor(sa)
-	client, err := typedClient(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("controllers: client of %s: %w", sa, err)
 	}
