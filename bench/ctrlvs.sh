@@ -18,7 +18,10 @@
 # ../shared/tools/k8s-build.sh ./cmd/kube-controller-manager), NODES and REPLICAS (default 100),
 # ONLY (a subset of sts,ds,evict), BASE (another kite binary, e.g. of the commit before a change:
 # each round then runs base, kite, kcm, so that before/after/kcm alternate under the same load),
-# SIDES (default "kite kcm", or "base kite kcm" with BASE).
+# SIDES (default "kite kcm", or "base kite kcm" with BASE), TIMELINE (a directory: each run's
+# pod events go to TIMELINE/<side>-<round>.jsonl, ctrlvs --timeline), KITE_GOMAXPROCS (GOMAXPROCS
+# of the kite and base API servers only, to give the one-process side as many runnable threads as
+# the two processes of the kcm side on a saturated machine).
 # Output: one JSON line per run.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +53,7 @@ sides=${SIDES:-kite kcm}
 [[ -n ${BASE:-} && -z ${SIDES:-} ]] && sides="base kite kcm"
 only=()
 [[ -n ${ONLY:-} ]] && only=(--only "$ONLY")
+[[ -n ${TIMELINE:-} ]] && mkdir -p "$TIMELINE"
 
 for ((i = 1; i <= rounds; i++)); do
 	for side in $sides; do
@@ -59,7 +63,11 @@ for ((i = 1; i <= rounds; i++)); do
 		[[ $side == base ]] && bin=$BASE
 		[[ $side != kcm ]] && ctrls+=,statefulset-controller,daemonset-controller,disruption-controller
 		log "round $i: $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
-		"$bin" apiserver --data-dir "$d" --secure-port 0 --unsafe-no-fsync --controllers "$ctrls" >"$d.log" 2>&1 &
+		procs=()
+		[[ $side != kcm && -n ${KITE_GOMAXPROCS:-} ]] && procs=(env GOMAXPROCS="$KITE_GOMAXPROCS")
+		tl=()
+		[[ -n ${TIMELINE:-} ]] && tl=(--timeline "$TIMELINE/$side-$i.jsonl")
+		"${procs[@]}" "$bin" apiserver --data-dir "$d" --secure-port 0 --unsafe-no-fsync --controllers "$ctrls" >"$d.log" 2>&1 &
 		api=$!
 		pids+=("$api")
 		for _ in $(seq 240); do grep -q '^kite: ready' "$d.log" 2>/dev/null && break; sleep 0.5; done
@@ -71,7 +79,7 @@ for ((i = 1; i <= rounds; i++)); do
 			kcm=$!
 			pids+=("$kcm")
 		fi
-		"$W/ctrlvs" --kubeconfig "$d/kubeconfig" --label "$side round $i" --nodes "${NODES:-100}" --replicas "${REPLICAS:-100}" "${only[@]}" || log "$side round $i failed"
+		"$W/ctrlvs" --kubeconfig "$d/kubeconfig" --label "$side round $i" --nodes "${NODES:-100}" --replicas "${REPLICAS:-100}" "${only[@]}" "${tl[@]}" || log "$side round $i failed"
 		[[ -n $kcm ]] && { kill "$kcm"; wait "$kcm" 2>/dev/null || true; }
 		kill "$api"
 		wait "$api" 2>/dev/null || true
