@@ -269,18 +269,35 @@ func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *po
 	m.mu.Lock()
 	have, known := m.resize.actuated[allocated.UID][id]
 	m.mu.Unlock()
-	if !known {
-		// The sandbox was created with its allocation (RunPodSandbox).
-		m.setActuated(allocated.UID, id, want)
-		return nil
-	}
-	if apiequality.Semantic.DeepEqual(have, want) {
+	// A sandbox this agent made was given its allocation and recorded
+	// (limitNewSandbox); one it knows nothing of (made before a restart
+	// without a checkpoint) is given it now, which writes the same limits
+	// again at worst.
+	if known && apiequality.Semantic.DeepEqual(have, want) {
 		return nil
 	}
 	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
 		return fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
 	}
 	m.setActuated(allocated.UID, id, want)
+	return nil
+}
+
+// limitNewSandbox gives a new sandbox of a pod with pod-level resources
+// its pod cgroup's limits, as the kubelet's pod container manager does
+// before it creates the sandbox: containerd 1.6 makes the sandbox's cgroup
+// parent without applying the sandbox config's resources. Pods without
+// pod-level resources are left as before (their pod cgroup is unlimited;
+// the containers carry their own limits).
+func (m *Manager) limitNewSandbox(ctx context.Context, allocated *v1.Pod, id string) error {
+	updater, ok := m.rt.(runtime.PodResourceUpdater)
+	if !ok || allocated.Spec.Resources == nil {
+		return nil
+	}
+	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+		return fmt.Errorf("pod-level resources of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+	}
+	m.setActuated(allocated.UID, id, *allocated.Spec.Resources)
 	return nil
 }
 

@@ -132,6 +132,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		rt = &podruntime.Pod{UID: pod.UID} // a new sandbox starts afresh
+		if err := m.limitNewSandbox(ctx, allocated, sandboxID); err != nil {
+			return podworkers.SyncResult{}, err
+		}
 		if m.opts.PodNetwork {
 			// Its addresses, for the downward API (the kubelet's
 			// podIPs after createPodSandbox).

@@ -289,3 +289,62 @@ func TestKubectlPatchResizesInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestPodLevelResourcesResizeInPlace: a pod with pod-level resources
+// (spec.resources) gets its pod cgroup's limits when its sandbox is made,
+// and kubectl patch --subresource resize of spec.resources changes them in
+// place (the container is not restarted), with the pod-level
+// status.resources reporting the new values, as the kubelet 1.37 with
+// InPlacePodLevelResourcesVerticalScaling (on by default).
+func TestPodLevelResourcesResizeInPlace(t *testing.T) {
+	a := startAgent(t, "cri-podlevel-resize", t.TempDir())
+	p := a.pod(t, "plr", func(p *v1.Pod) {
+		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+		p.Spec.Resources = &v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+	})
+	p = a.wait(t, p, "Running with pod-level resources reported", func(p *v1.Pod) bool {
+		return running(p) && p.Status.Resources != nil
+	})
+	// The pod cgroup, read on the host (cgroupfs driver: /kite/pod<uid>).
+	podCgroup := func(v1File, v2File string) string {
+		t.Helper()
+		parent := "/kite/pod" + string(p.UID)
+		path := "/sys/fs/cgroup" + parent + "/" + v2File
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			hier, file, _ := strings.Cut(v1File, "/")
+			path = "/sys/fs/cgroup/" + hier + parent + "/" + file
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("pod cgroup: %v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	check := func(when, quota, mem string) {
+		t.Helper()
+		if got := podCgroup("cpu/cpu.cfs_quota_us", "cpu.max"); !strings.HasPrefix(got, quota) {
+			t.Errorf("%s: pod cgroup cpu quota %q, want %s", when, got, quota)
+		}
+		if got := podCgroup("memory/memory.limit_in_bytes", "memory.max"); got != mem {
+			t.Errorf("%s: pod cgroup memory limit %q, want %s", when, got, mem)
+		}
+	}
+	check("at creation", "20000", "67108864")
+
+	patch := `{"spec":{"resources":{"limits":{"cpu":"400m","memory":"96Mi"}}}}`
+	if out, err := kubectl(t, "", "-n", p.Namespace, "patch", "pod", p.Name, "--subresource", "resize", "--patch", patch); err != nil {
+		t.Fatalf("kubectl patch --subresource resize: %v\n%s", err, out)
+	}
+	wantLimits := v1.ResourceList{v1.ResourceCPU: resource.MustParse("400m"), v1.ResourceMemory: resource.MustParse("96Mi")}
+	p = a.wait(t, p, "the pod-level resize to be actuated", func(p *v1.Pod) bool {
+		return p.Status.Resources != nil && apiequality.Semantic.DeepEqual(p.Status.Resources.Limits, wantLimits) &&
+			podCondition(p, v1.PodResizePending) == nil && podCondition(p, v1.PodResizeInProgress) == nil
+	})
+	if s := containerStatus(p, "main"); s == nil || s.RestartCount != 0 {
+		t.Errorf("main: %+v; want it running, not restarted", s)
+	}
+	check("after the resize", "40000", "100663296")
+}
