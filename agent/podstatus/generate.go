@@ -234,7 +234,7 @@ func containerStatuses(in Input, containers []v1.Container, init bool, old []v1.
 			}
 		}
 		instances := in.Runtime.Instances(c.Name)
-		if len(instances) > 0 && StartHold(c, instances[0], in.Now, in.StartHold) > 0 {
+		if len(instances) > 0 && StartHold(in.Pod, c, instances[0], in.Now, in.StartHold) > 0 {
 			// Reported as if its start were not seen yet, as the
 			// kubelet before its next relist: from the instances before.
 			instances = instances[1:]

@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kite-project/kite/agent/podactions"
 	"github.com/kite-project/kite/agent/podruntime"
 )
 
@@ -25,11 +26,17 @@ import (
 // terminated (stateOf), one that still runs (a shell) is reported running
 // and kubectl attaches, as upstream.
 //
+// A container that its policy restarts after it exits 0 (restartPolicy
+// Always, kubectl run's default) is not held: its pod never ends, so a
+// one-shot command held each time it runs would never be reported running
+// and kubectl would wait for it until its timeout; reported at once,
+// kubectl attaches to one of its runs, as before.
+//
 // The hold is measured from the runtime's start time, and never exceeds
 // period (a start time ahead of now, from a clock that stepped back, holds
 // no longer than period from now).
-func StartHold(c *v1.Container, n *podruntime.Container, now time.Time, period time.Duration) time.Duration {
-	if c == nil || n == nil || !c.Stdin || !c.StdinOnce || period <= 0 ||
+func StartHold(pod *v1.Pod, c *v1.Container, n *podruntime.Container, now time.Time, period time.Duration) time.Duration {
+	if c == nil || n == nil || !c.Stdin || !c.StdinOnce || period <= 0 || podactions.RestartAfterExit(c, pod, 0) ||
 		n.State != podruntime.Running || n.StartedAt.IsZero() {
 		return 0
 	}
@@ -48,7 +55,7 @@ func NextStart(pod *v1.Pod, rt *podruntime.Pod, now time.Time, period time.Durat
 	check := func(cs []v1.Container) {
 		for i := range cs {
 			if in := rt.Instances(cs[i].Name); len(in) > 0 {
-				if h := StartHold(&cs[i], in[0], now, period); h > 0 && (next == 0 || h < next) {
+				if h := StartHold(pod, &cs[i], in[0], now, period); h > 0 && (next == 0 || h < next) {
 					next = h
 				}
 			}

@@ -15,32 +15,38 @@ func TestStartHold(t *testing.T) {
 	started := func(state podruntime.State, ago time.Duration) *podruntime.Container {
 		return &podruntime.Container{Name: "c", State: state, StartedAt: now.Add(-ago)}
 	}
+	onFailure := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyOnFailure}}
+	never := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever}}
+	always := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways}}
 	cases := []struct {
 		name   string
+		pod    *v1.Pod
 		c      *v1.Container
 		n      *podruntime.Container
 		period time.Duration
 		want   time.Duration
 	}{
-		{"stdin-once, just started", interactive, started(podruntime.Running, 0), period, period},
-		{"stdin-once, running 300ms", interactive, started(podruntime.Running, 300*time.Millisecond), period, 700 * time.Millisecond},
-		{"stdin-once, running the period", interactive, started(podruntime.Running, period), period, 0},
-		{"stdin-once, running longer", interactive, started(podruntime.Running, time.Hour), period, 0},
-		{"stdin-once, start ahead of the clock", interactive, started(podruntime.Running, -time.Hour), period, period},
-		{"stdin-once, exited within the period: reported terminated", interactive, started(podruntime.Exited, 0), period, 0},
-		{"stdin-once, created", interactive, started(podruntime.Created, 0), period, 0},
-		{"stdin-once, state unknown", interactive, started(podruntime.Unknown, 0), period, 0},
-		{"stdin-once, no start time", interactive, &podruntime.Container{Name: "c", State: podruntime.Running}, period, 0},
-		{"stdin-once, no period", interactive, started(podruntime.Running, 0), 0, 0},
-		{"stdin kept open (kubectl run -i --leave-stdin-open)", &v1.Container{Name: "c", Stdin: true}, started(podruntime.Running, 0), period, 0},
-		{"stdinOnce without stdin", &v1.Container{Name: "c", StdinOnce: true}, started(podruntime.Running, 0), period, 0},
-		{"a controller's container", &v1.Container{Name: "c"}, started(podruntime.Running, 0), period, 0},
-		{"tty alone (kubectl debug -t)", &v1.Container{Name: "c", TTY: true, Stdin: true}, started(podruntime.Running, 0), period, 0},
-		{"no instance", interactive, nil, period, 0},
+		{"stdin-once, just started", onFailure, interactive, started(podruntime.Running, 0), period, period},
+		{"stdin-once, running 300ms", onFailure, interactive, started(podruntime.Running, 300*time.Millisecond), period, 700 * time.Millisecond},
+		{"stdin-once, running the period", onFailure, interactive, started(podruntime.Running, period), period, 0},
+		{"stdin-once, running longer", onFailure, interactive, started(podruntime.Running, time.Hour), period, 0},
+		{"stdin-once, start ahead of the clock", onFailure, interactive, started(podruntime.Running, -time.Hour), period, period},
+		{"stdin-once, exited within the period: reported terminated", onFailure, interactive, started(podruntime.Exited, 0), period, 0},
+		{"stdin-once, created", onFailure, interactive, started(podruntime.Created, 0), period, 0},
+		{"stdin-once, state unknown", onFailure, interactive, started(podruntime.Unknown, 0), period, 0},
+		{"stdin-once, no start time", onFailure, interactive, &podruntime.Container{Name: "c", State: podruntime.Running}, period, 0},
+		{"stdin-once, no period", onFailure, interactive, started(podruntime.Running, 0), 0, 0},
+		{"stdin kept open (kubectl run -i --leave-stdin-open)", onFailure, &v1.Container{Name: "c", Stdin: true}, started(podruntime.Running, 0), period, 0},
+		{"stdinOnce without stdin", onFailure, &v1.Container{Name: "c", StdinOnce: true}, started(podruntime.Running, 0), period, 0},
+		{"a controller's container", onFailure, &v1.Container{Name: "c"}, started(podruntime.Running, 0), period, 0},
+		{"tty alone (kubectl debug -t)", onFailure, &v1.Container{Name: "c", TTY: true, Stdin: true}, started(podruntime.Running, 0), period, 0},
+		{"no instance", onFailure, interactive, nil, period, 0},
+		{"restartPolicy Never", never, interactive, started(podruntime.Running, 0), period, period},
+		{"restartPolicy Always (kubectl run's default): restarted after exit 0, never held", always, interactive, started(podruntime.Running, 0), period, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := StartHold(tc.c, tc.n, now, tc.period); got != tc.want {
+			if got := StartHold(tc.pod, tc.c, tc.n, now, tc.period); got != tc.want {
 				t.Errorf("StartHold = %v, want %v", got, tc.want)
 			}
 		})

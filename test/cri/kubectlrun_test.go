@@ -65,9 +65,16 @@ func TestKubectlRunInteractiveOneShotPrints(t *testing.T) {
 			if i%3 == 2 {
 				flag = "-it"
 			}
+			// A pod that ends: kubectl run's default restartPolicy is
+			// Always (its --restart flag's default), under which a
+			// one-shot command never ends its pod and is not held.
+			restart := "--restart=Never"
+			if i%2 == 1 {
+				restart = "--restart=OnFailure"
+			}
 			name := fmt.Sprintf("client-%d", i)
 			args := []string{"-n", ns, "run", name, "--image=" + critest.BusyBox, "--overrides=" + overrides,
-				flag, "--", "echo", fmt.Sprintf("story-answer-%d", i)}
+				restart, flag, "--", "echo", fmt.Sprintf("story-answer-%d", i)}
 			start := time.Now()
 			out, err := kubectl(t, "", args...)
 			t.Logf("run %d (%s): %v, %v: %q", i, flag, time.Since(start).Round(time.Millisecond), err, out)
