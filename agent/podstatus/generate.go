@@ -101,6 +101,10 @@ type Input struct {
 	// ResizeConditions are the pod's PodResizePending and
 	// PodResizeInProgress conditions, when it has them.
 	ResizeConditions []v1.PodCondition
+	// StartHold is the relist period: a stdin-once container's running
+	// instance is reported as not yet seen until it has run this long
+	// (StartHold). 0 reports every instance as it is.
+	StartHold time.Duration
 }
 
 // Generate is the pod's status.
@@ -233,6 +237,11 @@ func containerStatuses(in Input, containers []v1.Container, init bool, old []v1.
 			}
 		}
 		instances := in.Runtime.Instances(c.Name)
+		if len(instances) > 0 && StartHold(in.Pod, c, instances[0], in.Now, in.StartHold) > 0 {
+			// Reported as if its start were not seen yet, as the
+			// kubelet before its next relist: from the instances before.
+			instances = instances[1:]
+		}
 		if len(instances) > 0 {
 			n := instances[0]
 			st.State = stateOf(n, prev)

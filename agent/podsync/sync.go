@@ -42,7 +42,14 @@ func (m *Manager) generate(pod *v1.Pod, rt *podruntime.Pod, terminal bool) v1.Po
 	alloc, actuated, resizeConditions := m.resizeView(pod)
 	return podstatus.Generate(podstatus.Input{Pod: pod, Runtime: rt, Old: old, Waiting: waiting, Probes: m.probes,
 		Allocation: alloc, Actuated: actuated, ResizeConditions: resizeConditions,
-		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now()})
+		HostIPs: m.opts.HostIPs, PodNetwork: m.opts.PodNetwork, RuntimeName: m.runtimeName, Terminal: terminal, Now: time.Now(),
+		StartHold: m.startHold()})
+}
+
+// startHold is how long a stdin-once container's start goes unreported
+// (podstatus.StartHold): the relist period, the kubelet's PLEG's.
+func (m *Manager) startHold() time.Duration {
+	return orDefault(m.opts.RelistPeriod, DefaultRelistPeriod)
 }
 
 // setStatus hands the status to the status manager and the prober.
@@ -207,12 +214,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 	if !changed {
 		m.setStatus(pod, m.generate(pod, rt, false))
 	} else if rt2, err := m.runtimePod(ctx, pod); err == nil {
-		m.setStatus(pod, m.generate(pod, rt2, false))
+		rt = rt2
+		m.setStatus(pod, m.generate(pod, rt, false))
 	}
 	if deadline > 0 && (wait == 0 || deadline < wait) {
 		wait = deadline // sync when the active deadline passes
 	}
-	res := podworkers.SyncResult{RequeueAfter: wait}
+	// A stdin-once container whose start the status holds back is
+	// reported running when the hold ends: nothing in the runtime changes
+	// then for the relist to see, so the pod is synced at that moment.
+	res := podworkers.SyncResult{RequeueAfter: wait, StatusDue: podstatus.NextStart(pod, rt, time.Now(), m.startHold())}
 	if len(errs) > 0 {
 		return res, errors.Join(errs...)
 	}

@@ -60,6 +60,11 @@ type SyncResult struct {
 	// RequeueAfter, when positive, is when the pod wants its next sync
 	// (a back-off ending) sooner than the resync interval.
 	RequeueAfter time.Duration
+	// StatusDue, when positive, is when the pod's status changes by the
+	// clock alone (a stdin-once container's start, held back for the
+	// relist period): the pod is synced then, without the requeues'
+	// jitter, whether or not the sync failed.
+	StatusDue time.Duration
 }
 
 // Syncer does the work of each phase of a pod's life.
@@ -288,12 +293,13 @@ func (w *Workers) run(uid types.UID, s *state) {
 			due = timer.C
 			continue
 		}
-		var next time.Duration
+		var next, dueAt time.Duration
 		var err error
 		switch work {
 		case SyncWork:
 			var res SyncResult
 			res, err = w.syncer.SyncPod(ctx, pod)
+			dueAt = res.StatusDue
 			if err == nil && res.Terminal {
 				w.mu.Lock()
 				if !s.terminating {
@@ -349,7 +355,11 @@ func (w *Workers) run(uid types.UID, s *state) {
 			due = nil
 			continue
 		}
-		timer = time.NewTimer(jitter(next))
+		d := jitter(next)
+		if dueAt > 0 && dueAt < d {
+			d = dueAt
+		}
+		timer = time.NewTimer(d)
 		due = timer.C
 	}
 }

@@ -28,6 +28,10 @@ type recorder struct {
 	terminal    map[string]bool
 	running     map[string]int // full names with a started, unfinished pod
 	overlap     bool           // two pods of one full name ran together
+	// statusDue is the StatusDue a pod's first sync returns, failed
+	// when failDue.
+	statusDue map[string]time.Duration
+	failDue   bool
 }
 
 func (r *recorder) add(s string) {
@@ -62,6 +66,13 @@ func (r *recorder) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if d, ok := r.statusDue[pod.Name]; ok {
+		delete(r.statusDue, pod.Name)
+		if r.failDue {
+			return SyncResult{StatusDue: d}, fmt.Errorf("sync %s failed", pod.Name)
+		}
+		return SyncResult{StatusDue: d}, nil
+	}
 	return SyncResult{Terminal: r.terminal[pod.Name]}, nil
 }
 
@@ -399,5 +410,29 @@ func TestFirstSeenTerminalPodIsNotStarted(t *testing.T) {
 	r.waitFor(t, "terminated p")
 	if count(r.snapshot(), "sync") != 0 {
 		t.Errorf("calls = %q; a terminal pod was synced", r.snapshot())
+	}
+}
+
+// TestStatusDueSyncsAgain: a sync whose status changes by the clock alone
+// (a held stdin-once start) is followed by one at that moment, with no
+// update, long before the resync interval (an hour here) or the back-off
+// after a failed sync (10 s), and not before it.
+func TestStatusDueSyncsAgain(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failed=%v", fail), func(t *testing.T) {
+			const due = 300 * time.Millisecond
+			r := &recorder{statusDue: map[string]time.Duration{"p": due}, failDue: fail}
+			w := start(t, r)
+			begin := time.Now()
+			w.UpdatePod(Update{Type: Create, Pod: pod("p", "u1", "1")})
+			deadline := time.Now().Add(5 * time.Second)
+			for count(r.snapshot(), "sync p 1") < 2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			took := time.Since(begin)
+			if n := count(r.snapshot(), "sync p 1"); n < 2 || took < due {
+				t.Errorf("%d syncs after %v; want a second at %v, with no update", n, took, due)
+			}
+		})
 	}
 }
