@@ -583,13 +583,9 @@ func (p *Policies) paramSourceFor(pk *admissionregistrationv1.ParamKind) (*param
 // params is upstream's CollectParams: the parameter objects a binding's
 // paramRef selects ([nil] when the policy or binding takes none), each as
 // an unstructured object with its apiVersion and kind.
-// noParams is the one evaluation without a parameter object (shared:
-// callers only read it).
-var noParams = []runtime.Object{nil}
-
 func params(ctx context.Context, src *paramSource, ref *admissionregistrationv1.ParamRef, namespace string) ([]runtime.Object, error) {
 	if src == nil || ref == nil {
-		return noParams, nil
+		return []runtime.Object{nil}, nil
 	}
 	namespaced := src.store.Strategy().Namespaced
 	ns := ""
