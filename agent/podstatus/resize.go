@@ -37,25 +37,25 @@ func resourcesStatus(st *v1.ContainerStatus, in Input, name string, instances []
 // gave the pod's sandbox (Actuated by sandbox ID), which is the same
 // once a resize is actuated.
 func podResourcesStatus(s *v1.PodStatus, in Input) {
-	pod := podactions.WithAllocation(in.Pod, in.Allocation)
-	var sandboxes []podruntime.Sandbox
-	if in.Runtime != nil {
-		sandboxes = in.Runtime.Sandboxes
-	}
-	for _, sb := range sandboxes {
-		if have, ok := in.Actuated[sb.ID]; ok && sb.Ready && pod.Spec.Resources != nil {
-			pod.Spec.Resources = have.DeepCopy()
-			break
+	allocated := podactions.WithAllocation(in.Pod, in.Allocation)
+	// pod is the allocated pod with the pod-level resources its ready
+	// sandbox was given: a shallow copy, only Spec.Resources replaced.
+	pod := *allocated
+	if in.Runtime != nil && pod.Spec.Resources != nil {
+		for _, sb := range in.Runtime.Sandboxes {
+			if have, ok := in.Actuated[sb.ID]; ok && sb.Ready {
+				pod.Spec.Resources = &have
+				break
+			}
 		}
 	}
 	opts := resourcehelper.PodResourcesOptions{}
-	allocated := podactions.WithAllocation(in.Pod, in.Allocation)
 	s.AllocatedResources = resourcehelper.PodRequests(allocated, opts)
 	r := &v1.ResourceRequirements{}
 	if pod.Spec.Resources != nil {
 		r = pod.Spec.Resources.DeepCopy()
 	}
-	r.Requests = resourcehelper.PodRequests(pod, opts)
-	r.Limits = resourcehelper.PodLimits(pod, opts)
+	r.Requests = resourcehelper.PodRequests(&pod, opts)
+	r.Limits = resourcehelper.PodLimits(&pod, opts)
 	s.Resources = r
 }
