@@ -276,10 +276,9 @@ func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *po
 	if known && apiequality.Semantic.DeepEqual(have, want) {
 		return nil
 	}
-	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+	if err := m.givePodLevel(ctx, updater, allocated, id); err != nil {
 		return fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
 	}
-	m.setActuated(allocated.UID, id, want)
 	return nil
 }
 
@@ -294,8 +293,17 @@ func (m *Manager) limitNewSandbox(ctx context.Context, allocated *v1.Pod, id str
 	if !ok || allocated.Spec.Resources == nil {
 		return nil
 	}
-	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+	if err := m.givePodLevel(ctx, updater, allocated, id); err != nil {
 		return fmt.Errorf("pod-level resources of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+	}
+	return nil
+}
+
+// givePodLevel gives sandbox id the allocated pod's pod-level resources
+// and records them as actuated (the caller checkpoints).
+func (m *Manager) givePodLevel(ctx context.Context, updater runtime.PodResourceUpdater, allocated *v1.Pod, id string) error {
+	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+		return err
 	}
 	m.setActuated(allocated.UID, id, *allocated.Spec.Resources)
 	return nil
