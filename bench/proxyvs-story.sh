@@ -128,6 +128,12 @@ run kubectl rollout status deployment web --timeout=180s
 run kubectl get pods -o wide
 run kubectl get service web
 run kubectl get endpointslices -l kubernetes.io/service-name=web
+# The story's line word for word: kubectl's --restart defaults to Always, so the pod never ends
+# and kubectl only attaches; the agent replays the first session of a stdin-once container
+# (docs/network.md). Three times, each a new pod.
+for i in 1 2 3; do
+	run_tty nsenter --net=/run/netns/kite-story-n1 -- kubectl run client-a$i --image=$BUSYBOX --rm -it -- wget -qO- web
+done
 run_tty nsenter --net=/run/netns/kite-story-n1 -- kubectl run client --image=$BUSYBOX --rm -it --restart=Never -- wget -qO- web
 # kubectl attaches once it sees the pod Running; a wget that is done by then printed into a
 # terminal nobody was attached to (docs/network.md): the same with the client outliving the attach.

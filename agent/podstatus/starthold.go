@@ -29,8 +29,10 @@ import (
 // A container that its policy restarts after it exits 0 (restartPolicy
 // Always, kubectl run's default) is not held: its pod never ends, so a
 // one-shot command held each time it runs would never be reported running
-// and kubectl would wait for it until its timeout; reported at once,
-// kubectl attaches to one of its runs, as before.
+// and kubectl would wait for it until its timeout. It is reported at
+// once, kubectl attaches to one of its runs, and the agent's server
+// replays that run's output so far into the first attach session
+// (agent/server replaysFirstAttach).
 //
 // The hold is measured from the runtime's start time, and never exceeds
 // period (a start time ahead of now, from a clock that stepped back, holds

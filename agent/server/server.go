@@ -77,6 +77,28 @@ type Options struct {
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// attached are the container instances that have had an attach
+	// session (replaysFirstAttach).
+	attached attachedSet
+}
+
+// attachedLimit is how many attached instances the server remembers
+// before it forgets those the runtime no longer has.
+const attachedLimit = 1024
+
+// liveContainers lists the runtime's container ids, for attachedSet.
+func (s *Server) liveContainers(ctx context.Context) func() map[string]bool {
+	return func() map[string]bool {
+		cs, err := s.opts.Runtime.ListContainers(ctx, nil)
+		if err != nil {
+			return nil
+		}
+		ids := make(map[string]bool, len(cs))
+		for _, c := range cs {
+			ids[c.Id] = true
+		}
+		return ids
+	}
 }
 
 // New builds the handler.
@@ -190,6 +212,27 @@ func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(list)
+}
+
+// containerSpec is the spec of container in the agent's pod ns/name
+// (of that uid, when given), or nil when the agent has no such pod.
+func (s *Server) containerSpec(ns, name, uid, container string) *v1.Container {
+	if s.opts.Pods == nil {
+		return nil
+	}
+	for _, p := range s.opts.Pods() {
+		if p.Namespace != ns || p.Name != name || (uid != "" && string(p.UID) != uid) {
+			continue
+		}
+		for _, cs := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+			for i := range cs {
+				if cs[i].Name == container {
+					return &cs[i]
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // message answers an error as the kubelet does, in plain text (the API
@@ -349,9 +392,25 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
 		return
 	}
+	// As the kubelet's GetAttach: whether the container has a terminal
+	// was decided when it started, so the session's tty is the
+	// container's, whatever the client asked. A client that asked for
+	// no tty and for stderr (kubectl -it without a terminal of its own)
+	// is then refused by the runtime's streaming server ("tty and stderr
+	// cannot both be true") and kubectl falls back to the log, as
+	// against a kubelet.
+	spec := s.containerSpec(ns, pod, uid, container)
+	if spec != nil {
+		streamOpts.TTY = spec.TTY
+	}
 	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
 		u, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: insts[0].id,
 			Tty: streamOpts.TTY, Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr})
+		if err == nil && replaysFirstAttach(spec, *streamOpts) && s.attached.first(insts[0].id, attachedLimit, s.liveContainers(r.Context())) {
+			remotecommand.ServeAttach(w, r, replayAttacher{s: s, inst: insts[0], url: u}, pod, uid, container, streamOpts,
+				s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+			return
+		}
 		proxyStream(w, r, u, err)
 		return
 	}

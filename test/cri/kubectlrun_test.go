@@ -3,6 +3,8 @@ package cri
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -128,4 +130,129 @@ func ranFor(t *testing.T, a *testAgent, ns, name string) time.Duration {
 		return 0
 	}
 	return time.Duration(s.FinishedAt - s.StartedAt)
+}
+
+// TestKubectlRunStoryLineAnswers is issue 28's story line as a user types
+// it, `kubectl run client --image=busybox --rm -it -- <one-shot>`: at a
+// terminal (a pseudo-terminal from script(1)), with kubectl's default
+// --restart=Always, under which the pod never ends and kubectl only
+// attaches; and the same with -i from a pipe that stays open. The
+// command is done, and often started again, before kubectl attaches: the
+// first attach session of a stdin-once container replays what the
+// instance wrote, so every run prints the answer, and --rm deletes the
+// pod. (Without a terminal, -it asks for no tty and for stderr; the
+// runtime refuses that session for a container with a terminal and
+// kubectl prints the log instead, as against a kubelet: not counted
+// here.)
+func TestKubectlRunStoryLineAnswers(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("script(1) (util-linux) gives kubectl a terminal: %v", err)
+	}
+	a := startAgent(t, "cri-run-story", t.TempDir())
+	ns := "kubectl-run-story"
+	if _, err := a.cs.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	overrides := fmt.Sprintf(`{"apiVersion":"v1","spec":{"nodeName":%q}}`, a.node)
+	warm := a.pod(t, "warm", func(p *v1.Pod) { p.Spec.Containers[0].Args = []string{"sleep", "3600"} })
+	a.wait(t, warm, "Running", running)
+
+	const runs = 8
+	outs, errs := make([]string, runs), make([]error, runs)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			flag := "-it"
+			if i%2 == 1 {
+				flag = "-i"
+			}
+			args := []string{kubectlPath, "--kubeconfig", shared.KubeconfigPath(), "-n", ns, "run", fmt.Sprintf("client-%d", i),
+				"--image=" + critest.BusyBox, "--overrides=" + overrides, "--rm", flag, "--", "echo", fmt.Sprintf("story-answer-%d", i)}
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+			if flag == "-it" {
+				cmd = exec.CommandContext(ctx, script, "-qfec", shellQuote(args), "/dev/null")
+			}
+			cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+			// A user's stdin: open for as long as kubectl runs.
+			r, w, err := os.Pipe()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer w.Close()
+			cmd.Stdin = r
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			r.Close()
+			outs[i], errs[i] = string(out), err
+			t.Logf("run %d (%s): %v, %v: %q", i, flag, time.Since(start).Round(time.Millisecond), err, out)
+		}()
+	}
+	wg.Wait()
+	for i := range runs {
+		want := fmt.Sprintf("story-answer-%d", i)
+		if errs[i] != nil || !strings.Contains(outs[i], want) {
+			t.Errorf("run %d: %v\n%s\nwant %s in the output", i, errs[i], outs[i], want)
+		}
+		if !strings.Contains(outs[i], fmt.Sprintf(`pod "client-%d" deleted`, i)) {
+			t.Errorf("run %d: --rm did not delete the pod:\n%s", i, outs[i])
+		}
+	}
+}
+
+// TestOnlyTheFirstAttachReplays: the first attach session of a stdin-once
+// container starts with what the instance wrote before it; a second
+// session sees only what is written while it lasts, as against a
+// kubelet.
+func TestOnlyTheFirstAttachReplays(t *testing.T) {
+	a := startAgent(t, "cri-attach-replay", t.TempDir())
+	p := a.pod(t, "replay", func(p *v1.Pod) {
+		c := &p.Spec.Containers[0]
+		c.Stdin, c.StdinOnce = true, true
+		c.Args = []string{"sh", "-c", "echo before-attach; while true; do sleep 1; echo tick; done"}
+	})
+	a.wait(t, p, "Running", running)
+	// The line is in the log before the first session begins.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := kubectl(t, "", "-n", p.Namespace, "logs", p.Name)
+		if strings.Contains(out, "before-attach") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never showed before-attach: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	attach := func() string {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectlPath, "--kubeconfig", shared.KubeconfigPath(), "-n", p.Namespace, "attach", p.Name)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+		out, _ := cmd.CombinedOutput() // ends by the timeout: the container runs on
+		return string(out)
+	}
+	if out := attach(); !strings.Contains(out, "before-attach") || !strings.Contains(out, "tick") {
+		t.Errorf("first attach: %q, want the replayed before-attach and live ticks", out)
+	}
+	if out := attach(); strings.Contains(out, "before-attach") || !strings.Contains(out, "tick") {
+		t.Errorf("second attach: %q, want live ticks only", out)
+	}
+}
+
+// shellQuote quotes args for sh -c.
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
