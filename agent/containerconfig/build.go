@@ -34,8 +34,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/podruntime"
-	"github.com/kite-project/kite/agent/podstatus"
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/apis/core/qos"
 )
 
 // Inputs are what a configuration is built from besides the pod.
@@ -363,7 +363,7 @@ func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
 
 // oomScoreAdj is the kubelet's policy (pkg/kubelet/qos/policy.go).
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) int64 {
-	switch podstatus.QOSClass(pod) {
+	switch qos.GetPodQOS(pod) {
 	case v1.PodQOSGuaranteed:
 		return -997
 	case v1.PodQOSBestEffort:
