@@ -564,3 +564,40 @@ func TestSandboxDNSConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestPodCgroupResize: the order the kubelet's doPodResizeAction gives a
+// resized pod cgroup its limits in.
+func TestPodCgroupResize(t *testing.T) {
+	res := func(shares, quota, mem int64) *runtimeapi.LinuxContainerResources {
+		r := &runtimeapi.LinuxContainerResources{CpuShares: shares, CpuQuota: quota, MemoryLimitInBytes: mem}
+		if quota > 0 {
+			r.CpuPeriod = 100000
+		}
+		return r
+	}
+	cases := []struct {
+		name                string
+		have, want          *runtimeapi.LinuxContainerResources
+		wantBefore, wantAft *runtimeapi.LinuxContainerResources
+	}{
+		{"unchanged", res(102, 20000, 1<<28), res(102, 20000, 1<<28), nil, nil},
+		{"unknown: after", nil, res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"all grow: before", res(102, 20000, 1<<28), res(204, 40000, 1<<29), res(204, 40000, 1<<29), nil},
+		{"all shrink: after", res(204, 40000, 1<<29), res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"cpu grows, memory shrinks: both", res(102, 20000, 1<<29), res(204, 40000, 1<<28), res(204, 40000, 1<<29), res(204, 40000, 1<<28)},
+		{"a limit appears: after", res(102, 0, 0), res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"a limit is not taken away", res(102, 20000, 1<<28), res(204, 0, 0), res(204, 20000, 1<<28), nil},
+		{"shares only, down", res(204, 0, 0), res(102, 0, 0), nil, res(102, 0, 0)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := PodCgroupResize(tc.have, tc.want)
+			if d := cmp.Diff(tc.wantBefore, before, protocmp.Transform()); d != "" {
+				t.Errorf("before (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantAft, after, protocmp.Transform()); d != "" {
+				t.Errorf("after (-want +got):\n%s", d)
+			}
+		})
+	}
+}

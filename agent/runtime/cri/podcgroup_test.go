@@ -7,12 +7,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// TestPodCgroupWritesAsRunc: the pod cgroup files a pod-level resize
-// writes, with runc's conversions (v2 weight from shares; no quota or
+// TestPodCgroupWritesAsKubelet: the pod cgroup files the agent writes,
+// with the kubelet's conversions (v2 weight from shares; no quota or
 // memory limit is "max" on v2, -1 on v1).
-func TestPodCgroupWritesAsRunc(t *testing.T) {
+func TestPodCgroupWritesAsKubelet(t *testing.T) {
 	limited := &runtimeapi.LinuxContainerResources{CpuShares: 1024, CpuPeriod: 100000, CpuQuota: 50000, MemoryLimitInBytes: 1 << 28}
-	if got, want := podCgroupWritesV2(limited), [][2]string{{"cpu.weight", "39"}, {"cpu.max", "50000 100000"}, {"memory.max", "268435456"}}; !reflect.DeepEqual(got, want) {
+	if got, want := podCgroupWritesV2(limited), [][2]string{{"cpu.weight", "100"}, {"cpu.max", "50000 100000"}, {"memory.max", "268435456"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("v2 limited: %v, want %v", got, want)
 	}
 	if got, want := podCgroupWritesV2(&runtimeapi.LinuxContainerResources{CpuShares: 2}), [][2]string{{"cpu.weight", "1"}, {"cpu.max", "max 100000"}, {"memory.max", "max"}}; !reflect.DeepEqual(got, want) {
@@ -23,5 +23,15 @@ func TestPodCgroupWritesAsRunc(t *testing.T) {
 	}
 	if got, want := podCgroupWritesV1(&runtimeapi.LinuxContainerResources{CpuShares: 2}), [][3]string{{"cpu", "cpu.shares", "2"}, {"cpu", "cpu.cfs_quota_us", "-1"}, {"memory", "memory.limit_in_bytes", "-1"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("v1 unlimited: %v, want %v", got, want)
+	}
+}
+
+// TestCPUWeightAsKubelet: the cases of github.com/opencontainers/cgroups
+// v0.0.7's TestConvertCPUSharesToCgroupV2Value.
+func TestCPUWeightAsKubelet(t *testing.T) {
+	for shares, want := range map[uint64]uint64{0: 0, 1: 1, 2: 1, 3: 2, 1024: 100, 262143: 10000, 262144: 10000, 262145: 10000} {
+		if got := cpuWeight(shares); got != want {
+			t.Errorf("cpuWeight(%d) = %d, want %d", shares, got, want)
+		}
 	}
 }

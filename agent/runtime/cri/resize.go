@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -80,13 +81,14 @@ func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResourc
 	return nil
 }
 
-// podCgroupWritesV2 are the cgroup v2 files and values of res (runc's
-// conversions): cpu.weight from shares, cpu.max from quota and period
-// ("max" without a quota), memory.max ("max" without a limit).
+// podCgroupWritesV2 are the cgroup v2 files and values of res, as the
+// kubelet's cgroup manager writes a pod cgroup: cpu.weight from shares
+// (cpuWeight), cpu.max from quota and period ("max" without a quota),
+// memory.max ("max" without a limit).
 func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources) [][2]string {
 	var w [][2]string
 	if s := res.GetCpuShares(); s > 0 {
-		w = append(w, [2]string{"cpu.weight", strconv.FormatInt(1+((s-2)*9999)/262142, 10)})
+		w = append(w, [2]string{"cpu.weight", strconv.FormatUint(cpuWeight(uint64(s)), 10)})
 	}
 	period := res.GetCpuPeriod()
 	if period == 0 {
@@ -124,4 +126,25 @@ func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources) [][3]string {
 		mem = m
 	}
 	return append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
+}
+
+// cpuWeight is the cgroup v2 weight of cpu shares as the kubelet 1.37
+// converts them for the pod cgroups it writes itself
+// (github.com/opencontainers/cgroups v0.0.7,
+// ConvertCPUSharesToCgroupV2Value): a quadratic in log2(shares) through
+// 2 -> 1, 1024 -> 100 (both defaults) and 262144 -> 10000. runc 1.1 (the
+// one beside containerd 1.6) still maps containers' shares linearly
+// (1024 -> 39); the pod cgroup is the kubelet's, so it takes the
+// kubelet's.
+func cpuWeight(shares uint64) uint64 {
+	switch {
+	case shares == 0:
+		return 0
+	case shares <= 2:
+		return 1
+	case shares >= 262144:
+		return 10000
+	}
+	l := math.Log2(float64(shares))
+	return uint64(math.Ceil(math.Pow(10, (l*l+125*l)/612.0-7.0/34.0)))
 }
