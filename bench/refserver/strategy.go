@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kite-project/kite/apis/core/defaults"
 	"github.com/kite-project/kite/apis/core/qos"
 
 	corev1 "k8s.io/api/core/v1"
