@@ -249,9 +249,9 @@ type podCgroupPlan struct {
 // what the sandbox was last given). Every pod has its pod cgroup sized,
 // as the kubelet's; a pod with pod-level resources whose sandbox has not
 // recorded them (a sandbox made before an agent restart without a
-// checkpoint, or a resize of pod-level requests alone, which changes no
-// cgroup value) is given its limits again so that they are recorded for
-// its status.
+// checkpoint, or a resize of the pod-level memory request alone, which
+// changes no cgroup value) is given its limits again so that they are
+// recorded for its status.
 func (m *Manager) planPodCgroup(allocated *v1.Pod, rt *podruntime.Pod) podCgroupPlan {
 	if _, ok := m.rt.(runtime.PodResourceUpdater); !ok {
 		return podCgroupPlan{}
