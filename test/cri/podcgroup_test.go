@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"context"
 	"math"
 	"os"
 	"strconv"
@@ -8,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestPodCgroupOfEveryPod: the agent sizes the pod cgroup of every pod
@@ -19,7 +22,8 @@ import (
 // v2). A Burstable pod with a sidecar (restartable init container) before
 // an ordinary init container gets the sidecar summed with the
 // containers, and the init container counted beside the sidecar; a
-// Guaranteed pod gets its limits; a BestEffort pod the minimum shares.
+// Guaranteed pod gets its limits, with its RuntimeClass's overhead if
+// any; a BestEffort pod the minimum shares.
 func TestPodCgroupOfEveryPod(t *testing.T) {
 	a := startAgent(t, "cri-podcgroup", t.TempDir())
 	rr := func(reqCPU, reqMem, limCPU, limMem string) v1.ResourceRequirements {
@@ -45,7 +49,24 @@ func TestPodCgroupOfEveryPod(t *testing.T) {
 	bestEffort := a.pod(t, "besteffort", func(p *v1.Pod) {
 		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
 	})
-	for _, p := range []*v1.Pod{burstable, guaranteed, bestEffort} {
+	// A RuntimeClass with a pod overhead (its handler is containerd's
+	// default): admission copies the overhead into spec.overhead, which
+	// the pod cgroup holds besides the containers.
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "podcgroup-overhead"}, Handler: "runc",
+		Overhead: &nodev1.Overhead{PodFixed: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("120Mi")}}}
+	if _, err := a.cs.NodeV1().RuntimeClasses().Create(context.Background(), rc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.cs.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{}) })
+	overhead := a.pod(t, "overhead", func(p *v1.Pod) {
+		p.Spec.RuntimeClassName = &rc.Name
+		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+		p.Spec.Containers[0].Resources = rr("150m", "48Mi", "150m", "48Mi")
+	})
+	if overhead.Spec.Overhead.Cpu().MilliValue() != 250 {
+		t.Fatalf("spec.overhead %v; want the RuntimeClass's", overhead.Spec.Overhead)
+	}
+	for _, p := range []*v1.Pod{burstable, guaranteed, bestEffort, overhead} {
 		a.wait(t, p, "Running", running)
 	}
 	if burstable.Status.QOSClass != v1.PodQOSBurstable || guaranteed.Status.QOSClass != v1.PodQOSGuaranteed || bestEffort.Status.QOSClass != v1.PodQOSBestEffort {
@@ -58,6 +79,8 @@ func TestPodCgroupOfEveryPod(t *testing.T) {
 	checkPodCgroup(t, burstable, "at creation", 358, "50000", 128<<20)
 	checkPodCgroup(t, guaranteed, "at creation", 153, "15000", 48<<20)
 	checkPodCgroup(t, bestEffort, "at creation", 2, "", 0)
+	// 150m+250m, 48Mi+120Mi.
+	checkPodCgroup(t, overhead, "at creation", 409, "40000", 168<<20)
 
 	// A resize of the app container: the pod cgroup grows with it
 	// (requests 400m+100m = 500m, 512 shares; limits 600m+200m, 96Mi+64Mi).
