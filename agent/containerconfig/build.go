@@ -24,12 +24,15 @@ package containerconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -321,7 +324,9 @@ func resources(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) *runti
 //   - Burstable: the cpu quota only when every container (init containers
 //     too) limits cpu or the pod-level resources do, the memory limit only
 //     when every container limits memory or the pod-level resources do;
-//   - BestEffort: 2 shares and nothing else.
+//   - BestEffort: 2 shares and nothing else;
+//   - every class: the huge page requests of each page size as its limit
+//     (the runtime limits the sizes not requested to 0).
 //
 // The class is the pod's status.qosClass (GetPodQOS), as the kubelet's.
 // No quota (CpuQuota 0) and no memory limit (0) leave the cgroup unbounded.
@@ -337,7 +342,7 @@ func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
 		cpuLimited = cpuLimited || !pod.Spec.Resources.Limits.Cpu().IsZero()
 		memLimited = memLimited || !pod.Spec.Resources.Limits.Memory().IsZero()
 	}
-	r := &runtimeapi.LinuxContainerResources{CpuShares: minShares}
+	r := &runtimeapi.LinuxContainerResources{CpuShares: minShares, HugepageLimits: hugepageLimits(requests)}
 	class := qos.GetPodQOS(pod)
 	if class == v1.PodQOSBestEffort {
 		return r
@@ -351,6 +356,31 @@ func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
 		r.MemoryLimitInBytes = limits.Memory().Value()
 	}
 	return r
+}
+
+// hugepageLimits are the pod's huge page requests by page size, as the
+// kubelet's HugePageLimits, with page sizes named as runc names them
+// (HugePageUnitSizeFromByteSize: "2MB", "1GB"), smallest first.
+func hugepageLimits(requests v1.ResourceList) []*runtimeapi.HugepageLimit {
+	bySize := map[int64]int64{}
+	for name, q := range requests {
+		size, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		pageSize, err := resource.ParseQuantity(size)
+		if err != nil {
+			continue // validation refuses such a name
+		}
+		bySize[pageSize.Value()] += q.Value()
+	}
+	var out []*runtimeapi.HugepageLimit
+	for _, size := range slices.Sorted(maps.Keys(bySize)) {
+		if name, ok := runtime.HugePageSizeName(size); ok {
+			out = append(out, &runtimeapi.HugepageLimit{PageSize: name, Limit: uint64(bySize[size])})
+		}
+	}
+	return out
 }
 
 // milliCPUToShares is the kubelet's MilliCPUToShares: no request is the

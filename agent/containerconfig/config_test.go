@@ -601,3 +601,25 @@ func TestPodCgroupResize(t *testing.T) {
 		})
 	}
 }
+
+// TestPodResourcesHugePages: the pod cgroup's huge page limits are the
+// requests of each page size summed as the other requests are (sidecars
+// beside the containers), named as runc names page sizes.
+func TestPodResourcesHugePages(t *testing.T) {
+	hp := func(l ...string) v1.ResourceList {
+		out := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+		for i := 0; i+1 < len(l); i += 2 {
+			out[v1.ResourceName(l[i])] = resource.MustParse(l[i+1])
+		}
+		return out
+	}
+	always := v1.ContainerRestartPolicyAlways
+	p := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "s", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: hp("hugepages-2Mi", "2Mi"), Limits: hp("hugepages-2Mi", "2Mi")}}},
+		Containers:     []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: hp("hugepages-2Mi", "4Mi", "hugepages-1Gi", "1Gi"), Limits: hp("hugepages-2Mi", "4Mi", "hugepages-1Gi", "1Gi")}}},
+	}}
+	want := []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 1 << 30}}
+	if d := cmp.Diff(want, podResources(p).HugepageLimits, protocmp.Transform()); d != "" {
+		t.Errorf("hugepage limits (-want +got):\n%s", d)
+	}
+}

@@ -39,7 +39,9 @@ func PodCgroupResize(have, want *runtimeapi.LinuxContainerResources) (before, af
 	if have == nil {
 		return nil, want
 	}
-	final := &runtimeapi.LinuxContainerResources{CpuShares: want.CpuShares, CpuPeriod: want.CpuPeriod, CpuQuota: want.CpuQuota, MemoryLimitInBytes: want.MemoryLimitInBytes}
+	// Huge pages are not resized: they stay as want has them.
+	final := &runtimeapi.LinuxContainerResources{CpuShares: want.CpuShares, CpuPeriod: want.CpuPeriod, CpuQuota: want.CpuQuota, MemoryLimitInBytes: want.MemoryLimitInBytes,
+		HugepageLimits: want.HugepageLimits}
 	if final.CpuQuota == 0 && have.CpuQuota > 0 {
 		final.CpuQuota, final.CpuPeriod = have.CpuQuota, have.CpuPeriod
 	}
@@ -48,7 +50,8 @@ func PodCgroupResize(have, want *runtimeapi.LinuxContainerResources) (before, af
 	}
 	// The wider of each: no quota or no memory limit (0) is the widest.
 	wide := &runtimeapi.LinuxContainerResources{CpuShares: max(have.CpuShares, final.CpuShares),
-		CpuQuota: widest(have.CpuQuota, final.CpuQuota), MemoryLimitInBytes: widest(have.MemoryLimitInBytes, final.MemoryLimitInBytes)}
+		CpuQuota: widest(have.CpuQuota, final.CpuQuota), MemoryLimitInBytes: widest(have.MemoryLimitInBytes, final.MemoryLimitInBytes),
+		HugepageLimits: want.HugepageLimits}
 	if wide.CpuQuota > 0 {
 		wide.CpuPeriod = final.CpuPeriod
 	}
