@@ -24,18 +24,23 @@ package containerconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/podruntime"
-	"github.com/kite-project/kite/agent/podstatus"
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/apis/core/qos"
 )
 
 // Inputs are what a configuration is built from besides the pod.
@@ -304,66 +309,111 @@ func resources(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) *runti
 	return r
 }
 
-// podResources are the pod cgroup's limits, as the kubelet's
-// ResourceConfigForPod: CPU shares from the requests; a CPU quota and a
-// memory limit only when every container limits them (else the pod is
-// unbounded in it). An init container runs alone, so the pod needs the
-// larger of the largest init container and the sum of the others;
-// pod-level resources, when set, decide.
+// podResources are the pod cgroup's limits, as the kubelet 1.37's
+// ResourceConfigForPod (cpu quota enforced, the default period, no
+// MemoryQoS) gives every pod, whatever its class:
+//
+//   - the pod's requests and limits are upstream's PodRequests and
+//     PodLimits: the containers summed with the restartable (sidecar) init
+//     containers, which run beside them, and at least each ordinary init
+//     container with the sidecars started before it; pod-level resources
+//     replace what they name; spec.overhead (from the RuntimeClass) is added
+//     to the requests and to the limits that are set;
+//   - cpu shares from the cpu requests (2 when none);
+//   - Guaranteed: a cpu quota and a memory limit from the limits;
+//   - Burstable: the cpu quota only when every container (init containers
+//     too) limits cpu or the pod-level resources do, the memory limit only
+//     when every container limits memory or the pod-level resources do;
+//   - BestEffort: 2 shares and nothing else;
+//   - every class: the huge page requests of each page size as its limit
+//     (the runtime limits the sizes not requested to 0).
+//
+// The class is the pod's status.qosClass (GetPodQOS), as the kubelet's.
+// No quota (CpuQuota 0) and no memory limit (0) leave the cgroup unbounded.
 func podResources(pod *v1.Pod) *runtimeapi.LinuxContainerResources {
-	requests, limits := v1.ResourceList{}, v1.ResourceList{}
-	if r := pod.Spec.Resources; r != nil && (len(r.Requests) > 0 || len(r.Limits) > 0) {
-		requests, limits = r.Requests, r.Limits
-	} else {
-		cpuLimited, memLimited := true, true
-		add := func(l v1.ResourceList, sum v1.ResourceList) {
-			for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-				if q, ok := l[n]; ok {
-					t := sum[n]
-					t.Add(q)
-					sum[n] = t
-				}
-			}
-		}
-		for _, c := range pod.Spec.Containers {
-			add(c.Resources.Requests, requests)
-			add(c.Resources.Limits, limits)
-			_, hasCPU := c.Resources.Limits[v1.ResourceCPU]
-			_, hasMem := c.Resources.Limits[v1.ResourceMemory]
-			cpuLimited, memLimited = cpuLimited && hasCPU, memLimited && hasMem
-		}
-		for _, c := range pod.Spec.InitContainers {
-			for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-				if q, ok := c.Resources.Requests[n]; ok && q.Cmp(requests[n]) > 0 {
-					requests[n] = q
-				}
-				if q, ok := c.Resources.Limits[n]; ok && q.Cmp(limits[n]) > 0 {
-					limits[n] = q
-				}
-			}
-		}
-		if !cpuLimited {
-			delete(limits, v1.ResourceCPU)
-		}
-		if !memLimited {
-			delete(limits, v1.ResourceMemory)
-		}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	cpuLimited, memLimited := true, true
+	for _, c := range allContainers(pod) {
+		cpuLimited = cpuLimited && !c.Resources.Limits.Cpu().IsZero()
+		memLimited = memLimited && !c.Resources.Limits.Memory().IsZero()
 	}
-	r := &runtimeapi.LinuxContainerResources{}
-	r.CpuShares = min(max(requests.Cpu().MilliValue()*1024/1000, minShares), maxShares)
-	if l, ok := limits[v1.ResourceCPU]; ok {
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		cpuLimited = cpuLimited || !pod.Spec.Resources.Limits.Cpu().IsZero()
+		memLimited = memLimited || !pod.Spec.Resources.Limits.Memory().IsZero()
+	}
+	r := &runtimeapi.LinuxContainerResources{CpuShares: minShares, HugepageLimits: hugepageLimits(requests)}
+	class := qos.GetPodQOS(pod)
+	if class == v1.PodQOSBestEffort {
+		return r
+	}
+	r.CpuShares = milliCPUToShares(requests.Cpu().MilliValue())
+	if class == v1.PodQOSGuaranteed || cpuLimited {
 		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = max(l.MilliValue()*quotaPeriod/1000, minQuota)
+		r.CpuQuota = milliCPUToQuota(limits.Cpu().MilliValue())
 	}
-	if l, ok := limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = l.Value()
+	if class == v1.PodQOSGuaranteed || memLimited {
+		r.MemoryLimitInBytes = limits.Memory().Value()
 	}
 	return r
 }
 
-// oomScoreAdj is the kubelet's policy (pkg/kubelet/qos/policy.go).
+// hugepageLimits are the pod's huge page requests by page size, as the
+// kubelet's HugePageLimits, with page sizes named as runc names them
+// (HugePageUnitSizeFromByteSize: "2MB", "1GB"), smallest first.
+func hugepageLimits(requests v1.ResourceList) []*runtimeapi.HugepageLimit {
+	bySize := map[int64]int64{}
+	for name, q := range requests {
+		size, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		pageSize, err := resource.ParseQuantity(size)
+		if err != nil {
+			continue // validation refuses such a name
+		}
+		bySize[pageSize.Value()] += q.Value()
+	}
+	var out []*runtimeapi.HugepageLimit
+	for _, size := range slices.Sorted(maps.Keys(bySize)) {
+		if name, ok := runtime.HugePageSizeName(size); ok {
+			out = append(out, &runtimeapi.HugepageLimit{PageSize: name, Limit: uint64(bySize[size])})
+		}
+	}
+	return out
+}
+
+// milliCPUToShares is the kubelet's MilliCPUToShares: no request is the
+// kernel's minimum, not its default of 1024.
+func milliCPUToShares(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return minShares
+	}
+	return min(max(milliCPU*1024/1000, minShares), maxShares)
+}
+
+// milliCPUToQuota is the kubelet's MilliCPUToQuota over the default
+// period: no limit is no quota; a quota is at least 1ms.
+func milliCPUToQuota(milliCPU int64) int64 {
+	if milliCPU == 0 {
+		return 0
+	}
+	return max(milliCPU*quotaPeriod/1000, minQuota)
+}
+
+// oomScoreAdj is the kubelet's policy (pkg/kubelet/qos/policy.go,
+// GetContainerOOMScoreAdjust): a node-critical pod (static, mirror or of
+// a system priority, and of the system-node-critical class) and a
+// Guaranteed one -997, a BestEffort one 1000; a Burstable container 1000
+// less its share of the node's memory in thousandths (its request, plus
+// an even share of a pod-level memory request the containers leave over),
+// a sidecar no higher than the regular container of the smallest
+// request, kept within 3..999.
 func oomScoreAdj(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) int64 {
-	switch podstatus.QOSClass(pod) {
+	if nodeCritical(pod) {
+		return -997
+	}
+	switch qos.GetPodQOS(pod) {
 	case v1.PodQOSGuaranteed:
 		return -997
 	case v1.PodQOSBestEffort:
@@ -373,6 +423,39 @@ func oomScoreAdj(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) int6
 	if capacity == 0 {
 		return 999
 	}
-	adj := 1000 - (1000*c.Resources.Requests.Memory().Value())/capacity
+	var extra int64
+	if resourcehelper.IsPodLevelRequestsSet(pod) && !pod.Spec.Resources.Requests.Memory().IsZero() {
+		ctrs := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+		left := pod.Spec.Resources.Requests.Memory().Value() - ctrs.Memory().Value()
+		extra = max(left, 0) / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+	}
+	adj := 1000 - (1000*(c.Resources.Requests.Memory().Value()+extra))/capacity
+	if sidecar(pod, c) && len(pod.Spec.Containers) > 0 {
+		least := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+		for _, o := range pod.Spec.Containers[1:] {
+			least = min(least, o.Resources.Requests.Memory().Value())
+		}
+		adj = min(adj, 1000-(1000*(least+extra))/capacity)
+	}
 	return min(max(adj, 3), 999)
+}
+
+// nodeCritical is the kubelet's IsNodeCriticalPod.
+func nodeCritical(pod *v1.Pod) bool {
+	const systemCritical = 2000000000 // scheduling.SystemCriticalPriority
+	critical := kubetypes.IsStaticPod(pod) || kubetypes.IsMirrorPod(pod) || pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCritical
+	return critical && pod.Spec.PriorityClassName == "system-node-critical"
+}
+
+// sidecar says that c is one of the pod's restartable init containers.
+func sidecar(pod *v1.Pod, c *v1.Container) bool {
+	if c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
+		return false
+	}
+	for _, ic := range pod.Spec.InitContainers {
+		if ic.Name == c.Name {
+			return true
+		}
+	}
+	return false
 }

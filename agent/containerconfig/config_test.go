@@ -143,8 +143,10 @@ func TestExpand(t *testing.T) {
 func volumesPod() *v1.Pod {
 	mode := int32(0o600)
 	c := v1.Container{Name: "app", Image: "busybox", Command: []string{"sh", "-c"}, Args: []string{"echo $(GREETING)"}, WorkingDir: "/tmp",
-		Env:          []v1.EnvVar{{Name: "GREETING", Value: "hello"}},
-		Resources:    v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("128Mi")}},
+		Env: []v1.EnvVar{{Name: "GREETING", Value: "hello"}},
+		// Requests defaulted from the limits, as the API returns them.
+		Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("128Mi")}},
 		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg", ReadOnly: true}, {Name: "scratch", MountPath: "/scratch"}, {Name: "info", MountPath: "/etc/info"}, {Name: "all", MountPath: "/etc/all", SubPath: "sub"}},
 	}
 	pod := testPod("cfg", c)
@@ -366,7 +368,15 @@ func TestSecurityContext(t *testing.T) {
 	}
 }
 
-func TestPodResources(t *testing.T) {
+// TestPodResourcesAsKubelet: the pod cgroup of every class, with the
+// figures of upstream 1.37's TestResourceConfigForPod
+// (pkg/kubelet/cm/helpers_linux_test.go; cpu quota enforced, the default
+// period), and the sidecar and overhead sums of upstream's PodRequests and
+// PodLimits, which Kite's former sum (containers, then the largest init
+// container) missed. Pods are written as the API returns them: requests
+// defaulted from limits.
+func TestPodResourcesAsKubelet(t *testing.T) {
+	const Mi = 1 << 20
 	rl := func(cpu, mem string) v1.ResourceList {
 		l := v1.ResourceList{}
 		if cpu != "" {
@@ -377,30 +387,144 @@ func TestPodResources(t *testing.T) {
 		}
 		return l
 	}
+	rr := func(req, lim v1.ResourceList) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Requests: req, Limits: lim}
+	}
+	always := v1.ContainerRestartPolicyAlways
+	sidecar := func(r v1.ResourceRequirements) v1.Container {
+		return v1.Container{Name: "sidecar", RestartPolicy: &always, Resources: r}
+	}
+	ctr := func(name string, r v1.ResourceRequirements) v1.Container {
+		return v1.Container{Name: name, Resources: r}
+	}
+	type want struct{ shares, period, quota, mem int64 }
 	cases := []struct {
 		name       string
-		containers []v1.ResourceRequirements
-		inits      []v1.ResourceRequirements
-		quota, mem int64
-		shares     int64
+		init, ctrs []v1.Container
+		podLevel   *v1.ResourceRequirements
+		overhead   v1.ResourceList
+		want       want
 	}{
-		{"no limits: unbounded", []v1.ResourceRequirements{{}}, nil, 0, 0, 2},
-		{"all limited: the sum", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi"), Requests: rl("250m", "")}, {Limits: rl("1", "64Mi")}}, nil, 150000, 128 << 20, 256},
-		{"one unlimited memory: no memory limit", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi")}, {Limits: rl("500m", "")}}, nil, 100000, 0, 2},
-		{"a bigger init container wins", []v1.ResourceRequirements{{Limits: rl("500m", "64Mi")}}, []v1.ResourceRequirements{{Limits: rl("2", "1Gi")}}, 200000, 1 << 30, 2},
+		// Upstream's cases and figures.
+		{name: "besteffort", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, want: want{shares: 2}},
+		{name: "burstable-no-limits", ctrs: []v1.Container{ctr("c", rr(rl("100m", "100Mi"), nil))}, want: want{shares: 102}},
+		{name: "burstable-with-limits", ctrs: []v1.Container{ctr("c", rr(rl("100m", "100Mi"), rl("200m", "200Mi")))}, want: want{102, 100000, 20000, 200 * Mi}},
+		{name: "burstable-partial-limits", ctrs: []v1.Container{ctr("a", rr(rl("100m", "100Mi"), rl("200m", "200Mi"))), ctr("b", rr(rl("100m", "100Mi"), nil))}, want: want{shares: 204}},
+		{name: "guaranteed", ctrs: []v1.Container{ctr("c", rr(rl("100m", "100Mi"), rl("100m", "100Mi")))}, want: want{102, 100000, 10000, 100 * Mi}},
+		{name: "burstable-partial-limits-with-init-containers",
+			init: []v1.Container{ctr("i1", rr(rl("100m", "100m"), rl("100m", "100Mi"))), ctr("i2", rr(rl("100m", "100m"), nil))},
+			ctrs: []v1.Container{ctr("a", rr(rl("100m", "100m"), rl("100m", "100Mi"))), ctr("b", rr(rl("100m", "100m"), nil))}, want: want{shares: 204}},
+		{name: "besteffort-with-pod-level-resources-enabled", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, podLevel: &v1.ResourceRequirements{Requests: rl("", ""), Limits: rl("", "")}, want: want{shares: 2}},
+		{name: "burstable-with-pod-level-requests", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi")}, want: want{shares: 102}},
+		{name: "burstable-with-pod-and-container-level-requests", ctrs: []v1.Container{ctr("c", rr(rl("10m", "50Mi"), nil))}, podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi")}, want: want{shares: 102}},
+		{name: "burstable-with-pod-level-resources", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi"), Limits: rl("200m", "200Mi")}, want: want{102, 100000, 20000, 200 * Mi}},
+		{name: "burstable-with-pod-and-container-level-resources", ctrs: []v1.Container{ctr("c", rr(rl("10m", "50Mi"), rl("50m", "100Mi")))}, podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi"), Limits: rl("200m", "200Mi")}, want: want{102, 100000, 20000, 200 * Mi}},
+		{name: "burstable-with-partial-pod-level-resources-limits", ctrs: []v1.Container{ctr("c", rr(rl("200m", "200Mi"), rl("200m", "200Mi")))}, podLevel: &v1.ResourceRequirements{Requests: rl("200m", "300Mi")}, want: want{204, 100000, 20000, 200 * Mi}},
+		{name: "guaranteed-with-pod-level-resources", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi"), Limits: rl("100m", "100Mi")}, want: want{102, 100000, 10000, 100 * Mi}},
+		{name: "guaranteed-pod-level-resources-with-init-containers", init: []v1.Container{ctr("i", rr(rl("10m", "50Mi"), rl("50m", "50Mi")))}, ctrs: []v1.Container{ctr("c", rr(rl("10m", "50Mi"), rl("50m", "50Mi")))},
+			podLevel: &v1.ResourceRequirements{Requests: rl("100m", "100Mi"), Limits: rl("100m", "100Mi")}, want: want{102, 100000, 10000, 100 * Mi}},
+
+		// Sidecars run beside the containers: they count into the sum,
+		// and an init container after a sidecar runs beside it (was:
+		// quota 30000, memory 128Mi, 256 shares).
+		{name: "burstable with a sidecar before an init container",
+			init: []v1.Container{sidecar(rr(rl("100m", "64Mi"), rl("200m", "128Mi"))), ctr("init", rr(rl("250m", "32Mi"), rl("250m", "32Mi")))},
+			ctrs: []v1.Container{ctr("app", rr(rl("200m", "64Mi"), rl("300m", "128Mi")))},
+			// requests max(200m+100m, 100m+250m) = 350m; limits
+			// max(300m+200m, 200m+250m) = 500m, max(128+128, 128+32) Mi.
+			want: want{358, 100000, 50000, 256 * Mi}},
+		{name: "an init container before the sidecar runs alone",
+			init: []v1.Container{ctr("init", rr(rl("1", "512Mi"), rl("1", "512Mi"))), sidecar(rr(rl("100m", "64Mi"), rl("200m", "128Mi")))},
+			ctrs: []v1.Container{ctr("app", rr(rl("200m", "64Mi"), rl("300m", "128Mi")))},
+			want: want{1024, 100000, 100000, 512 * Mi}},
+		{name: "a sidecar without limits leaves the pod unbounded",
+			init: []v1.Container{sidecar(rr(rl("100m", "64Mi"), nil))},
+			ctrs: []v1.Container{ctr("app", rr(rl("200m", "64Mi"), rl("300m", "128Mi")))},
+			want: want{shares: 307}},
+		{name: "guaranteed with a sidecar",
+			init: []v1.Container{sidecar(rr(rl("100m", "64Mi"), rl("100m", "64Mi")))},
+			ctrs: []v1.Container{ctr("app", rr(rl("200m", "128Mi"), rl("200m", "128Mi")))},
+			want: want{307, 100000, 30000, 192 * Mi}},
+
+		// The RuntimeClass's overhead (spec.overhead): added to the
+		// requests and to the limits that are set.
+		{name: "guaranteed with overhead", ctrs: []v1.Container{ctr("c", rr(rl("100m", "100Mi"), rl("100m", "100Mi")))}, overhead: rl("250m", "120Mi"),
+			want: want{358, 100000, 35000, 220 * Mi}},
+		{name: "burstable with overhead, memory unlimited", ctrs: []v1.Container{ctr("c", rr(rl("100m", "100Mi"), rl("200m", "")))}, overhead: rl("250m", "120Mi"),
+			want: want{shares: 358, period: 100000, quota: 45000}},
+		{name: "besteffort with overhead", ctrs: []v1.Container{ctr("c", rr(nil, nil))}, overhead: rl("250m", "120Mi"), want: want{shares: 2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &v1.Pod{}
-			for _, r := range tc.containers {
-				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Resources: r})
-			}
-			for _, r := range tc.inits {
-				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Resources: r})
-			}
+			p := &v1.Pod{Spec: v1.PodSpec{InitContainers: tc.init, Containers: tc.ctrs, Resources: tc.podLevel, Overhead: tc.overhead}}
 			r := podResources(p)
-			if r.CpuQuota != tc.quota || r.MemoryLimitInBytes != tc.mem || r.CpuShares != tc.shares {
-				t.Errorf("quota %d memory %d shares %d; want %d %d %d", r.CpuQuota, r.MemoryLimitInBytes, r.CpuShares, tc.quota, tc.mem, tc.shares)
+			got := want{r.CpuShares, r.CpuPeriod, r.CpuQuota, r.MemoryLimitInBytes}
+			if got != tc.want {
+				t.Errorf("shares, period, quota, memory = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOOMScoreAdjAsKubelet: upstream's GetContainerOOMScoreAdjust
+// (pkg/kubelet/qos/policy.go) over a node of 4000 bytes.
+func TestOOMScoreAdjAsKubelet(t *testing.T) {
+	capacity := v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(4000, resource.DecimalSI)}
+	mem := func(n int64) v1.ResourceList {
+		return v1.ResourceList{v1.ResourceMemory: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	guaranteed := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1")},
+		Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1")}}
+	always := v1.ContainerRestartPolicyAlways
+	critical := int32(2000001000)
+	cases := []struct {
+		name string
+		pod  func(p *v1.Pod)
+		of   string
+		want int64
+	}{
+		{name: "guaranteed", pod: func(p *v1.Pod) { p.Spec.Containers[0].Resources = guaranteed }, want: -997},
+		{name: "best effort", want: 1000},
+		{name: "node-critical best effort", pod: func(p *v1.Pod) { p.Spec.Priority, p.Spec.PriorityClassName = &critical, "system-node-critical" }, want: -997},
+		{name: "cluster-critical best effort stays", pod: func(p *v1.Pod) { p.Spec.Priority, p.Spec.PriorityClassName = &critical, "system-cluster-critical" }, want: 1000},
+		{name: "burstable, a quarter of the node", pod: func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = mem(1000) }, want: 750},
+		{name: "burstable, all of it", pod: func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = mem(4000) }, want: 3},
+		{name: "burstable, nothing of it", pod: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = mem(1000)
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "d"})
+		}, of: "d", want: 999},
+		{name: "a sidecar no higher than the smallest regular container", pod: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = mem(1000)
+			p.Spec.InitContainers = []v1.Container{{Name: "s", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: mem(100)}}}
+		}, of: "s", want: 750},
+		{name: "an ordinary init container by its own request", pod: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = mem(1000)
+			p.Spec.InitContainers = []v1.Container{{Name: "s", Resources: v1.ResourceRequirements{Requests: mem(100)}}}
+		}, of: "s", want: 975},
+		{name: "pod-level memory left over is shared", pod: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = mem(1000)
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "d"})
+			p.Spec.Resources = &v1.ResourceRequirements{Requests: mem(3000)}
+		}, of: "d", want: 750},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+			if tc.pod != nil {
+				tc.pod(p)
+			}
+			name := tc.of
+			if name == "" {
+				name = "c"
+			}
+			var c *v1.Container
+			for _, x := range allContainers(p) {
+				if x.Name == name {
+					c = x
+				}
+			}
+			if got := oomScoreAdj(p, c, capacity); got != tc.want {
+				t.Errorf("oomScoreAdj = %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -438,5 +562,64 @@ func TestSandboxDNSConfig(t *testing.T) {
 				t.Errorf("PortMappings = %v, want only 80 on host port 8080", sb.PortMappings)
 			}
 		})
+	}
+}
+
+// TestPodCgroupResize: the order the kubelet's doPodResizeAction gives a
+// resized pod cgroup its limits in.
+func TestPodCgroupResize(t *testing.T) {
+	res := func(shares, quota, mem int64) *runtimeapi.LinuxContainerResources {
+		r := &runtimeapi.LinuxContainerResources{CpuShares: shares, CpuQuota: quota, MemoryLimitInBytes: mem}
+		if quota > 0 {
+			r.CpuPeriod = 100000
+		}
+		return r
+	}
+	cases := []struct {
+		name                string
+		have, want          *runtimeapi.LinuxContainerResources
+		wantBefore, wantAft *runtimeapi.LinuxContainerResources
+	}{
+		{"unchanged", res(102, 20000, 1<<28), res(102, 20000, 1<<28), nil, nil},
+		{"unknown: after", nil, res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"all grow: before", res(102, 20000, 1<<28), res(204, 40000, 1<<29), res(204, 40000, 1<<29), nil},
+		{"all shrink: after", res(204, 40000, 1<<29), res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"cpu grows, memory shrinks: both", res(102, 20000, 1<<29), res(204, 40000, 1<<28), res(204, 40000, 1<<29), res(204, 40000, 1<<28)},
+		{"a limit appears: after", res(102, 0, 0), res(102, 20000, 1<<28), nil, res(102, 20000, 1<<28)},
+		{"a limit is not taken away", res(102, 20000, 1<<28), res(204, 0, 0), res(204, 20000, 1<<28), nil},
+		{"shares only, down", res(204, 0, 0), res(102, 0, 0), nil, res(102, 0, 0)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := PodCgroupResize(tc.have, tc.want)
+			if d := cmp.Diff(tc.wantBefore, before, protocmp.Transform()); d != "" {
+				t.Errorf("before (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantAft, after, protocmp.Transform()); d != "" {
+				t.Errorf("after (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestPodResourcesHugePages: the pod cgroup's huge page limits are the
+// requests of each page size summed as the other requests are (sidecars
+// beside the containers), named as runc names page sizes.
+func TestPodResourcesHugePages(t *testing.T) {
+	hp := func(l ...string) v1.ResourceList {
+		out := v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+		for i := 0; i+1 < len(l); i += 2 {
+			out[v1.ResourceName(l[i])] = resource.MustParse(l[i+1])
+		}
+		return out
+	}
+	always := v1.ContainerRestartPolicyAlways
+	p := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "s", RestartPolicy: &always, Resources: v1.ResourceRequirements{Requests: hp("hugepages-2Mi", "2Mi"), Limits: hp("hugepages-2Mi", "2Mi")}}},
+		Containers:     []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: hp("hugepages-2Mi", "4Mi", "hugepages-1Gi", "1Gi"), Limits: hp("hugepages-2Mi", "4Mi", "hugepages-1Gi", "1Gi")}}},
+	}}
+	want := []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 6 << 20}, {PageSize: "1GB", Limit: 1 << 30}}
+	if d := cmp.Diff(want, podResources(p).HugepageLimits, protocmp.Transform()); d != "" {
+		t.Errorf("hugepage limits (-want +got):\n%s", d)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/podactions"
 	"github.com/kite-project/kite/agent/podruntime"
+	"github.com/kite-project/kite/apis/core/qos"
 )
 
 // Container waiting and terminated reasons the agent sets, as upstream's.
@@ -113,7 +114,7 @@ func Generate(in Input) v1.PodStatus {
 		in.Probes = NoProbes{}
 	}
 	pod, old := in.Pod, in.Old
-	s := v1.PodStatus{QOSClass: QOSClass(pod), ObservedGeneration: pod.Generation}
+	s := v1.PodStatus{QOSClass: qos.GetPodQOS(pod), ObservedGeneration: pod.Generation}
 	s.InitContainerStatuses = containerStatuses(in, pod.Spec.InitContainers, true, old.InitContainerStatuses)
 	s.ContainerStatuses = containerStatuses(in, pod.Spec.Containers, false, old.ContainerStatuses)
 	sort.Slice(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })

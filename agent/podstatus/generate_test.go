@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kite-project/kite/agent/podruntime"
@@ -243,42 +242,6 @@ func TestForeignConditionsKept(t *testing.T) {
 	}
 	if c := condition(s, v1.PodReady); c.Status != v1.ConditionTrue {
 		t.Errorf("Ready with its gate True = %+v, want True", c)
-	}
-}
-
-func TestQOSClass(t *testing.T) {
-	rl := func(cpu, mem string) v1.ResourceList {
-		l := v1.ResourceList{}
-		if cpu != "" {
-			l[v1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
-	cases := []struct {
-		name string
-		res  []v1.ResourceRequirements
-		want v1.PodQOSClass
-	}{
-		{"none", []v1.ResourceRequirements{{}}, v1.PodQOSBestEffort},
-		{"limits only, both", []v1.ResourceRequirements{{Limits: rl("1", "1Gi")}}, v1.PodQOSGuaranteed},
-		{"requests equal limits", []v1.ResourceRequirements{{Requests: rl("1", "1Gi"), Limits: rl("1", "1Gi")}}, v1.PodQOSGuaranteed},
-		{"requests below limits", []v1.ResourceRequirements{{Requests: rl("500m", "1Gi"), Limits: rl("1", "1Gi")}}, v1.PodQOSBurstable},
-		{"memory limit only", []v1.ResourceRequirements{{Limits: rl("", "1Gi")}}, v1.PodQOSBurstable},
-		{"one container without", []v1.ResourceRequirements{{Limits: rl("1", "1Gi")}, {}}, v1.PodQOSBurstable},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &v1.Pod{}
-			for _, r := range tc.res {
-				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Resources: r})
-			}
-			if got := QOSClass(p); got != tc.want {
-				t.Errorf("QOSClass = %s, want %s", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/containerconfig"
@@ -37,6 +38,11 @@ type resizeState struct {
 	actuated map[types.UID]map[string]v1.ResourceRequirements
 	// conditions are each pod's resize conditions.
 	conditions map[types.UID][]v1.PodCondition
+	// podCgroups are the limits each pod's sandbox cgroup was last
+	// given, by pod UID. Not checkpointed: after an agent restart a
+	// pod's first sync gives them again, which writes the same limits at
+	// worst.
+	podCgroups map[types.UID]podCgroup
 	// restored are the checkpoint's entries of pods not synced since the
 	// agent started; a pod's first sync claims its entry. Housekeeping
 	// drops the entries of pods no source has.
@@ -48,7 +54,14 @@ type resizeState struct {
 }
 
 func newResizeState() resizeState {
-	return resizeState{allocated: map[types.UID]*v1.Pod{}, actuated: map[types.UID]map[string]v1.ResourceRequirements{}, conditions: map[types.UID][]v1.PodCondition{}}
+	return resizeState{allocated: map[types.UID]*v1.Pod{}, actuated: map[types.UID]map[string]v1.ResourceRequirements{}, conditions: map[types.UID][]v1.PodCondition{},
+		podCgroups: map[types.UID]podCgroup{}}
+}
+
+// podCgroup is what the cgroup of a pod's sandbox was last given.
+type podCgroup struct {
+	sandbox string
+	given   *runtimeapi.LinuxContainerResources
 }
 
 func (s *resizeState) forget(uid types.UID) {
@@ -56,6 +69,7 @@ func (s *resizeState) forget(uid types.UID) {
 	delete(s.allocated, uid)
 	delete(s.actuated, uid)
 	delete(s.conditions, uid)
+	delete(s.podCgroups, uid)
 }
 
 // allocate decides the pod's resize and returns the pod with the
@@ -163,14 +177,15 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		return
 	}
 	var errs []error
-	// The pod's cgroup before the containers when its limits grow (so
-	// that containers given more find room in it), after them when they
-	// shrink (cgroup v1 refuses a parent quota below a child's), as the
-	// kubelet orders them by the direction of the change.
-	shrinks := m.podLevelShrinks(allocated, rt)
-	if !shrinks {
-		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
-			errs = append(errs, err)
+	// The pod's cgroup: what grows before the containers (so that
+	// containers given more find room in it), what shrinks after them
+	// (cgroup v1 refuses a parent quota below a child's), as the
+	// kubelet orders them.
+	podLevel := m.planPodCgroup(allocated, rt)
+	if podLevel.before != nil {
+		if err := m.givePodCgroup(ctx, allocated, podLevel.sandbox, podLevel.before, podLevel.after == nil); err != nil {
+			errs = append(errs, fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err))
+			podLevel.after = nil
 		}
 	}
 	// The app containers and the init containers (restartable ones run
@@ -204,9 +219,9 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 		}
 		m.setActuated(allocated.UID, id, c.Resources)
 	}
-	if shrinks {
-		if err := m.actuatePodLevel(ctx, allocated, rt); err != nil {
-			errs = append(errs, err)
+	if podLevel.after != nil {
+		if err := m.givePodCgroup(ctx, allocated, podLevel.sandbox, podLevel.after, true); err != nil {
+			errs = append(errs, fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err))
 		}
 	}
 	m.saveAllocations(ctx)
@@ -221,39 +236,25 @@ func (m *Manager) actuate(ctx context.Context, allocated *v1.Pod, rt *podruntime
 	m.resize.conditions[allocated.UID] = withoutCondition(old, v1.PodResizeInProgress)
 }
 
-// podLevelShrinks says that a cpu or memory limit of the pod's cgroup
-// goes down (or appears) with the allocation.
-func (m *Manager) podLevelShrinks(allocated *v1.Pod, rt *podruntime.Pod) bool {
-	if allocated.Spec.Resources == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, sb := range rt.Sandboxes {
-		have, ok := m.resize.actuated[allocated.UID][sb.ID]
-		if !sb.Ready || !ok {
-			continue
-		}
-		for _, n := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			want, limited := allocated.Spec.Resources.Limits[n]
-			old, was := have.Limits[n]
-			if limited && (!was || want.Cmp(old) < 0) {
-				return true
-			}
-		}
-		return false
-	}
-	return false
+// podCgroupPlan is what actuate gives the cgroup of the pod's ready
+// sandbox: before the containers are resized and after (each nil when
+// nothing).
+type podCgroupPlan struct {
+	sandbox       string
+	before, after *runtimeapi.LinuxContainerResources
 }
 
-// actuatePodLevel gives the pod's ready sandbox (its cgroup) the
-// allocated pod-level resources when they changed, through the runtime's
-// UpdatePodSandboxResources; what it was given is recorded under the
-// sandbox's ID, as a container instance's is.
-func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *podruntime.Pod) error {
-	updater, ok := m.rt.(runtime.PodResourceUpdater)
-	if !ok || allocated.Spec.Resources == nil {
-		return nil
+// planPodCgroup decides what the pod cgroup of the allocated pod is given
+// around a resize of its containers (containerconfig.PodCgroupResize from
+// what the sandbox was last given). Every pod has its pod cgroup sized,
+// as the kubelet's; a pod with pod-level resources whose sandbox has not
+// recorded them (a sandbox made before an agent restart without a
+// checkpoint, or a resize of the pod-level memory request alone, which
+// changes no cgroup value) is given its limits again so that they are
+// recorded for its status.
+func (m *Manager) planPodCgroup(allocated *v1.Pod, rt *podruntime.Pod) podCgroupPlan {
+	if _, ok := m.rt.(runtime.PodResourceUpdater); !ok {
+		return podCgroupPlan{}
 	}
 	var id string
 	for _, sb := range rt.Sandboxes {
@@ -263,49 +264,52 @@ func (m *Manager) actuatePodLevel(ctx context.Context, allocated *v1.Pod, rt *po
 		}
 	}
 	if id == "" {
-		return nil
+		return podCgroupPlan{}
 	}
-	want := *allocated.Spec.Resources
 	m.mu.Lock()
-	have, known := m.resize.actuated[allocated.UID][id]
+	var have *runtimeapi.LinuxContainerResources
+	if pc, ok := m.resize.podCgroups[allocated.UID]; ok && pc.sandbox == id {
+		have = pc.given
+	}
+	recorded, known := m.resize.actuated[allocated.UID][id]
 	m.mu.Unlock()
-	// A sandbox this agent made was given its allocation and recorded
-	// (limitNewSandbox); one it knows nothing of (made before a restart
-	// without a checkpoint) is given it now, which writes the same limits
-	// again at worst.
-	if known && apiequality.Semantic.DeepEqual(have, want) {
-		return nil
+	plan := podCgroupPlan{sandbox: id}
+	plan.before, plan.after = containerconfig.PodCgroupResize(have, containerconfig.PodResources(allocated))
+	if plan.before == nil && plan.after == nil && allocated.Spec.Resources != nil && (!known || !apiequality.Semantic.DeepEqual(recorded, *allocated.Spec.Resources)) {
+		plan.after = have
 	}
-	if err := m.givePodLevel(ctx, updater, allocated, id); err != nil {
-		return fmt.Errorf("resize pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
-	}
-	return nil
+	return plan
 }
 
-// limitNewSandbox gives a new sandbox of a pod with pod-level resources
-// its pod cgroup's limits, as the kubelet's pod container manager does
-// before it creates the sandbox: containerd 1.6 makes the sandbox's cgroup
-// parent without applying the sandbox config's resources. Pods without
-// pod-level resources are left as before (their pod cgroup is unlimited;
-// the containers carry their own limits).
+// limitNewSandbox gives the cgroup of a pod's new sandbox its limits, as
+// the kubelet's pod container manager creates the pod cgroup with them
+// before the sandbox: containerd 1.6 makes the sandbox's cgroup parent
+// without applying the sandbox config's resources, so without this a pod
+// would run unbounded but for its containers' own limits.
 func (m *Manager) limitNewSandbox(ctx context.Context, allocated *v1.Pod, id string) error {
-	updater, ok := m.rt.(runtime.PodResourceUpdater)
-	if !ok || allocated.Spec.Resources == nil {
+	if _, ok := m.rt.(runtime.PodResourceUpdater); !ok {
 		return nil
 	}
-	if err := m.givePodLevel(ctx, updater, allocated, id); err != nil {
-		return fmt.Errorf("pod-level resources of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+	if err := m.givePodCgroup(ctx, allocated, id, containerconfig.PodResources(allocated), true); err != nil {
+		return fmt.Errorf("pod cgroup of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
 	}
 	return nil
 }
 
-// givePodLevel gives sandbox id the allocated pod's pod-level resources
-// and records them as actuated (the caller checkpoints).
-func (m *Manager) givePodLevel(ctx context.Context, updater runtime.PodResourceUpdater, allocated *v1.Pod, id string) error {
-	if err := updater.UpdatePodSandboxResources(ctx, id, containerconfig.PodResources(allocated)); err != nil {
+// givePodCgroup gives sandbox id's cgroup res through the runtime's
+// UpdatePodSandboxResources and remembers it; final says that res is
+// the allocation's, whose pod-level resources, if any, are then recorded
+// as actuated (the caller checkpoints).
+func (m *Manager) givePodCgroup(ctx context.Context, allocated *v1.Pod, id string, res *runtimeapi.LinuxContainerResources, final bool) error {
+	if err := m.rt.(runtime.PodResourceUpdater).UpdatePodSandboxResources(ctx, id, res); err != nil {
 		return err
 	}
-	m.setActuated(allocated.UID, id, *allocated.Spec.Resources)
+	m.mu.Lock()
+	m.resize.podCgroups[allocated.UID] = podCgroup{sandbox: id, given: res}
+	m.mu.Unlock()
+	if final && allocated.Spec.Resources != nil {
+		m.setActuated(allocated.UID, id, *allocated.Spec.Resources)
+	}
 	return nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/qos"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -41,7 +41,7 @@ func (s strategy) NamespaceScoped() bool { return s.namespaced }
 // does: Pending, with its QoS class.
 func (strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	if pod, ok := obj.(*corev1.Pod); ok {
-		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qos.ComputePodQOS(pod)}
 	}
 }
 func (strategy) Validate(context.Context, runtime.Object) field.ErrorList  { return nil }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/qos"
 	"github.com/kite-project/kite/apis/core/validation"
 	"github.com/kite-project/kite/registry"
 )
@@ -94,7 +95,7 @@ func preparePodForCreate(obj runtime.Object) {
 	// Pod-level resources are completed before the QoS class is taken
 	// from them, as upstream's PrepareForCreate.
 	defaults.PodLevelResources(pod)
-	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: defaults.PodQOSClass(pod)}
+	pod.Status = v1.PodStatus{Phase: v1.PodPending, QOSClass: qos.ComputePodQOS(pod)}
 }
 
 func preparePodForUpdate(obj, old runtime.Object) {

@@ -3,10 +3,13 @@ package cri
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -60,12 +63,16 @@ func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResourc
 	}
 	parent := CgroupParent(r.driver, uid)
 	var writes [][3]string
-	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", parent, "cgroup.controllers")); err == nil {
-		for _, w := range podCgroupWritesV2(res) {
+	if controllers, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", parent, "cgroup.controllers")); err == nil {
+		var sizes []string
+		if slices.Contains(strings.Fields(string(controllers)), "hugetlb") {
+			sizes = hostHugePageSizes()
+		}
+		for _, w := range podCgroupWritesV2(res, sizes) {
 			writes = append(writes, [3]string{filepath.Join("/sys/fs/cgroup", parent), w[0], w[1]})
 		}
 	} else {
-		for _, w := range podCgroupWritesV1(res) {
+		for _, w := range podCgroupWritesV1(res, hostHugePageSizes()) {
 			dir := filepath.Join("/sys/fs/cgroup", w[0], parent)
 			if _, err := os.Stat(dir); err == nil {
 				writes = append(writes, [3]string{dir, w[1], w[2]})
@@ -73,20 +80,71 @@ func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResourc
 		}
 	}
 	for _, w := range writes {
-		if err := os.WriteFile(filepath.Join(w[0], w[1]), []byte(w[2]), 0); err != nil {
-			return fmt.Errorf("write %s of pod %s: %w", filepath.Join(w[0], w[1]), uid, err)
+		path := filepath.Join(w[0], w[1])
+		// The reservation limits came with Linux 5.7: written where
+		// there, as runc does.
+		if strings.Contains(w[1], ".rsvd.") {
+			if _, err := os.Stat(path); err != nil {
+				continue
+			}
+		}
+		if err := os.WriteFile(path, []byte(w[2]), 0); err != nil {
+			return fmt.Errorf("write %s of pod %s: %w", path, uid, err)
 		}
 	}
 	return nil
 }
 
-// podCgroupWritesV2 are the cgroup v2 files and values of res (runc's
-// conversions): cpu.weight from shares, cpu.max from quota and period
-// ("max" without a quota), memory.max ("max" without a limit).
-func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources) [][2]string {
+// hostHugePageSizes are the huge page sizes of the host
+// (/sys/kernel/mm/hugepages/hugepages-<n>kB), named as cgroups name
+// them, as runc's HugePageSizes.
+var hostHugePageSizes = sync.OnceValue(func() []string {
+	entries, _ := os.ReadDir("/sys/kernel/mm/hugepages")
+	var sizes []string
+	for _, e := range entries {
+		kb, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		kb, kB := strings.CutSuffix(kb, "kB")
+		n, err := strconv.ParseInt(kb, 10, 64)
+		if !ok || !kB || err != nil {
+			continue
+		}
+		if name, ok := runtime.HugePageSizeName(n << 10); ok {
+			sizes = append(sizes, name)
+		}
+	}
+	return sizes
+})
+
+// hugetlbWrites are the huge page limits of res for each of the host's
+// page sizes, 0 for a size res does not name (a pod uses only the huge
+// pages it requested), as the kubelet's cgroup manager sets them: the
+// limit file and its reservation twin (.rsvd), of suffix
+// ".limit_in_bytes" (v1) or ".max" (v2).
+func hugetlbWrites(res *runtimeapi.LinuxContainerResources, sizes []string, suffix string) [][2]string {
+	var w [][2]string
+	for _, size := range sizes {
+		var limit uint64
+		for _, l := range res.GetHugepageLimits() {
+			if l.GetPageSize() == size {
+				limit = l.GetLimit()
+			}
+		}
+		v := strconv.FormatUint(limit, 10)
+		w = append(w, [2]string{"hugetlb." + size + suffix, v}, [2]string{"hugetlb." + size + ".rsvd" + suffix, v})
+	}
+	return w
+}
+
+// podCgroupWritesV2 are the cgroup v2 files and values of res, as the
+// kubelet's cgroup manager writes a pod cgroup: cpu.weight from shares
+// (cpuWeight), cpu.max from quota and period ("max" without a quota),
+// memory.max ("max" without a limit), and the huge page limits of
+// hugePageSizes (those of the host where the hugetlb controller is
+// enabled; none else).
+func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources, hugePageSizes []string) [][2]string {
 	var w [][2]string
 	if s := res.GetCpuShares(); s > 0 {
-		w = append(w, [2]string{"cpu.weight", strconv.FormatInt(1+((s-2)*9999)/262142, 10)})
+		w = append(w, [2]string{"cpu.weight", strconv.FormatUint(cpuWeight(uint64(s)), 10)})
 	}
 	period := res.GetCpuPeriod()
 	if period == 0 {
@@ -101,12 +159,14 @@ func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources) [][2]string {
 	if m := res.GetMemoryLimitInBytes(); m > 0 {
 		mem = strconv.FormatInt(m, 10)
 	}
-	return append(w, [2]string{"memory.max", mem})
+	w = append(w, [2]string{"memory.max", mem})
+	return append(w, hugetlbWrites(res, hugePageSizes, ".max")...)
 }
 
 // podCgroupWritesV1 are the cgroup v1 hierarchy, file and value of res:
-// -1 is no quota, no memory limit.
-func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources) [][3]string {
+// -1 is no quota, no memory limit; the huge page limits of
+// hugePageSizes (the hugetlb hierarchy, where mounted).
+func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources, hugePageSizes []string) [][3]string {
 	var w [][3]string
 	if s := res.GetCpuShares(); s > 0 {
 		w = append(w, [3]string{"cpu", "cpu.shares", strconv.FormatInt(s, 10)})
@@ -123,5 +183,30 @@ func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources) [][3]string {
 	if m := res.GetMemoryLimitInBytes(); m > 0 {
 		mem = m
 	}
-	return append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
+	w = append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
+	for _, h := range hugetlbWrites(res, hugePageSizes, ".limit_in_bytes") {
+		w = append(w, [3]string{"hugetlb", h[0], h[1]})
+	}
+	return w
+}
+
+// cpuWeight is the cgroup v2 weight of cpu shares as the kubelet 1.37
+// converts them for the pod cgroups it writes itself
+// (github.com/opencontainers/cgroups v0.0.7,
+// ConvertCPUSharesToCgroupV2Value): a quadratic in log2(shares) through
+// 2 -> 1, 1024 -> 100 (both defaults) and 262144 -> 10000. runc 1.1 (the
+// one beside containerd 1.6) still maps containers' shares linearly
+// (1024 -> 39); the pod cgroup is the kubelet's, so it takes the
+// kubelet's.
+func cpuWeight(shares uint64) uint64 {
+	switch {
+	case shares == 0:
+		return 0
+	case shares <= 2:
+		return 1
+	case shares >= 262144:
+		return 10000
+	}
+	l := math.Log2(float64(shares))
+	return uint64(math.Ceil(math.Pow(10, (l*l+125*l)/612.0-7.0/34.0)))
 }

@@ -145,41 +145,6 @@ func TestSecret(t *testing.T) {
 	}
 }
 
-func TestPodQOSClass(t *testing.T) {
-	rl := func(cpu, mem string) corev1.ResourceList {
-		l := corev1.ResourceList{}
-		if cpu != "" {
-			l[corev1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[corev1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
-	cases := []struct {
-		name       string
-		containers []corev1.ResourceRequirements
-		want       corev1.PodQOSClass
-	}{
-		{"no resources", []corev1.ResourceRequirements{{}}, corev1.PodQOSBestEffort},
-		{"limits equal requests for cpu and memory", []corev1.ResourceRequirements{{Limits: rl("1", "1Gi"), Requests: rl("1", "1Gi")}}, corev1.PodQOSGuaranteed},
-		{"requests only", []corev1.ResourceRequirements{{Requests: rl("100m", "")}}, corev1.PodQOSBurstable},
-		{"memory limit missing", []corev1.ResourceRequirements{{Limits: rl("1", ""), Requests: rl("1", "")}}, corev1.PodQOSBurstable},
-		{"one container best effort makes it burstable", []corev1.ResourceRequirements{{Limits: rl("1", "1Gi"), Requests: rl("1", "1Gi")}, {}}, corev1.PodQOSBurstable},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := &corev1.Pod{}
-			for _, r := range tc.containers {
-				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Resources: r})
-			}
-			if got := PodQOSClass(pod); got != tc.want {
-				t.Errorf("PodQOSClass = %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestNormalizeServiceClusterIPs(t *testing.T) {
 	withIPs := func(ip string, ips ...string) *corev1.Service {
 		return &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: ip, ClusterIPs: ips}}

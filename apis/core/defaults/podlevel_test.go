@@ -61,19 +61,3 @@ func TestPodLevelResourcesAsUpstream(t *testing.T) {
 		})
 	}
 }
-
-// TestPodQOSClassFromPodLevelResources: pod-level resources, when set,
-// decide the class alone, as upstream's ComputePodQOS.
-func TestPodQOSClassFromPodLevelResources(t *testing.T) {
-	q := resource.MustParse
-	both := corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}},
-		Resources: &corev1.ResourceRequirements{Requests: both, Limits: both}}}
-	if got := PodQOSClass(pod); got != corev1.PodQOSGuaranteed {
-		t.Errorf("pod-level requests = limits: %s, want Guaranteed", got)
-	}
-	pod.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")}}
-	if got := PodQOSClass(pod); got != corev1.PodQOSBurstable {
-		t.Errorf("pod-level cpu request: %s, want Burstable", got)
-	}
-}

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/qos"
 )
 
 // Evaluator knows what objects of one group resource use.
@@ -352,9 +352,9 @@ func podMatchesScope(sel corev1.ScopedResourceSelectorRequirement, obj runtime.O
 	case corev1.ResourceQuotaScopeNotTerminating:
 		return !IsTerminating(pod), nil
 	case corev1.ResourceQuotaScopeBestEffort:
-		return defaults.PodQOSClass(pod) == corev1.PodQOSBestEffort, nil
+		return qos.GetPodQOS(pod) == corev1.PodQOSBestEffort, nil
 	case corev1.ResourceQuotaScopeNotBestEffort:
-		return defaults.PodQOSClass(pod) != corev1.PodQOSBestEffort, nil
+		return qos.GetPodQOS(pod) != corev1.PodQOSBestEffort, nil
 	case corev1.ResourceQuotaScopePriorityClass:
 		if sel.Operator == corev1.ScopeSelectorOpExists {
 			return pod.Spec.PriorityClassName != "", nil

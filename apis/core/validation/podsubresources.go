@@ -9,7 +9,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kite-project/kite/apis/core/defaults"
+	"github.com/kite-project/kite/apis/core/qos"
 )
 
 // ValidatePodEphemeralContainersUpdate checks a write to the
@@ -76,9 +76,9 @@ func ValidatePodResize(newPod, oldPod *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
 	oldQOS := oldPod.Status.QOSClass
 	if oldQOS == "" {
-		oldQOS = defaults.PodQOSClass(oldPod)
+		oldQOS = qos.ComputePodQOS(oldPod)
 	}
-	if oldQOS != defaults.PodQOSClass(newPod) {
+	if oldQOS != qos.ComputePodQOS(newPod) {
 		allErrs = append(allErrs, field.Invalid(specPath, newPod.Status.QOSClass, "Pod QOS Class may not change as a result of resizing"))
 	}
 	if !resizeSupported(oldPod) {
