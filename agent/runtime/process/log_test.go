@@ -86,7 +86,9 @@ func TestLogRotatesKeepingMaxFiles(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	defer first.Close()
-	f.waitExited(id, 20*time.Second)
+	// 4.5 s of sleeps and 180 short processes: slow on a loaded machine
+	// (20 s was not enough at load 14).
+	f.waitExited(id, 90*time.Second)
 
 	files, _ := filepath.Glob(logPath + "*")
 	if len(files) > maxFiles {
