@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // tarEntry is one entry of a test layer: a directory (name ends in "/"),
@@ -319,5 +322,34 @@ func TestUnusedImageCopies(t *testing.T) {
 		if got := UnusedImageCopies(tc.entries, tc.inUse); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The process runtime refuses image volumes with a message that says
+// why; a runtime that runs images leaves them to the pod's start
+// (ImageVolume) and sets up the pod's other volumes.
+func TestSetUpOfImageVolumes(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
+		{Name: "img", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "busybox"}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	}}}
+	m, err := New(Options{RootDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.SetUp(t.Context(), pod)
+	if !errors.Is(err, ErrImageVolumeUnsupported) || !strings.Contains(err.Error(), `MountVolume.SetUp failed for volume "img"`) {
+		t.Errorf("process runtime: %v, want the image volume refused", err)
+	}
+	m, err = New(Options{RootDir: t.TempDir(), RunsImages: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := m.SetUp(t.Context(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := paths["img"]; ok || paths["scratch"] == "" {
+		t.Errorf("paths %v: want scratch only", paths)
 	}
 }
