@@ -89,7 +89,8 @@ func ApplyLayer(root string, r io.Reader) error {
 	}
 	// A directory's time last: creating its entries changed it.
 	for _, d := range dirs {
-		if err := os.Chtimes(d.path, d.mtime, d.mtime); err != nil {
+		// One the layer itself replaced later is gone.
+		if err := os.Chtimes(d.path, d.mtime, d.mtime); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("layer: %w", err)
 		}
 	}
