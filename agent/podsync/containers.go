@@ -113,6 +113,19 @@ func (m *Manager) startContainerTargeting(ctx context.Context, pod *v1.Pod, c *v
 		m.setWaiting(pod, c.Name, reason, err.Error())
 		return fmt.Errorf("start container %s of pod %s/%s: %s: %w", c.Name, pod.Namespace, pod.Name, reason, err)
 	}
+	// Image volumes first: the kubelet fails a container whose image
+	// volume is not there before it pulls the container's own image.
+	volumes, err := m.imageVolumes(ctx, pod, c, sb, volumes)
+	if err != nil {
+		var ve *volumeError
+		if errors.As(err, &ve) {
+			return fail(podstatus.ReasonCreateContainerError, ve.err)
+		}
+		reason, msg := imageReason(err)
+		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "Failed", "Error: %s", reason)
+		m.setWaiting(pod, c.Name, reason, msg)
+		return fmt.Errorf("start container %s of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
 	imgUser, err := m.ensureImage(ctx, pod, c, sb)
 	if err != nil {
 		// The image manager's events are sent; the kubelet adds "Error:

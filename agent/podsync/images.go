@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -38,44 +39,62 @@ func (e *imageError) Error() string { return e.reason + ": " + e.msg }
 // runtime without images (the process runtime) has every image "already
 // present".
 func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig) (*containerconfig.ImageUser, error) {
+	img, err := m.ensureImageRef(ctx, pod, c.Image, c.ImagePullPolicy, sb, func(eventType, reason, format string, args ...any) {
+		m.events.ContainerEventf(pod, c.Name, eventType, reason, format, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return imageUser(img), nil
+}
+
+// eventFunc records an event about what an image is pulled for: a
+// container (its field path), or the pod (an image volume's, as the
+// kubelet's image manager is given the pod's reference for those).
+type eventFunc func(eventType, reason, format string, args ...any)
+
+// ensureImageRef is ensureImage for image under policy, with its events
+// through event. It returns the image as the runtime has it; nil without
+// an error for a runtime without images.
+func (m *Manager) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, policy v1.PullPolicy, sb *runtimeapi.PodSandboxConfig, event eventFunc) (*runtimeapi.Image, error) {
 	is, ok := m.rt.(runtime.ImageService)
 	if !ok {
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", image)
 		return nil, nil
 	}
-	img, err := is.ImageStatus(ctx, c.Image)
+	img, err := is.ImageStatus(ctx, image)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
+		event(v1.EventTypeWarning, "InspectFailed", "%s", msg)
 		return nil, &imageError{podactions.ReasonImageInspectError, msg}
 	}
-	switch podactions.ImageDecision(c.ImagePullPolicy, img != nil) {
+	switch podactions.ImageDecision(policy, img != nil) {
 	case podactions.UsePresent:
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
-		return imageUser(img), nil
+		event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", image)
+		return img, nil
 	case podactions.NeverPull:
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, podactions.ReasonErrImageNeverPull, "%s", msg)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+		event(v1.EventTypeWarning, podactions.ReasonErrImageNeverPull, "%s", msg)
 		return nil, &imageError{podactions.ReasonErrImageNeverPull, msg}
 	}
-	key := podactions.ImageKey(pod, c.Image)
+	key := podactions.ImageKey(pod, image)
 	m.mu.Lock()
 	inBackOff := m.imageBackOff.InBackOff(key, time.Now())
 	m.mu.Unlock()
 	if inBackOff {
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "BackOff", "%s", msg)
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
+		event(v1.EventTypeNormal, "BackOff", "%s", msg)
 		return nil, &imageError{podactions.ReasonImagePullBackOff, msg}
 	}
-	creds, err := m.pullCredentials(ctx, pod, c.Image)
+	creds, err := m.pullCredentials(ctx, pod, image)
 	if err != nil {
 		return nil, &imageError{podactions.ReasonErrImagePull, err.Error()}
 	}
-	m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	event(v1.EventTypeNormal, "Pulling", "Pulling image %q", image)
 	start := time.Now()
-	err = pullWith(ctx, is, c.Image, creds, sb)
+	err = pullWith(ctx, is, image, creds, sb)
 	if err != nil {
-		m.events.ContainerEventf(pod, c.Name, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", image, err)
 		m.mu.Lock()
 		m.imageBackOff.Failed(key, time.Now())
 		m.mu.Unlock()
@@ -85,13 +104,84 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	m.imageBackOff.Succeeded(key)
 	m.mu.Unlock()
 	took := time.Since(start).Truncate(time.Millisecond)
-	img, err = is.ImageStatus(ctx, c.Image)
+	img, err = is.ImageStatus(ctx, image)
 	if err != nil || img == nil {
-		return nil, &imageError{podactions.ReasonErrImagePull, fmt.Sprintf("image %q pulled but not found: %v", c.Image, err)}
+		return nil, &imageError{podactions.ReasonErrImagePull, fmt.Sprintf("image %q pulled but not found: %v", image, err)}
 	}
-	m.events.ContainerEventf(pod, c.Name, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, img.GetSize())
-	return imageUser(img), nil
+	event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", image, took, took, img.GetSize())
+	return img, nil
 }
+
+// contentStore is a runtime whose image files the agent can read
+// (cri.Runtime: containerd's content store), for image volumes.
+type contentStore interface {
+	ContentStore(ctx context.Context) (string, error)
+}
+
+// imageVolumes are the host paths of the image volumes container c
+// mounts, added to volumes (a copy): each volume's image is made sure of
+// as a container's is (its pullPolicy, the pod's imagePullSecrets, the
+// same back-off, events and reasons, but on the pod, as the kubelet's
+// getImageVolumes), then its read-only copy is made (agent/volumes,
+// image.go). A pull that fails is the container's image error
+// (ErrImagePull, ImagePullBackOff, ...), as the kubelet's
+// toKubeContainerImageVolumes; a copy that cannot be made is
+// CreateContainerError, as a runtime's failed image mount is.
+//
+// Unlike the kubelet, which pulls every image volume of the pod once per
+// sync before it starts any container, the agent pulls those a container
+// mounts before it starts that container.
+func (m *Manager) imageVolumes(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) (map[string]string, error) {
+	var out map[string]string
+	for _, vm := range c.VolumeMounts {
+		var src *v1.ImageVolumeSource
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == vm.Name {
+				src = pod.Spec.Volumes[i].Image
+			}
+		}
+		if src == nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(volumes)
+			if out == nil {
+				out = map[string]string{}
+			}
+		} else if _, done := out[vm.Name]; done {
+			continue
+		}
+		img, err := m.ensureImageRef(ctx, pod, src.Reference, src.PullPolicy, sb, func(eventType, reason, format string, args ...any) {
+			m.events.Eventf(pod, eventType, reason, format, args...)
+		})
+		if err != nil {
+			return nil, err
+		}
+		cs, ok := m.rt.(contentStore)
+		if !ok || img == nil {
+			return nil, &volumeError{fmt.Errorf("image volume %q: the runtime cannot give the agent its images' files", vm.Name)}
+		}
+		dir, err := cs.ContentStore(ctx)
+		if err != nil {
+			return nil, &volumeError{fmt.Errorf("image volume %q: %w", vm.Name, err)}
+		}
+		path, err := m.volumes.ImageVolume(pod, vm.Name, img.Id, dir)
+		if err != nil {
+			return nil, &volumeError{err}
+		}
+		out[vm.Name] = path
+	}
+	if out == nil {
+		return volumes, nil
+	}
+	return out, nil
+}
+
+// volumeError is an image volume whose copy could not be made.
+type volumeError struct{ err error }
+
+func (e *volumeError) Error() string { return e.err.Error() }
+func (e *volumeError) Unwrap() error { return e.err }
 
 // pullCredentials are the credentials of the pod's imagePullSecrets for
 // image, most specific registry key first (credentialprovider.Keyring),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
@@ -153,7 +152,8 @@ func (m *Manager) removeRuntimePod(ctx context.Context, uid types.UID) error {
 			return err
 		}
 	}
-	return os.RemoveAll(m.volumes.PodDir(&v1.Pod{ObjectMeta: metaUID(uid)}))
+	// The pod's directory, and the copies of image volumes it alone used.
+	return m.volumes.RemovePodDir(&v1.Pod{ObjectMeta: metaUID(uid)})
 }
 
 func metaUID(uid types.UID) metav1.ObjectMeta { return metav1.ObjectMeta{UID: uid} }

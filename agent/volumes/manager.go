@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kite-project/kite/agent/containerconfig"
 	"github.com/kite-project/kite/agent/objectcache"
@@ -87,6 +88,9 @@ type Manager struct {
 	tokens     *tokens // nil without a client
 	services   *services
 	claims     *claimMounts
+	// imageMu serialises the unpacking and linking of image volumes'
+	// copies with their collection (image.go).
+	imageMu sync.Mutex
 }
 
 // DirMode is the mode of the root directory and of its pods directory,
@@ -153,6 +157,10 @@ func New(opts Options) (*Manager, error) {
 // Run watches the configMaps and secrets pods refer to, and the
 // Services, until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
+	// Copies of image volumes whose pods went while the agent was down.
+	if err := m.CollectImageVolumes(); err != nil {
+		klog.FromContext(ctx).Error(err, "Collecting unused image volumes")
+	}
 	if m.configMaps == nil {
 		return
 	}
@@ -180,10 +188,14 @@ func (m *Manager) PodDir(pod *v1.Pod) string {
 	return filepath.Join(m.opts.RootDir, "pods", string(pod.UID))
 }
 
-// RemovePodDir removes the pod's directory (its volumes) once the pod is
-// terminated. hostPath volumes are never under it.
+// RemovePodDir removes the pod's directory (its volumes) once its
+// containers are gone, and then the copies of image volumes no pod uses
+// any more. hostPath volumes are never under it.
 func (m *Manager) RemovePodDir(pod *v1.Pod) error {
-	return os.RemoveAll(m.PodDir(pod))
+	if err := os.RemoveAll(m.PodDir(pod)); err != nil {
+		return err
+	}
+	return m.CollectImageVolumes()
 }
 
 // LogDirectory is the pod's log directory.
@@ -303,6 +315,9 @@ func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		return nil, err
 	}
 	m.readOnlyClaims(pod, c, cfg)
+	if err := imageVolumeMounts(pod, c, volumes, cfg); err != nil {
+		return nil, err
+	}
 	if c.TerminationMessagePath != "" {
 		if err := createTerminationMessageFile(m.TerminationMessageFile(pod, c.Name, restartCount)); err != nil {
 			return nil, fmt.Errorf("termination message file of container %q: %w", c.Name, err)
@@ -346,6 +361,14 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 	paths := map[string]string{}
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
+		if vol.Image != nil {
+			// Pulled and unpacked before each container start
+			// (ImageVolume), as the kubelet pulls them.
+			if !m.opts.RunsImages {
+				return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, ErrImageVolumeUnsupported)
+			}
+			continue
+		}
 		if vol.PersistentVolumeClaim != nil {
 			path, err := m.claimPath(ctx, pod, vol)
 			if err != nil {

@@ -10,11 +10,13 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -61,6 +63,9 @@ type Runtime struct {
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
 	driver CgroupDriver
+
+	contentMu sync.Mutex
+	content   string // ContentStore's answer, once known
 }
 
 var (
@@ -387,4 +392,47 @@ func (r *Runtime) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsag
 		return nil, wrap(err, "ImageFsInfo", "")
 	}
 	return resp.ImageFilesystems, nil
+}
+
+// ContentStore is the directory of the runtime's content store (the
+// blobs of its images' manifests, configurations and layers), which the
+// agent reads image volumes from (agent/volumes, image.go): containerd's
+// <root>/io.containerd.content.v1.content, its root as its CRI plugin
+// reports it in the verbose Status (config.containerdRootDir). It is
+// asked once and kept.
+func (r *Runtime) ContentStore(ctx context.Context) (string, error) {
+	r.contentMu.Lock()
+	defer r.contentMu.Unlock()
+	if r.content != "" {
+		return r.content, nil
+	}
+	s, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return "", wrap(err, "Status", "")
+	}
+	dir, err := ContentStoreOf(s.GetInfo())
+	if err != nil {
+		return "", fmt.Errorf("cri: runtime at %q: %w", r.opts.Endpoint, err)
+	}
+	r.content = dir
+	return dir, nil
+}
+
+// ContentStoreOf is the content store's directory by a verbose CRI
+// Status's info: containerd's config.containerdRootDir.
+func ContentStoreOf(info map[string]string) (string, error) {
+	var cfg struct {
+		ContainerdRootDir string `json:"containerdRootDir"`
+	}
+	raw, ok := info["config"]
+	if !ok {
+		return "", errors.New("its verbose status has no config: not containerd's CRI plugin, whose content store image volumes are read from")
+	}
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		return "", fmt.Errorf("its verbose status' config: %w", err)
+	}
+	if cfg.ContainerdRootDir == "" || !filepath.IsAbs(cfg.ContainerdRootDir) {
+		return "", fmt.Errorf("its verbose status' config has no containerd root directory (%q)", cfg.ContainerdRootDir)
+	}
+	return filepath.Join(cfg.ContainerdRootDir, "io.containerd.content.v1.content"), nil
 }

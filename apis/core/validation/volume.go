@@ -384,14 +384,8 @@ func validateVolumeMounts(mounts []corev1.VolumeMount, ctr *corev1.Container, vo
 			allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), m.MountPath, "must be unique"))
 		}
 		mountPoints[m.MountPath] = true
-		if v, ok := vols[m.Name]; ok && v.Image != nil {
-			if m.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPath"), m.SubPath, "not allowed in image volume sources"))
-			}
-			if m.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), m.SubPathExpr, "not allowed in image volume sources"))
-			}
-		}
+		// subPath and subPathExpr of an image volume are allowed since
+		// 1.33 (upstream's validateVolumeMounts has no check of its own).
 		if m.SubPath != "" {
 			// Upstream reports subPath under the list, not the item.
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPath, fldPath.Child("subPath"))...)

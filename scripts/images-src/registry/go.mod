@@ -1,0 +1,3 @@
+module kite.local/registry
+
+go 1.26.0
