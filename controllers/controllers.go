@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"time"
@@ -59,6 +60,7 @@ import (
 	"github.com/kite-project/kite/controllers/serviceaccounttoken"
 	"github.com/kite-project/kite/controllers/statefulset"
 	"github.com/kite-project/kite/controllers/tainteviction"
+	kiteversion "github.com/kite-project/kite/version"
 )
 
 // Controller names, as kube-controller-manager's --controllers names them
@@ -374,7 +376,12 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("controllers: Config is required")
 	}
 	cfg := rest.CopyConfig(opts.Config)
-	cfg.UserAgent = "kite-controllers"
+	// kube-controller-manager's user agent (its binary's
+	// DefaultKubernetesUserAgent): the API server names the field manager
+	// of the controllers' writes after its first word, so managedFields
+	// and server-side apply conflicts say "kube-controller-manager", as
+	// against upstream.
+	cfg.UserAgent = fmt.Sprintf("kube-controller-manager/%s (%s/%s) kite", kiteversion.GitVersion, goruntime.GOOS, goruntime.GOARCH)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("controllers: client: %w", err)

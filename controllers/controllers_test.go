@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kite-project/kite"
@@ -82,4 +86,42 @@ func TestEmbeddedDefaultRunsNamespaceServiceAccountRootCAAndAggregationControlle
 	if !slices.Equal(controllers.EmbeddedDefault(), want) {
 		t.Fatalf("EmbeddedDefault = %v, want %v", controllers.EmbeddedDefault(), want)
 	}
+}
+
+// The controllers write as kube-controller-manager: the API server names
+// the field manager of a write after its client's user agent, so a
+// Deployment's status, written by the deployment controller, is owned by
+// "kube-controller-manager" in managedFields (and a server-side apply
+// conflict with it names that manager), as against upstream.
+func TestControllersWriteAsKubeControllerManager(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fieldmanager-"}}
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	zero := int32(0)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &zero,
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+	if _, err := cs.AppsV1().Deployments(ns.Name).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got, err := cs.AppsV1().Deployments(ns.Name).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		managers = managers[:0]
+		for _, f := range got.ManagedFields {
+			managers = append(managers, f.Manager+"/"+f.Subresource)
+			if f.Subresource == "status" && f.Manager == "kube-controller-manager" {
+				return
+			}
+		}
+	}
+	t.Fatalf("managedFields managers %v, want kube-controller-manager/status", managers)
 }
