@@ -437,8 +437,11 @@ var lifecycleCases = []lifecycleCase{
 		pod: func(p *v1.Pod, _ int) {
 			p.Spec.RestartPolicy = v1.RestartPolicyNever
 			c := &p.Spec.Containers[0]
-			shell(c, trapLoop)
-			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo nope; exit 1"}}}}
+			// The hook fails only once the trap is set: a SIGTERM before it
+			// ends the shell with 143 (seen under load 16).
+			shell(c, `trap 'exit 7' TERM; touch /tmp/trapped-$POD_UID; while :; do sleep 0.2; done`)
+			c.Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c",
+				"while [ ! -f /tmp/trapped-$POD_UID ]; do sleep 0.05; done; rm -f /tmp/trapped-$POD_UID; echo nope; exit 1"}}}}
 		},
 		check: func(t *testing.T, a *testAgent, p *v1.Pod) {
 			p = a.wait(t, p, "Failed", phase(v1.PodFailed))
