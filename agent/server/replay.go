@@ -165,8 +165,9 @@ func (a replayAttacher) AttachContainer(ctx context.Context, _, _, _ string, in 
 		return err
 	}
 	// The runtime refuses the live session of an instance that ended
-	// after the replay; its status may say so only a moment later.
-	if !a.ended(ctx, err != nil) {
+	// after the replay, or ends one that carried nothing when it ends;
+	// its status may say so only a moment later.
+	if !a.ended(ctx, err != nil || live.n.Load() == 0) {
 		if err != nil {
 			return fmt.Errorf("attaching to container %s: %w", a.inst.id, err)
 		}
