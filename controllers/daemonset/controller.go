@@ -79,7 +79,7 @@ type Controller struct {
 	revisions *informer.Informer[*appsv1.ControllerRevision]
 	// afterList, set by tests only, runs in sync between reading the
 	// pods' cache and deciding: the window in which a watch event lands.
-	afterList func()
+	afterList func(context.Context)
 }
 
 // New returns a Controller.
@@ -238,7 +238,7 @@ func (c *Controller) sync(ctx context.Context, k string) error {
 	satisfied := c.expect.Satisfied(k)
 	all, _ := c.pods.Store().ByIndex(namespaceIndex, ds.Namespace)
 	if c.afterList != nil {
-		c.afterList()
+		c.afterList(ctx)
 	}
 	var candidates, terminating []*corev1.Pod
 	for _, p := range all {

@@ -38,10 +38,14 @@ func TestDaemonSetDoesNotCreateTwiceWhenThePodsEventLandsMidSync(t *testing.T) {
 	key := ns.Name + "/agent"
 	// The pod "the last sync created": made by the hook below, while the
 	// sync under test sits between its cache read and its decision.
+	// Only the test's own Sync below (marked by its context) runs it: a
+	// worker's sync of the same key (a status write's event may requeue
+	// it) once took it instead, and the test saw no pod.
+	type ownSync struct{}
 	var armed atomic.Bool
 	var hookErr error
-	daemonset.SetAfterList(dc, func() {
-		if !armed.CompareAndSwap(true, false) {
+	daemonset.SetAfterList(dc, func(sctx context.Context) {
+		if sctx.Value(ownSync{}) == nil || !armed.CompareAndSwap(true, false) {
 			return
 		}
 		ds, err := cs.AppsV1().DaemonSets(ns.Name).Get(ctx, "agent", metav1.GetOptions{})
@@ -79,8 +83,15 @@ func TestDaemonSetDoesNotCreateTwiceWhenThePodsEventLandsMidSync(t *testing.T) {
 	if err := dc.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The sync under test needs the DaemonSet in the controller's cache
+	// (WaitIdle may return before its event).
+	for deadline := time.Now().Add(10 * time.Second); !daemonset.Known(dc, key); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the DaemonSet never reached the controller's cache")
+		}
+	}
 	armed.Store(true)
-	if err := daemonset.Sync(ctx, dc, key); err != nil {
+	if err := daemonset.Sync(context.WithValue(ctx, ownSync{}, true), dc, key); err != nil {
 		t.Fatal(err)
 	}
 	if hookErr != nil {
