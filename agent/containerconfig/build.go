@@ -296,11 +296,10 @@ func resources(pod *v1.Pod, c *v1.Container, allocatable v1.ResourceList) *runti
 			cpuReq = l.MilliValue()
 		}
 	}
-	shares := cpuReq * 1024 / 1000
-	r.CpuShares = min(max(shares, minShares), maxShares)
+	r.CpuShares = milliCPUToShares(cpuReq)
 	if l, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
 		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = max(l.MilliValue()*quotaPeriod/1000, minQuota)
+		r.CpuQuota = milliCPUToQuota(l.MilliValue())
 	}
 	if l, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
 		r.MemoryLimitInBytes = l.Value()
