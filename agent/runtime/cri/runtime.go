@@ -401,10 +401,13 @@ func (r *Runtime) ImageFsInfo(ctx context.Context) ([]*runtimeapi.FilesystemUsag
 // reports it in the verbose Status (config.containerdRootDir). It is
 // asked once and kept.
 func (r *Runtime) ContentStore(ctx context.Context) (string, error) {
+	// The lock guards the cached answer only, not the call: two first
+	// callers may both ask, and get the same answer.
 	r.contentMu.Lock()
-	defer r.contentMu.Unlock()
-	if r.content != "" {
-		return r.content, nil
+	known := r.content
+	r.contentMu.Unlock()
+	if known != "" {
+		return known, nil
 	}
 	s, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
 	if err != nil {
@@ -414,7 +417,9 @@ func (r *Runtime) ContentStore(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cri: runtime at %q: %w", r.opts.Endpoint, err)
 	}
+	r.contentMu.Lock()
 	r.content = dir
+	r.contentMu.Unlock()
 	return dir, nil
 }
 
