@@ -26,6 +26,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ import (
 	"github.com/kite-project/kite/agent/source/api"
 	"github.com/kite-project/kite/agent/source/file"
 	"github.com/kite-project/kite/agent/source/http"
+	kiteversion "github.com/kite-project/kite/version"
 )
 
 // Client defaults, the kubelet's (kubeAPIQPS, kubeAPIBurst, contentType,
@@ -403,7 +405,10 @@ func clientConfig(cfg *rest.Config) *rest.Config {
 		cfg.AcceptContentTypes = DefaultContentType + ",application/json"
 	}
 	if cfg.UserAgent == "" {
-		cfg.UserAgent = "kite-agent"
+		// The kubelet's user agent: the API server names the field
+		// manager of the agent's writes (the Node, pod statuses) after
+		// its first word, "kubelet", as against upstream.
+		cfg.UserAgent = fmt.Sprintf("kubelet/%s (%s/%s) kite", kiteversion.GitVersion, goruntime.GOOS, goruntime.GOARCH)
 	}
 	return cfg
 }

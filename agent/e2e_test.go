@@ -82,6 +82,11 @@ func TestStaticPodsHaveMirrorPods(t *testing.T) {
 		m.OwnerReferences[0].Controller == nil || !*m.OwnerReferences[0].Controller {
 		t.Fatalf("mirror ownerReferences = %+v, want the Node %s as controller", m.OwnerReferences, nodeObj.UID)
 	}
+	// The agent writes with the kubelet's user agent, so the mirror's
+	// field manager is upstream's "kubelet".
+	if len(m.ManagedFields) == 0 || m.ManagedFields[0].Manager != "kubelet" {
+		t.Fatalf("mirror managedFields = %+v, want the manager kubelet", m.ManagedFields)
+	}
 
 	// kubectl delete pod on the mirror: recreated, static pod untouched.
 	if err := cs.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {

@@ -425,10 +425,17 @@ func New(opts Options) (*Manager, error) {
 func (b builder) as(name string) (builder, error) {
 	var cfg *rest.Config
 	switch {
-	case name == Scheduler && b.opts.SchedulerConfig != nil:
-		cfg = rest.CopyConfig(b.opts.SchedulerConfig)
-		cfg.UserAgent = "kite-scheduler"
-	case name == Scheduler || b.creds == nil:
+	case name == Scheduler:
+		// kube-scheduler's user agent, with its own identity when it
+		// has one: the API server names the field manager of its
+		// status patches after the first word, "kube-scheduler", as
+		// against upstream.
+		cfg = rest.CopyConfig(b.root)
+		if b.opts.SchedulerConfig != nil {
+			cfg = rest.CopyConfig(b.opts.SchedulerConfig)
+		}
+		cfg.UserAgent = fmt.Sprintf("kube-scheduler/%s (%s/%s) kite", kiteversion.GitVersion, goruntime.GOOS, goruntime.GOARCH)
+	case b.creds == nil:
 		return b, nil
 	default:
 		sa, ok := serviceAccountOf(name)

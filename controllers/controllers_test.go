@@ -125,3 +125,35 @@ func TestControllersWriteAsKubeControllerManager(t *testing.T) {
 	}
 	t.Fatalf("managedFields managers %v, want kube-controller-manager/status", managers)
 }
+
+// TestSchedulerWritesAsKubeScheduler: the PodScheduled condition the
+// scheduler writes to a pod it cannot place is managed by
+// "kube-scheduler", as against upstream.
+func TestSchedulerWritesAsKubeScheduler(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig())
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "schedmanager-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nowhere"}, Spec: corev1.PodSpec{
+		NodeSelector: map[string]string{"kite.test/no-such-node": "true"},
+		Containers:   []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := cs.CoreV1().Pods(ns.Name).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got, err := cs.CoreV1().Pods(ns.Name).Get(t.Context(), "nowhere", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		managers = managers[:0]
+		for _, f := range got.ManagedFields {
+			managers = append(managers, f.Manager+"/"+f.Subresource)
+			if f.Subresource == "status" && f.Manager == "kube-scheduler" {
+				return
+			}
+		}
+	}
+	t.Fatalf("managedFields managers %v, want kube-scheduler/status", managers)
+}
