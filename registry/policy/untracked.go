@@ -221,9 +221,29 @@ func (u *untracked) fitsWithin(k int) bool {
 	return fits
 }
 
+// maxUntrackedSize is the protobuf size past which an object is
+// evaluated tracked without trying: encoding a large object to bound its
+// sizes would cost more than the tracking it spares. (Only the choice
+// of path; either gives the same results.)
+const maxUntrackedSize = 4096
+
+// small says whether obj is absent or a typed object within
+// maxUntrackedSize (custom resources, without a protobuf size, are
+// evaluated tracked).
+func small(obj runtime.Object) bool {
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return true
+	}
+	s, ok := obj.(interface{ Size() int })
+	return ok && s.Size() <= maxUntrackedSize
+}
+
 // usable says whether this request may be evaluated untracked: object
 // and oldObject's JSON lengths bound every size the sets can read.
 func (u *untracked) usable(object, oldObject runtime.Object) bool {
+	if !small(object) || !small(oldObject) {
+		return false
+	}
 	n := max(jsonLength(object), jsonLength(oldObject))
 	if n < 0 {
 		return false

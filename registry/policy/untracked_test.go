@@ -55,6 +55,9 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 		{"evaluation error", []admissionregistrationv1.Validation{{Expression: "object.data.nosuchkey == 'x'"}}, nil, small, true, "expression 'object.data.nosuchkey == 'x'' resulted in error: no such key: nosuchkey"},
 		{"oldObject", []admissionregistrationv1.Validation{{Expression: "oldObject == null && object.data.team == 'a'"}}, nil, small, true, ""},
 		{"quadratic on a small object", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, small, true, ""},
+		// The estimate for a small object (every size below 256) is past the
+		// per-call limit, the actual cost is not: tracked, and admitted.
+		{"cubic on a small object", []admissionregistrationv1.Validation{{Expression: "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"}}, nil, small, false, ""},
 		{"quadratic past the per-call limit", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, large, false, "operation cancelled: actual cost limit exceeded"},
 		{"past the request budget", heavy, nil, long, false, "validation failed due to running out of cost budget, no further validation rules will be run"},
 		{"reads request", []admissionregistrationv1.Validation{{Expression: "request.operation == 'CREATE'"}}, nil, small, false, ""},
@@ -78,6 +81,9 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 				used := v.untracked != nil && v.untracked.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object())
 				d, _ := v.evaluate(t.Context(), tg, va, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, allowAll{})
 				return d, used
+			}
+			if tc.name == "cubic on a small object" && (v.untracked == nil || v.untracked.fitsWithin(8)) {
+				t.Error("the cubic expression is not refused by its estimate")
 			}
 			got, used := evaluate(v)
 			want, _ := evaluate(&tracked)
