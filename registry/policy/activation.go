@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	corev1 "k8s.io/api/core/v1"
@@ -157,6 +158,9 @@ var _ interpreter.Activation = (*activation)(nil)
 
 func (a *activation) ResolveName(name string) (any, bool) {
 	if name == plugincel.VariableVarName { // variables always present
+		if a.comp == nil { // untracked sets never name variables
+			return nil, false
+		}
 		if a.variables == nil {
 			a.variables = a.comp.Variables(a)
 		}
@@ -231,6 +235,39 @@ func evaluateOne(cctx plugincel.CompositionContext, act interpreter.Activation, 
 		evaluation.EvalResult = evalResult
 	}
 	return evaluation, budget, nil
+}
+
+// evaluateUntracked is evaluate with the untracked programs of the same
+// expressions (index-aligned with compiled), for a request whose cost
+// bound proves that neither the per-call limit nor the budget can be
+// reached (untracked.usable): then evaluate's cost checks never fire and
+// the results, errors and messages are the same. (The budget left is not
+// known; the caller has no use for it.)
+func (in *inputs) evaluateUntracked(ctx context.Context, compiled []plugincel.CompilationResult, progs []cel.Program, withAuthz bool) ([]plugincel.EvaluationResult, error) {
+	evaluations := make([]plugincel.EvaluationResult, len(compiled))
+	if len(compiled) == 0 {
+		return evaluations, nil
+	}
+	if err := in.prepare(); err != nil {
+		return nil, err
+	}
+	act := &activation{in: in, withAuthz: withAuthz}
+	for i := range compiled {
+		r, evaluation := &compiled[i], &evaluations[i]
+		if r.ExpressionAccessor == nil { // a placeholder
+			continue
+		}
+		evaluation.ExpressionAccessor = r.ExpressionAccessor
+		t1 := time.Now()
+		evalResult, _, err := progs[i].ContextEval(ctx, act)
+		evaluation.Elapsed = time.Since(t1)
+		if err != nil {
+			evaluation.Error = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid, Detail: fmt.Sprintf("expression '%v' resulted in error: %v", r.ExpressionAccessor.GetExpression(), err)}
+		} else {
+			evaluation.EvalResult = evalResult
+		}
+	}
+	return evaluations, nil
 }
 
 // compileAll is upstream's CompileCondition without the evaluator around

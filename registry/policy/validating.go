@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -54,7 +55,21 @@ func (e *variableExpr) GetName() string            { return e.v.Name }
 // newCompiler returns a compiler that knows a policy's variables, in
 // upstream's base environment.
 func newCompiler(vars []admissionregistrationv1.Variable, opts plugincel.OptionalVariableDeclarations) (*plugincel.CompositedCompiler, error) {
-	c, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	return newCapturingCompiler(vars, opts, nil)
+}
+
+// newCapturingCompiler is newCompiler whose programs, when capture is
+// not nil, record the environment they are built in (see untracked).
+func newCapturingCompiler(vars []admissionregistrationv1.Variable, opts plugincel.OptionalVariableDeclarations, capture *envCapture) (*plugincel.CompositedCompiler, error) {
+	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	if capture != nil {
+		extended, err := base.Extend(environment.VersionedOptions{IntroducedVersion: version.MajorMinor(1, 0), ProgramOptions: []cel.ProgramOption{capture.option()}})
+		if err != nil {
+			return nil, &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err)}
+		}
+		base = extended
+	}
+	c, err := plugincel.NewCompositedCompiler(base)
 	if err != nil {
 		return nil, &apiservercel.Error{Type: apiservercel.ErrorTypeInternal, Detail: fmt.Sprintf("failed to initialize CEL compiler: %v", err)}
 	}
@@ -96,6 +111,10 @@ type validator struct {
 	// evaluation (a CEL activation of its own per request) is skipped,
 	// which gives what upstream's evaluation of nothing gives.
 	hasMessages, hasAudits bool
+	// untracked are the validations and messages without cost tracking,
+	// for requests where the estimate proves tracking cannot change the
+	// outcome (nil when the policy is not eligible).
+	untracked *untracked
 }
 
 func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *validator {
@@ -106,7 +125,13 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 	opts := plugincel.OptionalVariableDeclarations{HasParams: pol.Spec.ParamKind != nil, HasAuthorizer: true}
 	// messageExpressions see no authorizer, as upstream's.
 	msgOpts := plugincel.OptionalVariableDeclarations{HasParams: pol.Spec.ParamKind != nil}
-	c, err := newCompiler(pol.Spec.Variables, opts)
+	// Only a policy without variables may be evaluated untracked: the
+	// variables' costs are the composition's, outside the estimate.
+	var capture *envCapture
+	if len(pol.Spec.Variables) == 0 {
+		capture = &envCapture{}
+	}
+	c, err := newCapturingCompiler(pol.Spec.Variables, opts, capture)
 	if err != nil {
 		v.err = err
 		return v
@@ -126,8 +151,17 @@ func compileValidator(pol *admissionregistrationv1.ValidatingAdmissionPolicy) *v
 		audits[i] = &auditExpr{pol.Spec.AuditAnnotations[i]}
 	}
 	v.compiler = c
+	if capture != nil {
+		capture.env.Store(nil)
+	}
 	v.validations = compileAll(c, validations, opts)
-	v.messages = compileAll(c, messages, msgOpts)
+	if capture != nil {
+		validationEnv := capture.env.Swap(nil)
+		v.messages = compileAll(c, messages, msgOpts)
+		v.untracked = compileUntracked(validationEnv, capture.env.Load(), v.validations, v.messages)
+	} else {
+		v.messages = compileAll(c, messages, msgOpts)
+	}
 	v.auditions = c.CompileCondition(audits, opts, environment.StoredExpressions)
 	v.hasAudits = len(audits) > 0
 	return v
@@ -176,14 +210,29 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 	// The validations see the authorizer, the messageExpressions do not
 	// (upstream's optionalVars and expressionOptionalVars).
 	in := newInputs(va, t, param, ns, authz)
-	results, remaining, err := in.evaluate(ctx, v.compiler, v.validations, true, celconfig.RuntimeCELCostBudget)
-	if err != nil {
-		return []decision{v.onError(err.Error())}, nil
-	}
-	var msgResults []plugincel.EvaluationResult
+	var results, msgResults []plugincel.EvaluationResult
 	var msgErr error
-	if v.hasMessages {
-		msgResults, _, msgErr = in.evaluate(ctx, v.compiler, v.messages, false, remaining)
+	if u := v.untracked; u != nil && u.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object()) {
+		// Neither the per-call limit nor the budget can be reached, and
+		// the budget left is observable only through them: the same
+		// results as the tracked evaluation below.
+		var err error
+		if results, err = in.evaluateUntracked(ctx, v.validations, u.validations, true); err != nil {
+			return []decision{v.onError(err.Error())}, nil
+		}
+		if v.hasMessages {
+			msgResults, msgErr = in.evaluateUntracked(ctx, v.messages, u.messages, false)
+		}
+	} else {
+		var remaining int64
+		var err error
+		results, remaining, err = in.evaluate(ctx, v.compiler, v.validations, true, celconfig.RuntimeCELCostBudget)
+		if err != nil {
+			return []decision{v.onError(err.Error())}, nil
+		}
+		if v.hasMessages {
+			msgResults, _, msgErr = in.evaluate(ctx, v.compiler, v.messages, false, remaining)
+		}
 	}
 	decisions := make([]decision, len(results))
 	for i, r := range results {
