@@ -134,7 +134,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		for _, w := range m.volumes.DNSWarnings(pod) {
 			m.events.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
 		}
-		if sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig); err != nil {
+		// The handler of the pod's RuntimeClass, as the kubelet's
+		// createPodSandbox: a class that does not exist fails the
+		// sandbox as one the runtime refuses does.
+		handler, err := m.runtimeHandler(ctx, pod)
+		if err == nil {
+			sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig, handler)
+		}
+		if err != nil {
 			m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
