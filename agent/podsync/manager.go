@@ -42,6 +42,7 @@ import (
 	"github.com/kite-project/kite/agent/podworkers"
 	"github.com/kite-project/kite/agent/prober"
 	"github.com/kite-project/kite/agent/runtime"
+	"github.com/kite-project/kite/agent/runtimeclass"
 	"github.com/kite-project/kite/agent/status"
 	"github.com/kite-project/kite/agent/volumes"
 )
@@ -116,7 +117,11 @@ type Manager struct {
 	// volumes sets up volumes and builds the containers' configurations.
 	volumes *volumes.Manager
 	status  *status.Manager // nil when standalone
-	events  EventRecorder
+	// runtimeClasses resolves pods' runtimeClassName; nil when
+	// standalone, where (as for a kubelet without a client) the name is
+	// not looked up and every sandbox gets the default handler.
+	runtimeClasses *runtimeclass.Manager
+	events         EventRecorder
 	// hooks sends the httpGet lifecycle hooks: one client per agent,
 	// never http.DefaultClient, whose settings any code of the process
 	// may change.
@@ -144,6 +149,15 @@ type Manager struct {
 	resize resizeState
 	// restoreErr is why the allocation checkpoint could not be read.
 	restoreErr error
+}
+
+// runtimeHandler is the runtime handler of pod's RuntimeClass, "" for
+// none or without a client.
+func (m *Manager) runtimeHandler(ctx context.Context, pod *v1.Pod) (string, error) {
+	if m.runtimeClasses == nil {
+		return "", nil
+	}
+	return m.runtimeClasses.Handler(ctx, pod.Spec.RuntimeClassName)
 }
 
 // resolvConf is the node's resolver configuration, the base of pods'
@@ -177,6 +191,9 @@ func New(opts Options) (*Manager, error) {
 	m.resize.restored, m.restoreErr = loadAllocations(opts.RootDir)
 	if opts.Client != nil {
 		if m.status, err = status.New(status.Options{Client: opts.Client.CoreV1(), SyncPeriod: opts.StatusSyncPeriod}); err != nil {
+			return nil, fmt.Errorf("podsync: %w", err)
+		}
+		if m.runtimeClasses, err = runtimeclass.New(opts.Client.NodeV1(), 0); err != nil {
 			return nil, fmt.Errorf("podsync: %w", err)
 		}
 	}
@@ -252,6 +269,9 @@ func (m *Manager) Run(ctx context.Context, updates <-chan kubetypes.PodUpdate) {
 		wg.Go(func() { m.status.Run(ctx) })
 	}
 	wg.Go(func() { m.volumes.Run(ctx) })
+	if m.runtimeClasses != nil {
+		wg.Go(func() { m.runtimeClasses.Run(ctx) })
+	}
 
 	relist := time.NewTicker(orDefault(m.opts.RelistPeriod, DefaultRelistPeriod))
 	defer relist.Stop()

@@ -16,6 +16,7 @@ import (
 	"github.com/kite-project/kite/agent/podruntime"
 	"github.com/kite-project/kite/agent/podstatus"
 	"github.com/kite-project/kite/agent/podworkers"
+	"github.com/kite-project/kite/agent/runtime"
 )
 
 var _ podworkers.Syncer = (*Manager)(nil)
@@ -134,8 +135,18 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 		for _, w := range m.volumes.DNSWarnings(pod) {
 			m.events.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
 		}
-		if sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig); err != nil {
-			m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		// The handler of the pod's RuntimeClass, as the kubelet's
+		// createPodSandbox: a class that does not exist fails the
+		// sandbox as one the runtime refuses does.
+		handler, err := m.runtimeHandler(ctx, pod)
+		if err == nil {
+			sandboxID, err = m.rt.RunPodSandbox(ctx, sbConfig, handler)
+		}
+		if err != nil {
+			// The runtime's own error, as the kubelet's event has it
+			// (`rpc error: code = Unknown desc = failed to get sandbox
+			// runtime: no runtime for "nope" is configured`).
+			m.events.Eventf(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", runtime.RuntimeError(err))
 			return podworkers.SyncResult{}, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		rt = &podruntime.Pod{UID: pod.UID} // a new sandbox starts afresh

@@ -24,7 +24,9 @@ import (
 // Semantics are the CRI's (cri-api api.proto):
 //   - RunPodSandbox creates and starts a pod's sandbox (for the process
 //     runtime: the pod's cgroup; each container gets its own mount
-//     namespace) and returns its ID;
+//     namespace) and returns its ID. runtimeHandler is the CRI's
+//     runtime_handler, the handler of the pod's RuntimeClass ("" for the
+//     runtime's default); a runtime refuses a handler it does not have;
 //     StopPodSandbox force-stops every container of it; RemovePodSandbox
 //     removes it and its containers. Stop and Remove of an unknown or
 //     already stopped sandbox succeed.
@@ -50,7 +52,7 @@ type Service interface {
 	// Status reports RuntimeReady and NetworkReady as the CRI does.
 	Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error)
 
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error)
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
 	StopPodSandbox(ctx context.Context, podSandboxID string) error
 	RemovePodSandbox(ctx context.Context, podSandboxID string) error
 	PodSandboxStatus(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStatus, error)

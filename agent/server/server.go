@@ -214,27 +214,6 @@ func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(list)
 }
 
-// containerSpec is the spec of container in the agent's pod ns/name
-// (of that uid, when given), or nil when the agent has no such pod.
-func (s *Server) containerSpec(ns, name, uid, container string) *v1.Container {
-	if s.opts.Pods == nil {
-		return nil
-	}
-	for _, p := range s.opts.Pods() {
-		if p.Namespace != ns || p.Name != name || (uid != "" && string(p.UID) != uid) {
-			continue
-		}
-		for _, cs := range [][]v1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-			for i := range cs {
-				if cs[i].Name == container {
-					return &cs[i]
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // message answers an error as the kubelet does, in plain text (the API
 // server turns it into a Status).
 func message(w http.ResponseWriter, code int, msg string) {
@@ -352,17 +331,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
-	if err != nil {
-		message(w, code, err.Error())
+	inst, p, refusal := s.findRunning(r.Context(), opExec, ns, pod, r.PathValue("uid"), container)
+	if refusal != nil {
+		message(w, refusal.code, refusal.msg)
 		return
 	}
-	if !insts[0].running {
-		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
-		return
-	}
+	uid := sessionUID(p, r.PathValue("uid"))
 	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
-		u, err := st.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: insts[0].id, Cmd: r.URL.Query()["command"],
+		u, err := st.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: inst.id, Cmd: r.URL.Query()["command"],
 			Tty: streamOpts.TTY, Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr})
 		proxyStream(w, r, u, err)
 		return
@@ -372,7 +348,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusNotImplemented, "the runtime does not support exec")
 		return
 	}
-	remotecommand.ServeExec(w, r, execer{ex: ex, id: insts[0].id}, pod, uid, container, r.URL.Query()["command"], streamOpts,
+	remotecommand.ServeExec(w, r, execer{ex: ex, id: inst.id}, pod, uid, container, r.URL.Query()["command"], streamOpts,
 		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
@@ -383,15 +359,12 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	uid, insts, code, err := s.findContainer(r.Context(), ns, pod, container)
-	if err != nil {
-		message(w, code, err.Error())
+	inst, p, refusal := s.findRunning(r.Context(), opAttach, ns, pod, r.PathValue("uid"), container)
+	if refusal != nil {
+		message(w, refusal.code, refusal.msg)
 		return
 	}
-	if !insts[0].running {
-		message(w, http.StatusBadRequest, fmt.Sprintf("container %s is not running", container))
-		return
-	}
+	uid := sessionUID(p, r.PathValue("uid"))
 	// As the kubelet's GetAttach: whether the container has a terminal
 	// was decided when it started, so the session's tty is the
 	// container's, whatever the client asked. A client that asked for
@@ -399,22 +372,25 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 	// is then refused by the runtime's streaming server ("tty and stderr
 	// cannot both be true") and kubectl falls back to the log, as
 	// against a kubelet.
-	spec := s.containerSpec(ns, pod, uid, container)
+	var spec *v1.Container
+	if p != nil {
+		spec = podContainer(p, container)
+	}
 	if spec != nil {
 		streamOpts.TTY = spec.TTY
 	}
 	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {
-		u, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: insts[0].id,
+		u, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: inst.id,
 			Tty: streamOpts.TTY, Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr})
-		if err == nil && replaysFirstAttach(spec, *streamOpts) && s.attached.first(insts[0].id, attachedLimit, s.liveContainers(r.Context())) {
-			remotecommand.ServeAttach(w, r, replayAttacher{s: s, inst: insts[0], url: u}, pod, uid, container, streamOpts,
+		if err == nil && replaysFirstAttach(spec, *streamOpts) && s.attached.first(inst.id, attachedLimit, s.liveContainers(r.Context())) {
+			remotecommand.ServeAttach(w, r, replayAttacher{s: s, inst: inst, url: u}, pod, uid, container, streamOpts,
 				s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 			return
 		}
 		proxyStream(w, r, u, err)
 		return
 	}
-	remotecommand.ServeAttach(w, r, attacher{s: s, inst: insts[0]}, pod, uid, container, streamOpts,
+	remotecommand.ServeAttach(w, r, attacher{s: s, inst: inst}, pod, uid, container, streamOpts,
 		s.opts.StreamIdleTimeout, s.opts.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
@@ -501,10 +477,29 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 		message(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	sbs, err := s.opts.Runtime.ListPodSandbox(r.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
-		runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod}})
-	if err != nil || len(sbs) == 0 {
-		message(w, http.StatusNotFound, fmt.Sprintf("pod %q does not exist", pod))
+	// As the kubelet's getPortForward and GetPortForward: the agent's
+	// pod, then its ready sandbox in the runtime.
+	p, known := s.agentPod(ns, pod)
+	if !known {
+		message(w, http.StatusNotFound, "pod does not exist")
+		return
+	}
+	labels := map[string]string{runtime.LabelPodNamespace: ns, runtime.LabelPodName: pod}
+	if p != nil {
+		if uid := r.PathValue("uid"); uid != "" && string(p.UID) != uid {
+			message(w, http.StatusNotFound, "pod not found")
+			return
+		}
+		labels[runtime.LabelPodUID] = string(p.UID)
+	}
+	sbs, err := s.opts.Runtime.ListPodSandbox(r.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: labels,
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		message(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if len(sbs) == 0 {
+		message(w, http.StatusInternalServerError, fmt.Sprintf("pod not found (%q)", podFullName(ns, pod)))
 		return
 	}
 	if st, ok := s.opts.Runtime.(runtime.Streamer); ok {

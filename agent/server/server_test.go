@@ -36,7 +36,7 @@ func serve(t *testing.T) (string, *pki.Bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p"}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "uid1"}}
 	s, err := New(Options{Runtime: rt, ClientCAs: pool, AdminToken: "admin", Certificate: cert, Pods: func() []*v1.Pod { return []*v1.Pod{pod} }})
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +134,18 @@ func TestEndpointsAnswerAsTheKubelet(t *testing.T) {
 		{"/containerLogs/default/nosuch/c?tailLines=x", 400, `{"message": "Unable to decode query."}`},
 		{"/containerLogs/default/nosuch/c?tailLines=-1", 422, `{"message": "Invalid request."}`},
 		{"/containerLogs/default/nosuch/c?sinceSeconds=0", 422, `{"message": "Invalid request."}`},
-		{"/exec/default/nosuch/c?command=true&output=1", 404, `pod "nosuch" does not exist`},
-		{"/portForward/default/nosuch", 404, `pod "nosuch" does not exist`},
+		// The kubelet's answers to sessions that reach no container
+		// (server.go getExec/getAttach/getPortForward, kubelet_pods.go
+		// GetExec/GetAttach/GetPortForward): the agent runs pod p, but
+		// nothing of it runs.
+		{"/exec/default/nosuch/c?command=true&output=1", 404, "pod does not exist"},
+		{"/attach/default/nosuch/c?output=1", 404, "pod does not exist"},
+		{"/portForward/default/nosuch", 404, "pod does not exist"},
+		{"/exec/default/p/c?command=true&output=1", 500, `container not found ("c")`},
+		{"/exec/default/p/uid1/c?command=true&output=1", 500, `container not found ("c")`},
+		{"/attach/default/p/c?output=1", 500, "container c not found in pod p_default"},
+		{"/portForward/default/p", 500, `pod not found ("p_default")`},
+		{"/portForward/default/p/other", 404, "pod not found"},
 	}
 	for _, c := range cases {
 		if code, body := get(c.path); code != c.code || body != c.body {

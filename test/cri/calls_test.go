@@ -43,9 +43,9 @@ func (c *countingRuntime) snapshot() map[string]int {
 	return out
 }
 
-func (c *countingRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+func (c *countingRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	c.count("RunPodSandbox")
-	return c.Runtime.RunPodSandbox(ctx, config)
+	return c.Runtime.RunPodSandbox(ctx, config, runtimeHandler)
 }
 
 func (c *countingRuntime) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatus, error) {

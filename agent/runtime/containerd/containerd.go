@@ -88,7 +88,10 @@ func Available(binary string) error {
 
 // Config is containerd 1.6's configuration (version 2) for a child in
 // dir: its socket, root and state under dir, the CRI plugin with runc as
-// the default runtime, the streaming server on 127.0.0.1:streamPort,
+// the default runtime, named "runc" (so that a RuntimeClass of handler
+// runc runs, and any other handler is refused, as on a kubelet's node
+// with containerd's stock configuration), the streaming server on
+// 127.0.0.1:streamPort,
 // overlayfs unless the file system below dir cannot have it.
 //
 // Without CAP_SYS_RESOURCE (a host that is itself a container) no process

@@ -178,14 +178,17 @@ func CgroupParent(driver CgroupDriver, uid string) string {
 	return "/kite/pod" + uid
 }
 
-func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+// RunPodSandbox passes runtimeHandler on as the request's runtime_handler,
+// as the kubelet does: the runtime (containerd's CRI plugin) picks the
+// runtime of that name from its configuration and refuses one it has not.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	if config.Linux == nil {
 		config.Linux = &runtimeapi.LinuxPodSandboxConfig{}
 	}
 	if config.Linux.CgroupParent == "" {
 		config.Linux.CgroupParent = CgroupParent(r.driver, config.GetMetadata().GetUid())
 	}
-	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
 	if err != nil {
 		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
 	}

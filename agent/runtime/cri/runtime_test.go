@@ -32,7 +32,7 @@ func TestBusyBoxRunsLogsExecsAndStops(t *testing.T) {
 		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}},
 	}
-	sbID, err := rt.RunPodSandbox(ctx, sb)
+	sbID, err := rt.RunPodSandbox(ctx, sb, "")
 	if err != nil {
 		t.Fatal(err)
 	}

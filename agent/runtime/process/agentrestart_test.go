@@ -41,7 +41,7 @@ func testAgentMain(root string) int {
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "pod", Namespace: "ns", Uid: "uid1"},
 		LogDirectory: filepath.Join(root, "pods", "ns_pod_uid1"),
 	}
-	sandbox, err := rt.RunPodSandbox(ctx, sb)
+	sandbox, err := rt.RunPodSandbox(ctx, sb, "")
 	if err == nil {
 		var id string
 		cfg := containerConfig("ticker", "sh", "-c", `trap 'echo stopping; exit 5' TERM; i=0; while :; do i=$((i+1)); echo tick-$i; sleep 0.05; done`)

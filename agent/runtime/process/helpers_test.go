@@ -44,7 +44,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 		LogDirectory: f.logDir,
 		Labels:       map[string]string{kiteruntime.LabelPodName: "pod", kiteruntime.LabelPodNamespace: "ns", kiteruntime.LabelPodUID: "uid1"},
 	}
-	f.sandbox, err = rt.RunPodSandbox(context.Background(), f.sbCfg)
+	f.sandbox, err = rt.RunPodSandbox(context.Background(), f.sbCfg, "")
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}

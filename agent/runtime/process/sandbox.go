@@ -28,14 +28,30 @@ func (s *sandbox) state() runtimeapi.PodSandboxState {
 	return runtimeapi.PodSandboxState_SANDBOX_READY
 }
 
+// CheckHandler refuses every runtime handler but the default (""): the
+// process runtime runs a pod's containers as processes of the host and has
+// nothing else to run them with, so a pod whose RuntimeClass asks for a
+// handler (runc, a VM runtime, gVisor...) must not run here as if it had
+// got one. A containerd without the handler refuses it the same way, and
+// the kubelet reports both as FailedCreatePodSandBox.
+func CheckHandler(handler string) error {
+	if handler == "" {
+		return nil
+	}
+	return fmt.Errorf("RuntimeHandler %q not supported: the process runtime has no runtime handlers, only the default", handler)
+}
+
 func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.root, sandboxesDir, id) }
 
 // RunPodSandbox implements runtime.Service: it creates the pod's cgroup,
 // with the pod-level limits of config.Linux.Resources if any, where the
-// host has a writable one.
-func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig) (string, error) {
+// host has a writable one. The runtime has no handlers (CheckHandler).
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	if config.GetMetadata().GetName() == "" {
 		return "", errors.New("run pod sandbox: config has no metadata name")
+	}
+	if err := CheckHandler(runtimeHandler); err != nil {
+		return "", fmt.Errorf("run pod sandbox %s: %w", config.Metadata.Name, err)
 	}
 	cfg, err := proto.Marshal(config)
 	if err != nil {

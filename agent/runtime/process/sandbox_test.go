@@ -100,3 +100,34 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// The process runtime runs only the default handler: a sandbox asking for
+// another is refused and leaves nothing behind.
+func TestRuntimeHandlers(t *testing.T) {
+	for _, c := range []struct {
+		handler string
+		ok      bool
+	}{
+		{"", true},
+		{"runc", false},
+		{"nope", false},
+		{"process", false},
+	} {
+		err := CheckHandler(c.handler)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckHandler(%q) = %v, want ok %v", c.handler, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), `RuntimeHandler "`+c.handler+`" not supported`) {
+			t.Errorf("CheckHandler(%q) = %q, want it to name the handler", c.handler, err)
+		}
+	}
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	before, _ := f.rt.ListPodSandbox(ctx, nil)
+	if id, err := f.rt.RunPodSandbox(ctx, f.sbCfg, "runc"); err == nil {
+		t.Fatalf("RunPodSandbox with handler runc = %s, want an error", id)
+	}
+	if after, _ := f.rt.ListPodSandbox(ctx, nil); len(after) != len(before) {
+		t.Errorf("a refused sandbox is listed: %d sandboxes, had %d", len(after), len(before))
+	}
+}
