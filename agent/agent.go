@@ -131,6 +131,10 @@ type Options struct {
 	// ImageGC is the image garbage collection policy of a CRI runtime
 	// (agent/imagegc); nil is the kubelet's default.
 	ImageGC *imagegc.Policy
+	// PodPidsLimit is the pids.max of each pod's cgroup (--pod-max-pids)
+	// under a CRI runtime, as the kubelet's pod container manager sets
+	// it; 0 or less (the default -1) leaves it unlimited.
+	PodPidsLimit int64
 	// SyncLoop consumes the operations; nil means the pod manager
 	// (agent/podsync) that runs them on Runtime. LogSyncLoop runs no pods.
 	SyncLoop SyncLoop
@@ -208,6 +212,7 @@ func FromOptions(o *options.Options) (Options, error) {
 		ContainerLogMaxFiles: int(o.Config.ContainerLogMaxFiles),
 		ImageGC: &imagegc.Policy{HighThresholdPercent: int(ptr.Deref(o.Config.ImageGCHighThresholdPercent, 85)),
 			LowThresholdPercent: int(ptr.Deref(o.Config.ImageGCLowThresholdPercent, 80)), MinAge: o.Config.ImageMinimumGCAge.Duration},
+		PodPidsLimit: ptr.Deref(o.Config.PodPidsLimit, -1),
 
 		ClusterDNS:               o.Config.ClusterDNS,
 		ClusterDomain:            o.Config.ClusterDomain,

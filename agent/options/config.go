@@ -53,6 +53,9 @@ type AgentConfiguration struct {
 	// ImageMinimumGCAge: --minimum-image-ttl-duration, the least age of an
 	// unused image before it is collected.
 	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
+	// PodPidsLimit: --pod-max-pids, the pids.max of each pod's cgroup
+	// (containerd runtime); -1 is unlimited.
+	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
 	// ClusterDNS: --cluster-dns, the nameservers of ClusterFirst pods.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain: --cluster-domain.

@@ -110,6 +110,7 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"image-gc-high-threshold":    func(d, s *AgentConfiguration) { d.ImageGCHighThresholdPercent = s.ImageGCHighThresholdPercent },
 		"image-gc-low-threshold":     func(d, s *AgentConfiguration) { d.ImageGCLowThresholdPercent = s.ImageGCLowThresholdPercent },
 		"minimum-image-ttl-duration": func(d, s *AgentConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge },
+		"pod-max-pids":               func(d, s *AgentConfiguration) { d.PodPidsLimit = s.PodPidsLimit },
 		"cluster-dns":                func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
 		"cluster-domain":             func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
 		"eviction-hard":              func(d, s *AgentConfiguration) { d.EvictionHard = s.EvictionHard },
@@ -147,6 +148,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 	fs.Int32Var(c.ImageGCHighThresholdPercent, "image-gc-high-threshold", *c.ImageGCHighThresholdPercent, "The percent of the image file system in use at which unused images are removed (containerd runtime; 100 disables it).")
 	fs.Int32Var(c.ImageGCLowThresholdPercent, "image-gc-low-threshold", *c.ImageGCLowThresholdPercent, "The percent of the image file system in use an image collection frees down to; not above --image-gc-high-threshold.")
+	if c.PodPidsLimit == nil {
+		c.PodPidsLimit = new(int64)
+	}
+	fs.Int64Var(c.PodPidsLimit, "pod-max-pids", *c.PodPidsLimit, "The most processes (and threads) each pod may have: its cgroup's pids.max (containerd runtime, cgroupfs driver); -1 is unlimited.")
 	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
 	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
 	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, signal<value pairs separated by ',' (memory.available<100Mi,nodefs.available<10%): a node under one of them reports MemoryPressure, DiskPressure or PIDPressure and is tainted so that no new pod is scheduled to it, and allocatable holds the memory and nodefs thresholds back. Unset: the kubelet's defaults (memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,imagefs.inodesFree<5%); 0% switches a signal off.")
@@ -313,6 +318,7 @@ func DefaultConfiguration() AgentConfiguration {
 		ImageGCHighThresholdPercent: ptr.To[int32](85),
 		ImageGCLowThresholdPercent:  ptr.To[int32](80),
 		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
+		PodPidsLimit:                ptr.To[int64](-1),
 		ClusterDNS:                  []string{DefaultClusterDNS},
 		ClusterDomain:               DefaultClusterDomain,
 		// The kubelet's default.

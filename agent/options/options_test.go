@@ -148,6 +148,12 @@ func TestFlagsOverrideFile(t *testing.T) {
 		{"image GC flags over the kubelet's defaults", []string{"--image-gc-high-threshold=90", "--minimum-image-ttl-duration=1m"}, func(c AgentConfiguration) bool {
 			return *c.ImageGCHighThresholdPercent == 90 && *c.ImageGCLowThresholdPercent == 80 && c.ImageMinimumGCAge.Duration == time.Minute
 		}},
+		{"pod-max-pids over the kubelet's default", []string{"--pod-max-pids=256"}, func(c AgentConfiguration) bool {
+			return *c.PodPidsLimit == 256
+		}},
+		{"pod-max-pids unset is the kubelet's default, unlimited", nil, func(c AgentConfiguration) bool {
+			return *c.PodPidsLimit == -1
+		}},
 		{"eviction-hard replaces the defaults", []string{"--eviction-hard=nodefs.available<0%,memory.available<200Mi"}, func(c AgentConfiguration) bool {
 			return reflect.DeepEqual(c.EvictionHardStatements(), map[string]string{"nodefs.available": "0%", "memory.available": "200Mi"})
 		}},

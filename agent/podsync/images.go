@@ -132,14 +132,23 @@ type contentStore interface {
 // sync before it starts any container, the agent pulls those a container
 // mounts before it starts that container.
 func (m *Manager) imageVolumes(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig, volumes map[string]string) (map[string]string, error) {
+	// The pod's image volumes by name, once: a pod with many volumes
+	// and mounts is not scanned once per mount.
+	var images map[string]*v1.ImageVolumeSource
+	for i := range pod.Spec.Volumes {
+		if src := pod.Spec.Volumes[i].Image; src != nil {
+			if images == nil {
+				images = map[string]*v1.ImageVolumeSource{}
+			}
+			images[pod.Spec.Volumes[i].Name] = src
+		}
+	}
+	if images == nil {
+		return volumes, nil
+	}
 	var out map[string]string
 	for _, vm := range c.VolumeMounts {
-		var src *v1.ImageVolumeSource
-		for i := range pod.Spec.Volumes {
-			if pod.Spec.Volumes[i].Name == vm.Name {
-				src = pod.Spec.Volumes[i].Image
-			}
-		}
+		src := images[vm.Name]
 		if src == nil {
 			continue
 		}

@@ -147,6 +147,9 @@ type Manager struct {
 	last         map[types.UID]v1.PodStatus // standalone: the status last computed
 	// resize is the in-place resize state of every pod (resize.go).
 	resize resizeState
+	// qos is the active pods the QoS tiers are sized from (qos.go);
+	// guarded by its own lock.
+	qos qosState
 	// restoreErr is why the allocation checkpoint could not be read.
 	restoreErr error
 }
@@ -475,6 +478,7 @@ func (m *Manager) housekeeping(ctx context.Context, pods map[types.UID]*v1.Pod, 
 	for _, uid := range m.workers.SyncKnownPods(desired) {
 		m.forget(uid)
 	}
+	m.refreshQOS(ctx)
 	m.dropRestored(ctx, desired)
 	known := m.workers.Known()
 	for uid, p := range pods {
@@ -529,6 +533,9 @@ func (m *Manager) forget(uid types.UID) {
 		m.prober.RemovePod(uid)
 	}
 	m.volumes.Forget(uid)
+	m.qos.mu.Lock()
+	delete(m.qos.pods, uid) // gone at its termination already, unless it never ran
+	m.qos.mu.Unlock()
 	m.mu.Lock()
 	delete(m.waiting, uid)
 	delete(m.backOff, uid)

@@ -131,6 +131,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResu
 
 	sandboxID := actions.SandboxID
 	sbConfig := m.volumes.SandboxConfig(pod, actions.Attempt)
+	m.podCgroupParent(allocated, &sbConfig.Linux.CgroupParent)
+	m.podActive(ctx, allocated, actions.CreateSandbox)
 	if actions.CreateSandbox {
 		for _, w := range m.volumes.DNSWarnings(pod) {
 			m.events.Eventf(pod, v1.EventTypeWarning, w.Reason, "%s", w.Message)
@@ -252,6 +254,7 @@ func (m *Manager) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace int
 	if err := m.killPod(ctx, pod, rt, &grace); err != nil {
 		return err
 	}
+	m.podInactive(ctx, pod.UID)
 	if rt, err = m.runtimePod(ctx, pod); err != nil {
 		return err
 	}

@@ -82,6 +82,24 @@ type PodResourceUpdater interface {
 	UpdatePodSandboxResources(ctx context.Context, sandboxID string, resources *runtimeapi.LinuxContainerResources) error
 }
 
+// QOSCgroups is a runtime whose pods' cgroups are in the kubelet's QoS
+// tiers (cgroupsPerQOS): the agent names each sandbox's cgroup parent by
+// its pod's class, as the kubelet's pod container manager, and keeps the
+// tiers' settings current as pods come and go, as its QoS container
+// manager.
+type QOSCgroups interface {
+	// PodCgroupParent is the cgroup parent of the sandbox of pod uid of
+	// QoS class class (Guaranteed, Burstable, BestEffort).
+	PodCgroupParent(uid, class string) string
+	// UpdateQOSCgroups gives the tiers tiers.
+	UpdateQOSCgroups(ctx context.Context, tiers QOSTiers) error
+}
+
+// QOSTiers are the settings of the QoS tiers' cgroups; zero is none.
+type QOSTiers struct {
+	BurstableCPUShares, BestEffortCPUShares int64
+}
+
 // TerminalSize is a terminal's width and height in characters, for a
 // command run on a terminal (an exec with a tty).
 type TerminalSize struct{ Width, Height uint16 }

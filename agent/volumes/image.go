@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	v1 "k8s.io/api/core/v1"
@@ -56,8 +57,10 @@ func (m *Manager) ImageVolume(pod *v1.Pod, vol, imageID, contentDir string) (str
 	if !ok || len(hexID) != 64 || strings.ContainsAny(hexID, "/.") {
 		return "", fmt.Errorf("image volume %q: image ID %q is not a sha256 digest", vol, imageID)
 	}
-	m.imageMu.Lock()
-	defer m.imageMu.Unlock()
+	// Two pods of the same image wait here for one unpack; pods of
+	// other images unpack theirs meanwhile.
+	unlock := m.imageLocks.lock(hexID)
+	defer unlock()
 	dir := filepath.Join(m.imageCopiesDir(), hexID)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := m.unpackImage(contentDir, imageID, dir); err != nil {
@@ -250,10 +253,12 @@ func UnusedImageCopies(entries []string, inUse map[string]bool) []string {
 	return out
 }
 
-// CollectImageVolumes removes the copies no pod directory links to.
+// CollectImageVolumes removes the copies no pod directory links to. The
+// candidates are decided without a lock; each is then removed under its
+// digest's lock after a second look at its links, so that a copy an
+// ImageVolume call unpacked or linked meanwhile stays, and a temporary
+// directory of an unpack under way is not taken from under it.
 func (m *Manager) CollectImageVolumes() error {
-	m.imageMu.Lock()
-	defer m.imageMu.Unlock()
 	entries, err := os.ReadDir(m.imageCopiesDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -264,15 +269,9 @@ func (m *Manager) CollectImageVolumes() error {
 	if len(entries) == 0 {
 		return nil
 	}
-	links, err := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", PluginImage, "*", "*"))
+	inUse, err := m.imageCopiesInUse("*")
 	if err != nil {
-		return fmt.Errorf("image volumes: %w", err)
-	}
-	inUse := map[string]bool{}
-	for _, l := range links {
-		if target, err := os.Readlink(l); err == nil {
-			inUse[filepath.Base(target)] = true
-		}
+		return err
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
@@ -280,7 +279,7 @@ func (m *Manager) CollectImageVolumes() error {
 	}
 	var errs []error
 	for _, name := range UnusedImageCopies(names, inUse) {
-		if err := os.RemoveAll(filepath.Join(m.imageCopiesDir(), name)); err != nil {
+		if err := m.removeImageCopy(name); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -288,6 +287,111 @@ func (m *Manager) CollectImageVolumes() error {
 		return fmt.Errorf("image volumes: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// imageCopiesInUse are the digests of the copies the pods' image volume
+// links (<pod dir>/volumes/kubernetes.io~image/<volume>/<digest>) point to,
+// of the links named digest (a glob pattern).
+func (m *Manager) imageCopiesInUse(digest string) (map[string]bool, error) {
+	links, err := filepath.Glob(filepath.Join(m.opts.RootDir, "pods", "*", "volumes", PluginImage, "*", digest))
+	if err != nil {
+		return nil, fmt.Errorf("image volumes: %w", err)
+	}
+	inUse := map[string]bool{}
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil {
+			inUse[filepath.Base(target)] = true
+		}
+	}
+	return inUse, nil
+}
+
+// removeImageCopy removes an entry of the copies directory under its
+// digest's lock (a temporary directory, .tmp-<digest>-*, is its
+// digest's), when no link names it still. A digest whose lock is held is
+// being unpacked or linked: its entries stay, and the collection does not
+// wait for it.
+func (m *Manager) removeImageCopy(name string) error {
+	digest := name
+	if rest, ok := strings.CutPrefix(name, ".tmp-"); ok {
+		digest, _, _ = strings.Cut(rest, "-")
+	}
+	unlock, ok := m.imageLocks.tryLock(digest)
+	if !ok {
+		return nil
+	}
+	defer unlock()
+	if !strings.HasPrefix(name, ".tmp-") {
+		inUse, err := m.imageCopiesInUse(digest)
+		if err != nil {
+			return err
+		}
+		if inUse[digest] {
+			return nil
+		}
+	}
+	return os.RemoveAll(filepath.Join(m.imageCopiesDir(), name))
+}
+
+// digestLocks are a lock per image digest, made when first asked for and
+// dropped when no one holds or waits for it. mu guards the map only and
+// is never held across I/O.
+type digestLocks struct {
+	mu    sync.Mutex
+	locks map[string]*digestLock
+}
+
+type digestLock struct {
+	sync.Mutex
+	refs int // holders and waiters; guarded by digestLocks.mu
+}
+
+// lock locks digest's lock and returns its unlock.
+func (d *digestLocks) lock(digest string) (unlock func()) {
+	l := d.ref(digest)
+	l.Lock()
+	return func() {
+		l.Unlock()
+		d.unref(digest, l)
+	}
+}
+
+// tryLock locks digest's lock if no one holds it.
+func (d *digestLocks) tryLock(digest string) (unlock func(), ok bool) {
+	l := d.ref(digest)
+	if !l.TryLock() {
+		d.unref(digest, l)
+		return nil, false
+	}
+	return func() {
+		l.Unlock()
+		d.unref(digest, l)
+	}, true
+}
+
+// ref is digest's lock, made if none, counted as held or waited for.
+func (d *digestLocks) ref(digest string) *digestLock {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.locks == nil {
+		d.locks = map[string]*digestLock{}
+	}
+	l := d.locks[digest]
+	if l == nil {
+		l = &digestLock{}
+		d.locks[digest] = l
+	}
+	l.refs++
+	return l
+}
+
+// unref drops a ref of digest's lock l, and the lock with the last.
+func (d *digestLocks) unref(digest string, l *digestLock) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l.refs--; l.refs == 0 {
+		delete(d.locks, digest)
+	}
 }
 
 // imageVolumeMounts makes the mounts of pod's image volumes in cfg

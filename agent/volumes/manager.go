@@ -88,9 +88,10 @@ type Manager struct {
 	tokens     *tokens // nil without a client
 	services   *services
 	claims     *claimMounts
-	// imageMu serialises the unpacking and linking of image volumes'
-	// copies with their collection (image.go).
-	imageMu sync.Mutex
+	// imageLocks serialise, per image digest, the unpacking and linking
+	// of its image volumes' copy with its collection (image.go): no lock
+	// is held across another image's work.
+	imageLocks digestLocks
 }
 
 // DirMode is the mode of the root directory and of its pods directory,

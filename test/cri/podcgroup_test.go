@@ -4,22 +4,28 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kite-project/kite/agent"
+	"github.com/kite-project/kite/agent/runtime/cri"
+	"github.com/kite-project/kite/agent/runtime/cri/critest"
 )
 
 // TestPodCgroupOfEveryPod: the agent sizes the pod cgroup of every pod
 // as the kubelet 1.37's ResourceConfigForPod, not only of pods with
 // pod-level resources, at sandbox creation and on an in-place resize of a
-// container; read on the host (cgroupfs driver: /kite/pod<uid>, v1 or
-// v2). A Burstable pod with a sidecar (restartable init container) before
+// container; read on the host (cgroupfs driver: the pod's QoS tier under
+// /kite/kubepods, v1 or v2). A Burstable pod with a sidecar (restartable init container) before
 // an ordinary init container gets the sidecar summed with the
 // containers, and the init container counted beside the sidecar; a
 // Guaranteed pod gets its limits, with its RuntimeClass's overhead if
@@ -119,7 +125,7 @@ func TestPodCgroupOfEveryPod(t *testing.T) {
 // the 100ms period ("" for none) and a memory limit (0 for none).
 func checkPodCgroup(t *testing.T, p *v1.Pod, when string, shares int64, quota string, mem int64) {
 	t.Helper()
-	parent := "/kite/pod" + string(p.UID)
+	parent := podCgroupParent(p)
 	read := func(v1File, v2File string) string {
 		t.Helper()
 		path := "/sys/fs/cgroup" + parent + "/" + v2File
@@ -170,6 +176,129 @@ func checkPodCgroup(t *testing.T, p *v1.Pod, when string, shares int64, quota st
 	// No limit reads back as the largest page-aligned value.
 	if mem > 0 && got != mem || mem == 0 && got < 1<<62 {
 		t.Errorf("%s: %s memory.limit_in_bytes %d, want %d (0: none)", when, p.Name, got, mem)
+	}
+}
+
+// podCgroupParent is the pod's cgroup parent under the cgroupfs driver:
+// its QoS class's tier under Kite's /kite/kubepods, as the kubelet's
+// layout.
+func podCgroupParent(p *v1.Pod) string {
+	return cri.PodCgroupParent(cri.CgroupFS, string(p.UID), string(p.Status.QOSClass))
+}
+
+// readCgroup is a cgroup file on the host: v2 unified (v2File) or v1
+// (v1File, "<hierarchy>/<file>"); "" when it cannot be read.
+func readCgroup(path, v1File, v2File string) string {
+	file := "/sys/fs/cgroup" + path + "/" + v2File
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		hier, f, _ := strings.Cut(v1File, "/")
+		file = "/sys/fs/cgroup/" + hier + path + "/" + f
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// tierShares is what the tier's cpu file should read for shares: v1
+// shares, v2 the kubelet's weight of them.
+func tierShares(shares int64) string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return strconv.FormatUint(weightOf(uint64(shares)), 10)
+	}
+	return strconv.FormatInt(shares, 10)
+}
+
+// TestPodCgroupQOSTiers: pods' cgroups in the kubelet's QoS layout under
+// Kite's root (cgroupfs driver): a Guaranteed pod's under
+// /kite/kubepods, a Burstable one's under /kite/kubepods/burstable, a
+// BestEffort one's under /kite/kubepods/besteffort, seen so from inside
+// the container (/proc/self/cgroup names kubepods, which programs and
+// monitoring tools look for); the tiers' cpu shares as the kubelet's
+// (BestEffort 2, Burstable the shares of its pods' summed cpu requests),
+// following a Burstable pod's deletion; and --pod-max-pids as each pod
+// cgroup's pids.max.
+func TestPodCgroupQOSTiers(t *testing.T) {
+	a := startAgentWith(t, "cri-qostiers", t.TempDir(), func(o *agent.Options) {
+		o.ContainerRuntimeEndpoint = critest.Runtime(t).Endpoint()
+		o.PodPidsLimit = 97
+	})
+	sleeper := func(req, lim v1.ResourceList) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: req, Limits: lim}
+			p.Spec.TerminationGracePeriodSeconds = new(int64)
+		}
+	}
+	rl := func(cpu, mem string) v1.ResourceList {
+		return v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}
+	}
+	guaranteed := a.pod(t, "guaranteed", sleeper(rl("100m", "32Mi"), rl("100m", "32Mi")))
+	burstable := a.pod(t, "burstable", sleeper(rl("300m", "16Mi"), nil))
+	other := a.pod(t, "burstable-other", sleeper(rl("250m", "16Mi"), nil))
+	bestEffort := a.pod(t, "besteffort", sleeper(nil, nil))
+	pods := []*v1.Pod{guaranteed, burstable, other, bestEffort}
+	for i, p := range pods {
+		pods[i] = a.wait(t, p, "Running", running)
+	}
+	guaranteed, burstable, other, bestEffort = pods[0], pods[1], pods[2], pods[3]
+	for p, want := range map[*v1.Pod]string{
+		guaranteed: "/kite/kubepods/pod" + string(guaranteed.UID),
+		burstable:  "/kite/kubepods/burstable/pod" + string(burstable.UID),
+		other:      "/kite/kubepods/burstable/pod" + string(other.UID),
+		bestEffort: "/kite/kubepods/besteffort/pod" + string(bestEffort.UID),
+	} {
+		if got := podCgroupParent(p); got != want {
+			t.Fatalf("%s (%s): parent %s, want %s", p.Name, p.Status.QOSClass, got, want)
+		}
+		if got := readCgroup(want, "pids/pids.max", "pids.max"); got != "97" {
+			t.Errorf("%s: pod cgroup %s pids.max %q, want 97 (--pod-max-pids)", p.Name, want, got)
+		}
+		// The container's own view: on v1 the host's path; on v2 its
+		// cgroup namespace hides the path, as under the kubelet.
+		out, err := a.exec(t, p, "cat", "/proc/self/cgroup")
+		if err != nil {
+			t.Fatalf("%s: cat /proc/self/cgroup: %v\n%s", p.Name, err, out)
+		}
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil && !strings.Contains(out, want+"/") {
+			t.Errorf("%s: /proc/self/cgroup does not name its pod cgroup %s:\n%s", p.Name, want, out)
+		}
+	}
+	// Burstable: 300m + 250m = 550m, 563 shares; BestEffort 2.
+	if got, want := readCgroup("/kite/kubepods/burstable", "cpu/cpu.shares", "cpu.weight"), tierShares(563); got != want {
+		t.Errorf("burstable tier cpu %q, want %q", got, want)
+	}
+	if got, want := readCgroup("/kite/kubepods/besteffort", "cpu/cpu.shares", "cpu.weight"), tierShares(2); got != want {
+		t.Errorf("besteffort tier cpu %q, want %q", got, want)
+	}
+	// A Burstable pod goes: the tier keeps the other's 300m, 307 shares,
+	// and the pod's cgroup goes with its sandbox.
+	if err := a.cs.CoreV1().Pods(other.Namespace).Delete(context.Background(), other.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, want := readCgroup("/kite/kubepods/burstable", "cpu/cpu.shares", "cpu.weight"), tierShares(307)
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("burstable tier cpu %q after a burstable pod went, want %q", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	otherParent := "/kite/kubepods/burstable/pod" + string(other.UID)
+	for {
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + otherParent)
+		_, v2err := os.Stat("/sys/fs/cgroup" + otherParent)
+		if len(dirs) == 0 && v2err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted pod's cgroup is left: %q", dirs)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

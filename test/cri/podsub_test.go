@@ -308,10 +308,10 @@ func TestPodLevelResourcesResizeInPlace(t *testing.T) {
 	p = a.wait(t, p, "Running with pod-level resources reported", func(p *v1.Pod) bool {
 		return running(p) && p.Status.Resources != nil
 	})
-	// The pod cgroup, read on the host (cgroupfs driver: /kite/pod<uid>).
+	// The pod cgroup, read on the host (cgroupfs driver: its QoS tier's).
 	podCgroup := func(v1File, v2File string) string {
 		t.Helper()
-		parent := "/kite/pod" + string(p.UID)
+		parent := podCgroupParent(p)
 		path := "/sys/fs/cgroup" + parent + "/" + v2File
 		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 			hier, file, _ := strings.Cut(v1File, "/")

@@ -55,24 +55,32 @@ func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, reso
 // setPodCgroup writes the limits of a pod's cgroup, as the kubelet's pod
 // container manager does before it tells the runtime: containerd 1.6
 // creates the cgroup parent of a sandbox with no limits and changes none.
-// Only the cgroupfs driver is written here (v2 unified, or v1's cpu and
-// memory hierarchies); under systemd the pod's slice keeps what it had.
+// With --pod-max-pids the pod's pids.max too, as the kubelet's
+// EnsureExists. The pod's cgroup is found where it is (podCgroupOf): its
+// class's tier, or an older agent's layout for a pod adopted after an
+// upgrade. Only the cgroupfs driver is written here (v2 unified, or v1's
+// cpu, memory, hugetlb and pids hierarchies); under systemd the pod's
+// slice keeps what it had.
 func (r *Runtime) setPodCgroup(uid string, res *runtimeapi.LinuxContainerResources) error {
 	if r.driver != CgroupFS || uid == "" {
 		return nil
 	}
-	parent := CgroupParent(r.driver, uid)
+	parent := r.podCgroupOf(uid, "")
+	if parent == "" {
+		return nil // the runtime made none (its cgroups are off): nothing to size
+	}
+	pids := r.opts.PodPidsLimit
 	var writes [][3]string
 	if controllers, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", parent, "cgroup.controllers")); err == nil {
 		var sizes []string
 		if slices.Contains(strings.Fields(string(controllers)), "hugetlb") {
 			sizes = hostHugePageSizes()
 		}
-		for _, w := range podCgroupWritesV2(res, sizes) {
+		for _, w := range podCgroupWritesV2(res, sizes, pids) {
 			writes = append(writes, [3]string{filepath.Join("/sys/fs/cgroup", parent), w[0], w[1]})
 		}
 	} else {
-		for _, w := range podCgroupWritesV1(res, hostHugePageSizes()) {
+		for _, w := range podCgroupWritesV1(res, hostHugePageSizes(), pids) {
 			dir := filepath.Join("/sys/fs/cgroup", w[0], parent)
 			if _, err := os.Stat(dir); err == nil {
 				writes = append(writes, [3]string{dir, w[1], w[2]})
@@ -138,10 +146,11 @@ func hugetlbWrites(res *runtimeapi.LinuxContainerResources, sizes []string, suff
 // podCgroupWritesV2 are the cgroup v2 files and values of res, as the
 // kubelet's cgroup manager writes a pod cgroup: cpu.weight from shares
 // (cpuWeight), cpu.max from quota and period ("max" without a quota),
-// memory.max ("max" without a limit), and the huge page limits of
+// memory.max ("max" without a limit), the huge page limits of
 // hugePageSizes (those of the host where the hugetlb controller is
-// enabled; none else).
-func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources, hugePageSizes []string) [][2]string {
+// enabled; none else), and pids.max when pids (--pod-max-pids) is above
+// 0 (else the file is not written, as the kubelet leaves it).
+func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources, hugePageSizes []string, pids int64) [][2]string {
 	var w [][2]string
 	if s := res.GetCpuShares(); s > 0 {
 		w = append(w, [2]string{"cpu.weight", strconv.FormatUint(cpuWeight(uint64(s)), 10)})
@@ -160,13 +169,18 @@ func podCgroupWritesV2(res *runtimeapi.LinuxContainerResources, hugePageSizes []
 		mem = strconv.FormatInt(m, 10)
 	}
 	w = append(w, [2]string{"memory.max", mem})
-	return append(w, hugetlbWrites(res, hugePageSizes, ".max")...)
+	w = append(w, hugetlbWrites(res, hugePageSizes, ".max")...)
+	if pids > 0 {
+		w = append(w, [2]string{"pids.max", strconv.FormatInt(pids, 10)})
+	}
+	return w
 }
 
 // podCgroupWritesV1 are the cgroup v1 hierarchy, file and value of res:
 // -1 is no quota, no memory limit; the huge page limits of
-// hugePageSizes (the hugetlb hierarchy, where mounted).
-func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources, hugePageSizes []string) [][3]string {
+// hugePageSizes (the hugetlb hierarchy, where mounted); pids.max when
+// pids is above 0.
+func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources, hugePageSizes []string, pids int64) [][3]string {
 	var w [][3]string
 	if s := res.GetCpuShares(); s > 0 {
 		w = append(w, [3]string{"cpu", "cpu.shares", strconv.FormatInt(s, 10)})
@@ -186,6 +200,9 @@ func podCgroupWritesV1(res *runtimeapi.LinuxContainerResources, hugePageSizes []
 	w = append(w, [3]string{"memory", "memory.limit_in_bytes", strconv.FormatInt(mem, 10)})
 	for _, h := range hugetlbWrites(res, hugePageSizes, ".limit_in_bytes") {
 		w = append(w, [3]string{"hugetlb", h[0], h[1]})
+	}
+	if pids > 0 {
+		w = append(w, [3]string{"pids", "pids.max", strconv.FormatInt(pids, 10)})
 	}
 	return w
 }

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kite-project/kite/agent/runtime"
@@ -49,6 +50,10 @@ type Options struct {
 	// ConnectTimeout bounds the first Version call, which checks that the
 	// runtime answers (10 s when zero).
 	ConnectTimeout time.Duration
+	// PodPidsLimit is the pods' cgroups' pids.max (--pod-max-pids), as the
+	// kubelet's pod container manager sets it; 0 or less leaves it
+	// unlimited.
+	PodPidsLimit int64
 	// PodNetwork says that the runtime gives sandboxes outside the node's
 	// network their own (a CNI configuration of the agent's): its
 	// NetworkReady is then the node's, as the kubelet takes it. Without
@@ -66,6 +71,9 @@ type Runtime struct {
 
 	contentMu sync.Mutex
 	content   string // ContentStore's answer, once known
+
+	// qosMu serialises the writes of the QoS tiers (UpdateQOSCgroups).
+	qosMu sync.Mutex
 }
 
 var (
@@ -168,16 +176,6 @@ func (r *Runtime) Status(ctx context.Context) (*runtimeapi.RuntimeStatus, error)
 	return st, nil
 }
 
-// CgroupParent is the cgroup parent of a pod's sandbox under the driver:
-// a slice of its own per pod (systemd), or /kite/pod<uid> (cgroupfs), as
-// the kubelet gives each pod a cgroup below kubepods.
-func CgroupParent(driver CgroupDriver, uid string) string {
-	if driver == CgroupSystemd {
-		return "kite-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
-	}
-	return "/kite/pod" + uid
-}
-
 // RunPodSandbox passes runtimeHandler on as the request's runtime_handler,
 // as the kubelet does: the runtime (containerd's CRI plugin) picks the
 // runtime of that name from its configuration and refuses one it has not.
@@ -186,7 +184,10 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		config.Linux = &runtimeapi.LinuxPodSandboxConfig{}
 	}
 	if config.Linux.CgroupParent == "" {
-		config.Linux.CgroupParent = CgroupParent(r.driver, config.GetMetadata().GetUid())
+		// The agent names it by the pod's class (PodCgroupParent); a
+		// caller that does not gets the Burstable tier, the kubelet's
+		// for a pod neither Guaranteed nor BestEffort.
+		config.Linux.CgroupParent = PodCgroupParent(r.driver, config.GetMetadata().GetUid(), qosBurstable)
 	}
 	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
 	if err != nil {
@@ -207,7 +208,9 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
 
 // RemovePodSandbox removes the sandbox and then the pod's cgroup parent,
 // which runc created for it and leaves (the kubelet removes its pod
-// cgroups itself); a cgroup still in use stays.
+// cgroups itself); a cgroup still in use stays. The pod's class is not
+// known here, nor whether an older agent made its cgroup: every place it
+// may be is tried (a missing one costs a failed rmdir).
 func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	var uid string
 	if st, err := r.PodSandboxStatus(ctx, id); err == nil {
@@ -222,7 +225,9 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	}
 	if uid != "" && r.driver == CgroupFS {
 		if others, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: uid}}); err == nil && len(others) == 0 {
-			removeCgroup(CgroupParent(r.driver, uid))
+			for _, parent := range podCgroupCandidates(r.driver, uid) {
+				removeCgroup(parent)
+			}
 		}
 	}
 	return nil
@@ -253,7 +258,21 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 	return resp.Items, nil
 }
 
+// CreateContainer puts the container in its pod's cgroup as the runtime
+// has it: the CRI runtime takes the container's cgroup parent from the
+// sandbox config of this call, not from the sandbox, and a pod adopted
+// from an older agent's layout (podCgroupOf) has its cgroup elsewhere
+// than its class's tier.
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if given := sandboxConfig.GetLinux().GetCgroupParent(); sandboxConfig != nil {
+		if have := r.podCgroupOf(sandboxConfig.GetMetadata().GetUid(), given); have != given {
+			sandboxConfig = proto.Clone(sandboxConfig).(*runtimeapi.PodSandboxConfig)
+			if sandboxConfig.Linux == nil {
+				sandboxConfig.Linux = &runtimeapi.LinuxPodSandboxConfig{}
+			}
+			sandboxConfig.Linux.CgroupParent = have
+		}
+	}
 	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
 	if err != nil {
 		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())

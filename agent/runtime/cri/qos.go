@@ -1,0 +1,279 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kite-project/kite/agent/runtime"
+)
+
+// The pod cgroups are laid out as the kubelet's with cgroupsPerQOS (its
+// default): a Guaranteed pod's directly under kubepods, a Burstable or
+// BestEffort pod's under the tier of its class, whose cpu shares the
+// agent keeps current (UpdateQOSCgroups). Kite's kubepods is under a root
+// of its own, kite, as a kubelet run with --cgroup-root=/kite would put
+// it, so that a kubelet on the same host keeps its /kubepods:
+//
+//	cgroupfs: /kite/kubepods/pod<uid>
+//	          /kite/kubepods/burstable/pod<uid>
+//	          /kite/kubepods/besteffort/pod<uid>
+//	systemd:  kite-kubepods-pod<uid>.slice
+//	          kite-kubepods-burstable-pod<uid>.slice
+//	          kite-kubepods-besteffort-pod<uid>.slice
+//
+// systemd nests a slice in the slice its name's prefix before the last
+// dash names, so kite-kubepods-burstable-pod<uid>.slice is
+// kite.slice/kite-kubepods.slice/kite-kubepods-burstable.slice/...: the
+// kubelet's names with its root's name in front (the kubelet's
+// cgroupName.ToSystemd). A pod's uid has its dashes as underscores there,
+// as the kubelet escapes them. Agents before this layout put every pod's
+// cgroup at /kite/pod<uid> (kite-pod<uid>.slice): such pods, adopted
+// after an upgrade, keep theirs (podCgroupOf).
+
+// cgroupRoot is Kite's own cgroup root, under which its kubepods is.
+const cgroupRoot = "kite"
+
+// The QoS classes, as v1.PodQOSClass spells them.
+const (
+	qosGuaranteed = "Guaranteed"
+	qosBurstable  = "Burstable"
+	qosBestEffort = "BestEffort"
+)
+
+// tierComponents are the cgroup names from the root down to the tier of a
+// QoS class: kubepods itself for Guaranteed (and an unknown class, which
+// the kubelet never has), kubepods/<class lowercased> for the others.
+func tierComponents(class string) []string {
+	switch class {
+	case qosBurstable, qosBestEffort:
+		return []string{cgroupRoot, "kubepods", strings.ToLower(class)}
+	}
+	return []string{cgroupRoot, "kubepods"}
+}
+
+// systemdName is the slice of a cgroup name under the systemd driver: its
+// components joined by dashes (each with its dashes as underscores), as
+// the kubelet's cgroupName.ToSystemd.
+func systemdName(components []string) string {
+	escaped := make([]string, len(components))
+	for i, c := range components {
+		escaped[i] = strings.ReplaceAll(c, "-", "_")
+	}
+	return strings.Join(escaped, "-") + ".slice"
+}
+
+// cgroupfsName is the cgroupfs path of a cgroup name.
+func cgroupfsName(components []string) string { return "/" + strings.Join(components, "/") }
+
+// PodCgroupParent is the cgroup parent of the sandbox of pod uid of QoS
+// class class (Guaranteed, Burstable or BestEffort) under the driver.
+func PodCgroupParent(driver CgroupDriver, uid, class string) string {
+	name := append(tierComponents(class), "pod"+uid)
+	if driver == CgroupSystemd {
+		return systemdName(name)
+	}
+	return cgroupfsName(name)
+}
+
+// tierParent is the cgroup of the tier of class under the driver.
+func tierParent(driver CgroupDriver, class string) string {
+	if driver == CgroupSystemd {
+		return systemdName(tierComponents(class))
+	}
+	return cgroupfsName(tierComponents(class))
+}
+
+// legacyCgroupParent is where agents before the QoS tiers put the pod's
+// cgroup: /kite/pod<uid>, kite-pod<uid>.slice.
+func legacyCgroupParent(driver CgroupDriver, uid string) string {
+	if driver == CgroupSystemd {
+		return systemdName([]string{cgroupRoot, "pod" + uid})
+	}
+	return cgroupfsName([]string{cgroupRoot, "pod" + uid})
+}
+
+// podCgroupCandidates are every cgroup parent pod uid may have: its class's
+// tier under the layout, or the older layout's.
+func podCgroupCandidates(driver CgroupDriver, uid string) []string {
+	return []string{PodCgroupParent(driver, uid, qosGuaranteed), PodCgroupParent(driver, uid, qosBurstable),
+		PodCgroupParent(driver, uid, qosBestEffort), legacyCgroupParent(driver, uid)}
+}
+
+// cgroupPath is the path below a hierarchy's mount point of a cgroup
+// parent: itself under cgroupfs; under systemd the slice expanded into
+// the slices it nests in (a-b-c.slice is /a.slice/a-b.slice/a-b-c.slice),
+// as runc's ExpandSlice.
+func cgroupPath(driver CgroupDriver, parent string) string {
+	if driver != CgroupSystemd {
+		return parent
+	}
+	name, ok := strings.CutSuffix(parent, ".slice")
+	if !ok || name == "" {
+		return "/" + parent
+	}
+	var path, prefix string
+	for _, part := range strings.Split(name, "-") {
+		if prefix != "" {
+			prefix += "-"
+		}
+		prefix += part
+		path += "/" + prefix + ".slice"
+	}
+	return path
+}
+
+// cgroupV2 says whether the host's cgroups are the unified hierarchy.
+var cgroupV2 = sync.OnceValue(func() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+})
+
+// cgroupExists says whether the cgroup parent exists on the host: in the
+// unified hierarchy (v2) or v1's cpu one, where runc makes every pod
+// cgroup.
+func cgroupExists(driver CgroupDriver, parent string) bool {
+	dir := filepath.Join("/sys/fs/cgroup", cgroupPath(driver, parent))
+	if !cgroupV2() {
+		dir = filepath.Join("/sys/fs/cgroup", "cpu", cgroupPath(driver, parent))
+	}
+	_, err := os.Stat(dir)
+	return err == nil
+}
+
+// podCgroupOf is the cgroup parent that pod uid's cgroup has on the host:
+// given when it exists or none does, else the first candidate that does
+// (a pod of an older agent's layout, adopted after an upgrade, keeps its
+// cgroup: a container made in it again must go beside its sandbox).
+func (r *Runtime) podCgroupOf(uid, given string) string {
+	if uid == "" || given != "" && cgroupExists(r.driver, given) {
+		return given
+	}
+	for _, c := range podCgroupCandidates(r.driver, uid) {
+		if cgroupExists(r.driver, c) {
+			return c
+		}
+	}
+	return given
+}
+
+var _ runtime.QOSCgroups = (*Runtime)(nil)
+
+// PodCgroupParent is the cgroup parent of a pod's sandbox of the class,
+// under the runtime's driver.
+func (r *Runtime) PodCgroupParent(uid, class string) string {
+	return PodCgroupParent(r.driver, uid, class)
+}
+
+// UpdateQOSCgroups gives the tiers their cpu shares (the kubelet's
+// qosContainerManager.UpdateCgroups), making them where they are not yet,
+// before any pod of theirs is: v1's cpu.shares, or v2's cpu.weight of
+// them (the kubelet's conversion) with the controllers enabled down to
+// the tiers, as runc enables them on its way to a cgroup. Guaranteed pods
+// have no tier (kubepods itself), so nothing is written for them; the
+// tiers' huge pages stay unlimited as a new cgroup's are. Only the
+// cgroupfs driver is written, as setPodCgroup: under systemd the slices
+// are systemd's, which writes their files itself.
+func (r *Runtime) UpdateQOSCgroups(ctx context.Context, tiers runtime.QOSTiers) error {
+	if r.driver != CgroupFS {
+		return nil
+	}
+	r.qosMu.Lock()
+	defer r.qosMu.Unlock()
+	var errs []error
+	for _, w := range qosTierWrites(tiers, cgroupV2()) {
+		if err := writeTier(tierParent(r.driver, w.class), w.file, w.value); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tierWrite is a file of a tier and its value.
+type tierWrite struct{ class, file, value string }
+
+// qosTierWrites are the files of the tiers and their values, v1 or v2.
+func qosTierWrites(t runtime.QOSTiers, v2 bool) []tierWrite {
+	shares := []struct {
+		class  string
+		shares int64
+	}{{qosBurstable, t.BurstableCPUShares}, {qosBestEffort, t.BestEffortCPUShares}}
+	var out []tierWrite
+	for _, s := range shares {
+		if s.shares <= 0 {
+			continue
+		}
+		if v2 {
+			out = append(out, tierWrite{s.class, "cpu.weight", strconv.FormatUint(cpuWeight(uint64(s.shares)), 10)})
+		} else {
+			out = append(out, tierWrite{s.class, "cpu.shares", strconv.FormatInt(s.shares, 10)})
+		}
+	}
+	return out
+}
+
+// writeTier makes the tier's cgroup where missing and writes file. On v1
+// the tier is made in the cpu hierarchy, whose file it writes; runc makes
+// it in the others on its way to a pod's cgroup.
+func writeTier(tier, file, value string) error {
+	if cgroupV2() {
+		dir := filepath.Join("/sys/fs/cgroup", tier)
+		if err := makeV2(dir); err != nil {
+			return fmt.Errorf("tier cgroup %s: %w", tier, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+			return fmt.Errorf("tier cgroup %s: %w", tier, err)
+		}
+		return nil
+	}
+	dir := filepath.Join("/sys/fs/cgroup", "cpu", tier)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("tier cgroup %s: %w", tier, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("tier cgroup %s: %w", tier, err)
+	}
+	return nil
+}
+
+// makeV2 makes dir in the unified hierarchy with each of its parents
+// below the root delegating their controllers to it (cgroup.subtree_control),
+// as runc's CreateCgroupPath: a child has only the controllers its parent
+// enabled.
+func makeV2(dir string) error {
+	rel, err := filepath.Rel("/sys/fs/cgroup", dir)
+	if err != nil {
+		return err
+	}
+	cur := "/sys/fs/cgroup"
+	for _, part := range strings.Split(rel, "/") {
+		controllers, err := os.ReadFile(filepath.Join(cur, "cgroup.controllers"))
+		if err != nil {
+			return err
+		}
+		var enable []string
+		for _, c := range strings.Fields(string(controllers)) {
+			enable = append(enable, "+"+c)
+		}
+		if len(enable) > 0 {
+			// Best effort, as runc: a controller the parent cannot
+			// delegate (a threaded one) is left out by the kernel's
+			// refusal of the whole write, so try one at a time.
+			if err := os.WriteFile(filepath.Join(cur, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0); err != nil {
+				for _, e := range enable {
+					os.WriteFile(filepath.Join(cur, "cgroup.subtree_control"), []byte(e), 0)
+				}
+			}
+		}
+		cur = filepath.Join(cur, part)
+		if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
