@@ -39,7 +39,7 @@ func TestOlderLayoutPodCgroupKept(t *testing.T) {
 		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: legacy, SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}},
 	}
-	sbID, err := rt.RunPodSandbox(ctx, sb)
+	sbID, err := rt.RunPodSandbox(ctx, sb, "")
 	if err != nil {
 		t.Fatal(err)
 	}
