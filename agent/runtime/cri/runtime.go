@@ -54,6 +54,14 @@ type Options struct {
 	// NetworkReady is then the node's, as the kubelet takes it. Without
 	// it every sandbox is in the node's network.
 	PodNetwork bool
+	// MaxParallelStarts bounds the start calls (RunPodSandbox,
+	// CreateContainer, StartContainer) in the runtime at once
+	// (startgate.go): DefaultMaxParallelStarts when zero, no bound when
+	// negative.
+	MaxParallelStarts int
+	// DialOptions are added to the connection's (a test observes the
+	// calls as they reach the runtime with an interceptor).
+	DialOptions []grpc.DialOption
 }
 
 // Runtime talks to a CRI runtime. It is safe for concurrent use.
@@ -63,6 +71,7 @@ type Runtime struct {
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
 	driver CgroupDriver
+	starts *startGate // bounds the start calls in the runtime at once
 
 	contentMu sync.Mutex
 	content   string // ContentStore's answer, once known
@@ -87,8 +96,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		target = "unix://" + target
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize))}, opts.DialOptions...)
+	conn, err := grpc.NewClient(target, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("cri: endpoint %q: %w", opts.Endpoint, err)
 	}
@@ -96,6 +106,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if r.driver == "" {
 		r.driver = CgroupFS
 	}
+	n := opts.MaxParallelStarts
+	if n == 0 {
+		n = DefaultMaxParallelStarts()
+	}
+	r.starts = newStartGate(n)
 	timeout := opts.ConnectTimeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -185,7 +200,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if config.Linux.CgroupParent == "" {
 		config.Linux.CgroupParent = CgroupParent(r.driver, config.GetMetadata().GetUid())
 	}
+	if err := r.starts.acquire(ctx, startSandbox); err != nil {
+		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
+	}
 	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
+	r.starts.release()
 	if err != nil {
 		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
 	}
@@ -251,7 +270,11 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 }
 
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := r.starts.acquire(ctx, startContainer); err != nil {
+		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
+	}
 	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
+	r.starts.release()
 	if err != nil {
 		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
 	}
@@ -259,7 +282,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 }
 
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	if err := r.starts.acquire(ctx, startContainer); err != nil {
+		return wrap(err, "StartContainer", id)
+	}
 	_, err := r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	r.starts.release()
 	return wrap(err, "StartContainer", id)
 }
 

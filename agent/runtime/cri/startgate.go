@@ -1,0 +1,130 @@
+package cri
+
+import (
+	"context"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+)
+
+// Starting a pod on containerd is CPU work outside the agent: a sandbox
+// is a shim daemon started, a snapshot mounted, runc run twice for the
+// pause container; a container start is runc run twice more. With many
+// pods started at once (a node that comes back, a Deployment scaled up)
+// every one of those processes competes for the node's few cores at the
+// same moment, and each costs more CPU than when pods start a few at a
+// time (bench/README.md, session 18: the burst's CPU per pod against the
+// one-at-a-time phase's). So the runtime lets only a few of its start
+// calls (RunPodSandbox, CreateContainer, StartContainer) into the runtime
+// at once; every other call (status, lists, stops, removals, exec,
+// probes) passes freely, and a start call waiting for its turn returns
+// when its context ends: a pod being deleted is not held behind others'
+// starts.
+//
+// Waiting calls are let in first the containers' (CreateContainer,
+// StartContainer) and then the sandboxes', each in arrival order: a pod
+// whose sandbox is up finishes before another pod's sandbox begins, so
+// pods become Running one after the other rather than all at the end.
+
+// startGatePriority orders the waiting start calls.
+type startGatePriority int
+
+const (
+	startContainer startGatePriority = iota // CreateContainer, StartContainer: a sandbox already runs
+	startSandbox                            // RunPodSandbox: a new pod
+	startPriorities
+)
+
+// startGate is a counting semaphore with a queue per priority. A nil
+// *startGate lets every call in.
+type startGate struct {
+	mu     sync.Mutex
+	free   int
+	queues [startPriorities][]chan struct{} // closed when the waiter's turn comes
+}
+
+// newStartGate lets n calls in at once; nil (no bound) for n <= 0.
+func newStartGate(n int) *startGate {
+	if n <= 0 {
+		return nil
+	}
+	return &startGate{free: n}
+}
+
+// acquire waits for a turn; it returns ctx's error, holding nothing, when
+// ctx ends first. Each successful acquire is paired with one release.
+func (g *startGate) acquire(ctx context.Context, p startGatePriority) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	if g.free > 0 && g.waiting() == 0 {
+		g.free--
+		g.mu.Unlock()
+		return nil
+	}
+	turn := make(chan struct{})
+	g.queues[p] = append(g.queues[p], turn)
+	g.mu.Unlock()
+	select {
+	case <-turn:
+		return nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	select {
+	case <-turn:
+		// The turn came as ctx ended: hand it on.
+		g.mu.Unlock()
+		g.release()
+		return ctx.Err()
+	default:
+	}
+	q := g.queues[p]
+	for i, c := range q {
+		if c == turn {
+			g.queues[p] = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	g.mu.Unlock()
+	return ctx.Err()
+}
+
+// release ends a turn: the first waiter of the highest priority gets it.
+func (g *startGate) release() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for p := range g.queues {
+		if q := g.queues[p]; len(q) > 0 {
+			close(q[0])
+			g.queues[p] = q[1:]
+			return
+		}
+	}
+	g.free++
+}
+
+func (g *startGate) waiting() int {
+	n := 0
+	for _, q := range g.queues {
+		n += len(q)
+	}
+	return n
+}
+
+// DefaultMaxParallelStarts is the bound on start calls in the runtime at
+// once when Options leave it zero: two per CPU, so that a core has
+// another call to run while one waits on the disk or on containerd's
+// locks. KITE_CRI_MAX_PARALLEL_STARTS overrides it (a number; 0 or less
+// for no bound), for measuring.
+func DefaultMaxParallelStarts() int {
+	if v, err := strconv.Atoi(os.Getenv("KITE_CRI_MAX_PARALLEL_STARTS")); err == nil {
+		return v
+	}
+	return 2 * goruntime.NumCPU()
+}
