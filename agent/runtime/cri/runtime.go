@@ -200,11 +200,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if config.Linux.CgroupParent == "" {
 		config.Linux.CgroupParent = CgroupParent(r.driver, config.GetMetadata().GetUid())
 	}
-	if err := r.starts.acquire(ctx, startSandbox); err != nil {
+	done, err := r.starts.enter(ctx, startSandbox)
+	if err != nil {
 		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
 	}
 	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config})
-	r.starts.release()
+	done()
 	if err != nil {
 		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
 	}
@@ -270,11 +271,12 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 }
 
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	if err := r.starts.acquire(ctx, startContainer); err != nil {
+	done, err := r.starts.enter(ctx, startContainer)
+	if err != nil {
 		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
 	}
 	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
-	r.starts.release()
+	done()
 	if err != nil {
 		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
 	}
@@ -282,11 +284,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 }
 
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
-	if err := r.starts.acquire(ctx, startContainer); err != nil {
+	done, err := r.starts.enter(ctx, startContainer)
+	if err != nil {
 		return wrap(err, "StartContainer", id)
 	}
-	_, err := r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
-	r.starts.release()
+	_, err = r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	done()
 	return wrap(err, "StartContainer", id)
 }
 

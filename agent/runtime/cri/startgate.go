@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Starting a pod on containerd is CPU work outside the agent: a sandbox
@@ -22,6 +23,12 @@ import (
 // when its context ends: a pod being deleted is not held behind others'
 // starts.
 //
+// A call that hangs in the runtime (a CNI plugin that never answers)
+// gives its turn back after maxTurn, as if it had ended, so that a few
+// such calls do not stop every other pod of the node from starting: the
+// bound is then exceeded by the calls that hang, which the kubelet (no
+// bound at all) would have in flight too.
+//
 // Waiting calls are let in first the containers' (CreateContainer,
 // StartContainer) and then the sandboxes', each in arrival order: a pod
 // whose sandbox is up finishes before another pod's sandbox begins, so
@@ -35,6 +42,9 @@ const (
 	startSandbox                            // RunPodSandbox: a new pod
 	startPriorities
 )
+
+// maxTurn is how long a start call holds its turn at most.
+var maxTurn = 30 * time.Second
 
 // startGate is a counting semaphore with a queue per priority. A nil
 // *startGate lets every call in.
@@ -50,6 +60,25 @@ func newStartGate(n int) *startGate {
 		return nil
 	}
 	return &startGate{free: n}
+}
+
+// enter waits for a turn and returns the function that ends it (the
+// caller calls it when its call returns; it ends by itself after
+// maxTurn); it returns ctx's error, holding nothing, when ctx ends first.
+func (g *startGate) enter(ctx context.Context, p startGatePriority) (done func(), err error) {
+	if err := g.acquire(ctx, p); err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return func() {}, nil
+	}
+	var once sync.Once
+	end := func() { once.Do(g.release) }
+	t := time.AfterFunc(maxTurn, end)
+	return func() {
+		t.Stop()
+		end()
+	}, nil
 }
 
 // acquire waits for a turn; it returns ctx's error, holding nothing, when

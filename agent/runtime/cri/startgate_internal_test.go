@@ -128,3 +128,35 @@ func TestStartGateTurnAtCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestStartGateHungCallGivesItsTurnBack: a call that holds its turn
+// longer than maxTurn lets the next one in; its own end afterwards does
+// not free a second turn.
+func TestStartGateHungCallGivesItsTurnBack(t *testing.T) {
+	defer func(d time.Duration) { maxTurn = d }(maxTurn)
+	maxTurn = 50 * time.Millisecond
+	g := newStartGate(1)
+	hung, err := g.enter(context.Background(), startSandbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := g.enter(context.Background(), startSandbox) // waits for maxTurn
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung() // the hung call ends at last: its turn was given back already
+	g.mu.Lock()
+	free := g.free
+	g.mu.Unlock()
+	if free != 0 {
+		t.Fatalf("%d free while the second call holds the only turn, want 0", free)
+	}
+	next()
+	next()
+	g.mu.Lock()
+	free = g.free
+	g.mu.Unlock()
+	if free != 1 {
+		t.Errorf("%d free at the end, want 1", free)
+	}
+}
