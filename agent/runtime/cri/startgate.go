@@ -147,13 +147,15 @@ func (g *startGate) waiting() int {
 }
 
 // DefaultMaxParallelStarts is the bound on start calls in the runtime at
-// once when Options leave it zero: two per CPU, so that a core has
-// another call to run while one waits on the disk or on containerd's
-// locks. KITE_CRI_MAX_PARALLEL_STARTS overrides it (a number; 0 or less
+// once when Options leave it zero: four per CPU. A pod started alone
+// keeps about half a core busy (its calls wait on containerd's locks, the
+// disk, the shim's socket), so fewer would leave cores idle on a quiet
+// node; two per CPU saved a little more CPU in a burst but was slower
+// when the node was shared (bench/README.md, session 18). KITE_CRI_MAX_PARALLEL_STARTS overrides it (a number; 0 or less
 // for no bound), for measuring.
 func DefaultMaxParallelStarts() int {
 	if v, err := strconv.Atoi(os.Getenv("KITE_CRI_MAX_PARALLEL_STARTS")); err == nil {
 		return v
 	}
-	return 2 * goruntime.NumCPU()
+	return 4 * goruntime.NumCPU()
 }
