@@ -43,8 +43,10 @@ const (
 	startPriorities
 )
 
-// maxTurn is how long a start call holds its turn at most.
-var maxTurn = 30 * time.Second
+// maxTurn is how long a start call holds its turn at most: the kubelet's
+// --runtime-request-timeout (2 min), after which its own CRI client gives
+// up on a call.
+var maxTurn = 2 * time.Minute
 
 // startGate is a counting semaphore with a queue per priority. A nil
 // *startGate lets every call in.
