@@ -22,7 +22,8 @@
 # a side named kite-NAME runs the binary in $KITE_NAME, e.g. SIDES="kite kite-new" KITE_new=...
 # alternates two builds of the agent). Output: one JSON line per run on stdout; burst_cpu is the
 # CPU seconds per component during the burst (bench/nodevs/acct.go: BSD process accounting for
-# the processes that exit, /proc for the agent, containerd and the shims).
+# the processes that exit, /proc for the agent, containerd and the shims), seq_cpu the same over
+# the one-at-a-time phase (per_pod_s, per_pod_excl_s: per pod, with and without the agent's own).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-2}

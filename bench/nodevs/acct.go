@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kite-project/kite/bench/procstat"
 )
@@ -86,8 +87,13 @@ type burstCPU struct {
 	ExitedSec        map[string]float64 `json:"exited_s"`
 	ExitedCount      map[string]int     `json:"exited_count"`
 	TotalSec         float64            `json:"total_s"`
+	Pods             int                `json:"pods"`
+	PerPodSec        float64            `json:"per_pod_s"`      // total_s / pods
+	WallSec          float64            `json:"wall_s"`         // from start to stop
+	PerPodExcl       float64            `json:"per_pod_excl_s"` // per pod, without the agent's own time
 	MachineBusySec   float64            `json:"machine_busy_s"` // all CPUs, every process on the machine: the load
 	machineBusyStart float64
+	t0               time.Time
 }
 
 // shims are the live shim daemons of the containerd at sock (their
@@ -149,13 +155,16 @@ func startBurstCPU(dir string, agent, ctrd int, sock string) (*burstCPU, error) 
 		b.shimsBefore[p], _ = procstat.CPUSeconds(p)
 	}
 	b.machineBusyStart = machineBusy()
+	b.t0 = time.Now()
 	if err := syscall.Acct(b.acctFile); err != nil {
 		return nil, fmt.Errorf("acct %s: %w", b.acctFile, err)
 	}
 	return b, nil
 }
 
-func (b *burstCPU) stop() error {
+// stop ends the measurement of a phase that started pods pods.
+func (b *burstCPU) stop(pods int) error {
+	b.WallSec = time.Since(b.t0).Seconds()
 	live := shims(b.sock)
 	agent1, err1 := procstat.CPUSeconds(b.agent)
 	ctrd1, err2 := procstat.CPUSeconds(b.ctrd)
@@ -202,6 +211,11 @@ func (b *burstCPU) stop() error {
 			b.ExitedCount[c]++
 			b.TotalSec += r.cpu
 		}
+	}
+	b.Pods = pods
+	if pods > 0 {
+		b.PerPodSec = b.TotalSec / float64(pods)
+		b.PerPodExcl = (b.TotalSec - b.AgentSec) / float64(pods)
 	}
 	return nil
 }

@@ -55,6 +55,7 @@ type result struct {
 	MinFlt       float64   `json:"minflt"`               // the agent's minor faults from its start to the RSS reading
 	IdleMinFlt   float64   `json:"idle_minflt"`          // its minor faults during the idle window
 	BurstCPU     *burstCPU `json:"burst_cpu,omitempty"`  // CPU seconds per component during the burst (acct.go)
+	SeqCPU       *burstCPU `json:"seq_cpu,omitempty"`    // the same over the one-at-a-time phase, to compare CPU per pod
 }
 
 func main() {
@@ -235,6 +236,14 @@ func run(ctx context.Context, o options) (*result, error) {
 
 	// One at a time.
 	r.Load = append(r.Load, procstat.Load())
+	accounted := o.pid > 0 && o.ctrdPID > 0 && o.acctDir != ""
+	var sc *burstCPU
+	if accounted {
+		if sc, err = startBurstCPU(o.acctDir, o.pid, o.ctrdPID, o.ctrdSock); err != nil {
+			return nil, err
+		}
+		defer syscall.Acct("") // accounting off on every way out (stop switches it off first)
+	}
 	var lat []time.Duration
 	var seq []string
 	for i := range o.seq {
@@ -251,6 +260,12 @@ func run(ctx context.Context, o options) (*result, error) {
 		t.mu.Unlock()
 		seq = append(seq, n)
 	}
+	if sc != nil {
+		if err := sc.stop(len(seq)); err != nil {
+			return nil, err
+		}
+		r.SeqCPU = sc
+	}
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		r.SeqP50MS, r.SeqP99MS = ms(pct(lat, 50)), ms(pct(lat, 99))
@@ -266,11 +281,10 @@ func run(ctx context.Context, o options) (*result, error) {
 		burst[i] = "burst-" + strconv.Itoa(i)
 	}
 	var bc *burstCPU
-	if o.pid > 0 && o.ctrdPID > 0 && o.acctDir != "" {
+	if accounted {
 		if bc, err = startBurstCPU(o.acctDir, o.pid, o.ctrdPID, o.ctrdSock); err != nil {
 			return nil, err
 		}
-		defer syscall.Acct("") // accounting off on every way out (stop switches it off first)
 	}
 	start := time.Now()
 	if err := create(burst); err != nil {
@@ -281,7 +295,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 	r.BurstMS = ms(time.Since(start))
 	if bc != nil {
-		if err := bc.stop(); err != nil {
+		if err := bc.stop(len(burst)); err != nil {
 			return nil, err
 		}
 		r.BurstCPU = bc

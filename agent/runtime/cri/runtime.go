@@ -59,6 +59,14 @@ type Options struct {
 	// NetworkReady is then the node's, as the kubelet takes it. Without
 	// it every sandbox is in the node's network.
 	PodNetwork bool
+	// MaxParallelStarts bounds the start calls (RunPodSandbox,
+	// CreateContainer, StartContainer) in the runtime at once
+	// (startgate.go): DefaultMaxParallelStarts when zero, no bound when
+	// negative.
+	MaxParallelStarts int
+	// DialOptions are added to the connection's (a test observes the
+	// calls as they reach the runtime with an interceptor).
+	DialOptions []grpc.DialOption
 }
 
 // Runtime talks to a CRI runtime. It is safe for concurrent use.
@@ -68,6 +76,7 @@ type Runtime struct {
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
 	driver CgroupDriver
+	starts *startGate // bounds the start calls in the runtime at once
 
 	contentMu sync.Mutex
 	content   string // ContentStore's answer, once known
@@ -95,8 +104,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		target = "unix://" + target
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize))}, opts.DialOptions...)
+	conn, err := grpc.NewClient(target, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("cri: endpoint %q: %w", opts.Endpoint, err)
 	}
@@ -104,6 +114,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if r.driver == "" {
 		r.driver = CgroupFS
 	}
+	n := opts.MaxParallelStarts
+	if n == 0 {
+		n = DefaultMaxParallelStarts()
+	}
+	r.starts = newStartGate(n)
 	timeout := opts.ConnectTimeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -189,7 +204,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		// for a pod neither Guaranteed nor BestEffort.
 		config.Linux.CgroupParent = PodCgroupParent(r.driver, config.GetMetadata().GetUid(), qosBurstable)
 	}
+	done, err := r.starts.enter(ctx, startSandbox)
+	if err != nil {
+		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
+	}
 	resp, err := r.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
+	done()
 	if err != nil {
 		return "", wrap(err, "RunPodSandbox", config.GetMetadata().GetNamespace()+"/"+config.GetMetadata().GetName())
 	}
@@ -273,7 +293,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 			sandboxConfig.Linux.CgroupParent = have
 		}
 	}
+	done, err := r.starts.enter(ctx, startContainer)
+	if err != nil {
+		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
+	}
 	resp, err := r.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
+	done()
 	if err != nil {
 		return "", wrap(err, "CreateContainer", config.GetMetadata().GetName())
 	}
@@ -281,7 +306,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 }
 
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
-	_, err := r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	done, err := r.starts.enter(ctx, startContainer)
+	if err != nil {
+		return wrap(err, "StartContainer", id)
+	}
+	_, err = r.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
+	done()
 	return wrap(err, "StartContainer", id)
 }
 

@@ -82,6 +82,21 @@ func Runtime(t testing.TB) *cri.Runtime {
 	return pkg.rt
 }
 
+// Connect is a second connection to the package's containerd with opts
+// (their Endpoint and CgroupDriver are the package's), closed at the
+// test's end: for a test that sets the runtime's own options.
+func Connect(t testing.TB, opts cri.Options) *cri.Runtime {
+	t.Helper()
+	Runtime(t)
+	opts.Endpoint, opts.CgroupDriver = pkg.proc.Endpoint(), driver(pkg.proc)
+	rt, err := cri.New(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("critest: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
 // Dir is the package's containerd's directory (its log is containerd.log).
 func Dir() string { return pkg.dir }
 
