@@ -135,6 +135,10 @@ type Options struct {
 	// under a CRI runtime, as the kubelet's pod container manager sets
 	// it; 0 or less (the default -1) leaves it unlimited.
 	PodPidsLimit int64
+	// MaxParallelStarts bounds a CRI runtime's start calls in flight
+	// (cri.Options.MaxParallelStarts): the runtime's default when zero,
+	// no bound when negative.
+	MaxParallelStarts int
 	// SyncLoop consumes the operations; nil means the pod manager
 	// (agent/podsync) that runs them on Runtime. LogSyncLoop runs no pods.
 	SyncLoop SyncLoop

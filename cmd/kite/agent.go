@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -88,7 +89,19 @@ func completeAgent(fs *pflag.FlagSet, out io.Writer, o *options.Options) (agent.
 	if err != nil {
 		return agent.Options{}, err
 	}
-	return agent.FromOptions(o)
+	opts, err := agent.FromOptions(o)
+	if err != nil {
+		return agent.Options{}, err
+	}
+	// The start bound has no flag (the kubelet has none); the benchmarks
+	// compare one binary with and without it through the environment.
+	if v, err := strconv.Atoi(os.Getenv("KITE_CRI_MAX_PARALLEL_STARTS")); err == nil {
+		opts.MaxParallelStarts = v
+		if v <= 0 {
+			opts.MaxParallelStarts = -1
+		}
+	}
+	return opts, nil
 }
 
 // runAgent runs the agent alone until ctx ends. With an API server it

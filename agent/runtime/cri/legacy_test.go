@@ -99,4 +99,3 @@ func TestOlderLayoutPodCgroupKept(t *testing.T) {
 		t.Errorf("pod cgroup %s left", legacy)
 	}
 }
-

@@ -2,9 +2,7 @@ package cri
 
 import (
 	"context"
-	"os"
 	goruntime "runtime"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -153,11 +151,9 @@ func (g *startGate) waiting() int {
 // keeps about half a core busy (its calls wait on containerd's locks, the
 // disk, the shim's socket), so fewer would leave cores idle on a quiet
 // node; two per CPU saved a little more CPU in a burst but was slower
-// when the node was shared (bench/README.md, session 18). KITE_CRI_MAX_PARALLEL_STARTS overrides it (a number; 0 or less
-// for no bound), for measuring.
+// when the node was shared (bench/README.md, session 18). The kite
+// binary takes KITE_CRI_MAX_PARALLEL_STARTS (a number; 0 or less for no
+// bound) into Options, for measuring.
 func DefaultMaxParallelStarts() int {
-	if v, err := strconv.Atoi(os.Getenv("KITE_CRI_MAX_PARALLEL_STARTS")); err == nil {
-		return v
-	}
 	return 4 * goruntime.NumCPU()
 }
