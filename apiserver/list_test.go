@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -140,11 +141,19 @@ func TestCachedListEncodesEachItemOnce(t *testing.T) {
 		if err := writeList(io.Discard, id, kind, list); err != nil {
 			t.Fatal(err)
 		}
-		allocs := testing.AllocsPerRun(5, func() {
-			if err := writeList(io.Discard, id, kind, list); err != nil {
-				t.Fatal(err)
-			}
-		})
+		// AllocsPerRun counts the whole process's allocations, and this
+		// package's shared server allocates in the background now and
+		// then; that only adds, so the least of a few measurements is
+		// the writes' own (items encoded again would cost at least one
+		// allocation per item in every measurement).
+		allocs := math.Inf(1)
+		for range 5 {
+			allocs = min(allocs, testing.AllocsPerRun(5, func() {
+				if err := writeList(io.Discard, id, kind, list); err != nil {
+					t.Fatal(err)
+				}
+			}))
+		}
 		if allocs > 50 {
 			t.Errorf("%s: writing a 1 000-item list from cache allocates %.0f times, want a few (items encoded again?)", id, allocs)
 		}
