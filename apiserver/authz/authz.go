@@ -266,12 +266,39 @@ func (a *Authorizer) PolicyRulesFor(_ context.Context, u user.Info, namespace st
 	return a.rbac.PolicyRulesFor(u, namespace)
 }
 
+// roleRefWait is how long RoleReferenceRules waits for a role the RBAC
+// cache does not hold yet.
+const roleRefWait = time.Second
+
 // RoleReferenceRules resolves a binding's role from the RBAC cache.
-func (a *Authorizer) RoleReferenceRules(_ context.Context, ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+// Upstream reads the role from storage, so a binding written right after
+// its role finds it; the cache follows the role's write by a watch event,
+// so a role it does not hold yet is waited for (up to roleRefWait, polled)
+// before the answer is upstream's NotFound.
+func (a *Authorizer) RoleReferenceRules(ctx context.Context, ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	if a.rbac == nil {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: rbacv1.GroupName, Resource: strings.ToLower(ref.Kind)}, ref.Name)
 	}
-	return a.rbac.roleReferenceRules(ref, namespace)
+	rules, err := a.rbac.roleReferenceRules(ref, namespace)
+	if !apierrors.IsNotFound(err) {
+		return rules, err
+	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	deadline := time.NewTimer(roleRefWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-deadline.C:
+			return nil, err
+		case <-poll.C:
+			if rules, again := a.rbac.roleReferenceRules(ref, namespace); !apierrors.IsNotFound(again) {
+				return rules, again
+			}
+		}
+	}
 }
 
 // Attributes are what upstream's authorization filter derives from a

@@ -7,9 +7,11 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -239,5 +241,36 @@ func TestNodeGraphTiesWhatPodsUse(t *testing.T) {
 	must(g.Replace([]runtime.Object{pod("e", "n2", "y"), done}, "1"))
 	if !g.hasPath("n2", s("y")) || g.hasPath("n1", s("x")) {
 		t.Error("replace: a finished pod ties nothing, a running one does")
+	}
+}
+
+// TestRoleReferenceWaitsForTheCache: a binding written right after its
+// role finds the role although the RBAC cache receives it a moment later
+// (upstream reads the role from storage); a role that never comes is
+// upstream's NotFound.
+func TestRoleReferenceWaitsForTheCache(t *testing.T) {
+	r := NewRBAC()
+	a := &Authorizer{rbac: r}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "late"}
+	added := make(chan error, 1)
+	timer := time.AfterFunc(100*time.Millisecond, func() {
+		added <- r.roles.Add(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}})
+	})
+	defer timer.Stop()
+	rules, err := a.RoleReferenceRules(t.Context(), ref, "ns")
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("role added 100 ms after the lookup began: rules %v, err %v", rules, err)
+	}
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = a.RoleReferenceRules(t.Context(), rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "never"}, "ns")
+	if !apierrors.IsNotFound(err) || err.Error() != `role.rbac.authorization.k8s.io "never" not found` {
+		t.Fatalf("missing role: %v, want upstream's NotFound", err)
+	}
+	if waited := time.Since(start); waited < roleRefWait {
+		t.Fatalf("missing role answered after %v, want after the %v wait", waited, roleRefWait)
 	}
 }
