@@ -377,16 +377,7 @@ func TestSecurityContext(t *testing.T) {
 // defaulted from limits.
 func TestPodResourcesAsKubelet(t *testing.T) {
 	const Mi = 1 << 20
-	rl := func(cpu, mem string) v1.ResourceList {
-		l := v1.ResourceList{}
-		if cpu != "" {
-			l[v1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
+	rl := resourceList
 	rr := func(req, lim v1.ResourceList) v1.ResourceRequirements {
 		return v1.ResourceRequirements{Requests: req, Limits: lim}
 	}

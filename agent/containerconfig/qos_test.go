@@ -22,16 +22,7 @@ func TestQOSTiers(t *testing.T) {
 		}
 		return p
 	}
-	rl := func(cpu, mem string) v1.ResourceList {
-		l := v1.ResourceList{}
-		if cpu != "" {
-			l[v1.ResourceCPU] = resource.MustParse(cpu)
-		}
-		if mem != "" {
-			l[v1.ResourceMemory] = resource.MustParse(mem)
-		}
-		return l
-	}
+	rl := resourceList
 	guaranteed := pod(rl("1", "64Mi"), rl("1", "64Mi"))
 	bestEffort := pod(nil, nil)
 	burstable := func(cpu string) *v1.Pod { return pod(rl(cpu, "16Mi"), nil) }
@@ -61,4 +52,17 @@ func TestQOSTiers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resourceList is a ResourceList of the cpu and memory quantities given
+// ("" leaves one out).
+func resourceList(cpu, mem string) v1.ResourceList {
+	l := v1.ResourceList{}
+	if cpu != "" {
+		l[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
 }
