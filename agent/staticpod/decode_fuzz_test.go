@@ -1,12 +1,14 @@
 package staticpod
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	yamlv2 "go.yaml.in/yaml/v2"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
@@ -52,6 +54,47 @@ func FuzzDecodePods(f *testing.F) {
 	})
 }
 
+// yamlManifest writes a JSON manifest as YAML. sigs.k8s.io/yaml converts
+// by parsing the JSON as YAML, which refuses the raw C1 and DEL characters
+// that JSON leaves unescaped but a YAML double-quoted scalar ("\x7f") can
+// carry; those manifests are written with the YAML encoder directly, which
+// escapes them.
+func yamlManifest(js []byte) ([]byte, error) {
+	ys, err := yaml.JSONToYAML(js)
+	if err == nil || !strings.Contains(err.Error(), "control characters") {
+		return ys, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return yamlv2.Marshal(yamlNumbers(doc))
+}
+
+// yamlNumbers turns json.Numbers into int64 where they are integers, so
+// that large integers are written exactly rather than through float64.
+func yamlNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = yamlNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = yamlNumbers(e)
+		}
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	}
+	return v
+}
+
 // checkRoundTrip writes pod back as a manifest, with the name it had before
 // the node suffix, and decodes it again.
 func checkRoundTrip(t *testing.T, pod *v1.Pod, o Origin) {
@@ -69,7 +112,7 @@ func checkRoundTrip(t *testing.T, pod *v1.Pod, o Origin) {
 	if err != nil {
 		t.Fatalf("encode decoded pod: %v", err)
 	}
-	ys, err := yaml.Marshal(written)
+	ys, err := yamlManifest(js)
 	if err != nil {
 		t.Fatalf("encode decoded pod as YAML: %v", err)
 	}

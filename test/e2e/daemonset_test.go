@@ -28,14 +28,15 @@ import (
 func TestDaemonSetsFollowTheNodes(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "data")
+	root := supervisedDir(t)
+	dir := filepath.Join(root, "data")
 	config := agentConfig(t)
 	StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag,
 		"--hostname-override", "ds-a", "--config", config, "--port", "10290")
 	kc := filepath.Join(dir, "kubeconfig")
 	agentArgs := func(node, port, ip string) []string {
 		return []string{"agent", "--kubeconfig", kc, "--hostname-override", node, "--config", config,
-			"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", port, "--node-ip", ip}
+			"--root-dir", filepath.Join(root, node), "--port", port, "--node-ip", ip}
 	}
 	StartKite(t, agentArgs("ds-b", "10291", "127.0.0.2")...)
 	for _, node := range []string{"ds-a", "ds-b"} {

@@ -70,13 +70,14 @@ func (s *safeBuffer) String() string {
 func TestKubectlDrainRespectsTheDisruptionBudget(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "data")
+	root := supervisedDir(t)
+	dir := filepath.Join(root, "data")
 	config := agentConfig(t)
 	StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag,
 		"--hostname-override", "drain-a", "--config", config, "--port", "10284")
 	kc := filepath.Join(dir, "kubeconfig")
 	agent := StartKite(t, "agent", "--kubeconfig", kc, "--hostname-override", "drain-b", "--config", config,
-		"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", "10285", "--node-ip", "127.0.0.3")
+		"--root-dir", filepath.Join(root, "agent"), "--port", "10285", "--node-ip", "127.0.0.3")
 	defer stopAgent(t, agent)
 	for _, node := range []string{"drain-a", "drain-b"} {
 		waitNodeReady(t, "", kc, node, "True")

@@ -71,6 +71,16 @@ func closedPortURL(t *testing.T) string {
 	return "http://" + addr
 }
 
+// supervisedDir returns a fresh directory for a test's server data and
+// agent root dirs whose container supervisors the test's end awaits
+// (awaitSupervisors) before the directory is removed.
+func supervisedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	awaitSupervisors(t, dir)
+	return dir
+}
+
 // awaitSupervisors, registered before the processes that start pods under
 // dir, waits at the test's end (at most 10 s) until no process names dir
 // in its command line: a container's supervisor outlives its agent and,

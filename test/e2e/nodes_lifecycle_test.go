@@ -20,13 +20,14 @@ import (
 func TestStoppedAgentsNodeGoesUnknownAndItsPodsAreEvictedAndReplaced(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "data")
+	root := supervisedDir(t)
+	dir := filepath.Join(root, "data")
 	config := agentConfig(t)
 	StartKite(t, "server", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag,
 		"--hostname-override", "life-a", "--config", config, "--port", "10280")
 	kc := filepath.Join(dir, "kubeconfig")
 	agentArgs := []string{"agent", "--kubeconfig", kc, "--hostname-override", "life-b", "--config", config,
-		"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", "10281", "--node-ip", "127.0.0.2"}
+		"--root-dir", filepath.Join(root, "agent"), "--port", "10281", "--node-ip", "127.0.0.2"}
 	agent := StartKite(t, agentArgs...)
 	for _, node := range []string{"life-a", "life-b"} {
 		waitNodeReady(t, "", kc, node, "True")
@@ -163,11 +164,12 @@ func appPods(t *testing.T, kubeconfig, app string) []appPod {
 func TestOnlyNodesStoppedAgentEvictsNothing(t *testing.T) {
 	needKubectl(t)
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "data")
+	root := supervisedDir(t)
+	dir := filepath.Join(root, "data")
 	StartKite(t, "apiserver", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag)
 	kc := filepath.Join(dir, "kubeconfig")
 	agentArgs := []string{"agent", "--kubeconfig", kc, "--hostname-override", "solo", "--config", agentConfig(t),
-		"--root-dir", filepath.Join(t.TempDir(), "agent"), "--port", "10282", "--node-ip", "127.0.0.1"}
+		"--root-dir", filepath.Join(root, "agent"), "--port", "10282", "--node-ip", "127.0.0.1"}
 	agent := StartKite(t, agentArgs...)
 	marker := newMarker(t)
 	applyIn(t, "", kc, sleeperPod(podSpec{name: "kept", marker: marker, tolerationSeconds: 1}))

@@ -23,7 +23,8 @@ func TestNodesOnOtherHosts(t *testing.T) {
 	if h.Isolated() {
 		t.Logf("server in network namespace %s, nodes in %s and %s", h.Server, h.Node[0], h.Node[1])
 	}
-	dir := filepath.Join(t.TempDir(), "data")
+	root := supervisedDir(t)
+	dir := filepath.Join(root, "data")
 	args := []string{"apiserver", "--data-dir", dir, "--secure-port=0", "--unsafe-no-fsync", testGraceFlag}
 	if h.Isolated() {
 		args = append(args, "--bind-address", "0.0.0.0", "--tls-san", h.ServerIP[0], "--tls-san", h.ServerIP[1])
@@ -37,7 +38,7 @@ func TestNodesOnOtherHosts(t *testing.T) {
 	for i, node := range nodes {
 		kubeconfig := kubeconfigFor(t, admin, h.ServerIP[i])
 		args := []string{"agent", "--kubeconfig", kubeconfig, "--hostname-override", node, "--config", config,
-			"--root-dir", filepath.Join(t.TempDir(), "agent")}
+			"--root-dir", filepath.Join(root, node)}
 		if !h.Isolated() {
 			// One host: the agents differ by port only.
 			args = append(args, "--node-ip", "127.0.0.1", "--port", fmt.Sprint(10270+i))
