@@ -242,8 +242,10 @@ func evaluateOne(cctx plugincel.CompositionContext, act interpreter.Activation, 
 // bound proves that neither the per-call limit nor the budget can be
 // reached (untracked.usable): then evaluate's cost checks never fire and
 // the results, errors and messages are the same. (The budget left is not
-// known; the caller has no use for it.)
-func (in *inputs) evaluateUntracked(ctx context.Context, compiled []plugincel.CompilationResult, progs []cel.Program, withAuthz bool) ([]plugincel.EvaluationResult, error) {
+// known; the caller has no use for it.) loops says which programs have a
+// comprehension and so need the context: the others are evaluated
+// without it, which is the same evaluation.
+func (in *inputs) evaluateUntracked(ctx context.Context, compiled []plugincel.CompilationResult, progs []cel.Program, loops []bool, withAuthz bool) ([]plugincel.EvaluationResult, error) {
 	evaluations := make([]plugincel.EvaluationResult, len(compiled))
 	if len(compiled) == 0 {
 		return evaluations, nil
@@ -259,7 +261,13 @@ func (in *inputs) evaluateUntracked(ctx context.Context, compiled []plugincel.Co
 		}
 		evaluation.ExpressionAccessor = r.ExpressionAccessor
 		t1 := time.Now()
-		evalResult, _, err := progs[i].ContextEval(ctx, act)
+		var evalResult ref.Val
+		var err error
+		if loops[i] {
+			evalResult, _, err = progs[i].ContextEval(ctx, act)
+		} else {
+			evalResult, _, err = progs[i].Eval(act)
+		}
 		evaluation.Elapsed = time.Since(t1)
 		if err != nil {
 			evaluation.Error = &apiservercel.Error{Type: apiservercel.ErrorTypeInvalid, Detail: fmt.Sprintf("expression '%v' resulted in error: %v", r.ExpressionAccessor.GetExpression(), err)}

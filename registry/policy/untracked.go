@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
 	"k8s.io/apimachinery/pkg/runtime"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -51,6 +52,12 @@ type untracked struct {
 	// validations and messages are index-aligned with the validator's
 	// compiled expressions (nil for a placeholder).
 	validations, messages []cel.Program
+	// validationLoops and messageLoops say, index-aligned, whether a
+	// program has a comprehension: only a comprehension checks the
+	// context for cancellation, so the others are evaluated without one
+	// (cel-go's ContextEval derives a cancellable context per call, a
+	// child registered with the request's context).
+	validationLoops, messageLoops []bool
 	// asts are the checked expressions of both sets, and env the
 	// environment they were checked in, for the estimates.
 	asts []*cel.Ast
@@ -146,37 +153,50 @@ func compileUntracked(validationEnv, messageEnv *cel.Env, validations, messages 
 		return nil
 	}
 	u := &untracked{env: validationEnv}
-	build := func(env *cel.Env, set []plugincel.CompilationResult) ([]cel.Program, bool) {
-		progs := make([]cel.Program, len(set))
+	build := func(env *cel.Env, set []plugincel.CompilationResult) ([]cel.Program, []bool, bool) {
+		progs, loops := make([]cel.Program, len(set)), make([]bool, len(set))
 		for i, r := range set {
 			if r.ExpressionAccessor == nil {
 				continue
 			}
 			if r.Error != nil || r.Program == nil || env == nil {
-				return nil, false
+				return nil, nil, false
 			}
 			ast, iss := env.Compile(r.ExpressionAccessor.GetExpression())
 			if iss.Err() != nil || !readsOnlyObjects(ast) {
-				return nil, false
+				return nil, nil, false
 			}
 			// upstream's program options (compile.go) and no tracker.
 			prg, err := env.Program(ast, cel.InterruptCheckFrequency(celconfig.CheckFrequency), withoutCostTracking)
 			if err != nil {
-				return nil, false
+				return nil, nil, false
 			}
-			progs[i] = prg
+			progs[i], loops[i] = prg, hasComprehension(ast)
 			u.asts = append(u.asts, ast)
 		}
-		return progs, true
+		return progs, loops, true
 	}
 	var ok bool
-	if u.validations, ok = build(validationEnv, validations); !ok {
+	if u.validations, u.validationLoops, ok = build(validationEnv, validations); !ok {
 		return nil
 	}
-	if u.messages, ok = build(messageEnv, messages); !ok {
+	if u.messages, u.messageLoops, ok = build(messageEnv, messages); !ok {
 		return nil
 	}
 	return u
+}
+
+// hasComprehension says whether a checked expression has a comprehension
+// (all, exists, map, filter and the like, after macro expansion): the
+// only place cel-go's interpreter looks at the evaluation's context.
+func hasComprehension(a *cel.Ast) bool {
+	found := false
+	celast.PostOrderVisit(a.NativeRep().Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() == celast.ComprehensionKind {
+			found = true
+		}
+	}))
+	return found
 }
 
 // sizeBound estimates every unknown size as at most max.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,6 +40,12 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 		heavy = append(heavy, admissionregistrationv1.Validation{Expression: "object.data.a == object.data.b"})
 	}
 	long := map[string]string{"a": strings.Repeat("x", 9_000_000), "b": strings.Repeat("x", 9_000_000)}
+	// Enough iterations for the interpreter to look at the context
+	// (every celconfig.CheckFrequency), small enough to run untracked.
+	many := map[string]string{}
+	for i := range 150 {
+		many[fmt.Sprintf("key%04d", i)] = "value"
+	}
 	reason := metav1.StatusReasonForbidden
 	for _, tc := range []struct {
 		name        string
@@ -47,21 +54,26 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 		data        map[string]string
 		untracked   bool // the untracked programs are used
 		wantDeny    string
+		cancelled   bool // the request's context is cancelled
 	}{
-		{"five validations, all pass", five, nil, small, true, ""},
-		{"five validations, one fails", five, nil, map[string]string{"k2": "x"}, true, "failed expression: !has(object.data) || !('k2' in object.data) || object.metadata.name.size() > 2"},
-		{"messageExpression", []admissionregistrationv1.Validation{{Expression: "object.metadata.name.startsWith('x')", MessageExpression: "'name ' + object.metadata.name + ' has ' + string(size(object.data)) + ' keys'", Reason: &reason}}, nil, small, true, "name cm has 2 keys"},
-		{"message and messageExpression that fails", []admissionregistrationv1.Validation{{Expression: "false", Message: "plain", MessageExpression: "string(object.data.nosuch)"}}, nil, small, true, "plain"},
-		{"evaluation error", []admissionregistrationv1.Validation{{Expression: "object.data.nosuchkey == 'x'"}}, nil, small, true, "expression 'object.data.nosuchkey == 'x'' resulted in error: no such key: nosuchkey"},
-		{"oldObject", []admissionregistrationv1.Validation{{Expression: "oldObject == null && object.data.team == 'a'"}}, nil, small, true, ""},
-		{"quadratic on a small object", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, small, true, ""},
+		{"five validations, all pass", five, nil, small, true, "", false},
+		{"five validations, one fails", five, nil, map[string]string{"k2": "x"}, true, "failed expression: !has(object.data) || !('k2' in object.data) || object.metadata.name.size() > 2", false},
+		{"messageExpression", []admissionregistrationv1.Validation{{Expression: "object.metadata.name.startsWith('x')", MessageExpression: "'name ' + object.metadata.name + ' has ' + string(size(object.data)) + ' keys'", Reason: &reason}}, nil, small, true, "name cm has 2 keys", false},
+		{"message and messageExpression that fails", []admissionregistrationv1.Validation{{Expression: "false", Message: "plain", MessageExpression: "string(object.data.nosuch)"}}, nil, small, true, "plain", false},
+		{"evaluation error", []admissionregistrationv1.Validation{{Expression: "object.data.nosuchkey == 'x'"}}, nil, small, true, "expression 'object.data.nosuchkey == 'x'' resulted in error: no such key: nosuchkey", false},
+		{"oldObject", []admissionregistrationv1.Validation{{Expression: "oldObject == null && object.data.team == 'a'"}}, nil, small, true, "", false},
+		{"quadratic on a small object", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, small, true, "", false},
 		// The estimate for a small object (every size below 256) is past the
 		// per-call limit, the actual cost is not: tracked, and admitted.
-		{"cubic on a small object", []admissionregistrationv1.Validation{{Expression: "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"}}, nil, small, false, ""},
-		{"quadratic past the per-call limit", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, large, false, "operation cancelled: actual cost limit exceeded"},
-		{"past the request budget", heavy, nil, long, false, "validation failed due to running out of cost budget, no further validation rules will be run"},
-		{"reads request", []admissionregistrationv1.Validation{{Expression: "request.operation == 'CREATE'"}}, nil, small, false, ""},
-		{"has variables", []admissionregistrationv1.Validation{{Expression: "variables.n == 'cm'"}}, []admissionregistrationv1.Variable{{Name: "n", Expression: "object.metadata.name"}}, small, false, ""},
+		{"cubic on a small object", []admissionregistrationv1.Validation{{Expression: "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"}}, nil, small, false, "", false},
+		{"quadratic past the per-call limit", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, large, false, "operation cancelled: actual cost limit exceeded", false},
+		{"past the request budget", heavy, nil, long, false, "validation failed due to running out of cost budget, no further validation rules will be run", false},
+		{"reads request", []admissionregistrationv1.Validation{{Expression: "request.operation == 'CREATE'"}}, nil, small, false, "", false},
+		{"has variables", []admissionregistrationv1.Validation{{Expression: "variables.n == 'cm'"}}, []admissionregistrationv1.Variable{{Name: "n", Expression: "object.metadata.name"}}, small, false, "", false},
+		// A cancelled request interrupts a comprehension, as upstream's
+		// ContextEval does; expressions without one never look.
+		{"a loop in a cancelled request", []admissionregistrationv1.Validation{{Expression: "object.data.all(k, k != '')"}}, nil, many, true, "operation interrupted", true},
+		{"no loop in a cancelled request", five, nil, small, true, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pol := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
@@ -79,7 +91,13 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 					t.Fatal(err)
 				}
 				used := v.untracked != nil && v.untracked.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object())
-				d, _ := v.evaluate(t.Context(), tg, va, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, allowAll{})
+				ctx := t.Context()
+				if tc.cancelled {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					cancel()
+				}
+				d, _ := v.evaluate(ctx, tg, va, nil, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, allowAll{})
 				return d, used
 			}
 			if tc.name == "cubic on a small object" && (v.untracked == nil || v.untracked.fitsWithin(8)) {

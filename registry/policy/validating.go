@@ -217,11 +217,11 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 		// the budget left is observable only through them: the same
 		// results as the tracked evaluation below.
 		var err error
-		if results, err = in.evaluateUntracked(ctx, v.validations, u.validations, true); err != nil {
+		if results, err = in.evaluateUntracked(ctx, v.validations, u.validations, u.validationLoops, true); err != nil {
 			return []decision{v.onError(err.Error())}, nil
 		}
 		if v.hasMessages {
-			msgResults, msgErr = in.evaluateUntracked(ctx, v.messages, u.messages, false)
+			msgResults, msgErr = in.evaluateUntracked(ctx, v.messages, u.messages, u.messageLoops, false)
 		}
 	} else {
 		var remaining int64
