@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
-	"math"
 	"math/bits"
 	"reflect"
 	"sync"
@@ -38,12 +36,12 @@ import (
 // The estimate needs the size of what the expressions read. Upstream
 // declares object and oldObject dyn, so their sizes are unknown to the
 // checker and the estimate of anything that iterates or searches them is
-// unbounded. Per request, their sizes are bounded by the length of their
-// JSON form (the CEL view of a typed object is its JSON view: every
-// string, list, map and base64 bytes value in it is no longer than the
-// document), so the estimate is made with every unknown size at most
-// that length, rounded up to a power of two (a larger bound only raises
-// the estimate) and cached per policy version and power. Only sets that
+// unbounded. Per request, their sizes are bounded (sizebound.go: by the
+// protobuf size the generated code computes, or the length of the JSON
+// form, since the CEL view of a typed object is its JSON view), so the
+// estimate is made with every unknown size at most that bound, rounded up
+// to a power of two (a larger bound only raises the estimate) and cached
+// per policy version and power. Only sets that
 // read nothing but object and oldObject (no params, request,
 // namespaceObject, authorizer or variables) and compiled without error
 // are eligible; any other set, and any request whose bound does not
@@ -242,52 +240,32 @@ func (u *untracked) fitsWithin(k int) bool {
 }
 
 // maxUntrackedSize is the protobuf size past which an object is
-// evaluated tracked without trying: encoding a large object to bound its
-// sizes would cost more than the tracking it spares. (Only the choice
-// of path; either gives the same results.)
+// evaluated tracked without trying: bounding a large object's sizes (by
+// its JSON form, for some types) would cost more than the tracking it
+// spares. (Only the choice of path; either gives the same results.)
 const maxUntrackedSize = 4096
 
-// small says whether obj is absent or a typed object within
-// maxUntrackedSize (custom resources, without a protobuf size, are
-// evaluated tracked).
-func small(obj runtime.Object) bool {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
-		return true
-	}
-	s, ok := obj.(interface{ Size() int })
-	return ok && s.Size() <= maxUntrackedSize
-}
-
-// usable says whether this request may be evaluated untracked: object
-// and oldObject's JSON lengths bound every size the sets can read.
+// usable says whether this request may be evaluated untracked: the
+// bounds of object and oldObject (sizeBoundOf) bound every size the sets
+// can read, and within them the sets cannot pass the limits. Only typed
+// objects within maxUntrackedSize are tried; custom resources, without a
+// protobuf size, are evaluated tracked.
 func (u *untracked) usable(object, oldObject runtime.Object) bool {
-	if !small(object) || !small(oldObject) {
-		return false
-	}
-	n := max(jsonLength(object), jsonLength(oldObject))
-	if n < 0 {
-		return false
+	n := int64(0)
+	for _, obj := range []runtime.Object{object, oldObject} {
+		if obj == nil || reflect.ValueOf(obj).IsNil() {
+			continue
+		}
+		s, ok := obj.(interface{ Size() int })
+		if !ok || s.Size() > maxUntrackedSize {
+			return false
+		}
+		b := sizeBoundOf(obj)
+		if b < 0 {
+			return false
+		}
+		n = max(n, b)
 	}
 	k := bits.Len64(uint64(n)) // 1<<k > n
 	return k < len(u.fits) && u.fitsWithin(k)
-}
-
-// jsonLength is the length of obj's JSON form (0 for none, -1 when it
-// cannot be encoded).
-func jsonLength(obj runtime.Object) int64 {
-	if obj == nil || reflect.ValueOf(obj).IsNil() {
-		return 0
-	}
-	var c byteCounter
-	if err := json.NewEncoder(&c).Encode(obj); err != nil || c > math.MaxInt64/2 {
-		return -1
-	}
-	return int64(c)
-}
-
-type byteCounter int64
-
-func (c *byteCounter) Write(p []byte) (int, error) {
-	*c += byteCounter(len(p))
-	return len(p), nil
 }
