@@ -245,7 +245,11 @@ func (c *Cache[T]) Get(ctx context.Context, namespace, name string) (T, error) {
 			return zero, fmt.Errorf("%s %s/%s: %w", c.opts.Resource.String(), namespace, name, ctx.Err())
 		}
 	}
-	obj, ok := it.store.Get(namespace + "/" + name)
+	storeKey := name // a cluster-scoped object's key (listwatch.NamespaceNameKey)
+	if namespace != "" {
+		storeKey = namespace + "/" + name
+	}
+	obj, ok := it.store.Get(storeKey)
 	if !ok {
 		return zero, apierrors.NewNotFound(c.opts.Resource, name)
 	}

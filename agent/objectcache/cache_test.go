@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -127,6 +128,39 @@ func TestChangesAreSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the create", func() bool { return value() == "3" })
+}
+
+// TestClusterScopedObjects: an object without a namespace (a
+// RuntimeClass) is read as the namespaced ones are.
+func TestClusterScopedObjects(t *testing.T) {
+	cs := kubernetes.NewForConfigOrDie(shared.RESTConfig())
+	ctx := context.Background()
+	name := fmt.Sprintf("oc-rc-%x", time.Now().UnixNano()&0xffffffffff)
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: "runc"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.NodeV1().RuntimeClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	c, err := New(Options[*nodev1.RuntimeClass]{
+		Resource: schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"},
+		ListerWatcher: func(string) listwatch.ListerWatcher {
+			return listwatch.FromTypedClient[*nodev1.RuntimeClassList](cs.NodeV1().RuntimeClasses(), nil)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.Run(runCtx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	c.Set("pod-1", "", []string{name, "nope"})
+	rc, err := c.Get(ctx, "", name)
+	if err != nil || rc.Handler != "runc" {
+		t.Fatalf("Get = %v, %v; want the RuntimeClass with handler runc", rc, err)
+	}
+	if _, err := c.Get(ctx, "", "nope"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of a missing RuntimeClass: %v, want NotFound", err)
+	}
 }
 
 // TestObjectsAreWatchedWhilePodsReferToThem: an object is watched while
