@@ -285,32 +285,47 @@ func (m *Manager) planPodCgroup(allocated *v1.Pod, rt *podruntime.Pod) podCgroup
 // the kubelet's pod container manager creates the pod cgroup with them
 // before the sandbox: containerd 1.6 makes the sandbox's cgroup parent
 // without applying the sandbox config's resources, so without this a pod
-// would run unbounded but for its containers' own limits.
+// would run unbounded but for its containers' own limits. Like the
+// kubelet, it does not tell the runtime (PodCgroupLimiter) where it can.
 func (m *Manager) limitNewSandbox(ctx context.Context, allocated *v1.Pod, id string) error {
 	if _, ok := m.rt.(runtime.PodResourceUpdater); !ok {
 		return nil
 	}
-	if err := m.givePodCgroup(ctx, allocated, id, containerconfig.PodResources(allocated), true); err != nil {
+	res := containerconfig.PodResources(allocated)
+	l, ok := m.rt.(runtime.PodCgroupLimiter)
+	if !ok {
+		if err := m.givePodCgroup(ctx, allocated, id, res, true); err != nil {
+			return fmt.Errorf("pod cgroup of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
+		}
+		return nil
+	}
+	if err := l.LimitPodCgroup(ctx, string(allocated.UID), res); err != nil {
 		return fmt.Errorf("pod cgroup of the new sandbox of pod %s/%s: %w", allocated.Namespace, allocated.Name, err)
 	}
+	m.gavePodCgroup(allocated, id, res, true)
 	return nil
 }
 
 // givePodCgroup gives sandbox id's cgroup res through the runtime's
-// UpdatePodSandboxResources and remembers it; final says that res is
-// the allocation's, whose pod-level resources, if any, are then recorded
-// as actuated (the caller checkpoints).
+// UpdatePodSandboxResources and remembers it (gavePodCgroup).
 func (m *Manager) givePodCgroup(ctx context.Context, allocated *v1.Pod, id string, res *runtimeapi.LinuxContainerResources, final bool) error {
 	if err := m.rt.(runtime.PodResourceUpdater).UpdatePodSandboxResources(ctx, id, res); err != nil {
 		return err
 	}
+	m.gavePodCgroup(allocated, id, res, final)
+	return nil
+}
+
+// gavePodCgroup remembers that sandbox id's cgroup has res; final says
+// that res is the allocation's, whose pod-level resources, if any, are
+// then recorded as actuated (the caller checkpoints).
+func (m *Manager) gavePodCgroup(allocated *v1.Pod, id string, res *runtimeapi.LinuxContainerResources, final bool) {
 	m.mu.Lock()
 	m.resize.podCgroups[allocated.UID] = podCgroup{sandbox: id, given: res}
 	m.mu.Unlock()
 	if final && allocated.Spec.Resources != nil {
 		m.setActuated(allocated.UID, id, *allocated.Spec.Resources)
 	}
-	return nil
 }
 
 // setActuated records that instance id of the pod has r; the caller

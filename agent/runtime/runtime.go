@@ -82,6 +82,14 @@ type PodResourceUpdater interface {
 	UpdatePodSandboxResources(ctx context.Context, sandboxID string, resources *runtimeapi.LinuxContainerResources) error
 }
 
+// PodCgroupLimiter is a PodResourceUpdater whose pod cgroups the agent
+// sizes itself: LimitPodCgroup writes the limits of pod uid's cgroup
+// without telling the runtime, as the kubelet's pod container manager
+// sizes a new pod's cgroup (the runtime is told only of resizes).
+type PodCgroupLimiter interface {
+	LimitPodCgroup(ctx context.Context, uid string, resources *runtimeapi.LinuxContainerResources) error
+}
+
 // QOSCgroups is a runtime whose pods' cgroups are in the kubelet's QoS
 // tiers (cgroupsPerQOS): the agent names each sandbox's cgroup parent by
 // its pod's class, as the kubelet's pod container manager, and keeps the

@@ -22,6 +22,7 @@ import (
 var (
 	_ runtime.ResourceUpdater    = (*Runtime)(nil)
 	_ runtime.PodResourceUpdater = (*Runtime)(nil)
+	_ runtime.PodCgroupLimiter   = (*Runtime)(nil)
 )
 
 // UpdateContainerResources sets the cgroup limits of a running container,
@@ -50,6 +51,15 @@ func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, id string, reso
 		return nil
 	}
 	return wrap(err, "UpdatePodSandboxResources", id)
+}
+
+// LimitPodCgroup writes the limits of pod uid's cgroup (setPodCgroup)
+// without a CRI call: a new sandbox's, which the kubelet sizes in its pod
+// container manager and never tells the runtime of (no sandbox status
+// read, no UpdatePodSandboxResources, which containerd 1.6 does not
+// implement).
+func (r *Runtime) LimitPodCgroup(_ context.Context, uid string, resources *runtimeapi.LinuxContainerResources) error {
+	return r.setPodCgroup(uid, resources)
 }
 
 // setPodCgroup writes the limits of a pod's cgroup, as the kubelet's pod
