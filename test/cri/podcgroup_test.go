@@ -183,7 +183,7 @@ func checkPodCgroup(t *testing.T, p *v1.Pod, when string, shares int64, quota st
 // its QoS class's tier under Kite's /kite/kubepods, as the kubelet's
 // layout.
 func podCgroupParent(p *v1.Pod) string {
-	return cri.PodCgroupParent(cri.CgroupFS, string(p.UID), string(p.Status.QOSClass))
+	return cri.PodCgroupParent(cri.CgroupFS, "", string(p.UID), string(p.Status.QOSClass))
 }
 
 // readCgroup is a cgroup file on the host: v2 unified (v2File) or v1
