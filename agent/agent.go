@@ -124,6 +124,10 @@ type Options struct {
 	// "systemd") for an endpoint; empty: systemd where systemd is the init.
 	// A containerd the agent runs gets the one it was configured with.
 	CgroupDriver string
+	// CgroupRoot is the cgroup (cgroupfs form) under which a CRI runtime's
+	// pods are, in their QoS tiers under its kubepods (--cgroup-root,
+	// cri.Options.CgroupRoot): cri.DefaultCgroupRoot when empty.
+	CgroupRoot string
 	// ContainerLogMaxSize (bytes) and ContainerLogMaxFiles configure the
 	// process runtime's log rotation; zero means its defaults.
 	ContainerLogMaxSize  int64
@@ -217,6 +221,7 @@ func FromOptions(o *options.Options) (Options, error) {
 		ImageGC: &imagegc.Policy{HighThresholdPercent: int(ptr.Deref(o.Config.ImageGCHighThresholdPercent, 85)),
 			LowThresholdPercent: int(ptr.Deref(o.Config.ImageGCLowThresholdPercent, 80)), MinAge: o.Config.ImageMinimumGCAge.Duration},
 		PodPidsLimit: ptr.Deref(o.Config.PodPidsLimit, -1),
+		CgroupRoot:   o.Config.CgroupRoot,
 
 		ClusterDNS:               o.Config.ClusterDNS,
 		ClusterDomain:            o.Config.ClusterDomain,

@@ -16,13 +16,14 @@ func TestFromOptionsTakesTheCommandsSettings(t *testing.T) {
 	o.Config.FileCheckFrequency.Duration = 7 * time.Second
 	o.Config.StaticPodURL = "http://127.0.0.1:1/pods"
 	o.Config.StaticPodURLHeader = map[string][]string{"Metadata-Flavor": {"Google"}}
+	o.Config.CgroupRoot = "/kite/opts-node"
 	opts, err := FromOptions(o)
 	if err != nil {
 		t.Fatalf("FromOptions: %v", err)
 	}
 	if opts.NodeName != "opts-node" || opts.StaticPodPath != o.Config.StaticPodPath || opts.FileCheckFrequency != 7*time.Second ||
 		opts.StaticPodURL != o.Config.StaticPodURL || opts.StaticPodURLHeader.Get("Metadata-Flavor") != "Google" ||
-		opts.HTTPCheckFrequency != options.DefaultHTTPCheckFrequency {
+		opts.HTTPCheckFrequency != options.DefaultHTTPCheckFrequency || opts.CgroupRoot != "/kite/opts-node" {
 		t.Errorf("FromOptions = %+v", opts)
 	}
 	if opts.RESTConfig == nil || opts.RESTConfig.Host != shared.URL() {

@@ -115,7 +115,7 @@ func (a *Agent) newRuntime(opts *Options, cs *kubernetes.Clientset) (runtime.Ser
 				driver = cri.CgroupSystemd
 			}
 		}
-		r, err := cri.New(ctx, cri.Options{Endpoint: opts.ContainerRuntimeEndpoint, CgroupDriver: driver, PodPidsLimit: opts.PodPidsLimit, MaxParallelStarts: opts.MaxParallelStarts})
+		r, err := cri.New(ctx, cri.Options{Endpoint: opts.ContainerRuntimeEndpoint, CgroupDriver: driver, CgroupRoot: opts.CgroupRoot, PodPidsLimit: opts.PodPidsLimit, MaxParallelStarts: opts.MaxParallelStarts})
 		if err != nil {
 			return nil, fmt.Errorf("agent: --container-runtime-endpoint: %w", err)
 		}
@@ -141,7 +141,7 @@ func (a *Agent) newRuntime(opts *Options, cs *kubernetes.Clientset) (runtime.Ser
 		if p.SystemdCgroup() {
 			driver = cri.CgroupSystemd
 		}
-		r, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupDriver: driver, PodNetwork: podNet != nil, PodPidsLimit: opts.PodPidsLimit, MaxParallelStarts: opts.MaxParallelStarts})
+		r, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupDriver: driver, CgroupRoot: opts.CgroupRoot, PodNetwork: podNet != nil, PodPidsLimit: opts.PodPidsLimit, MaxParallelStarts: opts.MaxParallelStarts})
 		if err != nil {
 			p.Stop()
 			return nil, fmt.Errorf("agent: --container-runtime=containerd: %w", err)

@@ -56,6 +56,11 @@ type AgentConfiguration struct {
 	// PodPidsLimit: --pod-max-pids, the pids.max of each pod's cgroup
 	// (containerd runtime); -1 is unlimited.
 	PodPidsLimit *int64 `json:"podPidsLimit,omitempty"`
+	// CgroupRoot: --cgroup-root, the cgroup (cgroupfs form) under which
+	// the pods' kubepods and its QoS tiers are (containerd runtime):
+	// "/kite" unless told; empty is that default too. Agents sharing a
+	// host want roots of their own.
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
 	// ClusterDNS: --cluster-dns, the nameservers of ClusterFirst pods.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// ClusterDomain: --cluster-domain.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kite-project/kite/agent/kubetypes"
 	"github.com/kite-project/kite/agent/node"
+	"github.com/kite-project/kite/agent/runtime/cri"
 	"github.com/kite-project/kite/agent/staticpod"
 )
 
@@ -111,6 +112,7 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"image-gc-low-threshold":     func(d, s *AgentConfiguration) { d.ImageGCLowThresholdPercent = s.ImageGCLowThresholdPercent },
 		"minimum-image-ttl-duration": func(d, s *AgentConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge },
 		"pod-max-pids":               func(d, s *AgentConfiguration) { d.PodPidsLimit = s.PodPidsLimit },
+		"cgroup-root":                func(d, s *AgentConfiguration) { d.CgroupRoot = s.CgroupRoot },
 		"cluster-dns":                func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
 		"cluster-domain":             func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
 		"eviction-hard":              func(d, s *AgentConfiguration) { d.EvictionHard = s.EvictionHard },
@@ -152,6 +154,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		c.PodPidsLimit = new(int64)
 	}
 	fs.Int64Var(c.PodPidsLimit, "pod-max-pids", *c.PodPidsLimit, "The most processes (and threads) each pod may have: its cgroup's pids.max (containerd runtime, cgroupfs driver); -1 is unlimited.")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "The cgroup under which the pods' cgroups are (containerd runtime), a cgroupfs path: its kubepods holds them in the kubelet's QoS tiers (<root>/kubepods/burstable/pod<uid>; under the systemd driver <root's components>-kubepods-burstable-pod<uid>.slice). Agents on one host want roots of their own (/kite/<node>), or they share the tiers' cpu shares.")
 	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
 	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
 	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, signal<value pairs separated by ',' (memory.available<100Mi,nodefs.available<10%): a node under one of them reports MemoryPressure, DiskPressure or PIDPressure and is tainted so that no new pod is scheduled to it, and allocatable holds the memory and nodefs thresholds back. Unset: the kubelet's defaults (memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,imagefs.inodesFree<5%); 0% switches a signal off.")
@@ -242,6 +245,9 @@ func (o *Options) Validate() error {
 	if _, err := node.ParseEvictionHard(c.EvictionHardStatements()); err != nil {
 		errs = append(errs, fmt.Errorf("evictionHard (--eviction-hard): %w", err))
 	}
+	if err := cri.ValidateCgroupRoot(c.CgroupRoot); err != nil {
+		errs = append(errs, fmt.Errorf("cgroupRoot (--cgroup-root): %w", err))
+	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("containerLogMaxFiles (--container-log-max-files) %d: must be at least 2", c.ContainerLogMaxFiles))
 	}
@@ -319,6 +325,7 @@ func DefaultConfiguration() AgentConfiguration {
 		ImageGCLowThresholdPercent:  ptr.To[int32](80),
 		ImageMinimumGCAge:           metav1.Duration{Duration: 2 * time.Minute},
 		PodPidsLimit:                ptr.To[int64](-1),
+		CgroupRoot:                  cri.DefaultCgroupRoot,
 		ClusterDNS:                  []string{DefaultClusterDNS},
 		ClusterDomain:               DefaultClusterDomain,
 		// The kubelet's default.

@@ -174,6 +174,38 @@ func TestFlagsOverrideFile(t *testing.T) {
 	}
 }
 
+// TestCgroupRootFlagOverFile: --cgroup-root over the file's cgroupRoot
+// over the default /kite, as the kubelet reads its flag and field; an
+// empty value is the default.
+func TestCgroupRootFlagOverFile(t *testing.T) {
+	const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	fromFile := writeConfig(t, head+"cgroupRoot: /kite/from-file\n")
+	plain := writeConfig(t, head)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"neither", nil, "/kite"},
+		{"file without it", []string{"--config", plain}, "/kite"},
+		{"file", []string{"--config", fromFile}, "/kite/from-file"},
+		{"flag", []string{"--cgroup-root=/kite/node-b"}, "/kite/node-b"},
+		{"flag over file", []string{"--config", fromFile, "--cgroup-root=/kite/node-b"}, "/kite/node-b"},
+		{"flag before file", []string{"--cgroup-root=/", "--config", fromFile}, "/"},
+		{"file without it keeps the flag", []string{"--cgroup-root=/kite/node-b", "--config", plain}, "/kite/node-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Config.CgroupRoot != tc.want {
+				t.Errorf("cgroupRoot %q, want %q", o.Config.CgroupRoot, tc.want)
+			}
+		})
+	}
+}
+
 func TestHeaderFlag(t *testing.T) {
 	o, _, err := parse(t, "--manifest-url=http://127.0.0.1/p", "--manifest-url-header", "Authorization: Bearer a:b", "--manifest-url-header", "Metadata-Flavor:Google")
 	if err != nil {
@@ -209,6 +241,8 @@ func TestRefused(t *testing.T) {
 		{"unknown pod routes", []string{"--pod-routes=vxlan"}, "", `--pod-routes "vxlan": want host-gw or none`},
 		{"unknown eviction signal", []string{"--eviction-hard=disk.free<1Gi"}, "", `evictionHard (--eviction-hard): eviction signal "disk.free": not supported`},
 		{"eviction threshold over 100% in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  nodefs.available: 120%\n", "nodefs.available must be <= 100%: 120%"},
+		{"relative cgroup root", []string{"--cgroup-root=kite/node-b"}, "", `cgroupRoot (--cgroup-root): cgroup root "kite/node-b": want an absolute cgroupfs path`},
+		{"cgroup root with an underscore in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupRoot: /kite/node_b\n", `cgroupRoot (--cgroup-root): cgroup root "/kite/node_b": component "node_b" has an underscore`},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
 	}
 	for _, tc := range tests {

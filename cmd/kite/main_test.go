@@ -46,6 +46,8 @@ func TestFlagMistakesFailBeforeStarting(t *testing.T) {
 		{"one log file", []string{"agent", "--container-log-max-files", "1"}, "--container-log-max-files"},
 		{"malformed log size", []string{"agent", "--container-log-max-size", "lots"}, "--container-log-max-size"},
 		{"malformed node IP", []string{"agent", "--node-ip", "node"}, "--node-ip"},
+		{"relative cgroup root", []string{"agent", "--cgroup-root", "kite/node-b"}, `cgroupRoot (--cgroup-root): cgroup root "kite/node-b"`},
+		{"the server's agent's cgroup root", []string{"server", "--cgroup-root", "/kite/node_b"}, `cgroupRoot (--cgroup-root): cgroup root "/kite/node_b"`},
 		{"SAN that is not a name", []string{"server", "--tls-san", "kite.test", "--tls-san", "kite_test"}, `--tls-san: pki: serving certificate host "kite_test"`},
 		{"malformed watch cache size", []string{"apiserver", "--watch-cache-sizes", "pods"}, "--watch-cache-sizes"},
 		{"unknown controller", []string{"server", "--controllers", "scheduler,replicaset-controler"}, `--controllers: unknown controller "replicaset-controler"`},

@@ -50,14 +50,17 @@ type netnsChild struct {
 	// Cleanup: start the node's containerd again and remove every
 	// sandbox and container left, through the node's CNI; else run the
 	// agent until SIGTERM.
-	Cleanup  bool
-	Node     string
-	Root     string
-	NodeIP   string
-	Host     string
-	CA, Cert []byte
-	Key      []byte
-	Token    string
+	Cleanup bool
+	Node    string
+	Root    string
+	// CgroupRoot is the node's own (--cgroup-root), as a host's agents
+	// want: the nodes' QoS tiers stay apart.
+	CgroupRoot string
+	NodeIP     string
+	Host       string
+	CA, Cert   []byte
+	Key        []byte
+	Token      string
 }
 
 func init() {
@@ -90,7 +93,7 @@ func (c netnsChild) run() error {
 			return err
 		}
 		defer p.Stop()
-		rt, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint()})
+		rt, err := cri.New(ctx, cri.Options{Endpoint: p.Endpoint(), CgroupRoot: c.CgroupRoot})
 		if err != nil {
 			return err
 		}
@@ -99,7 +102,7 @@ func (c netnsChild) run() error {
 	}
 	cfg := &rest.Config{Host: c.Host, BearerToken: c.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CA, CertData: c.Cert, KeyData: c.Key}}
 	a, err := agent.New(agent.Options{
-		NodeName: c.Node, RESTConfig: cfg, RootDir: c.Root, ServerAddress: c.NodeIP,
+		NodeName: c.Node, RESTConfig: cfg, RootDir: c.Root, ServerAddress: c.NodeIP, CgroupRoot: c.CgroupRoot,
 		Node:             node.Options{NodeIP: net.ParseIP(c.NodeIP), UpdateInterval: 500 * time.Millisecond},
 		ContainerRuntime: "containerd",
 		ProxyMode:        agent.ProxyNFTables,
@@ -118,6 +121,7 @@ func (c netnsChild) run() error {
 // namespace of the test's.
 type netnsNode struct {
 	name, ns, ip, root string
+	cgroupRoot         string // the agent's --cgroup-root
 	cmd                *exec.Cmd
 	out                *lockedBuffer
 	done               chan struct{}
@@ -279,7 +283,16 @@ func startNetnsNode(t *testing.T, name, ns, ip string) *netnsNode {
 	t.Helper()
 	n := &netnsNode{name: name, ns: ns, ip: ip, root: t.TempDir(), out: &lockedBuffer{}, done: make(chan struct{})}
 	rc := shared.RESTConfig()
-	child := netnsChild{Node: name, Root: n.root, NodeIP: ip, Host: relayAPI(t, ns), CA: rc.CAData, Cert: rc.CertData, Key: rc.KeyData, Token: rc.BearerToken}
+	// A cgroup root of the node's (and this test binary's) own; removed
+	// after the cleanup run removed the node's pods, so registered first.
+	cgroupRoot := fmt.Sprintf("/kite/%s-%d", name, os.Getpid())
+	n.cgroupRoot = cgroupRoot
+	t.Cleanup(func() {
+		if left := removeCgroupTree(cgroupRoot); len(left) > 0 {
+			t.Errorf("node %s: cgroups left under %s: %q", name, cgroupRoot, left)
+		}
+	})
+	child := netnsChild{Node: name, Root: n.root, CgroupRoot: cgroupRoot, NodeIP: ip, Host: relayAPI(t, ns), CA: rc.CAData, Cert: rc.CertData, Key: rc.KeyData, Token: rc.BearerToken}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +307,7 @@ func startNetnsNode(t *testing.T, name, ns, ip string) *netnsNode {
 		return cmd
 	}
 	t.Cleanup(func() {
-		cmd := start(netnsChild{Cleanup: true, Node: name, Root: n.root})
+		cmd := start(netnsChild{Cleanup: true, Node: name, Root: n.root, CgroupRoot: cgroupRoot})
 		if err := cmd.Run(); err != nil {
 			t.Errorf("cleanup of node %s: %v\n%s", name, err, n.out)
 		}
@@ -401,6 +414,13 @@ func TestPodsReachEachOtherAcrossNodesAndThroughServices(t *testing.T) {
 	withIP := func(p *v1.Pod) bool { return running(p) && p.Status.PodIP != "" }
 	serverA, serverB := server(a, "server-a"), server(b, "server-b")
 	serverA, serverB = a.wait(t, serverA, "Running with an IP", withIP), b.wait(t, serverB, "Running with an IP", withIP)
+	// Each node's pods are under its own cgroup root.
+	for i, p := range []*v1.Pod{serverA, serverB} {
+		want := cri.PodCgroupParent(cri.CgroupFS, nodes[i].cgroupRoot, string(p.UID), string(p.Status.QOSClass))
+		if readCgroup(want, "cpu/cpu.shares", "cpu.weight") == "" {
+			t.Errorf("%s: no pod cgroup %s under its node's root", p.Name, want)
+		}
+	}
 	namespace := serverA.Namespace
 	svc := func(name string, typ v1.ServiceType, selector map[string]string) *v1.Service {
 		s, err := cs.CoreV1().Services(namespace).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -183,7 +184,7 @@ func checkPodCgroup(t *testing.T, p *v1.Pod, when string, shares int64, quota st
 // its QoS class's tier under Kite's /kite/kubepods, as the kubelet's
 // layout.
 func podCgroupParent(p *v1.Pod) string {
-	return cri.PodCgroupParent(cri.CgroupFS, string(p.UID), string(p.Status.QOSClass))
+	return cri.PodCgroupParent(cri.CgroupFS, "", string(p.UID), string(p.Status.QOSClass))
 }
 
 // readCgroup is a cgroup file on the host: v2 unified (v2File) or v1
@@ -310,4 +311,113 @@ func weightOf(shares uint64) uint64 {
 	}
 	l := math.Log2(float64(shares))
 	return uint64(math.Ceil(math.Pow(10, (l*l+125*l)/612.0-7.0/34.0)))
+}
+
+// TestCgroupRootPerAgent: an agent given a cgroup root of its own
+// (--cgroup-root=/kite/<unique>, as scripts/conformance gives each joined
+// agent) puts its pods' cgroups in the QoS tiers under that root and
+// keeps the tiers' cpu shares there (the kubelet's --cgroup-root), and
+// leaves the default /kite/kubepods as it was: before, every agent's
+// tiers were /kite/kubepods's, and agents sharing a host overwrote each
+// other's shares. (One agent: agents over one containerd would stop each
+// other's pods, which no source of theirs has.)
+func TestCgroupRootPerAgent(t *testing.T) {
+	root := "/kite/cgroot-" + strconv.Itoa(os.Getpid())
+	// Registered before the agent, so run after it stops: the tiers and
+	// the root the test made go (the pod's own went with its sandbox,
+	// below; the package's runtime, which removes the sandboxes left at
+	// the end, knows only the default root).
+	t.Cleanup(func() {
+		if left := removeCgroupTree(root); len(left) > 0 {
+			t.Errorf("cgroups left under %s: %q", root, left)
+		}
+	})
+	defaultTier := readCgroup("/kite/kubepods/burstable", "cpu/cpu.shares", "cpu.weight")
+	a := startAgentWith(t, "cri-cgroot", t.TempDir(), func(o *agent.Options) {
+		o.ContainerRuntimeEndpoint = critest.Runtime(t).Endpoint()
+		o.CgroupRoot = root
+	})
+	// 333m: 340 shares, a value no other test's tier has.
+	p := a.pod(t, "burstable", func(p *v1.Pod) {
+		p.Spec.Containers[0].Args = []string{"sleep", "3600"}
+		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("333m")}}
+		p.Spec.TerminationGracePeriodSeconds = new(int64)
+	})
+	p = a.wait(t, p, "Running", running)
+	if p.Status.QOSClass != v1.PodQOSBurstable {
+		t.Fatalf("class %s, want Burstable", p.Status.QOSClass)
+	}
+	want := root + "/kubepods/burstable/pod" + string(p.UID)
+	if got := cri.PodCgroupParent(cri.CgroupFS, root, string(p.UID), "Burstable"); got != want {
+		t.Fatalf("cri.PodCgroupParent under %s = %s, want %s", root, got, want)
+	}
+	if readCgroup(want, "cpu/cpu.shares", "cpu.weight") == "" {
+		t.Errorf("no pod cgroup %s on the host", want)
+	}
+	if def := "/kite/kubepods/burstable/pod" + string(p.UID); readCgroup(def, "cpu/cpu.shares", "cpu.weight") != "" {
+		t.Errorf("pod cgroup under the default root, %s", def)
+	}
+	// The container's own view names the root (v1; v2's cgroup namespace
+	// hides the path).
+	out, err := a.exec(t, p, "cat", "/proc/self/cgroup")
+	if err != nil {
+		t.Fatalf("cat /proc/self/cgroup: %v\n%s", err, out)
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil && !strings.Contains(out, want+"/") {
+		t.Errorf("/proc/self/cgroup does not name the pod cgroup %s:\n%s", want, out)
+	}
+	waitCgroup(t, root+"/kubepods/burstable", "cpu/cpu.shares", "cpu.weight", tierShares(340))
+	waitCgroup(t, root+"/kubepods/besteffort", "cpu/cpu.shares", "cpu.weight", tierShares(2))
+	if got := readCgroup("/kite/kubepods/burstable", "cpu/cpu.shares", "cpu.weight"); got != defaultTier {
+		t.Errorf("the default root's burstable tier cpu %q, was %q before: the agent with a root of its own wrote it", got, defaultTier)
+	}
+	// The pod's deletion: its cgroup goes from the root, and the tier
+	// falls to the minimum.
+	if err := a.cs.CoreV1().Pods(p.Namespace).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCgroup(t, root+"/kubepods/burstable", "cpu/cpu.shares", "cpu.weight", tierShares(2))
+	waitCgroup(t, want, "cpu/cpu.shares", "cpu.weight", "")
+	if got := readCgroup("/kite/kubepods/burstable", "cpu/cpu.shares", "cpu.weight"); got != defaultTier {
+		t.Errorf("the default root's burstable tier cpu %q after the pod went, was %q before", got, defaultTier)
+	}
+}
+
+// waitCgroup waits (60 s at most) until a cgroup file reads want (""
+// once it is gone).
+func waitCgroup(t *testing.T, path, v1File, v2File, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := readCgroup(path, v1File, v2File)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroup %s: %s %q, want %q", path, v1File, got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// removeCgroupTree removes a cgroupfs path and what is below it, deepest
+// first, in every v1 hierarchy and the unified one; a cgroup still in use
+// is left, and returned.
+func removeCgroupTree(path string) (left []string) {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", path))
+	for _, top := range append(dirs, filepath.Join("/sys/fs/cgroup", path)) {
+		var tree []string
+		filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				tree = append(tree, p)
+			}
+			return nil
+		})
+		for i := len(tree) - 1; i >= 0; i-- {
+			if err := os.Remove(tree[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				left = append(left, tree[i])
+			}
+		}
+	}
+	return left
 }

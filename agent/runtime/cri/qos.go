@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +17,11 @@ import (
 // The pod cgroups are laid out as the kubelet's with cgroupsPerQOS (its
 // default): a Guaranteed pod's directly under kubepods, a Burstable or
 // BestEffort pod's under the tier of its class, whose cpu shares the
-// agent keeps current (UpdateQOSCgroups). Kite's kubepods is under a root
-// of its own, kite, as a kubelet run with --cgroup-root=/kite would put
-// it, so that a kubelet on the same host keeps its /kubepods:
+// agent keeps current (UpdateQOSCgroups). kubepods is under the agent's
+// cgroup root (--cgroup-root, the kubelet's flag; DefaultCgroupRoot,
+// /kite, unless told), so that a kubelet on the same host keeps its
+// /kubepods and two agents on one host given roots of their own keep
+// their tiers apart. With the default root:
 //
 //	cgroupfs: /kite/kubepods/pod<uid>
 //	          /kite/kubepods/burstable/pod<uid>
@@ -27,17 +30,90 @@ import (
 //	          kite-kubepods-burstable-pod<uid>.slice
 //	          kite-kubepods-besteffort-pod<uid>.slice
 //
-// systemd nests a slice in the slice its name's prefix before the last
-// dash names, so kite-kubepods-burstable-pod<uid>.slice is
+// and with --cgroup-root=/kite/node-b /kite/node-b/kubepods/... and
+// kite-node_b-kubepods-....slice. systemd nests a slice in the slice its
+// name's prefix before the last dash names, so
+// kite-kubepods-burstable-pod<uid>.slice is
 // kite.slice/kite-kubepods.slice/kite-kubepods-burstable.slice/...: the
-// kubelet's names with its root's name in front (the kubelet's
-// cgroupName.ToSystemd). A pod's uid has its dashes as underscores there,
-// as the kubelet escapes them. Agents before this layout put every pod's
-// cgroup at /kite/pod<uid> (kite-pod<uid>.slice): such pods, adopted
-// after an upgrade, keep theirs (podCgroupOf).
+// kubelet's names with its root's components in front (the kubelet's
+// cgroupName.ToSystemd), each with its dashes as underscores, as the
+// kubelet escapes them (a pod's uid too). Agents before this layout put
+// every pod's cgroup at /kite/pod<uid> (kite-pod<uid>.slice): such pods,
+// adopted after an upgrade, keep theirs (podCgroupOf), whatever the root.
 
-// cgroupRoot is Kite's own cgroup root, under which its kubepods is.
-const cgroupRoot = "kite"
+// DefaultCgroupRoot is the agent's cgroup root when none is given.
+const DefaultCgroupRoot = "/kite"
+
+// legacyRoot is where agents before the QoS tiers put every pod cgroup,
+// whatever the root is now: the root was fixed then.
+var legacyRoot = []string{"kite"}
+
+// maxSliceName is systemd's longest unit name (UNIT_NAME_MAX less its NUL).
+const maxSliceName = 255
+
+// podUIDLen is a pod uid's length (a UUID's).
+const podUIDLen = 36
+
+// ValidateCgroupRoot checks a cgroup root (--cgroup-root, cgroupRoot) in
+// the kubelet's form, a cgroupfs path: absolute, "/" or components below
+// it. Empty is DefaultCgroupRoot. A component is refused where the
+// kubelet's names would go wrong: empty (a doubled or trailing slash),
+// "." or "..", with characters systemd does not take in a unit name
+// unescaped, or with an underscore (the kubelet forbids it in its cgroup
+// names: under systemd a component's dashes become underscores, so
+// node_b and node-b would name the same slices).
+func ValidateCgroupRoot(root string) error {
+	if root == "" || root == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(root, "/") {
+		return fmt.Errorf("cgroup root %q: want an absolute cgroupfs path such as /kite or /kite/node-b", root)
+	}
+	for _, c := range strings.Split(root[1:], "/") {
+		switch {
+		case c == "":
+			return fmt.Errorf("cgroup root %q: empty component (a doubled or trailing slash)", root)
+		case c == "." || c == "..":
+			return fmt.Errorf("cgroup root %q: component %q", root, c)
+		case strings.Contains(c, "_"):
+			return fmt.Errorf("cgroup root %q: component %q has an underscore, which the systemd cgroup driver uses for a dash", root, c)
+		case len(c) > maxSliceName:
+			return fmt.Errorf("cgroup root %q: component longer than %d bytes", root, maxSliceName)
+		}
+		for _, r := range c {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == ':') {
+				return fmt.Errorf("cgroup root %q: component %q has %q; want letters, digits, '-', '.' or ':'", root, c, r)
+			}
+		}
+	}
+	return nil
+}
+
+// validateRootForDriver checks what ValidateCgroupRoot cannot without the
+// driver: under systemd the longest pod slice's name must fit a unit name.
+func validateRootForDriver(driver CgroupDriver, root []string) error {
+	if driver != CgroupSystemd {
+		return nil
+	}
+	longest := systemdName(podComponents(root, strings.Repeat("0", podUIDLen), qosBestEffort))
+	if len(longest) > maxSliceName {
+		return fmt.Errorf("cgroup root /%s: its pods' systemd slices would be %d bytes, longer than systemd's %d", strings.Join(root, "/"), len(longest), maxSliceName)
+	}
+	return nil
+}
+
+// rootComponents are a valid cgroup root's components, as the kubelet's
+// ParseCgroupfsToCgroupName: none for "/", DefaultCgroupRoot's for "".
+func rootComponents(root string) []string {
+	if root == "" {
+		root = DefaultCgroupRoot
+	}
+	root = strings.TrimPrefix(root, "/")
+	if root == "" {
+		return nil
+	}
+	return strings.Split(root, "/")
+}
 
 // The QoS classes, as v1.PodQOSClass spells them.
 const (
@@ -46,15 +122,22 @@ const (
 	qosBestEffort = "BestEffort"
 )
 
-// tierComponents are the cgroup names from the root down to the tier of a
-// QoS class: kubepods itself for Guaranteed (and an unknown class, which
-// the kubelet never has), kubepods/<class lowercased> for the others.
-func tierComponents(class string) []string {
+// tierComponents are the cgroup names from the top down to the tier of a
+// QoS class under root: kubepods itself for Guaranteed (and an unknown
+// class, which the kubelet never has), kubepods/<class lowercased> for
+// the others.
+func tierComponents(root []string, class string) []string {
+	out := append(slices.Clip(root), "kubepods")
 	switch class {
 	case qosBurstable, qosBestEffort:
-		return []string{cgroupRoot, "kubepods", strings.ToLower(class)}
+		out = append(out, strings.ToLower(class))
 	}
-	return []string{cgroupRoot, "kubepods"}
+	return out
+}
+
+// podComponents are the cgroup names of pod uid of class under root.
+func podComponents(root []string, uid, class string) []string {
+	return append(tierComponents(root, class), "pod"+uid)
 }
 
 // systemdName is the slice of a cgroup name under the systemd driver: its
@@ -71,38 +154,42 @@ func systemdName(components []string) string {
 // cgroupfsName is the cgroupfs path of a cgroup name.
 func cgroupfsName(components []string) string { return "/" + strings.Join(components, "/") }
 
-// PodCgroupParent is the cgroup parent of the sandbox of pod uid of QoS
-// class class (Guaranteed, Burstable or BestEffort) under the driver.
-func PodCgroupParent(driver CgroupDriver, uid, class string) string {
-	name := append(tierComponents(class), "pod"+uid)
+// cgroupName is a cgroup name under the driver.
+func cgroupName(driver CgroupDriver, components []string) string {
 	if driver == CgroupSystemd {
-		return systemdName(name)
+		return systemdName(components)
 	}
-	return cgroupfsName(name)
+	return cgroupfsName(components)
 }
 
-// tierParent is the cgroup of the tier of class under the driver.
-func tierParent(driver CgroupDriver, class string) string {
-	if driver == CgroupSystemd {
-		return systemdName(tierComponents(class))
-	}
-	return cgroupfsName(tierComponents(class))
+// PodCgroupParent is the cgroup parent of the sandbox of pod uid of QoS
+// class class (Guaranteed, Burstable or BestEffort) under the driver and
+// the cgroup root root (cgroupfs form; empty is DefaultCgroupRoot), which
+// ValidateCgroupRoot accepts.
+func PodCgroupParent(driver CgroupDriver, root, uid, class string) string {
+	return podCgroupParent(driver, rootComponents(root), uid, class)
+}
+
+func podCgroupParent(driver CgroupDriver, root []string, uid, class string) string {
+	return cgroupName(driver, podComponents(root, uid, class))
+}
+
+// tierParent is the cgroup of the tier of class under the driver and root.
+func tierParent(driver CgroupDriver, root []string, class string) string {
+	return cgroupName(driver, tierComponents(root, class))
 }
 
 // legacyCgroupParent is where agents before the QoS tiers put the pod's
-// cgroup: /kite/pod<uid>, kite-pod<uid>.slice.
+// cgroup: /kite/pod<uid>, kite-pod<uid>.slice, whatever the root now.
 func legacyCgroupParent(driver CgroupDriver, uid string) string {
-	if driver == CgroupSystemd {
-		return systemdName([]string{cgroupRoot, "pod" + uid})
-	}
-	return cgroupfsName([]string{cgroupRoot, "pod" + uid})
+	return cgroupName(driver, append(slices.Clip(legacyRoot), "pod"+uid))
 }
 
 // podCgroupCandidates are every cgroup parent pod uid may have: its class's
-// tier under the layout, or the older layout's.
-func podCgroupCandidates(driver CgroupDriver, uid string) []string {
-	return []string{PodCgroupParent(driver, uid, qosGuaranteed), PodCgroupParent(driver, uid, qosBurstable),
-		PodCgroupParent(driver, uid, qosBestEffort), legacyCgroupParent(driver, uid)}
+// tier under root, or the older layout's.
+func podCgroupCandidates(driver CgroupDriver, root []string, uid string) []string {
+	return []string{podCgroupParent(driver, root, uid, qosGuaranteed), podCgroupParent(driver, root, uid, qosBurstable),
+		podCgroupParent(driver, root, uid, qosBestEffort), legacyCgroupParent(driver, uid)}
 }
 
 // cgroupPath is the path below a hierarchy's mount point of a cgroup
@@ -154,7 +241,7 @@ func (r *Runtime) podCgroupOf(uid, given string) string {
 	if uid == "" || given != "" && cgroupExists(r.driver, given) {
 		return given
 	}
-	for _, c := range podCgroupCandidates(r.driver, uid) {
+	for _, c := range podCgroupCandidates(r.driver, r.root, uid) {
 		if cgroupExists(r.driver, c) {
 			return c
 		}
@@ -165,9 +252,9 @@ func (r *Runtime) podCgroupOf(uid, given string) string {
 var _ runtime.QOSCgroups = (*Runtime)(nil)
 
 // PodCgroupParent is the cgroup parent of a pod's sandbox of the class,
-// under the runtime's driver.
+// under the runtime's driver and cgroup root.
 func (r *Runtime) PodCgroupParent(uid, class string) string {
-	return PodCgroupParent(r.driver, uid, class)
+	return podCgroupParent(r.driver, r.root, uid, class)
 }
 
 // UpdateQOSCgroups gives the tiers their cpu shares (the kubelet's
@@ -187,7 +274,7 @@ func (r *Runtime) UpdateQOSCgroups(ctx context.Context, tiers runtime.QOSTiers) 
 	defer r.qosMu.Unlock()
 	var errs []error
 	for _, w := range qosTierWrites(tiers, cgroupV2()) {
-		if err := writeTier(tierParent(r.driver, w.class), w.file, w.value); err != nil {
+		if err := writeTier(tierParent(r.driver, r.root, w.class), w.file, w.value); err != nil {
 			errs = append(errs, err)
 		}
 	}

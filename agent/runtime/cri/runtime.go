@@ -47,6 +47,11 @@ type Options struct {
 	Endpoint string
 	// CgroupDriver names the pods' cgroups; cgroupfs when empty.
 	CgroupDriver CgroupDriver
+	// CgroupRoot is the cgroup (cgroupfs form, as the kubelet's
+	// --cgroup-root) under which the pods' kubepods is: DefaultCgroupRoot
+	// when empty. Agents sharing a host need roots of their own, else
+	// they share their QoS tiers and overwrite each other's shares.
+	CgroupRoot string
 	// ConnectTimeout bounds the first Version call, which checks that the
 	// runtime answers (10 s when zero).
 	ConnectTimeout time.Duration
@@ -76,6 +81,7 @@ type Runtime struct {
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
 	driver CgroupDriver
+	root   []string   // the cgroup root's components (Options.CgroupRoot)
 	starts *startGate // bounds the start calls in the runtime at once
 
 	contentMu sync.Mutex
@@ -97,6 +103,17 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("cri: no runtime endpoint given")
 	}
+	driver := opts.CgroupDriver
+	if driver == "" {
+		driver = CgroupFS
+	}
+	if err := ValidateCgroupRoot(opts.CgroupRoot); err != nil {
+		return nil, fmt.Errorf("cri: %w", err)
+	}
+	root := rootComponents(opts.CgroupRoot)
+	if err := validateRootForDriver(driver, root); err != nil {
+		return nil, fmt.Errorf("cri: %w", err)
+	}
 	target := opts.Endpoint
 	if !strings.HasPrefix(target, "unix://") {
 		if strings.Contains(target, "://") {
@@ -110,10 +127,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cri: endpoint %q: %w", opts.Endpoint, err)
 	}
-	r := &Runtime{opts: opts, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn), driver: opts.CgroupDriver}
-	if r.driver == "" {
-		r.driver = CgroupFS
-	}
+	r := &Runtime{opts: opts, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn), driver: driver, root: root}
 	n := opts.MaxParallelStarts
 	if n == 0 {
 		n = DefaultMaxParallelStarts()
@@ -202,7 +216,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		// The agent names it by the pod's class (PodCgroupParent); a
 		// caller that does not gets the Burstable tier, the kubelet's
 		// for a pod neither Guaranteed nor BestEffort.
-		config.Linux.CgroupParent = PodCgroupParent(r.driver, config.GetMetadata().GetUid(), qosBurstable)
+		config.Linux.CgroupParent = r.PodCgroupParent(config.GetMetadata().GetUid(), qosBurstable)
 	}
 	done, err := r.starts.enter(ctx, startSandbox)
 	if err != nil {
@@ -245,7 +259,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 	}
 	if uid != "" && r.driver == CgroupFS {
 		if others, err := r.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runtime.LabelPodUID: uid}}); err == nil && len(others) == 0 {
-			for _, parent := range podCgroupCandidates(r.driver, uid) {
+			for _, parent := range podCgroupCandidates(r.driver, r.root, uid) {
 				removeCgroup(parent)
 			}
 		}

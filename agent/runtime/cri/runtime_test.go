@@ -80,8 +80,8 @@ func TestBusyBoxRunsLogsExecsAndStops(t *testing.T) {
 	if err := rt.RemoveContainer(ctx, id); err != nil {
 		t.Fatalf("removing it again = %v, want success", err)
 	}
-	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.PodCgroupParent(cri.CgroupFS, uid, "Burstable")); len(dirs) == 0 {
-		t.Fatalf("no cgroup %s for the sandbox", cri.PodCgroupParent(cri.CgroupFS, uid, "Burstable"))
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.PodCgroupParent(cri.CgroupFS, "", uid, "Burstable")); len(dirs) == 0 {
+		t.Fatalf("no cgroup %s for the sandbox", cri.PodCgroupParent(cri.CgroupFS, "", uid, "Burstable"))
 	}
 	if err := rt.StopPodSandbox(ctx, sbID); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestBusyBoxRunsLogsExecsAndStops(t *testing.T) {
 	if err := rt.RemovePodSandbox(ctx, sbID); err != nil {
 		t.Fatal(err)
 	}
-	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.PodCgroupParent(cri.CgroupFS, uid, "Burstable")); len(dirs) != 0 {
+	if dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cri.PodCgroupParent(cri.CgroupFS, "", uid, "Burstable")); len(dirs) != 0 {
 		t.Errorf("the pod's cgroups are left after its sandbox was removed: %q", dirs)
 	}
 	if err := rt.RemovePodSandbox(ctx, sbID); err != nil {
