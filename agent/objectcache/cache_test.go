@@ -13,6 +13,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
@@ -55,11 +56,16 @@ func start(t *testing.T, base string) (*Cache[*v1.ConfigMap], kubernetes.Interfa
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	run(t, c)
+	return c, cs, &requests, ns
+}
+
+// run runs c until the test ends.
+func run[T runtime.Object](t *testing.T, c *Cache[T]) {
+	runCtx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return c, cs, &requests, ns
 }
 
 func eventually(t *testing.T, what string, ok func() bool) {
@@ -149,10 +155,7 @@ func TestClusterScopedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { c.Run(runCtx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	run(t, c)
 	c.Set("pod-1", "", []string{name, "nope"})
 	rc, err := c.Get(ctx, "", name)
 	if err != nil || rc.Handler != "runc" {
