@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	celast "github.com/google/cel-go/common/ast"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -41,11 +42,13 @@ import (
 // form, since the CEL view of a typed object is its JSON view), so the
 // estimate is made with every unknown size at most that bound, rounded up
 // to a power of two (a larger bound only raises the estimate) and cached
-// per policy version and power. Only sets that
-// read nothing but object and oldObject (no params, request,
-// namespaceObject, authorizer or variables) and compiled without error
-// are eligible; any other set, and any request whose bound does not
-// prove the limits, is evaluated by upstream's tracked programs.
+// per policy version and power. The parameter object, always shown to
+// CEL as an unstructured copy, is bounded by its JSON length, cached per
+// parameter version (paramBound). Only sets that read nothing but
+// object, oldObject and params (no request, namespaceObject, authorizer
+// or variables) and compiled without error are eligible; any other set,
+// and any request whose bound does not prove the limits, is evaluated by
+// upstream's tracked programs.
 type untracked struct {
 	// validations and messages are index-aligned with the validator's
 	// compiled expressions (nil for a placeholder).
@@ -63,14 +66,18 @@ type untracked struct {
 	// fits[k] caches whether the set fits the limits with every unknown
 	// size at most 1<<k: 0 not yet known, 1 fits, 2 does not.
 	fits [64]atomic.Uint32
+	// params caches the JSON length of parameter versions (paramBound);
+	// held only around the map's use.
+	mu     sync.Mutex
+	params map[versionKey]int64
 }
 
-// readOnlyObjects are the variables an eligible expression set may read:
-// their sizes are what the per-request bound covers.
-func readsOnlyObjects(a *cel.Ast) bool {
+// readsOnlyBounded says whether an expression reads only the variables
+// whose sizes the per-request bound covers: object, oldObject, params.
+func readsOnlyBounded(a *cel.Ast) bool {
 	for _, ref := range a.NativeRep().ReferenceMap() {
 		switch ref.Name {
-		case plugincel.ParamsVarName, plugincel.RequestVarName, plugincel.NamespaceVarName,
+		case plugincel.RequestVarName, plugincel.NamespaceVarName,
 			plugincel.AuthorizerVarName, plugincel.RequestResourceAuthorizerVarName, plugincel.VariableVarName:
 			return false
 		}
@@ -161,7 +168,7 @@ func compileUntracked(validationEnv, messageEnv *cel.Env, validations, messages 
 				return nil, nil, false
 			}
 			ast, iss := env.Compile(r.ExpressionAccessor.GetExpression())
-			if iss.Err() != nil || !readsOnlyObjects(ast) {
+			if iss.Err() != nil || !readsOnlyBounded(ast) {
 				return nil, nil, false
 			}
 			// upstream's program options (compile.go) and no tracker.
@@ -246,12 +253,16 @@ func (u *untracked) fitsWithin(k int) bool {
 const maxUntrackedSize = 4096
 
 // usable says whether this request may be evaluated untracked: the
-// bounds of object and oldObject (sizeBoundOf) bound every size the sets
-// can read, and within them the sets cannot pass the limits. Only typed
-// objects within maxUntrackedSize are tried; custom resources, without a
-// protobuf size, are evaluated tracked.
-func (u *untracked) usable(object, oldObject runtime.Object) bool {
-	n := int64(0)
+// bounds of object and oldObject (sizeBoundOf) and of the parameter
+// (paramBound) bound every size the sets can read, and within them the
+// sets cannot pass the limits. Only typed objects within
+// maxUntrackedSize are tried; custom resources, without a protobuf size,
+// are evaluated tracked.
+func (u *untracked) usable(object, oldObject, param runtime.Object) bool {
+	n := u.paramBound(param)
+	if n < 0 {
+		return false
+	}
 	for _, obj := range []runtime.Object{object, oldObject} {
 		if obj == nil || reflect.ValueOf(obj).IsNil() {
 			continue
@@ -268,4 +279,37 @@ func (u *untracked) usable(object, oldObject runtime.Object) bool {
 	}
 	k := bits.Len64(uint64(n)) // 1<<k > n
 	return k < len(u.fits) && u.fitsWithin(k)
+}
+
+// maxParamVersions bounds the parameter versions paramBound remembers.
+const maxParamVersions = 1000
+
+// paramBound bounds every size CEL can read in the parameter (0 for
+// none, -1 for no bound): the length of its JSON form, which is what CEL
+// sees of the unstructured copy a parameter is shown as, remembered per
+// uid and resourceVersion (a parameter is the same object across the
+// requests until it changes).
+func (u *untracked) paramBound(param runtime.Object) int64 {
+	if param == nil || reflect.ValueOf(param).IsNil() {
+		return 0
+	}
+	m, err := meta.Accessor(param)
+	if err != nil || m.GetUID() == "" || m.GetResourceVersion() == "" {
+		return jsonLength(param)
+	}
+	key := versionKey{m.GetUID(), m.GetResourceVersion()}
+	u.mu.Lock()
+	n, ok := u.params[key]
+	u.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = jsonLength(param)
+	u.mu.Lock()
+	if u.params == nil || len(u.params) >= maxParamVersions {
+		u.params = map[versionKey]int64{} // parameters changed many times: start over
+	}
+	u.params[key] = n
+	u.mu.Unlock()
+	return n
 }
