@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	celast "github.com/google/cel-go/common/ast"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
@@ -44,9 +45,11 @@ import (
 // to a power of two (a larger bound only raises the estimate) and cached
 // per policy version and power. The parameter object, always shown to
 // CEL as an unstructured copy, is bounded by its JSON length, cached per
-// parameter version (paramBound). Only sets that read nothing but
-// object, oldObject and params (no request, namespaceObject, authorizer
-// or variables) and compiled without error are eligible; any other set,
+// parameter version (paramBound); namespaceObject, a copy of some of the
+// namespace's fields, by the namespace's bound. Only sets that read
+// nothing but object, oldObject, params and namespaceObject (no request,
+// authorizer or variables) and compiled without error are eligible; any
+// other set,
 // and any request whose bound does not prove the limits, is evaluated by
 // upstream's tracked programs.
 type untracked struct {
@@ -73,11 +76,12 @@ type untracked struct {
 }
 
 // readsOnlyBounded says whether an expression reads only the variables
-// whose sizes the per-request bound covers: object, oldObject, params.
+// whose sizes the per-request bound covers: object, oldObject, params,
+// namespaceObject.
 func readsOnlyBounded(a *cel.Ast) bool {
 	for _, ref := range a.NativeRep().ReferenceMap() {
 		switch ref.Name {
-		case plugincel.RequestVarName, plugincel.NamespaceVarName,
+		case plugincel.RequestVarName,
 			plugincel.AuthorizerVarName, plugincel.RequestResourceAuthorizerVarName, plugincel.VariableVarName:
 			return false
 		}
@@ -253,13 +257,17 @@ func (u *untracked) fitsWithin(k int) bool {
 const maxUntrackedSize = 4096
 
 // usable says whether this request may be evaluated untracked: the
-// bounds of object and oldObject (sizeBoundOf) and of the parameter
-// (paramBound) bound every size the sets can read, and within them the
-// sets cannot pass the limits. Only typed objects within
+// bounds of object and oldObject (sizeBoundOf), of the parameter
+// (paramBound) and of the namespace (sizeBoundOf: namespaceObject is a
+// copy of some of its fields) bound every size the sets can read, and
+// within them the sets cannot pass the limits. Only typed objects within
 // maxUntrackedSize are tried; custom resources, without a protobuf size,
 // are evaluated tracked.
-func (u *untracked) usable(object, oldObject, param runtime.Object) bool {
+func (u *untracked) usable(object, oldObject, param runtime.Object, ns *corev1.Namespace) bool {
 	n := u.paramBound(param)
+	if ns != nil {
+		n = max(n, sizeBoundOf(ns))
+	}
 	if n < 0 {
 		return false
 	}

@@ -58,29 +58,34 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 		wantDeny    string
 		cancelled   bool              // the request's context is cancelled
 		param       map[string]string // a ConfigMap parameter's data (nil: none)
+		nsLabels    map[string]string // the namespace's labels
 	}{
-		{"five validations, all pass", five, nil, small, true, "", false, nil},
-		{"five validations, one fails", five, nil, map[string]string{"k2": "x"}, true, "failed expression: !has(object.data) || !('k2' in object.data) || object.metadata.name.size() > 2", false, nil},
-		{"messageExpression", []admissionregistrationv1.Validation{{Expression: "object.metadata.name.startsWith('x')", MessageExpression: "'name ' + object.metadata.name + ' has ' + string(size(object.data)) + ' keys'", Reason: &reason}}, nil, small, true, "name cm has 2 keys", false, nil},
-		{"message and messageExpression that fails", []admissionregistrationv1.Validation{{Expression: "false", Message: "plain", MessageExpression: "string(object.data.nosuch)"}}, nil, small, true, "plain", false, nil},
-		{"evaluation error", []admissionregistrationv1.Validation{{Expression: "object.data.nosuchkey == 'x'"}}, nil, small, true, "expression 'object.data.nosuchkey == 'x'' resulted in error: no such key: nosuchkey", false, nil},
-		{"oldObject", []admissionregistrationv1.Validation{{Expression: "oldObject == null && object.data.team == 'a'"}}, nil, small, true, "", false, nil},
-		{"quadratic on a small object", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, small, true, "", false, nil},
+		{"five validations, all pass", five, nil, small, true, "", false, nil, nil},
+		{"five validations, one fails", five, nil, map[string]string{"k2": "x"}, true, "failed expression: !has(object.data) || !('k2' in object.data) || object.metadata.name.size() > 2", false, nil, nil},
+		{"messageExpression", []admissionregistrationv1.Validation{{Expression: "object.metadata.name.startsWith('x')", MessageExpression: "'name ' + object.metadata.name + ' has ' + string(size(object.data)) + ' keys'", Reason: &reason}}, nil, small, true, "name cm has 2 keys", false, nil, nil},
+		{"message and messageExpression that fails", []admissionregistrationv1.Validation{{Expression: "false", Message: "plain", MessageExpression: "string(object.data.nosuch)"}}, nil, small, true, "plain", false, nil, nil},
+		{"evaluation error", []admissionregistrationv1.Validation{{Expression: "object.data.nosuchkey == 'x'"}}, nil, small, true, "expression 'object.data.nosuchkey == 'x'' resulted in error: no such key: nosuchkey", false, nil, nil},
+		{"oldObject", []admissionregistrationv1.Validation{{Expression: "oldObject == null && object.data.team == 'a'"}}, nil, small, true, "", false, nil, nil},
+		{"quadratic on a small object", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, small, true, "", false, nil, nil},
 		// The estimate for a small object (every size below 256) is past the
 		// per-call limit, the actual cost is not: tracked, and admitted.
-		{"cubic on a small object", []admissionregistrationv1.Validation{{Expression: "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"}}, nil, small, false, "", false, nil},
-		{"quadratic past the per-call limit", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, large, false, "operation cancelled: actual cost limit exceeded", false, nil},
-		{"past the request budget", heavy, nil, long, false, "validation failed due to running out of cost budget, no further validation rules will be run", false, nil},
-		{"reads request", []admissionregistrationv1.Validation{{Expression: "request.operation == 'CREATE'"}}, nil, small, false, "", false, nil},
-		{"has variables", []admissionregistrationv1.Validation{{Expression: "variables.n == 'cm'"}}, []admissionregistrationv1.Variable{{Name: "n", Expression: "object.metadata.name"}}, small, false, "", false, nil},
+		{"cubic on a small object", []admissionregistrationv1.Validation{{Expression: "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"}}, nil, small, false, "", false, nil, nil},
+		{"quadratic past the per-call limit", []admissionregistrationv1.Validation{{Expression: quadratic}}, nil, large, false, "operation cancelled: actual cost limit exceeded", false, nil, nil},
+		{"past the request budget", heavy, nil, long, false, "validation failed due to running out of cost budget, no further validation rules will be run", false, nil, nil},
+		{"reads request", []admissionregistrationv1.Validation{{Expression: "request.operation == 'CREATE'"}}, nil, small, false, "", false, nil, nil},
+		{"has variables", []admissionregistrationv1.Validation{{Expression: "variables.n == 'cm'"}}, []admissionregistrationv1.Variable{{Name: "n", Expression: "object.metadata.name"}}, small, false, "", false, nil, nil},
 		// A cancelled request interrupts a comprehension, as upstream's
 		// ContextEval does; expressions without one never look.
-		{"a loop in a cancelled request", []admissionregistrationv1.Validation{{Expression: "object.data.all(k, k != '')"}}, nil, many, true, "operation interrupted", true, nil},
-		{"no loop in a cancelled request", five, nil, small, true, "", true, nil},
+		{"a loop in a cancelled request", []admissionregistrationv1.Validation{{Expression: "object.data.all(k, k != '')"}}, nil, many, true, "operation interrupted", true, nil, nil},
+		{"no loop in a cancelled request", five, nil, small, true, "", true, nil, nil},
 		// The parameter is bounded by its JSON length.
-		{"reads params", []admissionregistrationv1.Validation{{Expression: "object.data.k0 == params.data.want", MessageExpression: "'want ' + params.data.want"}}, nil, small, true, "", false, map[string]string{"want": "v"}},
-		{"params deny", []admissionregistrationv1.Validation{{Expression: "object.data.k0 == params.data.want", MessageExpression: "'want ' + params.data.want"}}, nil, small, true, "want x", false, map[string]string{"want": "x"}},
-		{"quadratic over a large parameter", []admissionregistrationv1.Validation{{Expression: "params.data.all(k, params.data.all(j, size(params.data[k]) + size(params.data[j]) >= 0))"}}, nil, small, false, "operation cancelled: actual cost limit exceeded", false, large},
+		{"reads params", []admissionregistrationv1.Validation{{Expression: "object.data.k0 == params.data.want", MessageExpression: "'want ' + params.data.want"}}, nil, small, true, "", false, map[string]string{"want": "v"}, nil},
+		{"params deny", []admissionregistrationv1.Validation{{Expression: "object.data.k0 == params.data.want", MessageExpression: "'want ' + params.data.want"}}, nil, small, true, "want x", false, map[string]string{"want": "x"}, nil},
+		{"quadratic over a large parameter", []admissionregistrationv1.Validation{{Expression: "params.data.all(k, params.data.all(j, size(params.data[k]) + size(params.data[j]) >= 0))"}}, nil, small, false, "operation cancelled: actual cost limit exceeded", false, large, nil},
+		// namespaceObject is bounded by the namespace's bound.
+		{"reads namespaceObject", []admissionregistrationv1.Validation{{Expression: "namespaceObject.metadata.labels.team == object.data.team"}}, nil, small, true, "", false, nil, map[string]string{"team": "a"}},
+		{"namespaceObject denies", []admissionregistrationv1.Validation{{Expression: "namespaceObject.metadata.labels.team == object.data.team"}}, nil, small, true, "failed expression", false, nil, map[string]string{"team": "b"}},
+		{"quadratic over a large namespace", []admissionregistrationv1.Validation{{Expression: "namespaceObject.metadata.labels.all(k, namespaceObject.metadata.labels.all(j, size(k) + size(j) >= 0))"}}, nil, small, false, "operation cancelled: actual cost limit exceeded", false, nil, large},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pol := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
@@ -107,14 +112,15 @@ func TestUntrackedEvaluationIsTracked(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				used := v.untracked != nil && v.untracked.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object(), param)
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: tc.nsLabels}}
+				used := v.untracked != nil && v.untracked.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object(), param, ns)
 				ctx := t.Context()
 				if tc.cancelled {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithCancel(ctx)
 					cancel()
 				}
-				d, _ := v.evaluate(ctx, tg, va, param, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, allowAll{})
+				d, _ := v.evaluate(ctx, tg, va, param, ns, allowAll{})
 				return d, used
 			}
 			if tc.name == "cubic on a small object" && (v.untracked == nil || v.untracked.fitsWithin(8)) {

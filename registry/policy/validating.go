@@ -212,7 +212,7 @@ func (v *validator) evaluate(ctx context.Context, t *target, va *admission.Versi
 	in := newInputs(va, t, param, ns, authz)
 	var results, msgResults []plugincel.EvaluationResult
 	var msgErr error
-	if u := v.untracked; u != nil && u.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object(), param) {
+	if u := v.untracked; u != nil && u.usable(va.VersionedObject.Object(), va.VersionedOldObject.Object(), param, ns) {
 		// Neither the per-call limit nor the budget can be reached, and
 		// the budget left is observable only through them: the same
 		// results as the tracked evaluation below.
