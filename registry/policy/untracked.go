@@ -69,6 +69,9 @@ type untracked struct {
 	// fits[k] caches whether the set fits the limits with every unknown
 	// size at most 1<<k: 0 not yet known, 1 fits, 2 does not.
 	fits [64]atomic.Uint32
+	// readsNamespace says whether an expression reads namespaceObject,
+	// whose bound is then part of the request's.
+	readsNamespace bool
 	// params caches the JSON length of parameter versions (paramBound);
 	// held only around the map's use.
 	mu     sync.Mutex
@@ -182,6 +185,7 @@ func compileUntracked(validationEnv, messageEnv *cel.Env, validations, messages 
 			}
 			progs[i], loops[i] = prg, hasComprehension(ast)
 			u.asts = append(u.asts, ast)
+			u.readsNamespace = u.readsNamespace || reads(ast, plugincel.NamespaceVarName)
 		}
 		return progs, loops, true
 	}
@@ -193,6 +197,16 @@ func compileUntracked(validationEnv, messageEnv *cel.Env, validations, messages 
 		return nil
 	}
 	return u
+}
+
+// reads says whether a checked expression reads variable name.
+func reads(a *cel.Ast, name string) bool {
+	for _, ref := range a.NativeRep().ReferenceMap() {
+		if ref.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // hasComprehension says whether a checked expression has a comprehension
@@ -265,7 +279,7 @@ const maxUntrackedSize = 4096
 // are evaluated tracked.
 func (u *untracked) usable(object, oldObject, param runtime.Object, ns *corev1.Namespace) bool {
 	n := u.paramBound(param)
-	if ns != nil {
+	if ns != nil && u.readsNamespace {
 		n = max(n, sizeBoundOf(ns))
 	}
 	if n < 0 {
