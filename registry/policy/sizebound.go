@@ -52,11 +52,20 @@ func sizeBoundOf(obj runtime.Object) int64 {
 		return 0
 	}
 	s, ok := obj.(interface{ Size() int })
-	if !ok || !protoCovers(reflect.TypeOf(obj)) {
+	if !ok {
+		return jsonLength(obj)
+	}
+	return sizedBound(obj, s.Size())
+}
+
+// sizedBound is sizeBoundOf for a typed object whose protobuf size the
+// caller has (usable has read it already).
+func sizedBound(obj runtime.Object, size int) int64 {
+	if !protoCovers(reflect.TypeOf(obj)) {
 		return jsonLength(obj)
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	return max(2*int64(s.Size())+64, int64(len(gvk.Group)+1+len(gvk.Version)), int64(len(gvk.Kind)))
+	return max(2*int64(size)+64, int64(len(gvk.Group)+1+len(gvk.Version)), int64(len(gvk.Kind)))
 }
 
 // jsonLength is the length of obj's JSON form (0 for none, -1 when it

@@ -49,9 +49,8 @@ import (
 // namespace's fields, by the namespace's bound. Only sets that read
 // nothing but object, oldObject, params and namespaceObject (no request,
 // authorizer or variables) and compiled without error are eligible; any
-// other set,
-// and any request whose bound does not prove the limits, is evaluated by
-// upstream's tracked programs.
+// other set, and any request whose bound does not prove the limits, is
+// evaluated by upstream's tracked programs.
 type untracked struct {
 	// validations and messages are index-aligned with the validator's
 	// compiled expressions (nil for a placeholder).
@@ -290,10 +289,14 @@ func (u *untracked) usable(object, oldObject, param runtime.Object, ns *corev1.N
 			continue
 		}
 		s, ok := obj.(interface{ Size() int })
-		if !ok || s.Size() > maxUntrackedSize {
+		if !ok {
 			return false
 		}
-		b := sizeBoundOf(obj)
+		size := s.Size()
+		if size > maxUntrackedSize {
+			return false
+		}
+		b := sizedBound(obj, size)
 		if b < 0 {
 			return false
 		}
