@@ -20,7 +20,9 @@
 # (default 110), IDLE (default 60s), CTRD_LOG (containerd's --log-level, e.g. trace to count the
 # CRI calls per side in $W/containerd.log; it costs containerd CPU), SIDES (default "kubelet kite";
 # a side named kite-NAME runs the binary in $KITE_NAME, e.g. SIDES="kite kite-new" KITE_new=...
-# alternates two builds of the agent). Output: one JSON line per run on stdout; burst_cpu is the
+# alternates two builds of the agent; a side named floor or floor-N runs no agent: nodevs --floor
+# starts BURST pods straight over containerd's CRI, N (default 8) in flight, the least time any
+# agent could take on this containerd, see bench/nodevs/floor.go). Output: one JSON line per run on stdout; burst_cpu is the
 # CPU seconds per component during the burst (bench/nodevs/acct.go: BSD process accounting for
 # the processes that exit, /proc for the agent, containerd and the shims), seq_cpu the same over
 # the one-at-a-time phase (per_pod_s, per_pod_excl_s: per pod, with and without the agent's own).
@@ -161,6 +163,14 @@ node_of() { [[ $1 == kubelet ]] && echo kubelet-node || echo kite-node; }
 
 for ((i = 1; i <= rounds; i++)); do
 	for side in ${SIDES:-kubelet kite}; do
+		if [[ $side == floor* ]]; then
+			par=8
+			[[ $side == floor-* ]] && par=${side#floor-}
+			log "round $i: $side: $BURST pods straight over the CRI, $par in flight (load $(cut -d' ' -f1-3 /proc/loadavg))"
+			inns "$W/nodevs" --floor --floor-parallel "$par" --floor-dir "$W/floor" --label "$side round $i" \
+				--seq "$SEQ" --burst "$BURST" --containerd-pid "$ctrd_pid" --containerd-socket "$sock" --acct-dir "$W" || log "$side round $i failed"
+			continue
+		fi
 		node=$(node_of "$side")
 		log "round $i: $side (load $(cut -d' ' -f1-3 /proc/loadavg))"
 		start_side "$side"

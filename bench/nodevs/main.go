@@ -74,11 +74,28 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of each wait")
 	proxyListen := flag.String("proxy", "", "instead of measuring, serve a plain HTTP proxy to the API server on this address (see proxy.go)")
 	proxyKubeconfig := flag.String("proxy-kubeconfig", "", "with --proxy, the kubeconfig to write for it")
+	floor := flag.Bool("floor", false, "instead of measuring an agent, start --burst pods straight over containerd's CRI at --containerd-socket (floor.go) and print how long that took")
+	floorParallel := flag.Int("floor-parallel", 8, "with --floor, pods in flight at most (0: all at once)")
+	floorDir := flag.String("floor-dir", "", "with --floor, the directory for the pods' logs")
 	flag.Parse()
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if *proxyListen != "" {
 		if err := serveProxy(ctx, o.kubeconfig, *proxyListen, *proxyKubeconfig); err != nil {
+			fmt.Fprintln(os.Stderr, "nodevs:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *floor {
+		r, err := runFloor(ctx, floorOptions{label: o.label, sock: o.ctrdSock, image: o.image, dir: *floorDir,
+			seq: o.seq, pods: o.burst, parallel: *floorParallel, ctrdPID: o.ctrdPID, acctDir: o.acctDir, timeout: o.timeout})
+		if r != nil {
+			if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+				fmt.Fprintln(os.Stderr, "nodevs:", err)
+			}
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "nodevs:", err)
 			os.Exit(1)
 		}
