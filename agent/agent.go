@@ -236,7 +236,8 @@ func FromOptions(o *options.Options) (Options, error) {
 			RootDir: o.RootDir,
 			Labels:  o.NodeLabels,
 
-			LeaseDurationSeconds: o.Config.NodeLeaseDurationSeconds,
+			LeaseDurationSeconds:     o.Config.NodeLeaseDurationSeconds,
+			PressureTransitionPeriod: o.Config.EvictionPressureTransitionPeriod.Duration,
 		},
 	}
 	if o.NodeIP != "" {

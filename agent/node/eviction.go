@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -137,4 +138,38 @@ func Pressures(obs Observations, hard Thresholds) (memory, disk, pid *bool) {
 		pid = ptr.To(met(SignalPIDAvailable, obs.PIDCapacity, obs.PIDAvailable))
 	}
 	return memory, disk, pid
+}
+
+// DefaultPressureTransitionPeriod is the kubelet's
+// evictionPressureTransitionPeriod (--eviction-pressure-transition-period).
+const DefaultPressureTransitionPeriod = 5 * time.Minute
+
+// PressureSeen is when each pressure condition's threshold was last met;
+// zero: not since the agent started.
+type PressureSeen struct {
+	Memory, Disk, PID time.Time
+}
+
+// HoldPressures reports each pressure for as long as its threshold was met
+// within period before now, as the kubelet's eviction manager does
+// (nodeConditionsObservedSince over --eviction-pressure-transition-period):
+// a node hovering at a threshold does not flap between pressure and none,
+// nor its NoSchedule taint come and go with every status update. A
+// verdict that is nil (not measured) stays nil. It returns the verdicts
+// to report and seen updated with the pressures observed now.
+func HoldPressures(seen PressureSeen, now time.Time, period time.Duration, memory, disk, pid *bool) (PressureSeen, *bool, *bool, *bool) {
+	hold := func(last *time.Time, observed *bool) *bool {
+		if observed == nil {
+			return nil
+		}
+		if *observed {
+			*last = now
+			return observed
+		}
+		return ptr.To(!last.IsZero() && now.Sub(*last) < period)
+	}
+	memory = hold(&seen.Memory, memory)
+	disk = hold(&seen.Disk, disk)
+	pid = hold(&seen.PID, pid)
+	return seen, memory, disk, pid
 }

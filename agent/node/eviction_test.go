@@ -1,12 +1,15 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestParseEvictionHardAsTheKubelet: percentages and quantities parse as
@@ -125,4 +128,52 @@ func TestAllocatableHoldsTheThresholdsBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHoldPressuresKeepsAPressureForTheTransitionPeriod(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)
+	period := 5 * time.Minute
+	yes, no := ptr.To(true), ptr.To(false)
+	for _, tc := range []struct {
+		name     string
+		seen     time.Time // the disk's last pressure
+		now      time.Time
+		observed *bool
+		want     *bool
+		wantSeen time.Time
+	}{
+		{"observed now is reported and remembered", time.Time{}, t0, yes, yes, t0},
+		{"never observed is none", time.Time{}, t0, no, no, time.Time{}},
+		{"gone a minute ago is still reported", t0, t0.Add(time.Minute), no, yes, t0},
+		{"gone just inside the period is still reported", t0, t0.Add(period - time.Nanosecond), no, yes, t0},
+		{"gone for the whole period is cleared", t0, t0.Add(period), no, no, t0},
+		{"observed again restarts the period", t0, t0.Add(4 * time.Minute), yes, yes, t0.Add(4 * time.Minute)},
+		{"not measured stays unknown", t0, t0.Add(time.Minute), nil, nil, t0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen, m, d, p := HoldPressures(PressureSeen{Disk: tc.seen}, tc.now, period, no, tc.observed, nil)
+			if (d == nil) != (tc.want == nil) || (d != nil && *d != *tc.want) {
+				t.Errorf("disk pressure %v, want %v", fmtBool(d), fmtBool(tc.want))
+			}
+			if !seen.Disk.Equal(tc.wantSeen) {
+				t.Errorf("disk last seen %v, want %v", seen.Disk, tc.wantSeen)
+			}
+			// The other conditions are held apart from the disk's.
+			if m == nil || *m || p != nil || !seen.Memory.IsZero() || !seen.PID.IsZero() {
+				t.Errorf("memory %v pid %v, seen %+v: want false, unknown, never", fmtBool(m), fmtBool(p), seen)
+			}
+		})
+	}
+	t.Run("a zero period clears at once", func(t *testing.T) {
+		if _, _, d, _ := HoldPressures(PressureSeen{Disk: t0}, t0.Add(time.Nanosecond), 0, nil, no, nil); d == nil || *d {
+			t.Errorf("disk pressure %v, want false", fmtBool(d))
+		}
+	})
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "nil"
+	}
+	return strconv.FormatBool(*b)
 }

@@ -83,6 +83,12 @@ type Options struct {
 	// EvictionHard are the thresholds of the pressure conditions (the
 	// kubelet's evictionHard); nil means DefaultEvictionHard.
 	EvictionHard Thresholds
+	// PressureTransitionPeriod is how long a pressure condition stays
+	// after its threshold was last met (the kubelet's
+	// evictionPressureTransitionPeriod, DefaultPressureTransitionPeriod
+	// in the agent's configuration); zero clears it at the first status
+	// that no longer meets it.
+	PressureTransitionPeriod time.Duration
 }
 
 // Manager registers the Node and keeps its status and Lease current. Its
@@ -97,6 +103,9 @@ type Manager struct {
 	lastReport time.Time
 	nodeUID    types.UID
 	lease      *coordinationv1.Lease
+	// pressureSeen is when each pressure's threshold was last met
+	// (HoldPressures).
+	pressureSeen PressureSeen
 }
 
 // New checks opts and returns a Manager; nothing is written until Run.
@@ -169,9 +178,12 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// info is what the host and the agent report now.
+// info is what the host and the agent report now, the pressures held
+// for the transition period. Called by Run's goroutine only.
 func (m *Manager) info(ctx context.Context) Info {
 	info := HostInfo(m.opts.Host, m.opts.RootDir, m.opts.MaxPods, m.opts.EvictionHard)
+	m.pressureSeen, info.MemoryPressure, info.DiskPressure, info.PIDPressure = HoldPressures(
+		m.pressureSeen, time.Now(), m.opts.PressureTransitionPeriod, info.MemoryPressure, info.DiskPressure, info.PIDPressure)
 	info.NodeInfo.ContainerRuntimeVersion = m.opts.RuntimeVersion
 	info.Port = m.opts.Port
 	info.Addresses = []v1.NodeAddress{

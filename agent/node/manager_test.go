@@ -3,6 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -115,6 +118,54 @@ func TestManagerReportsDiskPressureByItsThresholds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestManagerHoldsAPressureForTheTransitionPeriod reads the node's memory
+// from a procfs directory of the test's: MemoryPressure comes with the
+// first status under the threshold, stays while memory is free again for
+// the transition period (1.5 s here; the kubelet's 5 minutes by default),
+// then clears. It fails if the pressure clears at the first status above
+// the threshold, as it did before the period was kept.
+func TestManagerHoldsAPressureForTheTransitionPeriod(t *testing.T) {
+	proc := t.TempDir()
+	meminfo := func(availableMiB int) {
+		t.Helper()
+		data := fmt.Sprintf("MemTotal:       8388608 kB\nMemAvailable:   %d kB\n", availableMiB*1024)
+		if err := os.WriteFile(filepath.Join(proc, "meminfo"), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meminfo(50)
+	hard, err := ParseEvictionHard(map[string]string{SignalMemoryAvailable: "100Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const period = 1500 * time.Millisecond
+	name := unique("hold")
+	_, cs := run(t, Options{NodeName: name, Host: Host{Proc: proc}, NodeIP: net.IPv4(10, 0, 0, 9), EvictionHard: hard,
+		UpdateInterval: 50 * time.Millisecond, PressureTransitionPeriod: period})
+	pressure := func() v1.ConditionStatus {
+		n, err := cs.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return condition(n.Status, v1.NodeMemoryPressure).Status
+	}
+	if got := pressure(); got != v1.ConditionTrue {
+		t.Fatalf("MemoryPressure %s with 50Mi available under a 100Mi threshold, want True", got)
+	}
+	meminfo(4096)
+	freed := time.Now()
+	for time.Since(freed) < period-300*time.Millisecond {
+		if got := pressure(); got != v1.ConditionTrue {
+			t.Fatalf("MemoryPressure %s %v after memory was freed, want True for the %v transition period", got, time.Since(freed), period)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	eventually(t, "MemoryPressure cleared after the transition period", func() (bool, string) {
+		got := pressure()
+		return got == v1.ConditionFalse, string(got)
+	})
 }
 
 // TestManagerKeepsALeaseOwnedByTheNode runs with a 1 s Lease, as

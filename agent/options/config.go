@@ -75,6 +75,10 @@ type AgentConfiguration struct {
 	// MergeDefaultEvictionSettings fills the signals EvictionHard does
 	// not name with the kubelet's defaults. File only, as the kubelet's.
 	MergeDefaultEvictionSettings *bool `json:"mergeDefaultEvictionSettings,omitempty"`
+	// EvictionPressureTransitionPeriod: --eviction-pressure-transition-period,
+	// how long a pressure condition stays after its threshold was last
+	// met (5m, the kubelet's default).
+	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod,omitempty"`
 	// NodeLeaseDurationSeconds is the Node's Lease duration; the agent
 	// renews it every quarter of that, as the kubelet does. File only, as
 	// the kubelet's.

@@ -116,6 +116,9 @@ func flagFields() map[string]func(dst, src *AgentConfiguration) {
 		"cluster-dns":                func(d, s *AgentConfiguration) { d.ClusterDNS = s.ClusterDNS },
 		"cluster-domain":             func(d, s *AgentConfiguration) { d.ClusterDomain = s.ClusterDomain },
 		"eviction-hard":              func(d, s *AgentConfiguration) { d.EvictionHard = s.EvictionHard },
+		"eviction-pressure-transition-period": func(d, s *AgentConfiguration) {
+			d.EvictionPressureTransitionPeriod = s.EvictionPressureTransitionPeriod
+		},
 	}
 }
 
@@ -158,6 +161,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "The least age of an unused image before it is collected.")
 	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Addresses of the cluster DNS, the nameservers of pods with dnsPolicy ClusterFirst (comma-separated); empty: such pods get the host's resolver configuration. Pods of the process runtime always use the host's.")
 	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, signal<value pairs separated by ',' (memory.available<100Mi,nodefs.available<10%): a node under one of them reports MemoryPressure, DiskPressure or PIDPressure and is tainted so that no new pod is scheduled to it, and allocatable holds the memory and nodefs thresholds back. Unset: the kubelet's defaults (memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%,imagefs.inodesFree<5%); 0% switches a signal off.")
+	fs.DurationVar(&c.EvictionPressureTransitionPeriod.Duration, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod.Duration, "How long a MemoryPressure, DiskPressure or PIDPressure condition (and its taint) stays after its threshold was last met, so that a node at a threshold does not flap.")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "The cluster's domain: pods with dnsPolicy ClusterFirst search <namespace>.svc.<domain>, svc.<domain> and <domain> before the host's domains.")
 }
 
@@ -241,6 +245,9 @@ func (o *Options) Validate() error {
 	}
 	if d := c.ClusterDomain; d != "" && len(validation.IsDNS1123Subdomain(strings.TrimSuffix(d, "."))) > 0 {
 		errs = append(errs, fmt.Errorf("clusterDomain (--cluster-domain) %q: not a domain name", d))
+	}
+	if d := c.EvictionPressureTransitionPeriod.Duration; d < 0 {
+		errs = append(errs, fmt.Errorf("evictionPressureTransitionPeriod (--eviction-pressure-transition-period) %v: must not be negative", d))
 	}
 	if _, err := node.ParseEvictionHard(c.EvictionHardStatements()); err != nil {
 		errs = append(errs, fmt.Errorf("evictionHard (--eviction-hard): %w", err))
@@ -328,7 +335,8 @@ func DefaultConfiguration() AgentConfiguration {
 		CgroupRoot:                  cri.DefaultCgroupRoot,
 		ClusterDNS:                  []string{DefaultClusterDNS},
 		ClusterDomain:               DefaultClusterDomain,
-		// The kubelet's default.
-		NodeLeaseDurationSeconds: 40,
+		// The kubelet's defaults.
+		NodeLeaseDurationSeconds:         40,
+		EvictionPressureTransitionPeriod: metav1.Duration{Duration: node.DefaultPressureTransitionPeriod},
 	}
 }

@@ -206,6 +206,34 @@ func TestCgroupRootFlagOverFile(t *testing.T) {
 	}
 }
 
+// TestPressureTransitionPeriodFlagOverFile: the kubelet's 5 minutes unless
+// the file's evictionPressureTransitionPeriod or the flag says otherwise;
+// 0 is kept (a pressure clears at once).
+func TestPressureTransitionPeriodFlagOverFile(t *testing.T) {
+	const head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	fromFile := writeConfig(t, head+"evictionPressureTransitionPeriod: 30s\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{"neither", nil, 5 * time.Minute},
+		{"file", []string{"--config", fromFile}, 30 * time.Second},
+		{"flag", []string{"--eviction-pressure-transition-period=0"}, 0},
+		{"flag over file", []string{"--config", fromFile, "--eviction-pressure-transition-period=1m"}, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _, err := parse(t, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Config.EvictionPressureTransitionPeriod.Duration; got != tc.want {
+				t.Errorf("evictionPressureTransitionPeriod %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestHeaderFlag(t *testing.T) {
 	o, _, err := parse(t, "--manifest-url=http://127.0.0.1/p", "--manifest-url-header", "Authorization: Bearer a:b", "--manifest-url-header", "Metadata-Flavor:Google")
 	if err != nil {
@@ -243,6 +271,7 @@ func TestRefused(t *testing.T) {
 		{"eviction threshold over 100% in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard:\n  nodefs.available: 120%\n", "nodefs.available must be <= 100%: 120%"},
 		{"relative cgroup root", []string{"--cgroup-root=kite/node-b"}, "", `cgroupRoot (--cgroup-root): cgroup root "kite/node-b": want an absolute cgroupfs path`},
 		{"cgroup root with an underscore in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupRoot: /kite/node_b\n", `cgroupRoot (--cgroup-root): cgroup root "/kite/node_b": component "node_b" has an underscore`},
+		{"negative pressure transition period", []string{"--eviction-pressure-transition-period=-1s"}, "", "evictionPressureTransitionPeriod (--eviction-pressure-transition-period) -1s: must not be negative"},
 		{"bad duration in file", nil, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfileCheckFrequency: soon\n", "decoding"},
 	}
 	for _, tc := range tests {
