@@ -35,6 +35,12 @@ SEQ=${SEQ:-30} BURST=${BURST:-110} IDLE=${IDLE:-60s}
 netns=kitebench
 log() { echo "nodevs: $(date -u +%T) $*" >&2; }
 
+# One run at a time on a machine: two would share the network namespace's name (the first one's
+# cleanup deletes the second's) and each other's CPU. A run waits for the one before it, cleanup
+# included (the lock is held until this shell exits).
+exec 9>/tmp/kite-nodevs.lock
+flock -n 9 || { log "waiting for another bench/nodevs.sh run to end"; flock 9; }
+
 mkdir -p "$W"
 if [[ -z "${KITE:-}" ]]; then
 	KITE=$W/kite
