@@ -134,26 +134,12 @@ func shimCPU(pids map[int]bool) float64 {
 // of the shims.
 func containerCPU(shimPIDs map[int]bool) map[int]float64 {
 	out := map[int]float64{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if ppid, err := procstat.Parent(pid); err != nil || !shimPIDs[ppid] {
 			continue
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		if !shimPIDs[ppid] {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
 		if c, err := procstat.CPUSeconds(pid); err == nil {
 			out[pid] = c
 		}

@@ -75,6 +75,18 @@ func runFloor(ctx context.Context, o floorOptions) (*floorResult, error) {
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*o.timeout)
 	defer dcancel()
 	var errs []error
+	// The pods' cgroups (runc makes them, and leaves them) go on every
+	// way out, after the sandboxes' tear-down.
+	defer func() {
+		for i := range o.pods + o.seq {
+			for _, d := range cgroupDirs(floorCgroup(run, i)) {
+				os.Remove(d)
+			}
+		}
+		for _, d := range cgroupDirs("/nodevs-floor") {
+			os.Remove(d)
+		}
+	}()
 
 	// One at a time, then those pods removed, as an agent's are.
 	r.Load = append(r.Load, procstat.Load())
@@ -146,14 +158,6 @@ func runFloor(ctx context.Context, o floorOptions) (*floorResult, error) {
 		r.BurstCPU = bc
 	}
 	errs = append(errs, floorTeardown(dctx, rs, burst)...)
-	for i := range o.pods + o.seq {
-		for _, d := range cgroupDirs(floorCgroup(run, i)) {
-			os.Remove(d)
-		}
-	}
-	for _, d := range cgroupDirs("/nodevs-floor") {
-		os.Remove(d)
-	}
 	r.Load = append(r.Load, procstat.Load())
 	return r, errors.Join(errs...)
 }

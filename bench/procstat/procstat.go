@@ -21,18 +21,37 @@ func Load() string {
 	return strings.Join(f[:3], " ")
 }
 
+// statFields are the fields of /proc/<pid>/stat after the command, which
+// may hold spaces: f[0] is field 3 (state), f[1] field 4 (ppid), and so
+// on. At least n of them, or an error saying what was read.
+func statFields(pid, n int, what string) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, fmt.Errorf("%s of %d: %w", what, pid, err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < n {
+		return nil, fmt.Errorf("%s of %d: short stat %q", what, pid, s)
+	}
+	return f, nil
+}
+
+// Parent is the process's parent PID (/proc/<pid>/stat field 4).
+func Parent(pid int) (int, error) {
+	f, err := statFields(pid, 2, "parent")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(f[1])
+}
+
 // CPUSeconds is the process's user+system time from /proc/<pid>/stat
 // (fields 14 and 15, in clock ticks of 1/100 s on Linux).
 func CPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid, 13, "cpu")
 	if err != nil {
-		return 0, fmt.Errorf("cpu of %d: %w", pid, err)
-	}
-	// The command may hold spaces; fields count from after its ')'.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu of %d: short stat %q", pid, s)
+		return 0, err
 	}
 	u, err1 := strconv.ParseFloat(f[11], 64)
 	sy, err2 := strconv.ParseFloat(f[12], 64)
@@ -46,14 +65,9 @@ func CPUSeconds(pid int) (float64, error) {
 // field 10, minflt): faults served without I/O, e.g. a page of the
 // executable mapped again from the page cache.
 func MinorFaults(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid, 8, "minor faults")
 	if err != nil {
-		return 0, fmt.Errorf("minor faults of %d: %w", pid, err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 8 {
-		return 0, fmt.Errorf("minor faults of %d: short stat %q", pid, s)
+		return 0, err
 	}
 	n, err := strconv.ParseFloat(f[7], 64)
 	if err != nil {
